@@ -1,0 +1,30 @@
+//! The domain model of sliced, with no I/O, so that other programs can embed it.
+//!
+//! A *slice* is a named group of switch ports; each port of a slice holds a set of host
+//! MAC addresses. Two hosts may talk when some slice holds both of them. This crate defines
+//! the identifiers ([`SliceName`], [`PortId`], [`MacAddress`]), the tree that describes a
+//! slice ([`Slice`], [`Port`]), the errors of the slice contract ([`SliceError`]), the
+//! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
+//! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
+//!
+//! ```
+//! use slice_core::{MacAddress, PortId, SliceName};
+//!
+//! let slice: SliceName = "tenant-a".parse()?;
+//! let port: PortId = "0x00AB:3".parse()?;
+//! let mac: MacAddress = "00:1B:21:3A:4F:0C".parse()?;
+//! assert_eq!(port.to_string(), "0xab:3");
+//! assert_eq!(mac.to_string(), "00:1b:21:3a:4f:0c");
+//! assert_eq!(slice.as_str(), "tenant-a");
+//! # Ok::<(), slice_core::ParseError>(())
+//! ```
+
+mod error;
+mod ids;
+mod membership;
+mod model;
+
+pub use error::{ParseError, SliceError};
+pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
+pub use membership::{Host, Membership};
+pub use model::{Port, Slice};

@@ -1,0 +1,28 @@
+//! The tree that describes one slice: its ports in the order they were added, and each
+//! port's MAC addresses in the order they were added.
+
+use crate::{MacAddress, PortId, SliceName};
+
+/// A slice with everything it holds, as a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    pub name: SliceName,
+    pub ports: Vec<Port>,
+}
+
+/// A port of a slice with the host MAC addresses the slice admits behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub id: PortId,
+    pub macs: Vec<MacAddress>,
+}
+
+impl Slice {
+    /// A slice that holds no port yet.
+    pub fn empty(name: SliceName) -> Self {
+        Self {
+            name,
+            ports: Vec::new(),
+        }
+    }
+}
