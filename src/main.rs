@@ -1,1 +1,129 @@
-fn main() {}
+//! The `sliced` daemon: wires the store, the REST application and the controller.
+
+mod config;
+mod daemon;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use slice_store::{Store, StoreError};
+
+use crate::config::{Args, Config};
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("info,actix_server=warn"),
+    )
+    .init();
+    let args = Args::parse();
+    let result = Config::resolve(&args).and_then(|config| {
+        if args.daemon {
+            daemon::spawn_background(&config)
+        } else {
+            actix_web::rt::System::new().block_on(serve(config))
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sliced: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let data_dir = &config.data_dir;
+    create_private_dir(data_dir.root())?;
+    let store = match Store::open(&data_dir.store_path()) {
+        Err(StoreError::Locked(_)) => anyhow::bail!(
+            "another sliced already runs on {} (its socket is {})",
+            data_dir.root().display(),
+            data_dir.socket_path().display()
+        ),
+        other => Arc::new(other.context("cannot open the database")?),
+    };
+
+    let session_key =
+        slice_http::load_or_create_key(&config.session_key_file).with_context(|| {
+            format!(
+                "cannot load the session key {}",
+                config.session_key_file.display()
+            )
+        })?;
+    let mut settings = slice_http::Settings::new(session_key);
+    settings.require_auth_for_slices = config.require_auth;
+    settings.developer_login = config.developer_login;
+    settings.secure_cookie = config.secure_cookie;
+    settings.session_ttl_hours = config.session_ttl_hours;
+
+    // We hold the database lock, so a socket file left here is a dead daemon's.
+    let socket = data_dir.socket_path();
+    remove_if_exists(&socket)?;
+    // Bound here rather than with `bind_uds`, which skips the `on_connect` hook that marks
+    // local peers; binding first also lets the mode be set before anyone can connect.
+    let local_listener = std::os::unix::net::UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    let app_store = Arc::clone(&store);
+    let server = actix_web::HttpServer::new(move || {
+        slice_http::app(Arc::clone(&app_store), settings.clone())
+    })
+    .on_connect(slice_http::mark_local_peer)
+    .bind(&config.http)
+    .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
+    let http_addrs: Vec<String> = server.addrs().iter().map(ToString::to_string).collect();
+    let server = server
+        .listen_uds(local_listener)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    let server = server.run();
+
+    if let Some(pid_file) = &config.pid_file {
+        std::fs::write(pid_file, format!("{}\n", std::process::id()))
+            .with_context(|| format!("cannot write the pid file {}", pid_file.display()))?;
+    }
+    log::info!(
+        "sliced serving: http on {}, local socket {}, database {}, slicing {}",
+        http_addrs.join(", "),
+        socket.display(),
+        data_dir.store_path().display(),
+        if config.slicing { "on" } else { "off" },
+    );
+
+    let served = server.await;
+    log::info!("shutting down");
+    let flushed = store.flush();
+    let _ = std::fs::remove_file(&socket);
+    if let Some(pid_file) = &config.pid_file {
+        let _ = std::fs::remove_file(pid_file);
+    }
+    served.context("the HTTP server failed")?;
+    flushed.context("the final flush failed")?;
+    Ok(())
+}
+
+/// The data directory holds the session key and the database: owner only.
+fn create_private_dir(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if !path.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .with_context(|| format!("cannot create the data directory {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn remove_if_exists(path: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(err).with_context(|| format!("cannot remove the stale socket {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}

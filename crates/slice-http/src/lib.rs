@@ -1,1 +1,129 @@
-//! placeholder
+//! The REST application of sliced: the slice API of the specification, its `/api/` twin
+//! behind a session, and the developer login that starts the session.
+//!
+//! [`app`] builds the actix-web application around a shared [`Store`]; the `sliced`
+//! binary serves it on TCP and on its local Unix socket, marking local connections with
+//! [`LocalPeer`] (see [`mark_local_peer`]) so that they pass the session guard.
+
+mod auth;
+mod body;
+mod error;
+mod slices;
+
+use std::sync::Arc;
+
+use actix_session::config::{CookieContentSecurity, PersistentSession};
+use actix_session::storage::CookieSessionStore;
+use actix_session::SessionMiddleware;
+use actix_web::body::MessageBody;
+use actix_web::cookie::{time, Key, SameSite};
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::{middleware, web, App};
+use slice_store::Store;
+
+pub use auth::{is_email, load_or_create_key, LocalPeer, User};
+pub use body::BODY_LIMIT;
+pub use error::ApiError;
+
+/// The name of the session cookie.
+pub const SESSION_COOKIE: &str = "sliced_session";
+
+/// How the application treats clients.
+#[derive(Clone)]
+pub struct Settings {
+    /// Key that signs and encrypts the session cookie.
+    pub session_key: Key,
+    /// When true the unprefixed slice endpoints need a session too.
+    pub require_auth_for_slices: bool,
+    /// When false, `/auth/developer/*` does not exist (production).
+    pub developer_login: bool,
+    /// Send the session cookie over HTTPS only (set it behind a TLS proxy).
+    pub secure_cookie: bool,
+    /// How long a session lasts after login.
+    pub session_ttl_hours: i64,
+}
+
+impl Settings {
+    pub fn new(session_key: Key) -> Self {
+        Self {
+            session_key,
+            require_auth_for_slices: false,
+            developer_login: true,
+            secure_cookie: false,
+            session_ttl_hours: 12,
+        }
+    }
+}
+
+/// `HttpServer::on_connect` hook that marks connections over a Unix socket as local.
+pub fn mark_local_peer(connection: &dyn std::any::Any, data: &mut actix_web::dev::Extensions) {
+    if connection
+        .downcast_ref::<actix_web::rt::net::UnixStream>()
+        .is_some()
+    {
+        data.insert(LocalPeer);
+    }
+}
+
+/// The whole application.
+pub fn app(
+    store: Arc<Store>,
+    settings: Settings,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let sessions =
+        SessionMiddleware::builder(CookieSessionStore::default(), settings.session_key.clone())
+            .cookie_name(SESSION_COOKIE.into())
+            .cookie_http_only(true)
+            .cookie_same_site(SameSite::Lax)
+            .cookie_secure(settings.secure_cookie)
+            .cookie_content_security(CookieContentSecurity::Private)
+            .session_lifecycle(
+                PersistentSession::default()
+                    .session_ttl(time::Duration::hours(settings.session_ttl_hours)),
+            )
+            .build();
+    let guard_slices = settings.require_auth_for_slices;
+    App::new()
+        .app_data(web::Data::new(store))
+        .app_data(web::Data::new(settings))
+        .service(
+            web::scope("/api")
+                .wrap(middleware::from_fn(auth::require_session))
+                .route("/session", web::get().to(auth::whoami))
+                .configure(slices::routes)
+                .default_service(web::to(api_fallback)),
+        )
+        .configure(auth::routes)
+        .service(
+            web::scope("")
+                .wrap(middleware::Condition::new(
+                    guard_slices,
+                    middleware::from_fn(auth::require_session),
+                ))
+                .configure(slices::routes),
+        )
+        .default_service(web::to(no_route))
+        .wrap(sessions)
+        .wrap(middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target("sliced::http"))
+}
+
+/// Any other GET under `/api/` answers a small status; other methods find nothing.
+async fn api_fallback(req: actix_web::HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
+    if req.method() == actix_web::http::Method::GET {
+        Ok(auth::api_status().await)
+    } else {
+        Err(ApiError::NoRoute)
+    }
+}
+
+async fn no_route() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::NoRoute)
+}

@@ -1,0 +1,291 @@
+//! Client authentication (spec section 5): a developer login that starts a session kept
+//! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
+
+use std::io::Write;
+use std::path::Path;
+
+use actix_session::{Session, SessionExt};
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::cookie::Key;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, ContentType};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use crate::body::Body;
+use crate::{ApiError, Settings};
+
+/// The session entry that marks a client as logged in.
+const USER_KEY: &str = "user";
+
+/// Who is logged in, as kept in the session.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub email: String,
+}
+
+/// Marks a request that came over the daemon's local Unix socket: the socket is
+/// owner-only, so whoever reaches it is trusted as the owner.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalPeer;
+
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/auth/developer")
+            .get(login_form)
+            .default_service(web::to(crate::slices::method_not_allowed)),
+    )
+    .service(
+        web::resource("/auth/developer/callback")
+            .post(developer_callback)
+            .default_service(web::to(crate::slices::method_not_allowed)),
+    )
+    .service(
+        web::resource("/auth/logout")
+            .post(logout)
+            .default_service(web::to(crate::slices::method_not_allowed)),
+    );
+}
+
+#[derive(Deserialize)]
+struct Credentials {
+    name: String,
+    email: String,
+}
+
+async fn developer_callback(
+    settings: web::Data<Settings>,
+    session: Session,
+    Body(credentials): Body<Credentials>,
+) -> Result<HttpResponse, ApiError> {
+    if !settings.developer_login {
+        return Err(ApiError::NoRoute);
+    }
+    let name = credentials.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::BadRequest(
+            "name must be 1 to 200 characters".into(),
+        ));
+    }
+    let email = credentials.email.trim();
+    if !is_email(email) {
+        return Err(ApiError::BadRequest(format!(
+            "invalid e-mail address {email:?}"
+        )));
+    }
+    // A new session id on login, so that a session planted before it is worthless.
+    session.renew();
+    session
+        .insert(
+            USER_KEY,
+            User {
+                name: name.to_owned(),
+                email: email.to_owned(),
+            },
+        )
+        .map_err(|err| ApiError::Internal(err.to_string()))?;
+    Ok(HttpResponse::Ok().json(Status { status: "ok" }))
+}
+
+async fn logout(session: Session) -> HttpResponse {
+    session.purge();
+    HttpResponse::Ok().json(Status { status: "ok" })
+}
+
+/// The page a browser is sent to when it needs to log in.
+async fn login_form(settings: web::Data<Settings>) -> Result<HttpResponse, ApiError> {
+    if !settings.developer_login {
+        return Err(ApiError::NoRoute);
+    }
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .body(LOGIN_FORM))
+}
+
+const LOGIN_FORM: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>sliced: developer login</title></head>
+<body><form method="post" action="/auth/developer/callback">
+<label>Name <input name="name" required></label>
+<label>E-mail <input name="email" type="email" required></label>
+<button type="submit">Log in</button>
+</form></body></html>
+"#;
+
+#[derive(Serialize)]
+pub(crate) struct Status {
+    pub(crate) status: &'static str,
+}
+
+/// A pragmatic check of an e-mail address: one `@`, a local part, and a dotted domain of
+/// letters, digits and hyphens; no spaces or control characters anywhere.
+pub fn is_email(text: &str) -> bool {
+    let Some((local, domain)) = text.split_once('@') else {
+        return false;
+    };
+    let local_ok = !local.is_empty()
+        && local.len() <= 64
+        && local.chars().all(|c| {
+            c.is_ascii_graphic()
+                && !matches!(
+                    c,
+                    '@' | '<' | '>' | '(' | ')' | ',' | ';' | ':' | '\\' | '"' | '[' | ']'
+                )
+        });
+    let labels_ok = domain.len() <= 253
+        && domain.contains('.')
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    local_ok && labels_ok
+}
+
+/// The logged-in user of a request, if any.
+pub(crate) fn user_of(req: &HttpRequest) -> Option<User> {
+    req.get_session().get::<User>(USER_KEY).ok().flatten()
+}
+
+/// Lets a request through when it comes over the local socket or carries a session;
+/// otherwise answers 403 `{"status":"forbidden"}`, or, to a browser that asks for HTML,
+/// redirects to the login form.
+pub(crate) async fn require_session(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let local = req.conn_data::<LocalPeer>().is_some();
+    if local
+        || req
+            .get_session()
+            .get::<User>(USER_KEY)
+            .ok()
+            .flatten()
+            .is_some()
+    {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    }
+    let (req, _payload) = req.into_parts();
+    let login_enabled = req
+        .app_data::<web::Data<Settings>>()
+        .is_some_and(|settings| settings.developer_login);
+    let response = if login_enabled && wants_html(&req) {
+        HttpResponse::Found()
+            .insert_header((header::LOCATION, "/auth/developer"))
+            .finish()
+    } else {
+        HttpResponse::Forbidden().json(Status {
+            status: "forbidden",
+        })
+    };
+    Ok(ServiceResponse::new(req, response))
+}
+
+/// True when the client prefers HTML to JSON, as a browser's navigation does.
+fn wants_html(req: &HttpRequest) -> bool {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    accept.contains("text/html") && !accept.contains("application/json")
+}
+
+pub(crate) async fn whoami(req: HttpRequest) -> HttpResponse {
+    match user_of(&req) {
+        Some(user) => HttpResponse::Ok().json(user),
+        None => HttpResponse::Ok().json(User {
+            name: "local".into(),
+            email: String::new(),
+        }),
+    }
+}
+
+pub(crate) async fn api_status() -> HttpResponse {
+    HttpResponse::Ok().json(Status { status: "ok" })
+}
+
+/// Reads the session key from `path`, or makes one and keeps it there (owner-only), so
+/// that sessions survive a restart.
+pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
+    match std::fs::read(path) {
+        Ok(bytes) => Key::try_from(bytes.as_slice()).map_err(|err| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("session key {}: {err}", path.display()),
+            )
+        }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            let key = Key::generate();
+            write_private(path, key.master())?;
+            Ok(key)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+
+    // Written beside the target and renamed, so a crash never leaves half a key.
+    let partial = path.with_extension("partial");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&partial)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&partial, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn email_check_accepts_ordinary_addresses_only() {
+        for ok in ["dev@example.com", "a.b+c@sub.example.org", "x@a-b.io"] {
+            assert!(is_email(ok), "{ok} rejected");
+        }
+        for bad in [
+            "",
+            "plain",
+            "@example.com",
+            "dev@",
+            "dev@localhost",
+            "dev@exa mple.com",
+            "dev@@example.com",
+            "dev@-example.com",
+            "dev@example..com",
+            "de v@example.com",
+            "dev@example.com\n",
+        ] {
+            assert!(!is_email(bad), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_session_key_is_kept_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        let first = load_or_create_key(&path).unwrap();
+        let second = load_or_create_key(&path).unwrap();
+        assert_eq!(first.master(), second.master());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_short_key_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        std::fs::write(&path, b"short").unwrap();
+        assert!(load_or_create_key(&path).is_err());
+    }
+}

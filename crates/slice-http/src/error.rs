@@ -1,0 +1,75 @@
+//! How failures become HTTP responses: a status and `{"error": "<message>"}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use slice_core::{ParseError, SliceError};
+use slice_store::StoreError;
+
+/// A failed request. Every variant but `Internal` is the client's doing and changes nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error(transparent)]
+    Slice(#[from] SliceError),
+    #[error("not found")]
+    NoRoute,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("request body too large: at most {limit} bytes are accepted")]
+    PayloadTooLarge { limit: usize },
+    #[error("unsupported content type {0:?}: send application/json or application/x-www-form-urlencoded")]
+    UnsupportedMediaType(String),
+    /// The server's own failure (the disk, a worker pool); the message is logged, not sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<ParseError> for ApiError {
+    fn from(err: ParseError) -> Self {
+        Self::BadRequest(err.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Slice(err) => Self::Slice(err),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<actix_web::error::BlockingError> for ApiError {
+    fn from(err: actix_web::error::BlockingError) -> Self {
+        Self::Internal(err.to_string())
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Slice(err) if err.is_conflict() => StatusCode::CONFLICT,
+            Self::Slice(_) | Self::NoRoute => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let Self::Internal(detail) = self {
+            log::error!("request failed: {detail}");
+        }
+        HttpResponse::build(self.status_code()).json(ErrorBody {
+            error: self.to_string(),
+        })
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ErrorBody {
+    error: String,
+}

@@ -1,0 +1,261 @@
+//! The slice endpoints of spec section 4 (endpoints 1 to 12).
+//!
+//! Path segments are parsed before anything is looked up, so a malformed identifier is a
+//! 400 whatever exists; then the store checks the slice, the port and the MAC address in
+//! that order. Writes run on the blocking pool because they wait for an fsync; reads are
+//! served from sled's cache on the worker.
+
+use std::sync::Arc;
+
+use actix_web::http::header::LOCATION;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use slice_core::{MacAddress, PortId, SliceName};
+use slice_store::Store;
+
+use crate::body::Body;
+use crate::ApiError;
+
+/// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
+/// used to build `Location` headers.
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/slices")
+            .get(list_slices)
+            .post(create_slice)
+            .delete(delete_slice)
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/slices/{slice}")
+            .get(get_slice)
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/slices/{slice}/ports")
+            .get(list_ports)
+            .post(add_port)
+            .delete(delete_port)
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/slices/{slice}/ports/{port}")
+            .get(get_port)
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/slices/{slice}/ports/{port}/mac_addresses")
+            .get(list_macs)
+            .post(add_mac)
+            .delete(delete_mac)
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/slices/{slice}/ports/{port}/mac_addresses/{mac}")
+            .get(get_mac)
+            .default_service(web::to(method_not_allowed)),
+    );
+}
+
+pub(crate) async fn method_not_allowed() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}
+
+type StoreData = web::Data<Arc<Store>>;
+
+// ---- bodies ------------------------------------------------------------------------------
+
+#[derive(Deserialize, Serialize)]
+struct SliceBody {
+    name: SliceName,
+}
+
+#[derive(Deserialize)]
+struct PortRequest {
+    dpid: u64,
+    port_no: u32,
+}
+
+#[derive(Serialize)]
+struct PortBody {
+    name: PortId,
+    dpid: u64,
+    port_no: u32,
+}
+
+impl From<PortId> for PortBody {
+    fn from(port: PortId) -> Self {
+        Self {
+            name: port,
+            dpid: port.dpid,
+            port_no: port.port_no,
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize)]
+struct MacBody {
+    name: MacAddress,
+}
+
+// ---- path segments -----------------------------------------------------------------------
+
+fn segment<'r>(req: &'r HttpRequest, name: &str) -> &'r str {
+    // Every handler is mounted on a pattern that defines the segments it asks for.
+    req.match_info().get(name).unwrap_or_default()
+}
+
+fn slice_of(req: &HttpRequest) -> Result<SliceName, ApiError> {
+    Ok(segment(req, "slice").parse()?)
+}
+
+fn slice_and_port(req: &HttpRequest) -> Result<(SliceName, PortId), ApiError> {
+    Ok((slice_of(req)?, segment(req, "port").parse()?))
+}
+
+/// The created resource's address: the collection's path in canonical form plus its id.
+fn created<T: Serialize>(
+    req: &HttpRequest,
+    collection: String,
+    id: &str,
+    body: &T,
+) -> HttpResponse {
+    let prefix = if req.path().starts_with("/api/") {
+        "/api"
+    } else {
+        ""
+    };
+    HttpResponse::Created()
+        .insert_header((LOCATION, format!("{prefix}{collection}/{id}")))
+        .json(body)
+}
+
+/// Runs a durable write off the async workers: it waits for an fsync.
+async fn write<T: Send + 'static>(
+    store: &StoreData,
+    op: impl FnOnce(&Store) -> Result<T, slice_store::StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = Arc::clone(store.get_ref());
+    Ok(web::block(move || op(&store)).await??)
+}
+
+// ---- slices ------------------------------------------------------------------------------
+
+async fn list_slices(store: StoreData) -> Result<HttpResponse, ApiError> {
+    let names = store.slices()?;
+    let body: Vec<SliceBody> = names.into_iter().map(|name| SliceBody { name }).collect();
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn create_slice(
+    req: HttpRequest,
+    store: StoreData,
+    Body(body): Body<SliceBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body.name.clone();
+    write(&store, move |store| store.create_slice(&name)).await?;
+    Ok(created(&req, "/slices".into(), body.name.as_str(), &body))
+}
+
+async fn delete_slice(
+    store: StoreData,
+    Body(body): Body<SliceBody>,
+) -> Result<HttpResponse, ApiError> {
+    let name = body.name.clone();
+    write(&store, move |store| store.delete_slice(&name)).await?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn get_slice(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
+    let name = slice_of(&req)?;
+    store.slice(&name)?;
+    Ok(HttpResponse::Ok().json(SliceBody { name }))
+}
+
+// ---- ports -------------------------------------------------------------------------------
+
+async fn list_ports(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
+    let slice = slice_of(&req)?;
+    let ports: Vec<PortBody> = store
+        .ports(&slice)?
+        .into_iter()
+        .map(PortBody::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(ports))
+}
+
+async fn add_port(
+    req: HttpRequest,
+    store: StoreData,
+    Body(body): Body<PortRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let slice = slice_of(&req)?;
+    let port = PortId::new(body.dpid, body.port_no);
+    let collection = format!("/slices/{slice}/ports");
+    write(&store, move |store| store.add_port(&slice, port)).await?;
+    Ok(created(
+        &req,
+        collection,
+        &port.to_string(),
+        &PortBody::from(port),
+    ))
+}
+
+async fn delete_port(
+    req: HttpRequest,
+    store: StoreData,
+    Body(body): Body<PortRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let slice = slice_of(&req)?;
+    let port = PortId::new(body.dpid, body.port_no);
+    write(&store, move |store| store.delete_port(&slice, port)).await?;
+    Ok(HttpResponse::Ok().json(PortBody::from(port)))
+}
+
+async fn get_port(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
+    let (slice, port) = slice_and_port(&req)?;
+    store.port(&slice, port)?;
+    Ok(HttpResponse::Ok().json(PortBody::from(port)))
+}
+
+// ---- MAC addresses -----------------------------------------------------------------------
+
+async fn list_macs(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
+    let (slice, port) = slice_and_port(&req)?;
+    let macs: Vec<MacBody> = store
+        .macs(&slice, port)?
+        .into_iter()
+        .map(|name| MacBody { name })
+        .collect();
+    Ok(HttpResponse::Ok().json(macs))
+}
+
+async fn add_mac(
+    req: HttpRequest,
+    store: StoreData,
+    Body(body): Body<MacBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (slice, port) = slice_and_port(&req)?;
+    let mac = body.name;
+    let collection = format!("/slices/{slice}/ports/{port}/mac_addresses");
+    write(&store, move |store| store.add_mac(&slice, port, mac)).await?;
+    Ok(created(&req, collection, &mac.to_string(), &body))
+}
+
+async fn delete_mac(
+    req: HttpRequest,
+    store: StoreData,
+    Body(body): Body<MacBody>,
+) -> Result<HttpResponse, ApiError> {
+    let (slice, port) = slice_and_port(&req)?;
+    let mac = body.name;
+    write(&store, move |store| store.delete_mac(&slice, port, mac)).await?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+async fn get_mac(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
+    let (slice, port) = slice_and_port(&req)?;
+    let mac: MacAddress = segment(&req, "mac").parse()?;
+    store.mac(&slice, port, mac)?;
+    Ok(HttpResponse::Ok().json(MacBody { name: mac }))
+}

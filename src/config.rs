@@ -1,0 +1,140 @@
+//! The daemon's settings: command-line flags over `SLICED_DB` over the TOML file named by
+//! `--config` over built-in defaults.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Parser;
+use serde::Deserialize;
+use slice_store::DataDir;
+
+pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
+pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
+
+/// sliced: a routing-switch OpenFlow controller with virtual slicing.
+#[derive(Debug, Parser)]
+#[command(version, about, after_help = EXAMPLES)]
+pub struct Args {
+    /// Data directory (database, local socket, session key) [default: per-user data dir]
+    #[arg(long, env = "SLICED_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Address of the REST API [default: 127.0.0.1:9292]
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Address where OpenFlow switches connect [default: 0.0.0.0:6653]
+    #[arg(long, value_name = "ADDR")]
+    pub openflow: Option<String>,
+    /// TOML file with the same settings
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run in the background; returns once the daemon is serving
+    #[arg(short = 'd', long)]
+    pub daemon: bool,
+    /// Write the daemon's process id to this file
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+    /// Where a background daemon logs [default: <data dir>/sliced.log]
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Plain routing switch: route between any hosts, ignore slices
+    #[arg(long)]
+    pub no_slicing: bool,
+    /// Require a session on the unprefixed slice endpoints too
+    #[arg(long)]
+    pub require_auth: bool,
+    /// Turn the developer login off (production)
+    #[arg(long)]
+    pub no_developer_login: bool,
+}
+
+const EXAMPLES: &str = "Examples:
+  sliced                                  # foreground, defaults
+  sliced --db /var/lib/sliced -d --pid-file /run/sliced.pid
+  sliced --config /etc/sliced.toml
+  RUST_LOG=debug sliced --http 0.0.0.0:9292";
+
+/// The settings file. Every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    db: Option<PathBuf>,
+    http: Option<String>,
+    openflow: Option<String>,
+    pid_file: Option<PathBuf>,
+    log_file: Option<PathBuf>,
+    slicing: Option<bool>,
+    #[serde(default)]
+    auth: AuthFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthFile {
+    require_for_slices: Option<bool>,
+    developer_login: Option<bool>,
+    secure_cookie: Option<bool>,
+    session_key_file: Option<PathBuf>,
+    session_ttl_hours: Option<i64>,
+}
+
+/// Everything the daemon needs to know, resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: DataDir,
+    pub http: String,
+    #[allow(dead_code)] // read by the controller, wired in by the controller issue
+    pub openflow: String,
+    pub pid_file: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+    pub slicing: bool,
+    pub require_auth: bool,
+    pub developer_login: bool,
+    pub secure_cookie: bool,
+    pub session_key_file: PathBuf,
+    pub session_ttl_hours: i64,
+}
+
+impl Config {
+    pub fn resolve(args: &Args) -> anyhow::Result<Self> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let data_dir = DataDir::resolve(args.db.clone().or(file.db));
+        let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
+        anyhow::ensure!(
+            (1..=24 * 365).contains(&session_ttl_hours),
+            "auth.session_ttl_hours must be between 1 and 8760"
+        );
+        Ok(Self {
+            http: args
+                .http
+                .clone()
+                .or(file.http)
+                .unwrap_or(DEFAULT_HTTP.into()),
+            openflow: args
+                .openflow
+                .clone()
+                .or(file.openflow)
+                .unwrap_or(DEFAULT_OPENFLOW.into()),
+            pid_file: args.pid_file.clone().or(file.pid_file),
+            log_file: args.log_file.clone().or(file.log_file),
+            slicing: !args.no_slicing && file.slicing.unwrap_or(true),
+            require_auth: args.require_auth || file.auth.require_for_slices.unwrap_or(false),
+            developer_login: !args.no_developer_login && file.auth.developer_login.unwrap_or(true),
+            secure_cookie: file.auth.secure_cookie.unwrap_or(false),
+            session_key_file: file
+                .auth
+                .session_key_file
+                .unwrap_or_else(|| data_dir.session_key_path()),
+            session_ttl_hours,
+            data_dir,
+        })
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+}

@@ -1,0 +1,74 @@
+//! `sliced -d`: run in the background and return once the daemon serves.
+//!
+//! Rather than fork a running process, the binary starts itself again without `-d` in a
+//! process group of its own, with its output going to a log file, and waits until the
+//! child has written its pid file, which it does only after binding every socket.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::config::Config;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn spawn_background(config: &Config) -> anyhow::Result<()> {
+    let root = config.data_dir.root();
+    std::fs::create_dir_all(root)
+        .with_context(|| format!("cannot create the data directory {}", root.display()))?;
+    let pid_file = config
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| root.join("sliced.pid"));
+    let log_file = config
+        .log_file
+        .clone()
+        .unwrap_or_else(|| root.join("sliced.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_file)
+        .with_context(|| format!("cannot open the log file {}", log_file.display()))?;
+    let _ = std::fs::remove_file(&pid_file);
+
+    let args = std::env::args_os()
+        .skip(1)
+        .filter(|arg| arg != "-d" && arg != "--daemon");
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(args);
+    if config.pid_file.is_none() {
+        command.arg("--pid-file").arg(&pid_file);
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .context("cannot start the background daemon")?;
+
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let expected = child.id().to_string();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "the daemon exited during start-up ({status}); see {}",
+                log_file.display()
+            );
+        }
+        if std::fs::read_to_string(&pid_file).is_ok_and(|pid| pid.trim() == expected) {
+            println!("{expected}");
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!(
+                "the daemon did not start in time; see {}",
+                log_file.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,163 @@
+//! What the black-box tests share: starting the real `sliced` binary on a temporary data
+//! directory and a free port, and reaching it over real sockets.
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SLICED: &str = env!("CARGO_BIN_EXE_sliced");
+pub const SLICE: &str = env!("CARGO_BIN_EXE_slice");
+
+/// How long a daemon may take to come up on a loaded two-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `sliced`, stopped (SIGKILL) when dropped.
+pub struct Daemon {
+    child: Option<Child>,
+    pub http: SocketAddr,
+    pub openflow: SocketAddr,
+    pub data_dir: PathBuf,
+}
+
+/// A port that was free a moment ago. The kernel hands out ports in sequence, so a port
+/// just released is not handed to another test right away.
+pub fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+}
+
+impl Daemon {
+    pub fn start(data_dir: &Path) -> Self {
+        Self::start_with(data_dir, &[])
+    }
+
+    /// Starts `sliced` in the foreground with `extra` arguments and waits until both its
+    /// HTTP port and its local socket answer.
+    pub fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
+        let (http, openflow) = (free_port(), free_port());
+        let child = Command::new(SLICED)
+            .arg("--db")
+            .arg(data_dir)
+            .arg("--http")
+            .arg(http.to_string())
+            .arg("--openflow")
+            .arg(openflow.to_string())
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sliced starts");
+        let mut daemon = Self {
+            child: Some(child),
+            http,
+            openflow,
+            data_dir: data_dir.to_owned(),
+        };
+        daemon.wait_until_ready();
+        daemon
+    }
+
+    fn wait_until_ready(&mut self) {
+        let socket = self.data_dir.join("sliced.sock");
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("sliced exited during start-up: {status}");
+            }
+            let http_up = TcpStream::connect(self.http).is_ok();
+            let socket_up = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+            if http_up && socket_up {
+                return;
+            }
+            assert!(Instant::now() < deadline, "sliced did not come up in time");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.http, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// SIGTERM, then waits for a clean exit and returns its status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("daemon still running");
+        signal(child.id(), "TERM");
+        wait_with_timeout(&mut child, START_TIMEOUT).expect("sliced stops on SIGTERM")
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    pub fn kill9(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{name} {pid} failed");
+}
+
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the `slice` tool on `data_dir` and returns what it did.
+pub fn slice(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(SLICE)
+        .arg("--db")
+        .arg(data_dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("slice runs")
+}
+
+/// An HTTP agent that does not turn 4xx/5xx into errors and keeps cookies.
+pub fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// A response's status and body as JSON (Null when the body is not JSON).
+pub fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_json::Value) {
+    let response = match result {
+        Ok(response) => response,
+        Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("request failed: {other}"),
+    };
+    let status = response.status();
+    let body = response.into_string().unwrap_or_default();
+    (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null))
+}
