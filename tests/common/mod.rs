@@ -37,7 +37,16 @@ impl Daemon {
     /// Starts `sliced` in the foreground with `extra` arguments and waits until both its
     /// HTTP port and its local socket answer.
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
-        let (http, openflow) = (free_port(), free_port());
+        Self::launch(data_dir, free_port(), extra)
+    }
+
+    /// Starts on a given HTTP address, for a restart that clients must find again.
+    pub fn start_with_http(data_dir: &Path, http: SocketAddr) -> Self {
+        Self::launch(data_dir, http, &[])
+    }
+
+    fn launch(data_dir: &Path, http: SocketAddr, extra: &[&str]) -> Self {
+        let openflow = free_port();
         let child = Command::new(SLICED)
             .arg("--db")
             .arg(data_dir)
@@ -64,7 +73,11 @@ impl Daemon {
         let socket = self.data_dir.join("sliced.sock");
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 panic!("sliced exited during start-up: {status}");
             }
             let http_up = TcpStream::connect(self.http).is_ok();
@@ -159,5 +172,8 @@ pub fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_j
     };
     let status = response.status();
     let body = response.into_string().unwrap_or_default();
-    (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null))
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
+    )
 }

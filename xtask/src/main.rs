@@ -1,1 +1,59 @@
-fn main() {}
+//! Project automation (`cargo xtask <task>`), in Rust rather than shell scripts.
+//!
+//! - `cargo xtask test`: formatting, clippy, and every test of the workspace: the whole
+//!   suite that CI runs.
+
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  test    formatting, clippy and every test: the whole suite CI runs";
+
+fn main() -> std::process::ExitCode {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    let result = match task.as_str() {
+        "test" => test(),
+        _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn test() -> anyhow::Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&["test", "--workspace", "--all-targets"])?;
+    cargo(&["test", "--workspace", "--doc"])?;
+    Ok(())
+}
+
+/// Runs cargo from the workspace root with the output going straight to the terminal.
+fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = Command::new(&cargo)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("cannot run {cargo}"))?;
+    if !status.success() {
+        bail!("cargo {} failed: {status}", args.join(" "));
+    }
+    Ok(())
+}
+
+fn workspace_root() -> std::path::PathBuf {
+    // xtask lives one level below the root; the manifest dir is set by cargo at build time.
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+}

@@ -200,7 +200,7 @@ impl Store {
     pub fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
         self.write(|store| {
             let name_key = Key::tag(Tag::SliceName).name(slice);
-            if store.tree.get(&name_key)?.is_some() {
+            if store.tree.get(name_key)?.is_some() {
                 return Err(SliceError::SliceExists(slice.clone()).into());
             }
             let id = store.db.generate_id()?;
@@ -235,7 +235,7 @@ impl Store {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             let index_key = Key::tag(Tag::PortIndex).id(id).port(port);
-            if store.tree.get(&index_key)?.is_some() {
+            if store.tree.get(index_key)?.is_some() {
                 return Err(SliceError::PortExists(port).into());
             }
             let mut batch = sled::Batch::default();
@@ -324,7 +324,7 @@ impl Store {
             let id = store.slice_id(slice)?;
             store.port_seq(id, port)?;
             let index_key = Key::tag(Tag::MacIndex).id(id).port(port).mac(mac);
-            let seq = match store.tree.get(&index_key)? {
+            let seq = match store.tree.get(index_key)? {
                 Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("MAC record"))?,
                 None => return Err(SliceError::MacNotFound(mac).into()),
             };

@@ -1,0 +1,765 @@
+//! Black-box tests of the REST API (spec sections 4 and 7) against the real `sliced`
+//! binary over real sockets, on a real database in a temporary directory.
+
+mod common;
+
+use common::{agent, status_json, Daemon};
+use serde_json::{json, Value};
+
+struct Api {
+    daemon: Daemon,
+    agent: ureq::Agent,
+    _dir: tempfile::TempDir,
+}
+
+impl Api {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self {
+            daemon: Daemon::start(dir.path()),
+            agent: agent(),
+            _dir: dir,
+        }
+    }
+
+    fn get(&self, path: &str) -> (u16, Value) {
+        status_json(self.agent.get(&self.daemon.url(path)).call())
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        status_json(self.agent.post(&self.daemon.url(path)).send_json(body))
+    }
+
+    fn delete(&self, path: &str, body: Value) -> (u16, Value) {
+        status_json(self.agent.delete(&self.daemon.url(path)).send_json(body))
+    }
+
+    fn raw(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+        status_json(
+            self.agent
+                .request(method, &self.daemon.url(path))
+                .set("Content-Type", content_type)
+                .send_string(body),
+        )
+    }
+
+    /// The whole tree as the GET endpoints show it, to prove that nothing changed.
+    fn tree(&self) -> Value {
+        let (_, slices) = self.get("/slices");
+        let mut tree = Vec::new();
+        for slice in slices.as_array().unwrap() {
+            let name = slice["name"].as_str().unwrap();
+            let (_, ports) = self.get(&format!("/slices/{name}/ports"));
+            let mut port_tree = Vec::new();
+            for port in ports.as_array().unwrap() {
+                let port_name = port["name"].as_str().unwrap();
+                let (_, macs) =
+                    self.get(&format!("/slices/{name}/ports/{port_name}/mac_addresses"));
+                port_tree.push(json!({"port": port, "macs": macs}));
+            }
+            tree.push(json!({"slice": name, "ports": port_tree}));
+        }
+        Value::Array(tree)
+    }
+}
+
+fn error(message: &str) -> Value {
+    json!({ "error": message })
+}
+
+// ---- spec section 4: every endpoint -----------------------------------------------------------
+
+#[test]
+fn slices_are_created_listed_read_and_deleted() {
+    let api = Api::start();
+    assert_eq!(api.get("/slices"), (200, json!([])));
+    for name in ["zeta", "alpha", "mid"] {
+        assert_eq!(
+            api.post("/slices", json!({"name": name})),
+            (201, json!({"name": name}))
+        );
+    }
+    assert_eq!(
+        api.get("/slices"),
+        (
+            200,
+            json!([{"name": "zeta"}, {"name": "alpha"}, {"name": "mid"}])
+        ),
+        "creation order, not name order"
+    );
+    assert_eq!(api.get("/slices/alpha"), (200, json!({"name": "alpha"})));
+    assert_eq!(
+        api.post("/slices", json!({"name": "alpha"})),
+        (409, error("Slice alpha already exists"))
+    );
+    assert_eq!(
+        api.delete("/slices", json!({"name": "alpha"})),
+        (200, json!({"name": "alpha"}))
+    );
+    assert_eq!(
+        api.get("/slices"),
+        (200, json!([{"name": "zeta"}, {"name": "mid"}]))
+    );
+    assert_eq!(
+        api.get("/slices/alpha"),
+        (404, error("Slice alpha not found"))
+    );
+    assert_eq!(
+        api.delete("/slices", json!({"name": "alpha"})),
+        (404, error("Slice alpha not found"))
+    );
+}
+
+#[test]
+fn ports_are_added_listed_read_and_deleted() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+    let port = |dpid: u64, port_no: u32| json!({"name": format!("{dpid:#x}:{port_no}"), "dpid": dpid, "port_no": port_no});
+    assert_eq!(
+        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        (201, port(171, 1))
+    );
+    assert_eq!(
+        api.post("/slices/s/ports", json!({"dpid": 2, "port_no": 9})),
+        (201, port(2, 9))
+    );
+    assert_eq!(
+        api.get("/slices/s/ports"),
+        (200, json!([port(171, 1), port(2, 9)]))
+    );
+    assert_eq!(api.get("/slices/s/ports/0xab:1"), (200, port(171, 1)));
+    assert_eq!(
+        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        (409, error("Port 0xab:1 already exists"))
+    );
+    assert_eq!(
+        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        (200, port(171, 1))
+    );
+    assert_eq!(api.get("/slices/s/ports"), (200, json!([port(2, 9)])));
+    assert_eq!(
+        api.get("/slices/s/ports/0xab:1"),
+        (404, error("Port 0xab:1 not found"))
+    );
+    assert_eq!(
+        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        (404, error("Port 0xab:1 not found"))
+    );
+}
+
+#[test]
+fn mac_addresses_are_added_listed_read_and_deleted() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+    let base = "/slices/s/ports/0x1:1/mac_addresses";
+    assert_eq!(api.get(base), (200, json!([])));
+    for mac in ["00:00:00:00:00:09", "00:00:00:00:00:01"] {
+        assert_eq!(
+            api.post(base, json!({"name": mac})),
+            (201, json!({"name": mac}))
+        );
+    }
+    assert_eq!(
+        api.get(base),
+        (
+            200,
+            json!([{"name": "00:00:00:00:00:09"}, {"name": "00:00:00:00:00:01"}])
+        ),
+        "the order added"
+    );
+    assert_eq!(
+        api.get(&format!("{base}/00:00:00:00:00:01")),
+        (200, json!({"name": "00:00:00:00:00:01"}))
+    );
+    assert_eq!(
+        api.post(base, json!({"name": "00:00:00:00:00:01"})),
+        (409, error("MAC address 00:00:00:00:00:01 already exists"))
+    );
+    assert_eq!(
+        api.delete(base, json!({"name": "00:00:00:00:00:09"})),
+        (200, json!({"name": "00:00:00:00:00:09"}))
+    );
+    assert_eq!(
+        api.get(&format!("{base}/00:00:00:00:00:09")),
+        (404, error("MAC address 00:00:00:00:00:09 not found"))
+    );
+    assert_eq!(
+        api.delete(base, json!({"name": "00:00:00:00:00:09"})),
+        (404, error("MAC address 00:00:00:00:00:09 not found"))
+    );
+    // Rule 3: the port stays after its MAC address goes.
+    assert_eq!(api.get("/slices/s/ports/0x1:1").0, 200);
+}
+
+#[test]
+fn adding_a_mac_to_a_missing_port_creates_the_port() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    assert_eq!(
+        api.post(
+            "/slices/s/ports/0x2:3/mac_addresses",
+            json!({"name": "aa:bb:cc:dd:ee:ff"})
+        ),
+        (201, json!({"name": "aa:bb:cc:dd:ee:ff"}))
+    );
+    assert_eq!(
+        api.get("/slices/s/ports"),
+        (200, json!([{"name": "0x2:3", "dpid": 2, "port_no": 3}]))
+    );
+}
+
+#[test]
+fn deleting_a_port_takes_its_macs_with_it() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post(
+        "/slices/s/ports/0x1:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:01"}),
+    );
+    api.delete("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+    // Added again, the port starts empty.
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+    assert_eq!(
+        api.get("/slices/s/ports/0x1:1/mac_addresses"),
+        (200, json!([]))
+    );
+}
+
+#[test]
+fn deleting_a_slice_takes_everything_with_it() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post(
+        "/slices/s/ports/0x1:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:01"}),
+    );
+    api.delete("/slices", json!({"name": "s"}));
+    api.post("/slices", json!({"name": "s"}));
+    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+}
+
+#[test]
+fn created_resources_carry_their_location() {
+    let api = Api::start();
+    let location = |response: Result<ureq::Response, ureq::Error>| {
+        response.unwrap().header("location").unwrap().to_owned()
+    };
+    let url = |path: &str| api.daemon.url(path);
+    assert_eq!(
+        location(
+            api.agent
+                .post(&url("/slices"))
+                .send_json(json!({"name": "s"}))
+        ),
+        "/slices/s"
+    );
+    assert_eq!(
+        location(
+            api.agent
+                .post(&url("/slices/s/ports"))
+                .send_json(json!({"dpid": 255, "port_no": 2}))
+        ),
+        "/slices/s/ports/0xff:2"
+    );
+    assert_eq!(
+        location(
+            api.agent
+                .post(&url("/slices/s/ports/0xFF:02/mac_addresses"))
+                .send_json(json!({"name": "AA:00:00:00:00:01"}))
+        ),
+        "/slices/s/ports/0xff:2/mac_addresses/aa:00:00:00:00:01"
+    );
+}
+
+// ---- spec section 7: errors and their order ----------------------------------------------------
+
+#[test]
+fn a_missing_slice_is_reported_on_every_slice_endpoint() {
+    let api = Api::start();
+    let missing = error("Slice nope not found");
+    let port = json!({"dpid": 1, "port_no": 1});
+    let mac = json!({"name": "00:00:00:00:00:01"});
+    assert_eq!(api.get("/slices/nope"), (404, missing.clone()));
+    assert_eq!(
+        api.delete("/slices", json!({"name": "nope"})),
+        (404, missing.clone())
+    );
+    assert_eq!(
+        api.post("/slices/nope/ports", port.clone()),
+        (404, missing.clone())
+    );
+    assert_eq!(api.get("/slices/nope/ports"), (404, missing.clone()));
+    assert_eq!(
+        api.delete("/slices/nope/ports", port),
+        (404, missing.clone())
+    );
+    assert_eq!(api.get("/slices/nope/ports/0x1:1"), (404, missing.clone()));
+    let macs = "/slices/nope/ports/0x1:1/mac_addresses";
+    assert_eq!(api.post(macs, mac.clone()), (404, missing.clone()));
+    assert_eq!(api.get(macs), (404, missing.clone()));
+    assert_eq!(
+        api.delete(macs, mac),
+        (404, missing.clone()),
+        "endpoint 11 too"
+    );
+    assert_eq!(
+        api.get(&format!("{macs}/00:00:00:00:00:01")),
+        (404, missing)
+    );
+    assert_eq!(api.get("/slices"), (200, json!([])), "nothing was created");
+}
+
+#[test]
+fn the_slice_is_checked_before_the_port_and_the_port_before_the_mac() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    let mac = "00:00:00:00:00:01";
+    let path = |slice: &str| format!("/slices/{slice}/ports/0x1:1/mac_addresses/{mac}");
+    assert_eq!(api.get(&path("nope")), (404, error("Slice nope not found")));
+    assert_eq!(api.get(&path("s")), (404, error("Port 0x1:1 not found")));
+    assert_eq!(
+        api.get("/slices/s/ports/0x1:1/mac_addresses"),
+        (404, error("Port 0x1:1 not found"))
+    );
+    assert_eq!(
+        api.delete("/slices/s/ports/0x1:1/mac_addresses", json!({"name": mac})),
+        (404, error("Port 0x1:1 not found"))
+    );
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+    assert_eq!(
+        api.get(&path("s")),
+        (404, error(&format!("MAC address {mac} not found")))
+    );
+}
+
+#[test]
+fn port_names_in_messages_are_canonical_whatever_the_request_said() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    assert_eq!(
+        api.get("/slices/s/ports/0X00AB:007"),
+        (404, error("Port 0xab:7 not found"))
+    );
+    assert_eq!(
+        api.delete("/slices/s/ports", json!({"dpid": 0xab, "port_no": 7})),
+        (404, error("Port 0xab:7 not found"))
+    );
+}
+
+// ---- identifiers -------------------------------------------------------------------------------
+
+#[test]
+fn identifiers_are_read_leniently_and_shown_canonically() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post(
+        "/slices/s/ports/0xAB:1/mac_addresses",
+        json!({"name": "AA:BB:CC:DD:EE:FF"}),
+    );
+    for spelling in ["0xab:1", "0xAB:1", "0x00ab:1", "0X00Ab:0001", "0xab%3A1"] {
+        assert_eq!(
+            api.get(&format!("/slices/s/ports/{spelling}")),
+            (200, json!({"name": "0xab:1", "dpid": 171, "port_no": 1})),
+            "{spelling}"
+        );
+    }
+    assert_eq!(
+        api.get("/slices/s/ports/0xab:1/mac_addresses/aA:Bb:cC:dD:eE:fF"),
+        (200, json!({"name": "aa:bb:cc:dd:ee:ff"}))
+    );
+    assert_eq!(
+        api.post(
+            "/slices/s/ports/0xab:1/mac_addresses",
+            json!({"name": "aa:bb:cc:dd:ee:FF"})
+        ),
+        (409, error("MAC address aa:bb:cc:dd:ee:ff already exists")),
+        "MAC addresses compare without case"
+    );
+}
+
+#[test]
+fn the_largest_identifiers_round_trip() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "x".repeat(64)}));
+    let body = json!({"dpid": u64::MAX, "port_no": u32::MAX});
+    let expected =
+        json!({"name": "0xffffffffffffffff:4294967295", "dpid": u64::MAX, "port_no": u32::MAX});
+    let slice = "x".repeat(64);
+    assert_eq!(
+        api.post(&format!("/slices/{slice}/ports"), body),
+        (201, expected.clone())
+    );
+    assert_eq!(
+        api.get(&format!(
+            "/slices/{slice}/ports/0xffffffffffffffff:4294967295"
+        )),
+        (200, expected)
+    );
+}
+
+#[test]
+fn form_bodies_are_accepted_like_json() {
+    let api = Api::start();
+    let form = "application/x-www-form-urlencoded";
+    assert_eq!(
+        api.raw("POST", "/slices", form, "name=s"),
+        (201, json!({"name": "s"}))
+    );
+    assert_eq!(
+        api.raw("POST", "/slices/s/ports", form, "dpid=16&port_no=2"),
+        (201, json!({"name": "0x10:2", "dpid": 16, "port_no": 2}))
+    );
+    assert_eq!(
+        api.raw(
+            "POST",
+            "/slices/s/ports/0x10:2/mac_addresses",
+            form,
+            "name=00%3A00%3A00%3A00%3A00%3A01"
+        ),
+        (201, json!({"name": "00:00:00:00:00:01"}))
+    );
+    assert_eq!(
+        api.raw("DELETE", "/slices/s/ports", form, "dpid=16&port_no=2"),
+        (200, json!({"name": "0x10:2", "dpid": 16, "port_no": 2}))
+    );
+    // What `curl -d '{...}'` sends: JSON labelled as a form.
+    assert_eq!(
+        api.raw("POST", "/slices", form, r#"{"name":"t"}"#),
+        (201, json!({"name": "t"}))
+    );
+}
+
+// ---- bad input: a clear 4xx and nothing changed ----------------------------------------------
+
+#[test]
+fn bad_bodies_get_400_and_change_nothing() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post(
+        "/slices/s/ports/0x1:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:01"}),
+    );
+    let before = api.tree();
+    let json_type = "application/json";
+    let cases: &[(&str, &str, &str)] = &[
+        ("POST", "/slices", "{"),
+        ("POST", "/slices", ""),
+        ("POST", "/slices", "[]"),
+        ("POST", "/slices", "{}"),
+        ("POST", "/slices", r#"{"name": 5}"#),
+        ("POST", "/slices", r#"{"name": null}"#),
+        ("POST", "/slices", r#"{"name": ""}"#),
+        ("POST", "/slices", r#"{"name": "has space"}"#),
+        ("POST", "/slices", r#"{"name": "a/b"}"#),
+        (
+            "POST",
+            "/slices",
+            &format!(r#"{{"name": "{}"}}"#, "x".repeat(65)),
+        ),
+        ("DELETE", "/slices", r#"{"nom": "s"}"#),
+        ("POST", "/slices/s/ports", r#"{"dpid": 1}"#),
+        ("POST", "/slices/s/ports", r#"{"dpid": -1, "port_no": 1}"#),
+        (
+            "POST",
+            "/slices/s/ports",
+            r#"{"dpid": 18446744073709551616, "port_no": 1}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports",
+            r#"{"dpid": 1, "port_no": 4294967296}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports",
+            r#"{"dpid": "0x1", "port_no": 1}"#,
+        ),
+        ("POST", "/slices/s/ports", r#"{"dpid": 1.5, "port_no": 1}"#),
+        (
+            "DELETE",
+            "/slices/s/ports",
+            r#"{"dpid": 1, "port_no": "one"}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            r#"{"name": "00:00:00:00:00"}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            r#"{"name": "zz:00:00:00:00:01"}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            r#"{"name": "00-00-00-00-00-02"}"#,
+        ),
+        (
+            "DELETE",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            r#"{"name": 1}"#,
+        ),
+        (
+            "POST",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            r#"{"mac": "00:00:00:00:00:02"}"#,
+        ),
+    ];
+    for (method, path, body) in cases {
+        let (status, response) = api.raw(method, path, json_type, body);
+        assert_eq!(status, 400, "{method} {path} {body}: {response}");
+        let message = response["error"].as_str().unwrap_or_default();
+        assert!(!message.is_empty(), "{method} {path} {body}: {response}");
+    }
+    assert_eq!(api.tree(), before);
+}
+
+#[test]
+fn bad_body_messages_say_what_is_wrong() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    let (_, body) = api.raw("POST", "/slices", "application/json", r#"{"name": "a b"}"#);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid slice name \"a b\""),
+        "{body}"
+    );
+    let (_, body) = api.raw(
+        "POST",
+        "/slices/s/ports",
+        "application/json",
+        r#"{"dpid": 1}"#,
+    );
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `port_no`"),
+        "{body}"
+    );
+    let (_, body) = api.raw(
+        "POST",
+        "/slices/s/ports",
+        "application/json",
+        r#"{"dpid": 1, "port_no": 4294967296}"#,
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains("4294967296"),
+        "{body}"
+    );
+}
+
+#[test]
+fn bad_identifiers_in_the_path_get_400() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    api.post(
+        "/slices/s/ports/0x1:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:01"}),
+    );
+    let before = api.tree();
+    for path in [
+        "/slices/bad%20name",
+        "/slices/s/ports/1:1",
+        "/slices/s/ports/0x1",
+        "/slices/s/ports/0xg:1",
+        "/slices/s/ports/0x1:99999999999",
+        "/slices/s/ports/0x10000000000000000:1",
+        "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00",
+        "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:0g",
+    ] {
+        let (status, body) = api.get(path);
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with("invalid"),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = api.post(
+        "/slices/s/ports/0x1/mac_addresses",
+        json!({"name": "00:00:00:00:00:02"}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(api.tree(), before);
+}
+
+#[test]
+fn oversized_and_unsupported_bodies_are_refused() {
+    let api = Api::start();
+    let huge = format!(r#"{{"name": "s", "padding": "{}"}}"#, "x".repeat(64 * 1024));
+    let (status, body) = api.raw("POST", "/slices", "application/json", &huge);
+    assert_eq!(status, 413, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("too large"));
+    let (status, body) = api.raw("POST", "/slices", "text/plain", "name=s");
+    assert_eq!(status, 415, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("text/plain"));
+    assert_eq!(api.get("/slices"), (200, json!([])));
+}
+
+#[test]
+fn unknown_paths_and_wrong_methods_answer_in_json() {
+    let api = Api::start();
+    assert_eq!(api.get("/nothing/here"), (404, error("not found")));
+    assert_eq!(
+        api.get("/slices/s/ports/0x1:1/extra"),
+        (404, error("not found"))
+    );
+    for (method, path) in [
+        ("PUT", "/slices"),
+        ("PATCH", "/slices/s"),
+        ("POST", "/slices/s"),
+        ("PUT", "/slices/s/ports"),
+        ("DELETE", "/slices/s/ports/0x1:1"),
+        ("PUT", "/slices/s/ports/0x1:1/mac_addresses"),
+        (
+            "POST",
+            "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:01",
+        ),
+        ("GET", "/auth/developer/callback"),
+    ] {
+        assert_eq!(
+            api.raw(method, path, "application/json", "{}"),
+            (405, error("method not allowed")),
+            "{method} {path}"
+        );
+    }
+}
+
+// ---- durability and concurrency ----------------------------------------------------------------
+
+#[test]
+fn everything_survives_a_restart_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent();
+    let daemon = Daemon::start(dir.path());
+    for name in ["b", "a", "c"] {
+        agent
+            .post(&daemon.url("/slices"))
+            .send_json(json!({"name": name}))
+            .unwrap();
+    }
+    for (port, mac) in [
+        ("0x2:1", "00:00:00:00:00:02"),
+        ("0x1:1", "00:00:00:00:00:01"),
+        ("0x1:1", "00:00:00:00:00:00"),
+    ] {
+        agent
+            .post(&daemon.url(&format!("/slices/a/ports/{port}/mac_addresses")))
+            .send_json(json!({"name": mac}))
+            .unwrap();
+    }
+    assert!(daemon.terminate().success(), "clean exit on SIGTERM");
+
+    let daemon = Daemon::start(dir.path());
+    let get = |path: &str| status_json(agent.get(&daemon.url(path)).call());
+    assert_eq!(
+        get("/slices"),
+        (200, json!([{"name": "b"}, {"name": "a"}, {"name": "c"}]))
+    );
+    assert_eq!(
+        get("/slices/a/ports"),
+        (
+            200,
+            json!([{"name": "0x2:1", "dpid": 2, "port_no": 1}, {"name": "0x1:1", "dpid": 1, "port_no": 1}])
+        )
+    );
+    assert_eq!(
+        get("/slices/a/ports/0x1:1/mac_addresses"),
+        (
+            200,
+            json!([{"name": "00:00:00:00:00:01"}, {"name": "00:00:00:00:00:00"}])
+        )
+    );
+}
+
+#[test]
+fn an_acknowledged_write_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent();
+    let daemon = Daemon::start(dir.path());
+    agent
+        .post(&daemon.url("/slices"))
+        .send_json(json!({"name": "s"}))
+        .unwrap();
+    for i in 0..50u8 {
+        let response = agent
+            .post(&daemon.url("/slices/s/ports/0x1:1/mac_addresses"))
+            .send_json(json!({"name": format!("00:00:00:00:01:{i:02x}")}))
+            .unwrap();
+        assert_eq!(response.status(), 201);
+    }
+    // No pause: the last 201 must already be on disk.
+    daemon.kill9();
+    let daemon = Daemon::start(dir.path());
+    let (status, macs) = status_json(
+        agent
+            .get(&daemon.url("/slices/s/ports/0x1:1/mac_addresses"))
+            .call(),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(macs.as_array().unwrap().len(), 50);
+    assert_eq!(macs[49]["name"], "00:00:00:00:01:31");
+}
+
+#[test]
+fn racing_creates_of_one_slice_admit_exactly_one() {
+    let api = Api::start();
+    let url = api.daemon.url("/slices");
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..24)
+            .map(|_| {
+                let (agent, url) = (agent(), url.clone());
+                scope.spawn(move || {
+                    status_json(agent.post(&url).send_json(json!({"name": "race"}))).0
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        23,
+        "{statuses:?}"
+    );
+    assert_eq!(api.get("/slices"), (200, json!([{"name": "race"}])));
+}
+
+#[test]
+fn concurrent_mac_adds_to_one_port_all_land() {
+    let api = Api::start();
+    api.post("/slices", json!({"name": "s"}));
+    let url = api.daemon.url("/slices/s/ports/0x1:1/mac_addresses");
+    std::thread::scope(|scope| {
+        for i in 0..32u8 {
+            let (agent, url) = (agent(), url.clone());
+            scope.spawn(move || {
+                let body = json!({"name": format!("00:00:00:00:00:{i:02x}")});
+                assert_eq!(status_json(agent.post(&url).send_json(body)).0, 201);
+            });
+        }
+    });
+    let (_, macs) = api.get("/slices/s/ports/0x1:1/mac_addresses");
+    let mut macs: Vec<String> = macs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .collect();
+    macs.sort();
+    let expected: Vec<String> = (0..32u8)
+        .map(|i| format!("00:00:00:00:00:{i:02x}"))
+        .collect();
+    assert_eq!(macs, expected);
+    assert_eq!(api.get("/slices/s/ports").1.as_array().unwrap().len(), 1);
+}
