@@ -1,0 +1,663 @@
+//! The controller's decisions, without sockets or wire formats: events go in, commands
+//! for switches come out. One task owns the engine, so it needs no locks, and every rule
+//! of routing and slicing can be tested here with plain calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use slice_core::{Host, MacAddress, Membership, PortId};
+use slice_store::Change;
+
+use crate::topology::{Hop, Link, PortState, Topology};
+
+/// Priority of the flows along a path.
+pub const PATH_PRIORITY: u16 = 100;
+/// Priority of the flows that drop traffic between hosts that share no slice.
+pub const DROP_PRIORITY: u16 = 50;
+
+/// How the engine behaves.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// False: a plain routing switch that ignores slices.
+    pub slicing: bool,
+    /// Idle timeout of path flows, in seconds.
+    pub idle_timeout: u16,
+    /// How long a drop flow for a forbidden pair stays, in seconds; it is also removed as
+    /// soon as a membership change allows the pair.
+    pub drop_timeout: u16,
+    /// A link not confirmed by LLDP for this long is gone.
+    pub link_max_age: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            slicing: true,
+            idle_timeout: 60,
+            drop_timeout: 10,
+            link_max_age: Duration::from_secs(3),
+        }
+    }
+}
+
+/// What a flow matches: one direction of one host pair entering at one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rule {
+    pub in_port: u32,
+    pub eth_src: MacAddress,
+    pub eth_dst: MacAddress,
+}
+
+/// An instruction for one switch, independent of the OpenFlow version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Remove every flow (a fresh start when a switch connects).
+    ClearFlows,
+    /// On OpenFlow 1.3: send what matches nothing to the controller.
+    TableMiss,
+    /// Add a flow; `out_port` None drops the traffic.
+    FlowAdd {
+        rule: Rule,
+        out_port: Option<u32>,
+        priority: u16,
+        idle_timeout: u16,
+        hard_timeout: u16,
+        notify_removal: bool,
+    },
+    /// Remove exactly the flow with this rule and priority.
+    FlowDelete { rule: Rule, priority: u16 },
+    /// Send `data` out of `out_port`.
+    PacketOut { out_port: u32, data: Vec<u8> },
+    /// Send an LLDP discovery frame out of `port_no`.
+    Discovery { port_no: u32 },
+}
+
+/// The part of a PACKET_IN the engine looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    pub dst: MacAddress,
+    pub src: MacAddress,
+    /// The sender of an LLDP discovery frame, when this is one.
+    pub discovery_from: Option<PortId>,
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, Clone)]
+struct InstalledPath {
+    src: Host,
+    dst: Host,
+    hops: Vec<Hop>,
+}
+
+impl InstalledPath {
+    fn uses_link(&self, link: &Link) -> bool {
+        self.hops.windows(2).any(|pair| {
+            PortId::new(pair[0].dpid, pair[0].out_port) == link.src
+                && PortId::new(pair[1].dpid, pair[1].in_port) == link.dst
+        })
+    }
+
+    fn uses_port(&self, port: PortId) -> bool {
+        self.hops.iter().any(|hop| {
+            hop.dpid == port.dpid && (hop.in_port == port.port_no || hop.out_port == port.port_no)
+        })
+    }
+
+    fn describe(&self) -> String {
+        let mut text = self.src.mac.to_string();
+        for hop in &self.hops {
+            let _ = write!(
+                text,
+                " -> {} -> {}",
+                PortId::new(hop.dpid, hop.in_port),
+                PortId::new(hop.dpid, hop.out_port)
+            );
+        }
+        let _ = write!(text, " -> {}", self.dst.mac);
+        text
+    }
+}
+
+/// The controller's state and rules.
+pub struct Engine {
+    config: EngineConfig,
+    topology: Topology,
+    membership: Membership,
+    hosts: HashMap<MacAddress, PortId>,
+    paths: HashMap<(MacAddress, MacAddress), InstalledPath>,
+    /// Drop flows in place, by pair, with the ingress port they were installed at.
+    drops: HashMap<(MacAddress, MacAddress), PortId>,
+    outbox: Vec<(u64, Command)>,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig, membership: Membership) -> Self {
+        Self {
+            config,
+            topology: Topology::default(),
+            membership,
+            hosts: HashMap::new(),
+            paths: HashMap::new(),
+            drops: HashMap::new(),
+            outbox: Vec::new(),
+        }
+    }
+
+    /// The commands produced since the last call, in order, each with its switch.
+    pub fn take_commands(&mut self) -> Vec<(u64, Command)> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    fn send(&mut self, dpid: u64, command: Command) {
+        self.outbox.push((dpid, command));
+    }
+
+    // ---- switches --------------------------------------------------------------------
+
+    pub fn switch_connected(&mut self, dpid: u64, version: u8, ports: BTreeMap<u32, PortState>) {
+        if self.topology.has_switch(dpid) {
+            // A reconnect: forget what the old connection taught us.
+            self.switch_disconnected(dpid);
+        }
+        log::info!("switch {dpid:#x} connected (OpenFlow version {version:#04x})");
+        self.topology.add_switch(dpid, version, ports);
+        self.send(dpid, Command::ClearFlows);
+        if version >= 0x04 {
+            self.send(dpid, Command::TableMiss);
+        }
+        let live: Vec<u32> = self.topology.live_ports(dpid).collect();
+        for port_no in live {
+            self.send(dpid, Command::Discovery { port_no });
+        }
+    }
+
+    pub fn switch_disconnected(&mut self, dpid: u64) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        log::info!("switch {dpid:#x} disconnected");
+        self.topology.remove_switch(dpid);
+        self.hosts.retain(|_, port| port.dpid != dpid);
+        self.drops.retain(|_, port| port.dpid != dpid);
+        self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
+    }
+
+    pub fn port_changed(&mut self, port: PortId, state: Option<PortState>) {
+        let live = state.as_ref().is_some_and(|state| state.live);
+        let was_live = self.topology.is_live(port);
+        let removed_links = self.topology.update_port(port, state);
+        if live && !was_live {
+            self.send(
+                port.dpid,
+                Command::Discovery {
+                    port_no: port.port_no,
+                },
+            );
+        }
+        if !live {
+            self.hosts.retain(|_, at| *at != port);
+            self.delete_paths_where(|path| path.uses_port(port));
+        }
+        self.links_removed(&removed_links);
+    }
+
+    // ---- packets ---------------------------------------------------------------------
+
+    pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame<'_>, now: Instant) {
+        let at = PortId::new(dpid, in_port);
+        if let Some(from) = frame.discovery_from {
+            self.discovered(from, at, now);
+            return;
+        }
+        // Traffic on inter-switch ports is the tail of a flow being set up or torn down;
+        // hosts live on edge ports only.
+        if !self.topology.is_edge(at) {
+            return;
+        }
+        let src = Host {
+            port: at,
+            mac: frame.src,
+        };
+        if is_multicast(frame.src) {
+            return;
+        }
+        self.learn(src);
+        let destination = if is_multicast(frame.dst) {
+            None
+        } else {
+            self.hosts.get(&frame.dst).copied()
+        };
+        match destination {
+            None => self.flood_within_slices(src, frame.data),
+            Some(port) => {
+                let dst = Host {
+                    port,
+                    mac: frame.dst,
+                };
+                self.route(src, dst, frame.data);
+            }
+        }
+    }
+
+    fn discovered(&mut self, from: PortId, at: PortId, now: Instant) {
+        let (new, replaced) = self.topology.link_seen(from, at, now);
+        if let Some(old) = replaced {
+            self.links_removed(&[old]);
+        }
+        if new {
+            log::info!("link discovered: {from} -> {at}");
+            // Hosts seemingly behind a port that turns out to be a link were not hosts.
+            for end in [from, at] {
+                let doomed: Vec<MacAddress> = self
+                    .hosts
+                    .iter()
+                    .filter(|(_, port)| **port == end)
+                    .map(|(mac, _)| *mac)
+                    .collect();
+                for mac in doomed {
+                    self.forget_host(mac);
+                }
+            }
+        }
+    }
+
+    fn learn(&mut self, host: Host) {
+        match self.hosts.insert(host.mac, host.port) {
+            Some(old) if old != host.port => {
+                log::info!("host {} moved from {old} to {}", host.mac, host.port);
+                self.delete_paths_where(|path| {
+                    path.src.mac == host.mac || path.dst.mac == host.mac
+                });
+            }
+            Some(_) => {}
+            None => log::debug!("host {} learned at {}", host.mac, host.port),
+        }
+    }
+
+    fn forget_host(&mut self, mac: MacAddress) {
+        self.hosts.remove(&mac);
+        self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
+    }
+
+    fn may_talk(&self, a: &Host, b: &Host) -> bool {
+        !self.config.slicing || self.membership.shares_slice(a, b)
+    }
+
+    /// Broadcast and unknown destinations: to the edge ports of the other members of the
+    /// sender's slices (every other edge port without slicing), never over links.
+    fn flood_within_slices(&mut self, src: Host, data: &[u8]) {
+        let targets: Vec<PortId> = if self.config.slicing {
+            self.membership
+                .peer_ports(&src)
+                .into_iter()
+                .filter(|port| self.topology.is_edge(*port))
+                .collect()
+        } else {
+            self.topology
+                .edge_ports()
+                .filter(|port| *port != src.port)
+                .collect()
+        };
+        for port in targets {
+            self.send(
+                port.dpid,
+                Command::PacketOut {
+                    out_port: port.port_no,
+                    data: data.to_vec(),
+                },
+            );
+        }
+    }
+
+    fn route(&mut self, src: Host, dst: Host, data: &[u8]) {
+        if !self.may_talk(&src, &dst) {
+            self.install_drop(src, dst);
+            return;
+        }
+        let Some(hops) = self.topology.shortest_path(src.port, dst.port) else {
+            log::debug!("no path from {} to {}", src.port, dst.port);
+            return;
+        };
+        // Downstream first, so that the packet finds its flows at every switch.
+        for (index, hop) in hops.iter().enumerate().rev() {
+            self.send(
+                hop.dpid,
+                Command::FlowAdd {
+                    rule: Rule {
+                        in_port: hop.in_port,
+                        eth_src: src.mac,
+                        eth_dst: dst.mac,
+                    },
+                    out_port: Some(hop.out_port),
+                    priority: PATH_PRIORITY,
+                    idle_timeout: self.config.idle_timeout,
+                    hard_timeout: 0,
+                    notify_removal: index == 0,
+                },
+            );
+        }
+        // The triggering packet leaves at the last switch, so it never races the flows.
+        if let Some(last) = hops.last() {
+            self.send(
+                last.dpid,
+                Command::PacketOut {
+                    out_port: last.out_port,
+                    data: data.to_vec(),
+                },
+            );
+        }
+        let path = InstalledPath { src, dst, hops };
+        let known = self
+            .paths
+            .get(&(src.mac, dst.mac))
+            .is_some_and(|old| old.hops == path.hops && old.src == src);
+        if !known {
+            log::info!("Creating path: {}", path.describe());
+        }
+        self.paths.insert((src.mac, dst.mac), path);
+    }
+
+    fn install_drop(&mut self, src: Host, dst: Host) {
+        self.send(
+            src.port.dpid,
+            Command::FlowAdd {
+                rule: Rule {
+                    in_port: src.port.port_no,
+                    eth_src: src.mac,
+                    eth_dst: dst.mac,
+                },
+                out_port: None,
+                priority: DROP_PRIORITY,
+                idle_timeout: 0,
+                hard_timeout: self.config.drop_timeout,
+                notify_removal: false,
+            },
+        );
+        self.drops.insert((src.mac, dst.mac), src.port);
+    }
+
+    /// A switch removed a flow (idle timeout): a path whose ingress flow went is over.
+    pub fn flow_removed(&mut self, dpid: u64, rule: Rule, priority: u16) {
+        if priority == DROP_PRIORITY {
+            self.drops.remove(&(rule.eth_src, rule.eth_dst));
+            return;
+        }
+        let key = (rule.eth_src, rule.eth_dst);
+        let ingress = self
+            .paths
+            .get(&key)
+            .and_then(|path| path.hops.first())
+            .is_some_and(|hop| hop.dpid == dpid && hop.in_port == rule.in_port);
+        if ingress {
+            self.delete_paths_where(|path| (path.src.mac, path.dst.mac) == key);
+        }
+    }
+
+    // ---- topology over time ----------------------------------------------------------
+
+    /// Sends LLDP out of every live port and forgets links that LLDP no longer confirms.
+    pub fn tick(&mut self, now: Instant) {
+        let ports: Vec<PortId> = self
+            .topology
+            .dpids()
+            .flat_map(|dpid| {
+                self.topology
+                    .live_ports(dpid)
+                    .map(move |port_no| PortId::new(dpid, port_no))
+            })
+            .collect();
+        for port in ports {
+            self.send(
+                port.dpid,
+                Command::Discovery {
+                    port_no: port.port_no,
+                },
+            );
+        }
+        if let Some(oldest) = now.checked_sub(self.config.link_max_age) {
+            let expired = self.topology.expire_links(oldest);
+            for link in &expired {
+                log::info!("link expired: {} -> {}", link.src, link.dst);
+            }
+            self.links_removed(&expired);
+        }
+    }
+
+    fn links_removed(&mut self, links: &[Link]) {
+        for link in links {
+            self.delete_paths_where(|path| path.uses_link(link));
+        }
+    }
+
+    // ---- slices ----------------------------------------------------------------------
+
+    /// Applies a committed change of slice membership and withdraws what it forbids now.
+    pub fn membership_changed(&mut self, change: &Change) {
+        let index = &mut self.membership;
+        let grows = match change {
+            Change::SliceCreated(name) => {
+                index.add_slice(name);
+                true
+            }
+            Change::SliceDeleted(slice) => {
+                index.remove_slice(&slice.name);
+                false
+            }
+            Change::PortAdded { slice, port } => {
+                index.add_port(slice, *port);
+                true
+            }
+            Change::PortDeleted { slice, port } => {
+                index.remove_port(slice, port.id);
+                false
+            }
+            Change::MacAdded { slice, port, mac } => {
+                index.add_mac(slice, *port, *mac);
+                true
+            }
+            Change::MacDeleted { slice, port, mac } => {
+                index.remove_mac(slice, *port, *mac);
+                false
+            }
+        };
+        if !self.config.slicing {
+            return;
+        }
+        if grows {
+            self.lift_drops_now_allowed();
+        } else {
+            let membership = &self.membership;
+            let forbidden: Vec<(MacAddress, MacAddress)> = self
+                .paths
+                .iter()
+                .filter(|(_, path)| !membership.shares_slice(&path.src, &path.dst))
+                .map(|(key, _)| *key)
+                .collect();
+            for key in forbidden {
+                self.delete_path(key);
+            }
+        }
+    }
+
+    /// Drop flows for pairs that a new membership allows go at once, so that the next
+    /// packet reaches the controller and is routed.
+    fn lift_drops_now_allowed(&mut self) {
+        let allowed: Vec<((MacAddress, MacAddress), PortId)> = self
+            .drops
+            .iter()
+            .filter(|((src, dst), ingress)| {
+                let src_host = Host {
+                    port: **ingress,
+                    mac: *src,
+                };
+                self.hosts.get(dst).is_some_and(|dst_port| {
+                    self.membership.shares_slice(
+                        &src_host,
+                        &Host {
+                            port: *dst_port,
+                            mac: *dst,
+                        },
+                    )
+                })
+            })
+            .map(|(key, ingress)| (*key, *ingress))
+            .collect();
+        for ((src, dst), ingress) in allowed {
+            self.drops.remove(&(src, dst));
+            self.send(
+                ingress.dpid,
+                Command::FlowDelete {
+                    rule: Rule {
+                        in_port: ingress.port_no,
+                        eth_src: src,
+                        eth_dst: dst,
+                    },
+                    priority: DROP_PRIORITY,
+                },
+            );
+        }
+    }
+
+    fn delete_paths_where(&mut self, doomed: impl Fn(&InstalledPath) -> bool) {
+        let keys: Vec<(MacAddress, MacAddress)> = self
+            .paths
+            .iter()
+            .filter(|(_, path)| doomed(path))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in keys {
+            self.delete_path(key);
+        }
+    }
+
+    fn delete_path(&mut self, key: (MacAddress, MacAddress)) {
+        let Some(path) = self.paths.remove(&key) else {
+            return;
+        };
+        log::info!("Deleting path: {}", path.describe());
+        for hop in &path.hops {
+            if self.topology.has_switch(hop.dpid) {
+                self.send(
+                    hop.dpid,
+                    Command::FlowDelete {
+                        rule: Rule {
+                            in_port: hop.in_port,
+                            eth_src: path.src.mac,
+                            eth_dst: path.dst.mac,
+                        },
+                        priority: PATH_PRIORITY,
+                    },
+                );
+            }
+        }
+    }
+
+    // ---- views for operators ---------------------------------------------------------
+
+    pub fn switches(&self) -> Vec<SwitchView> {
+        self.topology
+            .dpids()
+            .map(|dpid| SwitchView {
+                dpid,
+                name: format!("{dpid:#x}"),
+                version: self.topology.switch_version(dpid).unwrap_or_default(),
+                ports: self
+                    .topology
+                    .ports(dpid)
+                    .map(|(port_no, state)| PortView {
+                        port_no,
+                        name: state.name.clone(),
+                        live: state.live,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    pub fn links(&self) -> Vec<Link> {
+        self.topology.links().collect()
+    }
+
+    pub fn hosts(&self) -> Vec<HostView> {
+        let mut hosts: Vec<HostView> = self
+            .hosts
+            .iter()
+            .map(|(mac, port)| HostView {
+                mac: *mac,
+                port: *port,
+            })
+            .collect();
+        hosts.sort_by_key(|host| (host.port, host.mac));
+        hosts
+    }
+
+    pub fn paths(&self) -> Vec<PathView> {
+        let mut paths: Vec<PathView> = self
+            .paths
+            .values()
+            .map(|path| PathView {
+                src: path.src.mac,
+                dst: path.dst.mac,
+                hops: path
+                    .hops
+                    .iter()
+                    .flat_map(|hop| {
+                        [
+                            PortId::new(hop.dpid, hop.in_port),
+                            PortId::new(hop.dpid, hop.out_port),
+                        ]
+                    })
+                    .collect(),
+            })
+            .collect();
+        paths.sort_by_key(|path| (path.src, path.dst));
+        paths
+    }
+}
+
+fn is_multicast(mac: MacAddress) -> bool {
+    mac.octets()[0] & 1 == 1
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SwitchView {
+    pub dpid: u64,
+    pub name: String,
+    pub version: u8,
+    pub ports: Vec<PortView>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PortView {
+    pub port_no: u32,
+    pub name: String,
+    pub live: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HostView {
+    pub mac: MacAddress,
+    pub port: PortId,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PathView {
+    pub src: MacAddress,
+    pub dst: MacAddress,
+    pub hops: Vec<PortId>,
+}
+
+impl Serialize for Link {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut link = serializer.serialize_struct("Link", 2)?;
+        link.serialize_field("src", &self.src)?;
+        link.serialize_field("dst", &self.dst)?;
+        link.end()
+    }
+}
+
+#[cfg(test)]
+mod tests;

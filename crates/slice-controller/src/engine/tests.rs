@@ -1,0 +1,466 @@
+use super::*;
+use slice_core::{Port, Slice, SliceName};
+
+fn p(dpid: u64, port_no: u32) -> PortId {
+    PortId::new(dpid, port_no)
+}
+
+fn mac(last: u8) -> MacAddress {
+    MacAddress::new([0, 0, 0, 0, 0, last])
+}
+
+const BROADCAST: MacAddress = MacAddress::new([0xff; 6]);
+
+fn name(text: &str) -> SliceName {
+    text.parse().unwrap()
+}
+
+fn ports(numbers: &[u32]) -> BTreeMap<u32, PortState> {
+    numbers
+        .iter()
+        .map(|n| {
+            (
+                *n,
+                PortState {
+                    name: format!("eth{n}"),
+                    live: true,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Slices as (name, [(dpid, port, mac)]).
+fn membership(slices: &[(&str, &[(u64, u32, u8)])]) -> Membership {
+    let slices: Vec<Slice> = slices
+        .iter()
+        .map(|(slice, hosts)| Slice {
+            name: name(slice),
+            ports: hosts
+                .iter()
+                .map(|(dpid, port_no, last)| Port {
+                    id: p(*dpid, *port_no),
+                    macs: vec![mac(*last)],
+                })
+                .collect(),
+        })
+        .collect();
+    Membership::from_slices(&slices)
+}
+
+/// Switches 1 - 2 - 3 in a line (links on ports 2 and 3), hosts on port 1 of each:
+/// h1 (mac 1) on 0x1:1, h2 on 0x2:1, h3 on 0x3:1.
+fn line(config: EngineConfig, index: Membership) -> Engine {
+    let mut engine = Engine::new(config, index);
+    for dpid in 1..=3 {
+        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]));
+    }
+    let now = Instant::now();
+    for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 3), p(3, 2))] {
+        engine.packet_in(b.dpid, b.port_no, discovery(a), now);
+        engine.packet_in(a.dpid, a.port_no, discovery(b), now);
+    }
+    engine.take_commands();
+    engine
+}
+
+fn discovery(from: PortId) -> Frame<'static> {
+    Frame {
+        dst: MacAddress::new([1, 0x80, 0xc2, 0, 0, 0xe]),
+        src: mac(0xee),
+        discovery_from: Some(from),
+        data: b"lldp",
+    }
+}
+
+fn frame(src: u8, dst: MacAddress) -> Frame<'static> {
+    Frame {
+        dst,
+        src: mac(src),
+        discovery_from: None,
+        data: b"payload",
+    }
+}
+
+fn send(engine: &mut Engine, at: PortId, src: u8, dst: MacAddress) -> Vec<(u64, Command)> {
+    engine.packet_in(at.dpid, at.port_no, frame(src, dst), Instant::now());
+    engine.take_commands()
+}
+
+fn flow_adds(commands: &[(u64, Command)]) -> Vec<(u64, u32, Option<u32>, u16)> {
+    commands
+        .iter()
+        .filter_map(|(dpid, command)| match command {
+            Command::FlowAdd {
+                rule,
+                out_port,
+                priority,
+                ..
+            } => Some((*dpid, rule.in_port, *out_port, *priority)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn flow_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u32, MacAddress, MacAddress)> {
+    commands
+        .iter()
+        .filter_map(|(dpid, command)| match command {
+            Command::FlowDelete { rule, .. } => {
+                Some((*dpid, rule.in_port, rule.eth_src, rule.eth_dst))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
+    commands
+        .iter()
+        .filter_map(|(dpid, command)| match command {
+            Command::PacketOut { out_port, .. } => Some((*dpid, *out_port)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
+    let mut engine = Engine::new(EngineConfig::default(), Membership::default());
+    engine.switch_connected(7, 0x04, ports(&[1, 2]));
+    assert_eq!(
+        engine.take_commands(),
+        vec![
+            (7, Command::ClearFlows),
+            (7, Command::TableMiss),
+            (7, Command::Discovery { port_no: 1 }),
+            (7, Command::Discovery { port_no: 2 }),
+        ]
+    );
+    engine.switch_connected(8, 0x01, ports(&[1]));
+    assert_eq!(
+        engine.take_commands(),
+        vec![
+            (8, Command::ClearFlows),
+            (8, Command::Discovery { port_no: 1 })
+        ],
+        "OpenFlow 1.0 sends misses to the controller by itself"
+    );
+}
+
+#[test]
+fn lldp_builds_the_link_graph() {
+    let engine = line(EngineConfig::default(), Membership::default());
+    let links: Vec<(PortId, PortId)> = engine.links().into_iter().map(|l| (l.src, l.dst)).collect();
+    assert_eq!(
+        links,
+        vec![
+            (p(1, 2), p(2, 2)),
+            (p(2, 2), p(1, 2)),
+            (p(2, 3), p(3, 2)),
+            (p(3, 2), p(2, 3))
+        ]
+    );
+}
+
+#[test]
+fn a_path_is_installed_hop_by_hop_between_slice_members() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST); // h3 makes itself known
+    let commands = send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(
+        flow_adds(&commands),
+        vec![
+            (3, 2, Some(1), PATH_PRIORITY),
+            (2, 2, Some(3), PATH_PRIORITY),
+            (1, 1, Some(2), PATH_PRIORITY)
+        ],
+        "downstream first"
+    );
+    assert_eq!(
+        packet_outs(&commands),
+        vec![(3, 1)],
+        "the packet leaves at the last switch"
+    );
+    assert_eq!(
+        engine.paths(),
+        vec![PathView {
+            src: mac(1),
+            dst: mac(3),
+            hops: vec![p(1, 1), p(1, 2), p(2, 2), p(2, 3), p(3, 2), p(3, 1)],
+        }]
+    );
+    let ingress_notifies = commands.iter().any(|(dpid, command)| {
+        matches!(command, Command::FlowAdd { notify_removal: true, rule, .. } if *dpid == 1 && rule.in_port == 1)
+    });
+    assert!(
+        ingress_notifies,
+        "only the ingress flow reports its removal"
+    );
+}
+
+#[test]
+fn hosts_in_different_slices_are_dropped_at_the_ingress() {
+    let index = membership(&[("blue", &[(1, 1, 1)]), ("red", &[(3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(flow_adds(&commands), vec![(1, 1, None, DROP_PRIORITY)]);
+    assert!(packet_outs(&commands).is_empty());
+    assert!(engine.paths().is_empty());
+}
+
+#[test]
+fn hosts_in_no_slice_reach_nobody() {
+    let mut engine = line(EngineConfig::default(), Membership::default());
+    assert!(packet_outs(&send(&mut engine, p(1, 1), 1, BROADCAST)).is_empty());
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(3));
+    assert!(packet_outs(&commands).is_empty());
+    assert_eq!(flow_adds(&commands), vec![(1, 1, None, DROP_PRIORITY)]);
+}
+
+#[test]
+fn a_broadcast_reaches_only_the_other_members_edge_ports() {
+    // h1 and h3 in blue, h2 (0x2:1) in red, a blue port on 0x2:2 which is a link port.
+    let index = membership(&[
+        ("blue", &[(1, 1, 1), (3, 1, 3), (2, 2, 9)]),
+        ("red", &[(2, 1, 2)]),
+    ]);
+    let mut engine = line(EngineConfig::default(), index);
+    let commands = send(&mut engine, p(1, 1), 1, BROADCAST);
+    assert_eq!(
+        packet_outs(&commands),
+        vec![(3, 1)],
+        "not red's port, not a link port, not back"
+    );
+    // An unknown unicast destination is treated the same way.
+    let commands = send(&mut engine, p(1, 1), 1, mac(0x42));
+    assert_eq!(packet_outs(&commands), vec![(3, 1)]);
+}
+
+#[test]
+fn without_slicing_everyone_is_routed_and_broadcasts_reach_every_edge() {
+    let config = EngineConfig {
+        slicing: false,
+        ..EngineConfig::default()
+    };
+    let mut engine = line(config, Membership::default());
+    let commands = send(&mut engine, p(1, 1), 1, BROADCAST);
+    assert_eq!(packet_outs(&commands), vec![(1, 3), (2, 1), (3, 1), (3, 3)]);
+    let commands = send(&mut engine, p(3, 1), 3, mac(1));
+    assert_eq!(flow_adds(&commands).len(), 3);
+}
+
+#[test]
+fn removing_a_member_deletes_exactly_its_paths_flows() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3), (2, 1, 2)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    send(&mut engine, p(1, 1), 1, mac(2));
+    send(&mut engine, p(3, 1), 3, mac(1));
+    assert_eq!(engine.paths().len(), 3);
+
+    engine.membership_changed(&Change::MacDeleted {
+        slice: name("blue"),
+        port: p(3, 1),
+        mac: mac(3),
+    });
+    let mut deletes = flow_deletes(&engine.take_commands());
+    deletes.sort();
+    let mut expected = vec![
+        (1, 1, mac(1), mac(3)),
+        (2, 2, mac(1), mac(3)),
+        (3, 2, mac(1), mac(3)),
+        (3, 1, mac(3), mac(1)),
+        (2, 3, mac(3), mac(1)),
+        (1, 2, mac(3), mac(1)),
+    ];
+    expected.sort();
+    assert_eq!(deletes, expected);
+    assert_eq!(engine.paths().len(), 1, "h1 -> h2 stays");
+}
+
+#[test]
+fn deleting_a_slice_or_a_port_withdraws_its_paths() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index.clone());
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.membership_changed(&Change::PortDeleted {
+        slice: name("blue"),
+        port: Port {
+            id: p(1, 1),
+            macs: vec![mac(1)],
+        },
+    });
+    assert_eq!(flow_deletes(&engine.take_commands()).len(), 3);
+    assert!(engine.paths().is_empty());
+
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.membership_changed(&Change::SliceDeleted(Slice {
+        name: name("blue"),
+        ports: vec![],
+    }));
+    assert_eq!(flow_deletes(&engine.take_commands()).len(), 3);
+}
+
+#[test]
+fn a_membership_that_allows_a_dropped_pair_lifts_the_drop_at_once() {
+    let mut engine = line(
+        EngineConfig::default(),
+        membership(&[("blue", &[(1, 1, 1)])]),
+    );
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.membership_changed(&Change::MacAdded {
+        slice: name("blue"),
+        port: p(3, 1),
+        mac: mac(3),
+    });
+    let commands = engine.take_commands();
+    assert_eq!(
+        commands,
+        vec![(
+            1,
+            Command::FlowDelete {
+                rule: Rule {
+                    in_port: 1,
+                    eth_src: mac(1),
+                    eth_dst: mac(3)
+                },
+                priority: DROP_PRIORITY
+            }
+        )]
+    );
+    let commands = send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(flow_adds(&commands).len(), 3, "now routed");
+}
+
+#[test]
+fn a_failed_link_withdraws_its_paths_and_new_packets_go_around() {
+    // A triangle: 1-2 direct on ports 2, and 1-3-2 through ports 3.
+    let index = membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]);
+    let mut engine = Engine::new(EngineConfig::default(), index);
+    for dpid in 1..=3 {
+        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]));
+    }
+    let now = Instant::now();
+    for (a, b) in [(p(1, 2), p(2, 2)), (p(1, 3), p(3, 2)), (p(3, 3), p(2, 3))] {
+        engine.packet_in(b.dpid, b.port_no, discovery(a), now);
+        engine.packet_in(a.dpid, a.port_no, discovery(b), now);
+    }
+    engine.take_commands();
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(2));
+    assert_eq!(flow_adds(&commands).len(), 2, "the direct link");
+
+    engine.port_changed(
+        p(1, 2),
+        Some(PortState {
+            name: "eth2".into(),
+            live: false,
+        }),
+    );
+    let deletes = flow_deletes(&engine.take_commands());
+    assert_eq!(deletes.len(), 2);
+    assert!(engine.paths().is_empty());
+
+    let commands = send(&mut engine, p(1, 1), 1, mac(2));
+    assert_eq!(
+        flow_adds(&commands),
+        vec![
+            (2, 3, Some(1), PATH_PRIORITY),
+            (3, 2, Some(3), PATH_PRIORITY),
+            (1, 1, Some(3), PATH_PRIORITY)
+        ]
+    );
+}
+
+#[test]
+fn links_that_lldp_stops_confirming_expire_with_their_paths() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.tick(Instant::now() + Duration::from_secs(10));
+    let commands = engine.take_commands();
+    assert_eq!(flow_deletes(&commands).len(), 3);
+    assert!(engine.links().is_empty());
+    assert!(commands
+        .iter()
+        .any(|(_, c)| matches!(c, Command::Discovery { .. })));
+}
+
+#[test]
+fn a_disconnected_switch_takes_its_paths_and_hosts_along() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.switch_disconnected(2);
+    let deletes = flow_deletes(&engine.take_commands());
+    let mut deletes = deletes;
+    deletes.sort();
+    assert_eq!(
+        deletes,
+        vec![(1, 1, mac(1), mac(3)), (3, 2, mac(1), mac(3))],
+        "no command to the switch that is gone"
+    );
+}
+
+#[test]
+fn an_idle_path_is_forgotten_when_its_ingress_flow_expires() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.flow_removed(
+        1,
+        Rule {
+            in_port: 1,
+            eth_src: mac(1),
+            eth_dst: mac(3),
+        },
+        PATH_PRIORITY,
+    );
+    assert!(engine.paths().is_empty());
+    assert_eq!(
+        flow_deletes(&engine.take_commands()).len(),
+        3,
+        "the other hops go too"
+    );
+}
+
+#[test]
+fn a_host_that_moves_loses_its_old_paths() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3), (2, 1, 1)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    let commands = send(&mut engine, p(2, 1), 1, BROADCAST);
+    assert_eq!(flow_deletes(&commands).len(), 3);
+    assert_eq!(
+        engine
+            .hosts()
+            .iter()
+            .find(|h| h.mac == mac(1))
+            .unwrap()
+            .port,
+        p(2, 1)
+    );
+}
+
+#[test]
+fn traffic_on_link_ports_is_not_mistaken_for_hosts() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    let commands = send(&mut engine, p(2, 2), 7, BROADCAST);
+    assert!(commands.is_empty());
+    assert!(engine.hosts().is_empty());
+}
