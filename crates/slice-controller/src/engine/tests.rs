@@ -31,7 +31,10 @@ fn ports(numbers: &[u32]) -> BTreeMap<u32, PortState> {
 }
 
 /// Slices as (name, [(dpid, port, mac)]).
-fn membership(slices: &[(&str, &[(u64, u32, u8)])]) -> Membership {
+/// A host in a test slice: (dpid, port_no, last octet of the MAC).
+type TestHost = (u64, u32, u8);
+
+fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
     let slices: Vec<Slice> = slices
         .iter()
         .map(|(slice, hosts)| Slice {
