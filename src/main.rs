@@ -71,7 +71,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     let app_store = Arc::clone(&store);
     let server = actix_web::HttpServer::new(move || {
-        slice_http::app(Arc::clone(&app_store), settings.clone())
+        slice_http::app(Arc::clone(&app_store), None, settings.clone())
     })
     .on_connect(slice_http::mark_local_peer)
     .bind(&config.http)

@@ -20,6 +20,9 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("unsupported content type {0:?}: send application/json or application/x-www-form-urlencoded")]
     UnsupportedMediaType(String),
+    /// A part of the daemon that the request needs is not running.
+    #[error("{0}")]
+    Unavailable(String),
     /// The server's own failure (the disk, a worker pool); the message is logged, not sent.
     #[error("internal error")]
     Internal(String),
@@ -55,6 +58,7 @@ impl ResponseError for ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -8,6 +8,7 @@
 mod auth;
 mod body;
 mod error;
+mod network;
 mod slices;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use slice_store::Store;
 pub use auth::{is_email, load_or_create_key, LocalPeer, User};
 pub use body::BODY_LIMIT;
 pub use error::ApiError;
+pub use network::{NetworkView, ViewFuture, ViewKind};
 
 /// The name of the session cookie.
 pub const SESSION_COOKIE: &str = "sliced_session";
@@ -68,6 +70,7 @@ pub fn mark_local_peer(connection: &dyn std::any::Any, data: &mut actix_web::dev
 /// The whole application.
 pub fn app(
     store: Arc<Store>,
+    network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
 ) -> App<
     impl ServiceFactory<
@@ -94,11 +97,13 @@ pub fn app(
     App::new()
         .app_data(web::Data::new(store))
         .app_data(web::Data::new(settings))
+        .app_data(web::Data::new(network))
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
                 .route("/session", web::get().to(auth::whoami))
                 .configure(slices::routes)
+                .configure(network::routes)
                 .default_service(web::to(api_fallback)),
         )
         .configure(auth::routes)
@@ -108,7 +113,8 @@ pub fn app(
                     guard_slices,
                     middleware::from_fn(auth::require_session),
                 ))
-                .configure(slices::routes),
+                .configure(slices::routes)
+                .configure(network::routes),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)

@@ -1,0 +1,57 @@
+//! Read-only views of the network for operators: switches, links, hosts and paths.
+//!
+//! The application does not know the controller; the binary hands it a [`NetworkView`]
+//! that answers with JSON, so this crate stays free of the switch-control code.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_web::{web, HttpResponse};
+
+use crate::ApiError;
+
+/// Which view is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewKind {
+    Switches,
+    Links,
+    Hosts,
+    Paths,
+}
+
+/// The answer to a view: JSON, or None when the controller is not running.
+pub type ViewFuture = Pin<Box<dyn Future<Output = Option<serde_json::Value>> + Send>>;
+
+/// Something that can describe the network, in practice the running controller.
+pub trait NetworkView: Send + Sync + 'static {
+    fn view(&self, kind: ViewKind) -> ViewFuture;
+}
+
+pub(crate) type NetworkData = web::Data<Option<Arc<dyn NetworkView>>>;
+
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
+    for (path, kind) in [
+        ("/topology/switches", ViewKind::Switches),
+        ("/topology/links", ViewKind::Links),
+        ("/topology/hosts", ViewKind::Hosts),
+        ("/paths", ViewKind::Paths),
+    ] {
+        cfg.service(
+            web::resource(path)
+                .get(move |network: NetworkData| show(network, kind))
+                .default_service(web::to(crate::slices::method_not_allowed)),
+        );
+    }
+}
+
+async fn show(network: NetworkData, kind: ViewKind) -> Result<HttpResponse, ApiError> {
+    let view = match network.get_ref() {
+        Some(network) => network.view(kind).await,
+        None => None,
+    };
+    match view {
+        Some(json) => Ok(HttpResponse::Ok().json(json)),
+        None => Err(ApiError::Unavailable("the controller is not running".into())),
+    }
+}
