@@ -1,0 +1,184 @@
+//! The command line of `slice`: subcommands and options, with their help texts.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use slice_core::{MacAddress, PortId, SliceName};
+
+const ABOUT: &str = "Manage the slices of sliced: named groups of switch ports and the host \
+MAC addresses behind them";
+
+const LONG_ABOUT: &str = "Manage the slices of sliced: named groups of switch ports and the host \
+MAC addresses behind them. Hosts in a common slice can talk; nobody else can.
+
+When a sliced daemon runs on the data directory, the commands go to it over its local \
+socket (<data dir>/sliced.sock), so that the controller applies them at once; otherwise \
+slice opens the database (<data dir>/store) itself. Either way every change is on disk when \
+the command returns.
+
+Port names are 0x<hex datapath id>:<decimal port number>, such as 0x1:1 or 0xab:12. MAC \
+addresses are six colon-separated pairs of hex digits, such as 00:1b:21:3a:4f:0c. Slice \
+names are 1 to 64 letters, digits, '-', '_' or '.'.
+
+Commands that change something print nothing when they succeed. A failure prints one line \
+starting with \"slice: \" on standard error, changes nothing, and exits with status 1; a \
+command line that cannot be parsed exits with status 2.";
+
+const EXAMPLES: &str = "Example session:
+  $ slice add blue
+  $ slice add_port --port 0x1:1 --slice blue
+  $ slice add_host --mac 00:00:00:00:00:01 --port 0x1:1 --slice blue
+  $ slice add_host -m 00:00:00:00:00:02 -p 0x2:3 -s blue     # creates port 0x2:3
+  $ slice add red
+  $ slice list
+  blue
+    0x1:1
+      00:00:00:00:00:01
+    0x2:3
+      00:00:00:00:00:02
+  red
+  $ slice add blue
+  slice: Slice blue already exists";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "slice",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    // A bare `slice` is a mistake worth the full list of commands, not just an error.
+    arg_required_else_help = true,
+)]
+pub struct Cli {
+    /// Data directory shared with sliced [default: $XDG_DATA_HOME/sliced, else
+    /// ~/.local/share/sliced]
+    #[arg(long, global = true, env = "SLICED_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print every slice with its ports and their MAC addresses
+    #[command(
+        long_about = "Print every slice in creation order: its name on a line of its own, \
+        then each of its ports, in the order they were added, indented by two spaces, each \
+        followed by its MAC addresses indented by four. With no slices it prints nothing.",
+        after_help = "Examples:
+  $ slice list
+  blue
+    0x1:1
+      00:00:00:00:00:01
+  $ slice list --json
+  [
+    {
+      \"name\": \"blue\",
+      \"ports\": [
+        {
+          \"name\": \"0x1:1\",
+          \"dpid\": 1,
+          \"port_no\": 1,
+          \"mac_addresses\": [
+            {
+              \"name\": \"00:00:00:00:00:01\"
+            }
+          ]
+        }
+      ]
+    }
+  ]"
+    )]
+    List {
+        /// Print the same tree as JSON (an empty list when there are no slices)
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Create a slice
+    #[command(after_help = "Example:\n  $ slice add blue")]
+    Add {
+        #[arg(value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Delete a slice with its ports and MAC addresses
+    #[command(after_help = "Example:\n  $ slice delete blue")]
+    Delete {
+        #[arg(value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Add a switch port to a slice
+    #[command(
+        name = "add_port",
+        after_help = "Example:\n  $ slice add_port --port 0x1:1 --slice blue"
+    )]
+    AddPort {
+        /// The port, as 0x<hex datapath id>:<decimal port number>
+        #[arg(short, long, value_name = "PORT_NAME")]
+        port: PortId,
+        /// The slice's name
+        #[arg(short, long, value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Remove a port, with its MAC addresses, from a slice
+    #[command(
+        name = "delete_port",
+        after_help = "Example:\n  $ slice delete_port --port 0x1:1 --slice blue"
+    )]
+    DeletePort {
+        /// The port, as 0x<hex datapath id>:<decimal port number>
+        #[arg(short, long, value_name = "PORT_NAME")]
+        port: PortId,
+        /// The slice's name
+        #[arg(short, long, value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Admit a host (a MAC address behind a port) to a slice, adding the port when needed
+    #[command(
+        name = "add_host",
+        after_help = "Example:\n  $ slice add_host --mac 00:00:00:00:00:01 --port 0x1:1 --slice blue"
+    )]
+    AddHost {
+        /// The host's MAC address, as six colon-separated pairs of hex digits
+        #[arg(short, long, value_name = "MAC_ADDRESS")]
+        mac: MacAddress,
+        /// The port, as 0x<hex datapath id>:<decimal port number>
+        #[arg(short, long, value_name = "PORT_NAME")]
+        port: PortId,
+        /// The slice's name
+        #[arg(short, long, value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Remove a host's MAC address from a port of a slice; the port stays
+    #[command(
+        name = "delete_host",
+        after_help = "Example:\n  $ slice delete_host --mac 00:00:00:00:00:01 --port 0x1:1 --slice blue"
+    )]
+    DeleteHost {
+        /// The host's MAC address, as six colon-separated pairs of hex digits
+        #[arg(short, long, value_name = "MAC_ADDRESS")]
+        mac: MacAddress,
+        /// The port, as 0x<hex datapath id>:<decimal port number>
+        #[arg(short, long, value_name = "PORT_NAME")]
+        port: PortId,
+        /// The slice's name
+        #[arg(short, long, value_name = "SLICE_NAME")]
+        slice: SliceName,
+    },
+
+    /// Print a shell completion script
+    #[command(
+        after_help = "Example:\n  $ slice completions bash > ~/.local/share/bash-completion/completions/slice"
+    )]
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+}

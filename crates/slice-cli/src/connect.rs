@@ -1,0 +1,173 @@
+//! Finding whoever may work on the database: sled admits one process, so either a running
+//! `sliced` holds it and takes commands on its socket, or this process opens it.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use slice_store::{DataDir, Store, StoreError};
+
+use crate::backend::{Backend, Direct};
+use crate::daemon::DaemonClient;
+use crate::CliError;
+
+/// How long to keep trying when the database is held but no daemon answers: a daemon
+/// starting up holds the database before it listens, one stopping stops listening before
+/// it lets go, and another `slice` command holds it for well under this.
+pub(crate) const LOCKED_WAIT: Duration = Duration::from_secs(3);
+
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// The daemon when one answers on the socket, else the database opened here. A socket
+/// file that refuses connections is a dead daemon's and is ignored.
+pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend>, CliError> {
+    let socket = data_dir.socket_path();
+    let store_path = data_dir.store_path();
+    let deadline = Instant::now() + wait;
+    loop {
+        let connect_error = match UnixStream::connect(&socket) {
+            Ok(stream) => return Ok(Box::new(DaemonClient::new(socket, stream))),
+            Err(err) => err,
+        };
+        create_data_dir(data_dir.root())?;
+        match Store::open(&store_path) {
+            Ok(store) => return Ok(Box::new(Direct::new(store, store_path))),
+            Err(StoreError::Locked(_)) if Instant::now() < deadline => {
+                std::thread::sleep(RETRY_PAUSE);
+            }
+            Err(StoreError::Locked(_)) => {
+                return Err(CliError::Unavailable {
+                    socket,
+                    store: store_path,
+                    connect: connect_error,
+                })
+            }
+            Err(source) => {
+                return Err(CliError::Store {
+                    path: store_path,
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// Makes the data directory owner-only, as `sliced` does, for it holds the session key.
+fn create_data_dir(root: &Path) -> Result<(), CliError> {
+    if root.is_dir() {
+        return Ok(());
+    }
+    let fail = |source| CliError::DataDir {
+        path: root.to_owned(),
+        source,
+    };
+    if root.exists() {
+        return Err(fail(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "it exists and is not a directory",
+        )));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(root)
+        .map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn without_a_daemon_the_database_is_opened_here_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = DataDir::new(dir.path().join("a/b"));
+        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        assert!(backend.slices().unwrap().is_empty());
+        assert!(data_dir.store_path().is_dir());
+        let mode = std::fs::metadata(data_dir.root())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_dead_daemons_socket_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = DataDir::new(dir.path());
+        // Binding leaves the file behind when the listener goes: connections are refused.
+        drop(UnixListener::bind(data_dir.socket_path()).unwrap());
+        assert!(data_dir.socket_path().exists());
+        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        backend.create_slice(&"a".parse().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_listening_socket_means_daemon_mode_and_the_database_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = DataDir::new(dir.path());
+        let _listener = UnixListener::bind(data_dir.socket_path()).unwrap();
+        let _backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        assert!(!data_dir.store_path().exists());
+    }
+
+    #[test]
+    fn a_held_database_without_a_daemon_is_waited_for_then_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = DataDir::new(dir.path());
+        let _holder = Store::open(&data_dir.store_path()).unwrap();
+        let started = Instant::now();
+        let wait = Duration::from_millis(300);
+        let err = match open(&data_dir, wait) {
+            Err(err) => err.to_string(),
+            Ok(_) => panic!("a held database was opened twice"),
+        };
+        assert!(started.elapsed() >= wait);
+        assert!(
+            err.contains(&data_dir.socket_path().display().to_string()),
+            "{err}"
+        );
+        assert!(
+            err.contains(&data_dir.store_path().display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_database_released_during_the_wait_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = DataDir::new(dir.path());
+        let holder = Store::open(&data_dir.store_path()).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(holder);
+        });
+        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        assert!(backend.slices().unwrap().is_empty());
+        release.join().unwrap();
+    }
+
+    #[test]
+    fn a_data_dir_that_cannot_be_made_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        for root in [file.clone(), file.join("db")] {
+            let err = match open(&DataDir::new(&root), LOCKED_WAIT) {
+                Err(err) => err.to_string(),
+                Ok(_) => panic!("{} used as a data directory", root.display()),
+            };
+            assert!(
+                err.starts_with(&format!(
+                    "cannot create the data directory {}: ",
+                    root.display()
+                )),
+                "{err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The daemon's side of [`Backend`]: the slice API of `sliced`, spoken over its owner-only
+//! Unix socket, where no session is needed.
+
+use std::cell::Cell;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+use slice_core::{MacAddress, PortId, SliceError, SliceName};
+
+use crate::backend::Backend;
+use crate::http::{self, HttpError, Limits, Response};
+use crate::CliError;
+
+pub(crate) struct DaemonClient {
+    socket: PathBuf,
+    /// The connection that showed a daemon is there; the first request goes over it so
+    /// that the probe costs the daemon nothing.
+    probe: Cell<Option<UnixStream>>,
+    limits: Limits,
+}
+
+#[derive(Deserialize)]
+struct Named<T> {
+    name: T,
+}
+
+#[derive(Deserialize)]
+struct PortBody {
+    dpid: u64,
+    port_no: u32,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: String,
+}
+
+impl DaemonClient {
+    pub(crate) fn new(socket: PathBuf, probe: UnixStream) -> Self {
+        Self {
+            socket,
+            probe: Cell::new(Some(probe)),
+            limits: Limits::default(),
+        }
+    }
+
+    fn connection(&self) -> Result<UnixStream, CliError> {
+        match self.probe.take() {
+            Some(stream) => Ok(stream),
+            None => UnixStream::connect(&self.socket).map_err(|err| self.failed(err.into())),
+        }
+    }
+
+    fn failed(&self, source: HttpError) -> CliError {
+        CliError::Daemon {
+            socket: self.socket.clone(),
+            source,
+        }
+    }
+
+    /// One request; the body of a 2xx answer, or the error the daemon reported.
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<Vec<u8>, CliError> {
+        let body = body.map(|value| value.to_string().into_bytes());
+        let response = http::exchange(
+            self.connection()?,
+            method,
+            path,
+            body.as_deref(),
+            self.limits,
+        )
+        .map_err(|err| self.failed(err))?;
+        if response.is_success() {
+            Ok(response.body)
+        } else {
+            Err(refusal(response))
+        }
+    }
+
+    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
+        let body = self.call("GET", path, None)?;
+        serde_json::from_slice(&body).map_err(|err| CliError::Protocol {
+            socket: self.socket.clone(),
+            request: format!("GET {path}"),
+            detail: err.to_string(),
+        })
+    }
+}
+
+/// The error a non-2xx answer stands for: a slice-contract error when the message is one
+/// of the specification's (so that both modes fail alike), otherwise the message as sent.
+fn refusal(response: Response) -> CliError {
+    let message = match serde_json::from_slice::<ErrorBody>(&response.body) {
+        Ok(ErrorBody { error }) => error,
+        Err(_) if response.body.is_empty() => "no error message".to_owned(),
+        Err(_) => {
+            let text = String::from_utf8_lossy(&response.body);
+            text.chars().take(200).collect()
+        }
+    };
+    match parse_slice_error(&message) {
+        Some(err) => CliError::Slice(err),
+        None => CliError::Refused {
+            status: response.status,
+            message,
+        },
+    }
+}
+
+/// Reads a [`SliceError`] back from its `Display` text, which the specification fixes.
+fn parse_slice_error(message: &str) -> Option<SliceError> {
+    fn split<'m>(message: &'m str, kind: &str) -> Option<(&'m str, bool)> {
+        let rest = message.strip_prefix(kind)?;
+        rest.strip_suffix(" already exists")
+            .map(|id| (id, true))
+            .or_else(|| rest.strip_suffix(" not found").map(|id| (id, false)))
+    }
+    if let Some((id, exists)) = split(message, "Slice ") {
+        let name: SliceName = id.parse().ok()?;
+        return Some(if exists {
+            SliceError::SliceExists(name)
+        } else {
+            SliceError::SliceNotFound(name)
+        });
+    }
+    if let Some((id, exists)) = split(message, "Port ") {
+        let port: PortId = id.parse().ok()?;
+        return Some(if exists {
+            SliceError::PortExists(port)
+        } else {
+            SliceError::PortNotFound(port)
+        });
+    }
+    let (id, exists) = split(message, "MAC address ")?;
+    let mac: MacAddress = id.parse().ok()?;
+    Some(if exists {
+        SliceError::MacExists(mac)
+    } else {
+        SliceError::MacNotFound(mac)
+    })
+}
+
+// The identifiers' alphabets need no percent-encoding in a path segment (a colon may
+// appear in any segment but the first); see slice_core. "." and ".." are valid slice
+// names, and the daemon's router takes them literally, as the black-box tests show.
+fn slice_path(slice: &SliceName) -> String {
+    format!("/slices/{slice}")
+}
+
+fn port_path(slice: &SliceName, port: PortId) -> String {
+    format!("/slices/{slice}/ports/{port}/mac_addresses")
+}
+
+impl Backend for DaemonClient {
+    fn slices(&self) -> Result<Vec<SliceName>, CliError> {
+        let slices: Vec<Named<SliceName>> = self.get("/slices")?;
+        Ok(slices.into_iter().map(|slice| slice.name).collect())
+    }
+
+    fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, CliError> {
+        let ports: Vec<PortBody> = self.get(&format!("{}/ports", slice_path(slice)))?;
+        Ok(ports
+            .into_iter()
+            .map(|port| PortId::new(port.dpid, port.port_no))
+            .collect())
+    }
+
+    fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, CliError> {
+        let macs: Vec<Named<MacAddress>> = self.get(&port_path(slice, port))?;
+        Ok(macs.into_iter().map(|mac| mac.name).collect())
+    }
+
+    fn create_slice(&self, slice: &SliceName) -> Result<(), CliError> {
+        self.call("POST", "/slices", Some(json!({ "name": slice })))
+            .map(drop)
+    }
+
+    fn delete_slice(&self, slice: &SliceName) -> Result<(), CliError> {
+        self.call("DELETE", "/slices", Some(json!({ "name": slice })))
+            .map(drop)
+    }
+
+    fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
+        let body = json!({ "dpid": port.dpid, "port_no": port.port_no });
+        self.call("POST", &format!("{}/ports", slice_path(slice)), Some(body))
+            .map(drop)
+    }
+
+    fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
+        let body = json!({ "dpid": port.dpid, "port_no": port.port_no });
+        self.call(
+            "DELETE",
+            &format!("{}/ports", slice_path(slice)),
+            Some(body),
+        )
+        .map(drop)
+    }
+
+    fn add_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
+        let body = json!({ "name": mac });
+        self.call("POST", &port_path(slice, port), Some(body))
+            .map(drop)
+    }
+
+    fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
+        let body = json!({ "name": mac });
+        self.call("DELETE", &port_path(slice, port), Some(body))
+            .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixListener;
+    use std::thread::JoinHandle;
+
+    #[test]
+    fn every_contract_error_reads_back_from_its_message() {
+        let slice: SliceName = "lab.1".parse().unwrap();
+        let port = PortId::new(0xab, 7);
+        let mac = MacAddress::new([0xaa, 0, 0, 0, 0, 1]);
+        for err in [
+            SliceError::SliceExists(slice.clone()),
+            SliceError::SliceNotFound(slice),
+            SliceError::PortExists(port),
+            SliceError::PortNotFound(port),
+            SliceError::MacExists(mac),
+            SliceError::MacNotFound(mac),
+        ] {
+            assert_eq!(parse_slice_error(&err.to_string()), Some(err));
+        }
+        for other in [
+            "not found",
+            "Slice  not found",
+            "Slice a b not found",
+            "Port 1:1 not found",
+            "MAC address 00:00 already exists",
+            "Slice a was eaten",
+            "internal error",
+        ] {
+            assert_eq!(parse_slice_error(other), None, "{other}");
+        }
+    }
+
+    /// A daemon stand-in that answers each connection with the next canned response and
+    /// returns the requests it saw, heads and bodies.
+    fn fake_daemon(
+        replies: Vec<&'static str>,
+    ) -> (tempfile::TempDir, DaemonClient, JoinHandle<Vec<String>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sliced.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let probe = UnixStream::connect(&socket).unwrap();
+        let server = std::thread::spawn(move || {
+            replies
+                .into_iter()
+                .map(|reply| {
+                    let (mut conn, _) = listener.accept().unwrap();
+                    let mut request = vec![0; 4096];
+                    let n = conn.read(&mut request).unwrap();
+                    conn.write_all(reply.as_bytes()).unwrap();
+                    String::from_utf8_lossy(&request[..n]).into_owned()
+                })
+                .collect()
+        });
+        (dir, DaemonClient::new(socket, probe), server)
+    }
+
+    fn json_reply(status: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn leak(text: String) -> &'static str {
+        Box::leak(text.into_boxed_str())
+    }
+
+    #[test]
+    fn the_listing_is_read_with_one_request_per_slice_and_port() {
+        let (_dir, client, server) = fake_daemon(vec![
+            leak(json_reply("200 OK", r#"[{"name":"blue"}]"#)),
+            leak(json_reply(
+                "200 OK",
+                r#"[{"name":"0xab:1","dpid":171,"port_no":1}]"#,
+            )),
+            leak(json_reply("200 OK", r#"[{"name":"00:00:00:00:00:0a"}]"#)),
+        ]);
+        let tree = client.tree().unwrap();
+        assert_eq!(tree.len(), 1);
+        assert_eq!(tree[0].name.as_str(), "blue");
+        assert_eq!(tree[0].ports[0].id, PortId::new(0xab, 1));
+        assert_eq!(
+            tree[0].ports[0].macs,
+            [MacAddress::new([0, 0, 0, 0, 0, 10])]
+        );
+        let requests = server.join().unwrap();
+        let lines: Vec<&str> = requests.iter().map(|r| r.lines().next().unwrap()).collect();
+        assert_eq!(
+            lines,
+            [
+                "GET /slices HTTP/1.1",
+                "GET /slices/blue/ports HTTP/1.1",
+                "GET /slices/blue/ports/0xab:1/mac_addresses HTTP/1.1",
+            ]
+        );
+    }
+
+    #[test]
+    fn writes_send_the_api_bodies() {
+        let created = leak(json_reply("201 Created", "{}"));
+        let done = leak(json_reply("200 OK", "{}"));
+        let (_dir, client, server) = fake_daemon(vec![created, done, created, done, created, done]);
+        let slice: SliceName = "blue".parse().unwrap();
+        let port = PortId::new(u64::MAX, 2);
+        let mac = MacAddress::new([0xaa, 0xbb, 0, 0, 0, 1]);
+        client.create_slice(&slice).unwrap();
+        client.delete_slice(&slice).unwrap();
+        client.add_port(&slice, port).unwrap();
+        client.delete_port(&slice, port).unwrap();
+        client.add_mac(&slice, port, mac).unwrap();
+        client.delete_mac(&slice, port, mac).unwrap();
+        let requests = server.join().unwrap();
+        let summary: Vec<(String, String)> = requests
+            .iter()
+            .map(|r| {
+                let first = r.lines().next().unwrap().to_owned();
+                let body = r.split("\r\n\r\n").nth(1).unwrap().to_owned();
+                (first, body)
+            })
+            .collect();
+        let mac_path = "/slices/blue/ports/0xffffffffffffffff:2/mac_addresses";
+        let port_body = r#"{"dpid":18446744073709551615,"port_no":2}"#;
+        let expected = [
+            ("POST /slices", r#"{"name":"blue"}"#),
+            ("DELETE /slices", r#"{"name":"blue"}"#),
+            ("POST /slices/blue/ports", port_body),
+            ("DELETE /slices/blue/ports", port_body),
+            (
+                &format!("POST {mac_path}"),
+                r#"{"name":"aa:bb:00:00:00:01"}"#,
+            ),
+            (
+                &format!("DELETE {mac_path}"),
+                r#"{"name":"aa:bb:00:00:00:01"}"#,
+            ),
+        ];
+        for ((first, body), (want_first, want_body)) in summary.iter().zip(expected) {
+            assert_eq!(first, &format!("{want_first} HTTP/1.1"));
+            assert_eq!(body, want_body);
+        }
+    }
+
+    #[test]
+    fn refusals_become_the_same_errors_as_in_direct_mode() {
+        let (_dir, client, server) = fake_daemon(vec![
+            leak(json_reply(
+                "409 Conflict",
+                r#"{"error":"Slice blue already exists"}"#,
+            )),
+            leak(json_reply(
+                "400 Bad Request",
+                r#"{"error":"invalid request body: x"}"#,
+            )),
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\n\r\noops",
+            leak(json_reply("200 OK", r#"{"not":"a list"}"#)),
+        ]);
+        let slice: SliceName = "blue".parse().unwrap();
+        match client.create_slice(&slice) {
+            Err(CliError::Slice(SliceError::SliceExists(name))) => assert_eq!(name, slice),
+            other => panic!("{other:?}"),
+        }
+        let err = client.create_slice(&slice).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sliced refused the request (HTTP 400): invalid request body: x"
+        );
+        let err = client.create_slice(&slice).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sliced refused the request (HTTP 500): oops"
+        );
+        let err = client.slices().unwrap_err().to_string();
+        assert!(err.contains("unexpected answer to GET /slices"), "{err}");
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_daemon_gone_after_the_probe_is_reported_with_its_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sliced.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let probe = UnixStream::connect(&socket).unwrap();
+        drop(listener);
+        let client = DaemonClient::new(socket.clone(), probe);
+        let err = client.slices().unwrap_err().to_string();
+        assert!(err.contains(&socket.display().to_string()), "{err}");
+        // The probe connection is spent; the next request finds nobody listening.
+        let err = client.slices().unwrap_err().to_string();
+        assert!(err.contains("did not answer properly"), "{err}");
+    }
+}

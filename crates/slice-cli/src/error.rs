@@ -1,0 +1,55 @@
+//! Why a `slice` command failed. Whatever the variant, nothing was changed.
+
+use std::path::PathBuf;
+
+use slice_core::{ParseError, SliceError};
+use slice_store::StoreError;
+
+use crate::http::HttpError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The command broke the slice contract; the message is the specification's.
+    #[error(transparent)]
+    Slice(#[from] SliceError),
+    /// An argument is not a valid slice name, port name or MAC address.
+    #[error(transparent)]
+    Invalid(#[from] ParseError),
+    /// The daemon refused the request for a reason that is not a slice-contract error.
+    #[error("sliced refused the request (HTTP {status}): {message}")]
+    Refused { status: u16, message: String },
+    /// The data directory does not exist and cannot be made.
+    #[error("cannot create the data directory {}: {source}", path.display())]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The database could not be opened or failed while in use.
+    #[error("cannot use the database {}: {source}", path.display())]
+    Store { path: PathBuf, source: StoreError },
+    /// No daemon answers and the database is held by another process, past the wait.
+    #[error(
+        "cannot reach the slice database: no sliced answers on {} ({connect}), and the \
+         database {} stays in use by another process (a sliced starting up or stopping, \
+         or another slice command); try again",
+        socket.display(), store.display()
+    )]
+    Unavailable {
+        socket: PathBuf,
+        store: PathBuf,
+        connect: std::io::Error,
+    },
+    /// A daemon accepted the connection but the exchange failed.
+    #[error("the sliced on {} did not answer properly: {source}", socket.display())]
+    Daemon { socket: PathBuf, source: HttpError },
+    /// The daemon answered something that is not what its API promises.
+    #[error("the sliced on {} sent an unexpected answer to {request}: {detail}", socket.display())]
+    Protocol {
+        socket: PathBuf,
+        request: String,
+        detail: String,
+    },
+    /// Standard output could not be written.
+    #[error("cannot write the output: {0}")]
+    Output(std::io::Error),
+}

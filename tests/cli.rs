@@ -1,0 +1,919 @@
+//! Black-box tests of the `slice` tool: the real binary on a real database in a temporary
+//! directory, alone (it opens the database itself) and beside a real `sliced` (it sends
+//! its commands over the daemon's Unix socket).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{agent, status_json, Daemon, SLICE};
+use serde_json::{json, Value};
+
+// ---- helpers ------------------------------------------------------------------------------
+
+/// What one run of `slice` did.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+        }
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> Run {
+    common::slice(dir, args).into()
+}
+
+/// Runs a command that must succeed silently on stderr; returns its stdout.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let run = run(dir, args);
+    assert_eq!(run.code, Some(0), "slice {args:?} failed: {run:?}");
+    assert_eq!(run.stderr, "", "slice {args:?} wrote to stderr");
+    run.stdout
+}
+
+/// Runs a command that must fail with status 1, print nothing on stdout and change
+/// nothing; returns its stderr.
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let before = list(dir);
+    let run = run(dir, args);
+    assert_eq!(run.code, Some(1), "slice {args:?}: {run:?}");
+    assert_eq!(run.stdout, "", "slice {args:?} printed on stdout");
+    assert_eq!(list(dir), before, "slice {args:?} changed something");
+    run.stderr
+}
+
+fn list(dir: &Path) -> String {
+    ok(dir, &["list"])
+}
+
+fn list_json(dir: &Path) -> Value {
+    serde_json::from_str(&ok(dir, &["list", "--json"])).expect("list --json prints JSON")
+}
+
+/// `slice` with a chosen environment and no `--db`.
+fn slice_with_env(env: &[(&str, &Path)], args: &[&str]) -> Run {
+    let mut command = Command::new(SLICE);
+    command
+        .args(args)
+        .env_remove("SLICED_DB")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("slice runs").into()
+}
+
+const MAC1: &str = "00:00:00:00:00:01";
+const MAC2: &str = "00:00:00:00:00:02";
+
+/// The spec's example: blue with port 0x1:1 holding one host and an empty port 0x2:3,
+/// then an empty slice red.
+fn make_example(dir: &Path) {
+    ok(dir, &["add", "blue"]);
+    ok(dir, &["add_port", "--port", "0x1:1", "--slice", "blue"]);
+    ok(
+        dir,
+        &[
+            "add_host", "--mac", MAC1, "--port", "0x1:1", "--slice", "blue",
+        ],
+    );
+    ok(dir, &["add_port", "-p", "0x2:3", "-s", "blue"]);
+    ok(dir, &["add", "red"]);
+}
+
+const EXAMPLE_LIST: &str = "blue\n  0x1:1\n    00:00:00:00:00:01\n  0x2:3\nred\n";
+
+/// Every way a well-formed command can break the slice contract, with the spec's message;
+/// the same whichever mode the tool is in. Expects the example of [`make_example`].
+fn check_contract_errors(dir: &Path) {
+    let cases: &[(&[&str], &str)] = &[
+        (&["add", "blue"], "Slice blue already exists"),
+        (
+            &["add_port", "--port", "0x1:1", "--slice", "blue"],
+            "Port 0x1:1 already exists",
+        ),
+        // Named differently, the same port.
+        (
+            &["add_port", "--port", "0X0001:01", "--slice", "blue"],
+            "Port 0x1:1 already exists",
+        ),
+        (
+            &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"],
+            "MAC address 00:00:00:00:00:01 already exists",
+        ),
+        (
+            &[
+                "add_host",
+                "-m",
+                "00:00:00:00:00:0a",
+                "-p",
+                "0x2:3",
+                "-s",
+                "blue",
+            ],
+            "MAC address 00:00:00:00:00:0a already exists",
+        ),
+        (
+            &["add_port", "-p", "0x1:1", "-s", "green"],
+            "Slice green not found",
+        ),
+        (
+            &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "green"],
+            "Slice green not found",
+        ),
+        (&["delete", "green"], "Slice green not found"),
+        (
+            &["delete_port", "-p", "0x1:1", "-s", "green"],
+            "Slice green not found",
+        ),
+        (
+            &["delete_port", "-p", "0x9:9", "-s", "blue"],
+            "Port 0x9:9 not found",
+        ),
+        (
+            &["delete_host", "-m", MAC1, "-p", "0x1:1", "-s", "green"],
+            "Slice green not found",
+        ),
+        (
+            &["delete_host", "-m", MAC1, "-p", "0x9:9", "-s", "blue"],
+            "Port 0x9:9 not found",
+        ),
+        (
+            &["delete_host", "-m", MAC2, "-p", "0x1:1", "-s", "blue"],
+            "MAC address 00:00:00:00:00:02 not found",
+        ),
+        // The MAC is on another port of the slice: not on this one.
+        (
+            &["delete_host", "-m", MAC1, "-p", "0x2:3", "-s", "blue"],
+            "MAC address 00:00:00:00:00:01 not found",
+        ),
+        (&["delete", "Blue"], "Slice Blue not found"),
+    ];
+    // A host named in capitals, to show that it is found in any case afterwards.
+    ok(
+        dir,
+        &[
+            "add_host",
+            "-m",
+            "00:00:00:00:00:0A",
+            "-p",
+            "0x2:3",
+            "-s",
+            "blue",
+        ],
+    );
+    for (args, message) in cases {
+        assert_eq!(fails(dir, args), format!("slice: {message}\n"), "{args:?}");
+    }
+}
+
+/// Malformed identifiers: status 1, a message naming the value and what is wrong.
+fn check_invalid_values(dir: &Path) {
+    let long_name = "x".repeat(65);
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["add", "a b"],
+            r#"invalid slice name "a b": may contain only letters, digits, '-', '_' and '.'"#,
+        ),
+        (&["add", ""], r#"invalid slice name "": must not be empty"#),
+        (
+            &["add", &long_name],
+            &format!("invalid slice name \"{long_name}\": must be at most 64 characters long"),
+        ),
+        (
+            &["delete", "a/b"],
+            r#"invalid slice name "a/b": may contain only letters, digits, '-', '_' and '.'"#,
+        ),
+        (
+            &["add_port", "-p", "1:1", "-s", "blue"],
+            r#"invalid port name "1:1": expected 0x<hex dpid>:<decimal port number>"#,
+        ),
+        (
+            &["add_port", "-p", "0xg:1", "-s", "blue"],
+            r#"invalid port name "0xg:1": the datapath id must be hexadecimal digits after 0x"#,
+        ),
+        (
+            &["delete_port", "-p", "0x1:-1", "-s", "blue"],
+            r#"invalid port name "0x1:-1": the port number must be decimal digits"#,
+        ),
+        (
+            &[
+                "add_host",
+                "-m",
+                "00:00:00:00:00:01",
+                "-p",
+                "0x1:4294967296",
+                "-s",
+                "blue",
+            ],
+            r#"invalid port name "0x1:4294967296": the port number does not fit in 32 bits"#,
+        ),
+        (
+            &[
+                "add_host",
+                "-m",
+                "00:00:00:00:01",
+                "-p",
+                "0x1:1",
+                "-s",
+                "blue",
+            ],
+            r#"invalid MAC address "00:00:00:00:01": expected six colon-separated pairs of hex digits"#,
+        ),
+        (
+            &[
+                "delete_host",
+                "-m",
+                "00-00-00-00-00-01",
+                "-p",
+                "0x1:1",
+                "-s",
+                "blue",
+            ],
+            r#"invalid MAC address "00-00-00-00-00-01": expected six colon-separated pairs of hex digits"#,
+        ),
+        (
+            &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "no way"],
+            r#"invalid slice name "no way": may contain only letters, digits, '-', '_' and '.'"#,
+        ),
+    ];
+    for (args, message) in cases {
+        assert_eq!(fails(dir, args), format!("slice: {message}\n"), "{args:?}");
+    }
+}
+
+/// Command lines that do not parse: status 2, a message naming what is missing or wrong.
+fn check_usage_errors(dir: &Path) {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["add_port", "--slice", "blue"], &["--port <PORT_NAME>"]),
+        (&["add_port", "--port", "0x1:1"], &["--slice <SLICE_NAME>"]),
+        (
+            &["add_host", "-p", "0x1:1", "-s", "blue"],
+            &["--mac <MAC_ADDRESS>"],
+        ),
+        (
+            &["add_host", "-m", MAC1],
+            &["--port <PORT_NAME>", "--slice <SLICE_NAME>"],
+        ),
+        (
+            &["delete_host", "-m", MAC1, "-s", "blue"],
+            &["--port <PORT_NAME>"],
+        ),
+        (&["delete_port", "-p", "0x1:1"], &["--slice <SLICE_NAME>"]),
+        (&["add"], &["<SLICE_NAME>"]),
+        (&["delete"], &["<SLICE_NAME>"]),
+        (&["add", "a", "b"], &["'b'"]),
+        (
+            &["add-port", "-p", "0x1:1", "-s", "blue"],
+            &["'add-port'", "add_port"],
+        ),
+        (&["list", "--yaml"], &["--yaml"]),
+        (&["add_port", "--port"], &["--port"]),
+        (&[], &["Usage:"]),
+    ];
+    for (args, mentions) in cases {
+        let before = list(dir);
+        let run = run(dir, args);
+        assert_eq!(run.code, Some(2), "slice {args:?}: {run:?}");
+        assert_eq!(run.stdout, "", "slice {args:?}");
+        for mention in *mentions {
+            assert!(
+                run.stderr.contains(mention),
+                "slice {args:?}: {}",
+                run.stderr
+            );
+        }
+        assert_eq!(list(dir), before, "slice {args:?} changed something");
+    }
+}
+
+// ---- direct mode: no daemon ----------------------------------------------------------------
+
+#[test]
+fn an_empty_database_lists_nothing_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run(dir.path(), &["list"]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr, "");
+    assert_eq!(list_json(dir.path()), json!([]));
+}
+
+#[test]
+fn one_slice_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(ok(dir.path(), &["add", "blue"]), "");
+    assert_eq!(list(dir.path()), "blue\n");
+}
+
+#[test]
+fn the_spec_example_lists_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    assert_eq!(list(dir.path()), EXAMPLE_LIST);
+}
+
+#[test]
+fn slices_ports_and_hosts_list_in_the_order_they_were_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for slice in ["zeta", "alpha", "mid.1"] {
+        ok(d, &["add", slice]);
+    }
+    ok(d, &["add_port", "-p", "0x9:1", "-s", "alpha"]);
+    ok(d, &["add_port", "-p", "0x1:7", "-s", "alpha"]);
+    // Read in any case and with leading zeros, shown canonically.
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "00:00:00:00:00:09",
+            "-p",
+            "0X00AB:02",
+            "-s",
+            "alpha",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "AA:BB:CC:DD:EE:FF",
+            "-p",
+            "0xab:2",
+            "-s",
+            "alpha",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "00:00:00:00:00:03",
+            "-p",
+            "0x1:7",
+            "-s",
+            "alpha",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "00:00:00:00:00:01",
+            "-p",
+            "0x1:7",
+            "-s",
+            "alpha",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "00:00:00:00:00:01",
+            "-p",
+            "0x1:1",
+            "-s",
+            "zeta",
+        ],
+    );
+    assert_eq!(
+        list(d),
+        "zeta\n\
+         \x20 0x1:1\n\
+         \x20   00:00:00:00:00:01\n\
+         alpha\n\
+         \x20 0x9:1\n\
+         \x20 0x1:7\n\
+         \x20   00:00:00:00:00:03\n\
+         \x20   00:00:00:00:00:01\n\
+         \x20 0xab:2\n\
+         \x20   00:00:00:00:00:09\n\
+         \x20   aa:bb:cc:dd:ee:ff\n\
+         mid.1\n"
+    );
+}
+
+#[test]
+fn add_host_creates_its_port() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["add", "blue"]);
+    ok(
+        dir.path(),
+        &["add_host", "-m", MAC1, "-p", "0x5:2", "-s", "blue"],
+    );
+    assert_eq!(list(dir.path()), "blue\n  0x5:2\n    00:00:00:00:00:01\n");
+    // The port exists now: adding it is a conflict.
+    assert_eq!(
+        fails(dir.path(), &["add_port", "-p", "0x5:2", "-s", "blue"]),
+        "slice: Port 0x5:2 already exists\n"
+    );
+}
+
+#[test]
+fn deletes_remove_what_they_name_and_leave_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_example(d);
+    ok(d, &["add_host", "-m", MAC2, "-p", "0x1:1", "-s", "blue"]);
+    assert_eq!(
+        ok(d, &["delete_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"]),
+        ""
+    );
+    assert_eq!(
+        list(d),
+        "blue\n  0x1:1\n    00:00:00:00:00:02\n  0x2:3\nred\n"
+    );
+    // The last host of a port goes; the port stays.
+    ok(
+        d,
+        &[
+            "delete_host",
+            "--mac",
+            MAC2,
+            "--port",
+            "0x1:1",
+            "--slice",
+            "blue",
+        ],
+    );
+    assert_eq!(list(d), "blue\n  0x1:1\n  0x2:3\nred\n");
+    ok(d, &["delete_port", "--port", "0x1:1", "--slice", "blue"]);
+    assert_eq!(list(d), "blue\n  0x2:3\nred\n");
+    ok(d, &["delete", "blue"]);
+    assert_eq!(list(d), "red\n");
+    // A slice made again under an old name starts empty, and comes last.
+    ok(d, &["add", "blue"]);
+    assert_eq!(list(d), "red\nblue\n");
+}
+
+#[test]
+fn contract_errors_print_the_spec_messages_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    check_contract_errors(dir.path());
+}
+
+#[test]
+fn invalid_identifiers_are_named_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    check_invalid_values(dir.path());
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    check_usage_errors(dir.path());
+}
+
+#[test]
+fn list_json_is_the_same_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    assert_eq!(
+        list_json(dir.path()),
+        json!([
+            {"name": "blue", "ports": [
+                {"name": "0x1:1", "dpid": 1, "port_no": 1,
+                 "mac_addresses": [{"name": "00:00:00:00:00:01"}]},
+                {"name": "0x2:3", "dpid": 2, "port_no": 3, "mac_addresses": []},
+            ]},
+            {"name": "red", "ports": []},
+        ])
+    );
+}
+
+#[test]
+fn large_identifiers_survive_the_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let name = "A".repeat(64);
+    ok(d, &["add", &name]);
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "ff:ff:ff:ff:ff:ff",
+            "-p",
+            "0xFFFFFFFFFFFFFFFF:4294967295",
+            "-s",
+            &name,
+        ],
+    );
+    assert_eq!(
+        list(d),
+        format!("{name}\n  0xffffffffffffffff:4294967295\n    ff:ff:ff:ff:ff:ff\n")
+    );
+    assert_eq!(list_json(d)[0]["ports"][0]["dpid"], json!(u64::MAX));
+}
+
+#[test]
+fn changes_persist_across_invocations() {
+    let dir = tempfile::tempdir().unwrap();
+    make_example(dir.path());
+    // Each run is its own process opening the database afresh.
+    for _ in 0..2 {
+        assert_eq!(list(dir.path()), EXAMPLE_LIST);
+    }
+    let store = dir.path().join("store");
+    assert!(store.is_dir(), "the database lives in <data dir>/store");
+}
+
+#[test]
+fn concurrent_invocations_take_turns_on_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<_> = ["s1", "s2", "s3", "s4"]
+        .iter()
+        .map(|name| {
+            Command::new(SLICE)
+                .arg("--db")
+                .arg(dir.path())
+                .args(["add", name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("slice starts")
+        })
+        .collect();
+    for child in children {
+        let run = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(run.code, Some(0), "{run:?}");
+    }
+    let mut names: Vec<String> = list(dir.path()).lines().map(str::to_owned).collect();
+    names.sort();
+    assert_eq!(names, ["s1", "s2", "s3", "s4"]);
+}
+
+#[test]
+fn a_dead_daemons_socket_file_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    // A socket file nobody listens on, as a killed daemon leaves behind.
+    drop(std::os::unix::net::UnixListener::bind(dir.path().join("sliced.sock")).unwrap());
+    ok(dir.path(), &["add", "blue"]);
+    assert_eq!(list(dir.path()), "blue\n");
+}
+
+#[test]
+fn sliced_db_names_the_data_directory_and_db_wins_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let run = slice_with_env(&[("SLICED_DB", dir.path())], &["add", "from-env"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(list(dir.path()), "from-env\n");
+
+    let db = dir.path().to_str().unwrap();
+    let run = slice_with_env(
+        &[("SLICED_DB", other.path())],
+        &["--db", db, "add", "from-flag"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(list(dir.path()), "from-env\nfrom-flag\n");
+    assert_eq!(list(other.path()), "");
+}
+
+#[test]
+fn without_db_the_per_user_data_directory_is_used() {
+    let home = tempfile::tempdir().unwrap();
+    let xdg = tempfile::tempdir().unwrap();
+
+    let run = slice_with_env(&[("HOME", home.path())], &["add", "in-home"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let home_dir = home.path().join(".local/share/sliced");
+    assert_eq!(list(&home_dir), "in-home\n");
+
+    let run = slice_with_env(
+        &[("HOME", home.path()), ("XDG_DATA_HOME", xdg.path())],
+        &["add", "in-xdg"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(list(&xdg.path().join("sliced")), "in-xdg\n");
+    assert_eq!(list(&home_dir), "in-home\n");
+}
+
+#[test]
+fn an_unusable_data_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    for db in [file.join("db"), file.clone()] {
+        for args in [&["list"][..], &["add", "blue"][..]] {
+            let run = run(&db, args);
+            assert_eq!(run.code, Some(1), "{db:?} {args:?}: {run:?}");
+            assert_eq!(run.stdout, "");
+            assert!(
+                run.stderr.starts_with("slice: ") && run.stderr.contains(db.to_str().unwrap()),
+                "{}",
+                run.stderr
+            );
+            assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
+}
+
+#[test]
+fn help_shows_an_example_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(dir.path(), &["--help"]);
+    for name in [
+        "list",
+        "add",
+        "delete",
+        "add_port",
+        "delete_port",
+        "add_host",
+        "delete_host",
+        "completions",
+        "--db",
+        "SLICED_DB",
+        "Example",
+    ] {
+        assert!(help.contains(name), "--help lacks {name}:\n{help}");
+    }
+    for name in [
+        "list",
+        "add",
+        "delete",
+        "add_port",
+        "delete_port",
+        "add_host",
+        "delete_host",
+        "completions",
+    ] {
+        let help = ok(dir.path(), &[name, "--help"]);
+        assert!(
+            help.contains(&format!("$ slice {name}")),
+            "{name} --help has no example:\n{help}"
+        );
+    }
+    let help = ok(dir.path(), &["add_host", "--help"]);
+    for option in [
+        "-m, --mac <MAC_ADDRESS>",
+        "-p, --port <PORT_NAME>",
+        "-s, --slice <SLICE_NAME>",
+    ] {
+        assert!(help.contains(option), "{help}");
+    }
+    assert!(ok(dir.path(), &["--version"]).starts_with("slice "));
+}
+
+#[test]
+fn completion_scripts_are_printed_without_touching_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = ok(&db, &["completions", shell]);
+        assert!(script.contains("add_host"), "{shell}");
+    }
+    assert!(!db.exists());
+    assert_eq!(run(&db, &["completions", "tcsh"]).code, Some(2));
+}
+
+#[test]
+fn a_database_held_by_another_process_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["add", "blue"]);
+    // A holder that is no daemon, like one still starting: it lets go after a moment.
+    let holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        drop(holder);
+    });
+    let started = Instant::now();
+    ok(dir.path(), &["add", "red"]);
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    releaser.join().unwrap();
+    assert_eq!(list(dir.path()), "blue\nred\n");
+}
+
+// ---- beside a running daemon -----------------------------------------------------------------
+
+fn get(daemon: &Daemon, path: &str) -> (u16, Value) {
+    status_json(agent().get(&daemon.url(path)).call())
+}
+
+fn post(daemon: &Daemon, path: &str, body: Value) -> (u16, Value) {
+    status_json(agent().post(&daemon.url(path)).send_json(body))
+}
+
+#[test]
+fn tool_writes_are_visible_through_the_rest_api_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let d = dir.path();
+    make_example(d);
+    ok(
+        d,
+        &[
+            "add_host",
+            "-m",
+            "AA:00:00:00:00:02",
+            "-p",
+            "0xAB:9",
+            "-s",
+            "red",
+        ],
+    );
+    assert_eq!(
+        get(&daemon, "/slices"),
+        (200, json!([{"name": "blue"}, {"name": "red"}]))
+    );
+    assert_eq!(
+        get(&daemon, "/slices/blue/ports"),
+        (
+            200,
+            json!([
+                {"name": "0x1:1", "dpid": 1, "port_no": 1},
+                {"name": "0x2:3", "dpid": 2, "port_no": 3},
+            ])
+        )
+    );
+    assert_eq!(
+        get(&daemon, "/slices/blue/ports/0x1:1/mac_addresses"),
+        (200, json!([{"name": MAC1}]))
+    );
+    assert_eq!(
+        get(&daemon, "/slices/blue/ports/0x2:3/mac_addresses"),
+        (200, json!([]))
+    );
+    assert_eq!(
+        get(&daemon, "/slices/red/ports/0xab:9/mac_addresses"),
+        (200, json!([{"name": "aa:00:00:00:00:02"}]))
+    );
+    ok(d, &["delete_port", "-p", "0x1:1", "-s", "blue"]);
+    ok(d, &["delete", "red"]);
+    assert_eq!(get(&daemon, "/slices"), (200, json!([{"name": "blue"}])));
+    assert_eq!(
+        get(&daemon, "/slices/blue/ports"),
+        (200, json!([{"name": "0x2:3", "dpid": 2, "port_no": 3}]))
+    );
+}
+
+#[test]
+fn rest_writes_appear_in_slice_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    assert_eq!(ok(dir.path(), &["list"]), "");
+    assert_eq!(post(&daemon, "/slices", json!({"name": "blue"})).0, 201);
+    assert_eq!(
+        post(
+            &daemon,
+            "/slices/blue/ports",
+            json!({"dpid": 1, "port_no": 1})
+        )
+        .0,
+        201
+    );
+    assert_eq!(
+        post(
+            &daemon,
+            "/slices/blue/ports/0x1:1/mac_addresses",
+            json!({"name": MAC1})
+        )
+        .0,
+        201
+    );
+    // Endpoint 9 creates the port.
+    assert_eq!(
+        post(
+            &daemon,
+            "/slices/blue/ports/0x2:3/mac_addresses",
+            json!({"name": MAC2})
+        )
+        .0,
+        201
+    );
+    assert_eq!(post(&daemon, "/slices", json!({"name": "red"})).0, 201);
+    assert_eq!(
+        list(dir.path()),
+        "blue\n  0x1:1\n    00:00:00:00:00:01\n  0x2:3\n    00:00:00:00:00:02\nred\n"
+    );
+}
+
+#[test]
+fn errors_through_the_daemon_are_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let _daemon = Daemon::start(dir.path());
+    make_example(dir.path());
+    check_contract_errors(dir.path());
+    check_invalid_values(dir.path());
+    check_usage_errors(dir.path());
+}
+
+#[test]
+fn both_modes_list_the_same_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    make_example(dir.path());
+    let (text, json) = (list(dir.path()), list_json(dir.path()));
+    assert_eq!(text, EXAMPLE_LIST);
+    assert!(daemon.terminate().success());
+    assert_eq!(list(dir.path()), text);
+    assert_eq!(list_json(dir.path()), json);
+}
+
+#[test]
+fn after_the_daemon_stops_the_tool_works_directly_on_the_same_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let daemon = Daemon::start(d);
+    ok(d, &["add", "blue"]);
+    assert!(daemon.terminate().success());
+    assert!(!d.join("sliced.sock").exists());
+
+    ok(d, &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"]);
+    assert_eq!(list(d), "blue\n  0x1:1\n    00:00:00:00:00:01\n");
+
+    // And what the tool wrote alone, a new daemon serves.
+    let daemon = Daemon::start(d);
+    assert_eq!(
+        get(&daemon, "/slices/blue/ports/0x1:1/mac_addresses"),
+        (200, json!([{"name": MAC1}]))
+    );
+    ok(d, &["add", "red"]);
+    assert_eq!(
+        get(&daemon, "/slices"),
+        (200, json!([{"name": "blue"}, {"name": "red"}]))
+    );
+}
+
+#[test]
+fn after_a_daemon_is_killed_its_socket_file_is_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let daemon = Daemon::start(d);
+    ok(d, &["add", "blue"]);
+    daemon.kill9();
+    assert!(
+        d.join("sliced.sock").exists(),
+        "kill -9 leaves the socket file"
+    );
+    ok(d, &["add", "red"]);
+    assert_eq!(list(d), "blue\nred\n");
+}
+
+#[test]
+fn dot_names_reach_the_daemon_literally() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _daemon = Daemon::start(d);
+    for name in [".", "..", "..."] {
+        ok(d, &["add", name]);
+        ok(d, &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", name]);
+    }
+    ok(d, &["delete_host", "-m", MAC1, "-p", "0x1:1", "-s", ".."]);
+    assert_eq!(
+        list(d),
+        ".\n  0x1:1\n    00:00:00:00:00:01\n..\n  0x1:1\n...\n  0x1:1\n    00:00:00:00:00:01\n"
+    );
+}
+
+#[test]
+fn a_daemon_without_its_socket_is_reported_with_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _daemon = Daemon::start(d);
+    ok(d, &["add", "blue"]);
+    // The daemon holds the database but nobody can reach it any more.
+    std::fs::remove_file(d.join("sliced.sock")).unwrap();
+    let started = Instant::now();
+    let run = run(d, &["add", "red"]);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "gave up at once"
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "");
+    let socket = d.join("sliced.sock");
+    let store = d.join("store");
+    assert!(
+        run.stderr.starts_with("slice: ")
+            && run.stderr.contains(socket.to_str().unwrap())
+            && run.stderr.contains(store.to_str().unwrap()),
+        "{}",
+        run.stderr
+    );
+}
