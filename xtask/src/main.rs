@@ -29,7 +29,14 @@ fn main() -> std::process::ExitCode {
 
 fn test() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
-    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     cargo(&["test", "--workspace", "--all-targets"])?;
     cargo(&["test", "--workspace", "--doc"])?;
     Ok(())

@@ -52,6 +52,8 @@ async fn show(network: NetworkData, kind: ViewKind) -> Result<HttpResponse, ApiE
     };
     match view {
         Some(json) => Ok(HttpResponse::Ok().json(json)),
-        None => Err(ApiError::Unavailable("the controller is not running".into())),
+        None => Err(ApiError::Unavailable(
+            "the controller is not running".into(),
+        )),
     }
 }
