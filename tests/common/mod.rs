@@ -105,6 +105,11 @@ impl Daemon {
         wait_with_timeout(&mut child, START_TIMEOUT).expect("sliced stops on SIGTERM")
     }
 
+    /// Hands over the process, for a test that stops it some other way.
+    pub fn into_child(mut self) -> Child {
+        self.child.take().expect("daemon still running")
+    }
+
     /// SIGKILL: no chance to flush anything.
     pub fn kill9(mut self) {
         if let Some(mut child) = self.child.take() {

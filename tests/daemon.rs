@@ -1,0 +1,266 @@
+//! Black-box tests of how an operator runs `sliced`: in the background with a pid file,
+//! stopped by signals, configured by a file, on its defaults, and never twice on one
+//! database.
+
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{agent, free_port, signal, status_json, wait_with_timeout, Daemon, SLICED};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn process_is_alive(pid: u32) -> bool {
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+fn wait_for(mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn slice_names(http: SocketAddr) -> serde_json::Value {
+    let (status, body) = status_json(agent().get(&format!("http://{http}/slices")).call());
+    assert_eq!(status, 200);
+    body
+}
+
+fn create_slice(http: SocketAddr, name: &str) {
+    let (status, body) = status_json(
+        agent()
+            .post(&format!("http://{http}/slices"))
+            .send_json(json!({ "name": name })),
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+fn sliced(args: &[&str]) -> Command {
+    let mut command = Command::new(SLICED);
+    command
+        .args(args)
+        .env_remove("SLICED_DB")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
+    command
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+#[test]
+fn background_mode_returns_once_serving_and_sigterm_stops_it_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let pid_file = dir.path().join("sliced.pid");
+    let (http, openflow) = (free_port(), free_port());
+    let output = sliced(&[
+        "-d",
+        "--db",
+        path_str(&data),
+        "--http",
+        &http.to_string(),
+        "--openflow",
+        &openflow.to_string(),
+        "--pid-file",
+        path_str(&pid_file),
+    ])
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+
+    // It printed the pid it wrote, and serves at once: no polling needed.
+    let printed: u32 = String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let written: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(printed, written);
+    assert!(process_is_alive(written));
+    create_slice(http, "blue");
+    assert!(data.join("sliced.sock").exists());
+
+    signal(written, "TERM");
+    assert!(
+        wait_for(|| !process_is_alive(written)),
+        "the daemon exits on SIGTERM"
+    );
+    assert!(!pid_file.exists(), "the pid file is removed on exit");
+    assert!(!data.join("sliced.sock").exists(), "so is the socket");
+    assert!(
+        data.join("sliced.log").exists(),
+        "the log went to the data directory"
+    );
+
+    let daemon = Daemon::start(&data);
+    assert_eq!(slice_names(daemon.http), json!([{"name": "blue"}]));
+}
+
+#[test]
+fn background_mode_reports_a_failed_start_and_names_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let output = sliced(&[
+        "-d",
+        "--db",
+        path_str(dir.path()),
+        "--http",
+        &taken.local_addr().unwrap().to_string(),
+        "--openflow",
+        &free_port().to_string(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("sliced.log"), "{stderr}");
+    let log = std::fs::read_to_string(dir.path().join("sliced.log")).unwrap();
+    assert!(log.contains("cannot listen for HTTP"), "{log}");
+}
+
+#[test]
+fn sigint_stops_the_foreground_daemon_cleanly_and_keeps_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    create_slice(daemon.http, "red");
+    let mut child = daemon.into_child();
+    signal(child.id(), "INT");
+    let status = wait_with_timeout(&mut child, WAIT).expect("sliced stops on SIGINT");
+    assert!(status.success(), "{status}");
+    assert!(!dir.path().join("sliced.sock").exists());
+
+    let daemon = Daemon::start(dir.path());
+    assert_eq!(slice_names(daemon.http), json!([{"name": "red"}]));
+}
+
+#[test]
+fn a_config_file_sets_the_database_and_addresses_and_flags_win_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("from-file");
+    let (file_http, flag_http) = (free_port(), free_port());
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "db = {:?}\nhttp = \"{file_http}\"\nopenflow = \"{}\"\n",
+            path_str(&data),
+            free_port()
+        ),
+    )
+    .unwrap();
+
+    let mut child = sliced(&["--config", path_str(&config)]).spawn().unwrap();
+    assert!(wait_for(|| TcpStream::connect(file_http).is_ok()));
+    create_slice(file_http, "from-file");
+    signal(child.id(), "TERM");
+    assert!(wait_with_timeout(&mut child, WAIT).unwrap().success());
+    assert!(
+        data.join("store").is_dir(),
+        "the database is where the file says"
+    );
+
+    let mut child = sliced(&[
+        "--config",
+        path_str(&config),
+        "--http",
+        &flag_http.to_string(),
+    ])
+    .spawn()
+    .unwrap();
+    assert!(wait_for(|| TcpStream::connect(flag_http).is_ok()));
+    assert_eq!(slice_names(flag_http), json!([{"name": "from-file"}]));
+    assert!(
+        TcpStream::connect(file_http).is_err(),
+        "the flag replaced the file's address"
+    );
+    signal(child.id(), "TERM");
+    assert!(wait_with_timeout(&mut child, WAIT).unwrap().success());
+}
+
+#[test]
+fn a_bad_config_file_is_refused_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(&config, "htp = \"127.0.0.1:1\"\n").unwrap();
+    let output = sliced(&["--config", path_str(&config)]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("sliced.toml"), "names the file: {stderr}");
+    assert!(stderr.contains("htp"), "names the key: {stderr}");
+
+    let missing = dir.path().join("nowhere.toml");
+    let output = sliced(&["--config", path_str(&missing)]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nowhere.toml"));
+}
+
+#[test]
+fn a_second_daemon_on_one_database_is_refused_and_the_first_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Daemon::start(dir.path());
+    create_slice(first.http, "kept");
+    let output = sliced(&[
+        "--db",
+        path_str(dir.path()),
+        "--http",
+        &free_port().to_string(),
+        "--openflow",
+        &free_port().to_string(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("another sliced already runs"), "{stderr}");
+    assert!(
+        dir.path().join("sliced.sock").exists(),
+        "the first one's socket stays"
+    );
+    assert_eq!(slice_names(first.http), json!([{"name": "kept"}]));
+}
+
+/// The README's first set-up command: a bare `sliced` serves on its documented defaults,
+/// with its data in the per-user data directory.
+#[test]
+fn a_bare_sliced_serves_on_the_defaults() {
+    let home = tempfile::tempdir().unwrap();
+    let default_http: SocketAddr = "127.0.0.1:9292".parse().unwrap();
+    assert!(
+        TcpStream::connect(default_http).is_err(),
+        "something already listens on {default_http}; stop it to run this test"
+    );
+    let mut child = Command::new(SLICED)
+        .env_remove("SLICED_DB")
+        .env("XDG_DATA_HOME", home.path().join("xdg"))
+        .env("HOME", home.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = wait_for(|| TcpStream::connect(default_http).is_ok());
+    let listing = up.then(|| slice_names(default_http));
+    signal(child.id(), "TERM");
+    let status = wait_with_timeout(&mut child, WAIT);
+    assert!(up, "sliced serves on {default_http}");
+    assert_eq!(listing, Some(json!([])));
+    assert!(status.is_some_and(|s| s.success()));
+    assert!(home.path().join("xdg/sliced/store").is_dir());
+}
