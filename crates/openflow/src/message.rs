@@ -1,0 +1,422 @@
+//! Whole messages: [`Message`] and the dispatch on version and type.
+
+use crate::error_msg::{ErrorMsg, ERROR_MSG_LEN};
+use crate::features::{FeaturesReply, FeaturesReplyView};
+use crate::flow_mod::{FlowMod, FlowModV10, FlowModV13};
+use crate::flow_removed::{FlowRemoved, FlowRemovedV10, FlowRemovedV13};
+use crate::header::{Header, HeaderRepr, HEADER_LEN};
+use crate::hello::HelloRepr;
+use crate::msg_type::{v10, v13};
+use crate::multipart::{Multipart, FLAG_MORE, MULTIPART_HEADER_LEN, MULTIPART_PORT_DESC};
+use crate::packet_in::{PacketIn, PacketInV10, PacketInV13};
+use crate::packet_out::{PacketOut, PacketOutV10, PacketOutV13};
+use crate::port_desc::{self, PhyPortV10, PortDesc, PortV13, PHY_PORT_V10_LEN, PORT_V13_LEN};
+use crate::port_status::{PortStatus, PORT_STATUS_HEADER_LEN};
+use crate::switch_config::{SwitchConfig, SWITCH_CONFIG_LEN};
+use crate::wire::{grow, length_u16, tail, tail_mut, write_slice};
+use crate::{Error, OFP10, OFP13};
+
+/// An OpenFlow message, in terms common to 1.0 and 1.3.
+///
+/// Fields one version does not carry are documented on each type: emitting ignores
+/// them and parsing fills in a fixed value, so a round trip through 1.0 loses them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// HELLO, with the first word of an `OFPHET_VERSIONBITMAP` element when present
+    /// (bit n set: wire version n spoken). Emitted with the element whenever `Some`,
+    /// on any version; unknown elements are ignored on parsing.
+    Hello {
+        /// Version bitmap, bit n for wire version n.
+        versions: Option<u32>,
+    },
+    /// ERROR.
+    Error {
+        /// `OFPET_*` type.
+        err_type: u16,
+        /// Type-specific code.
+        code: u16,
+        /// Usually the start of the message that failed.
+        data: Vec<u8>,
+    },
+    /// ECHO_REQUEST with its payload.
+    EchoRequest(Vec<u8>),
+    /// ECHO_REPLY with the request's payload.
+    EchoReply(Vec<u8>),
+    /// FEATURES_REQUEST.
+    FeaturesRequest,
+    /// FEATURES_REPLY.
+    FeaturesReply(FeaturesReply),
+    /// SET_CONFIG.
+    SetConfig {
+        /// `OFPC_FRAG_*` flags.
+        flags: u16,
+        /// Bytes of table-miss packets sent to the controller.
+        miss_send_len: u16,
+    },
+    /// PACKET_IN.
+    PacketIn(PacketIn),
+    /// PACKET_OUT.
+    PacketOut(PacketOut),
+    /// FLOW_MOD.
+    FlowMod(FlowMod),
+    /// FLOW_REMOVED.
+    FlowRemoved(FlowRemoved),
+    /// PORT_STATUS.
+    PortStatus {
+        /// `OFPPR_*`: 0 add, 1 delete, 2 modify.
+        reason: u8,
+        /// The port.
+        desc: PortDesc,
+    },
+    /// BARRIER_REQUEST.
+    BarrierRequest,
+    /// BARRIER_REPLY.
+    BarrierReply,
+    /// 1.3 MULTIPART_REQUEST of type `OFPMP_PORT_DESC`. 1.0 has no such request.
+    PortDescRequest,
+    /// 1.3 MULTIPART_REPLY of type `OFPMP_PORT_DESC`. 1.0 has no such reply.
+    PortDescReply {
+        /// The ports in this part.
+        ports: Vec<PortDesc>,
+        /// `OFPMPF_REPLY_MORE`: more parts follow.
+        more: bool,
+    },
+    /// Any message type not modelled above (vendor and experimenter messages, other
+    /// statistics and multipart types, ...), so that callers can skip it. `body` is
+    /// everything after the 8-byte header. Emitted verbatim; an `Other` whose type is a
+    /// modelled one parses back as that message.
+    Other {
+        /// Message type number, in the numbering of the version it came in.
+        msg_type: u8,
+        /// The bytes after the header.
+        body: Vec<u8>,
+    },
+}
+
+impl Message {
+    /// Parses one whole message. `frame` must be exactly the header's length long, as
+    /// [`crate::frame_len`] cuts it: a shorter frame is [`Error::Truncated`] and a
+    /// longer one [`Error::BadLength`] (extra bytes would be a framing bug upstream).
+    ///
+    /// Versions 1.0 and 1.3 parse fully. A HELLO of any other version parses too, so
+    /// that a newer peer can be negotiated down; any other message of such a version
+    /// is [`Error::UnsupportedVersion`]. Unmodelled types come back as
+    /// [`Message::Other`]. Bytes after the fixed part of a fixed-size message are
+    /// ignored.
+    pub fn parse(frame: &[u8]) -> Result<(HeaderRepr, Message), Error> {
+        let view = Header::new_checked(frame)?;
+        let header = HeaderRepr::parse(&view);
+        if frame.len() != usize::from(header.length) {
+            return Err(Error::BadLength {
+                what: "frame (longer than its header says)",
+                length: frame.len(),
+            });
+        }
+        let message = match header.version {
+            OFP10 => parse_v10(header.msg_type, frame)?,
+            OFP13 => parse_v13(header.msg_type, frame)?,
+            _ if header.msg_type == v13::HELLO => parse_hello(frame),
+            version => return Err(Error::UnsupportedVersion(version)),
+        };
+        Ok((header, message))
+    }
+
+    /// Appends the encoding of the message for wire `version` ([`OFP10`] or
+    /// [`OFP13`]; HELLO may use any version) with transaction id `xid` to `out`.
+    ///
+    /// Fails, leaving `out` as it was, when the version cannot express the message
+    /// (PORT_DESC on 1.0, a 32-bit port number on 1.0, ...), when a length overflows its
+    /// 16-bit field, or for a malformed [`crate::Action::Other`].
+    pub fn emit(&self, version: u8, xid: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+        let msg_type = self.msg_type(version)?;
+        let length = self.buffer_len(version);
+        let header = HeaderRepr {
+            version,
+            msg_type,
+            length: length_u16("OpenFlow message", length)?,
+            xid,
+        };
+        let start = out.len();
+        let frame = grow(out, length);
+        match self.emit_body(version, frame) {
+            Ok(()) => {
+                header.emit(&mut Header::new_unchecked(frame));
+                Ok(())
+            }
+            Err(error) => {
+                out.truncate(start);
+                Err(error)
+            }
+        }
+    }
+
+    /// The wire type number in `version`; fails for a version or message the version
+    /// cannot carry.
+    pub fn msg_type(&self, version: u8) -> Result<u8, Error> {
+        let (v10_type, v13_type) = match self {
+            Message::Hello { .. } => return Ok(v13::HELLO),
+            Message::Error { .. } => (v10::ERROR, v13::ERROR),
+            Message::EchoRequest(_) => (v10::ECHO_REQUEST, v13::ECHO_REQUEST),
+            Message::EchoReply(_) => (v10::ECHO_REPLY, v13::ECHO_REPLY),
+            Message::FeaturesRequest => (v10::FEATURES_REQUEST, v13::FEATURES_REQUEST),
+            Message::FeaturesReply(_) => (v10::FEATURES_REPLY, v13::FEATURES_REPLY),
+            Message::SetConfig { .. } => (v10::SET_CONFIG, v13::SET_CONFIG),
+            Message::PacketIn(_) => (v10::PACKET_IN, v13::PACKET_IN),
+            Message::PacketOut(_) => (v10::PACKET_OUT, v13::PACKET_OUT),
+            Message::FlowMod(_) => (v10::FLOW_MOD, v13::FLOW_MOD),
+            Message::FlowRemoved(_) => (v10::FLOW_REMOVED, v13::FLOW_REMOVED),
+            Message::PortStatus { .. } => (v10::PORT_STATUS, v13::PORT_STATUS),
+            Message::BarrierRequest => (v10::BARRIER_REQUEST, v13::BARRIER_REQUEST),
+            Message::BarrierReply => (v10::BARRIER_REPLY, v13::BARRIER_REPLY),
+            Message::PortDescRequest | Message::PortDescReply { .. } if version == OFP10 => {
+                return Err(Error::NotInVersion {
+                    what: "PORT_DESC multipart message",
+                    version,
+                })
+            }
+            Message::PortDescRequest => (0, v13::MULTIPART_REQUEST),
+            Message::PortDescReply { .. } => (0, v13::MULTIPART_REPLY),
+            Message::Other { msg_type, .. } => (*msg_type, *msg_type),
+        };
+        match version {
+            OFP10 => Ok(v10_type),
+            OFP13 => Ok(v13_type),
+            _ => Err(Error::UnsupportedVersion(version)),
+        }
+    }
+
+    /// Length of the message in `version`, header included (only meaningful for a
+    /// version [`Self::msg_type`] accepts).
+    fn buffer_len(&self, version: u8) -> usize {
+        let v10 = version == OFP10;
+        let body = match self {
+            Message::Hello { versions } => HelloRepr {
+                versions: *versions,
+            }
+            .buffer_len(),
+            Message::Error { data, .. } => {
+                return ERROR_MSG_LEN.saturating_add(data.len());
+            }
+            Message::EchoRequest(data) | Message::EchoReply(data) => data.len(),
+            Message::FeaturesRequest | Message::BarrierRequest | Message::BarrierReply => 0,
+            Message::FeaturesReply(features) if v10 => return features.buffer_len_v10(),
+            Message::FeaturesReply(features) => return features.buffer_len_v13(),
+            Message::SetConfig { .. } => return SWITCH_CONFIG_LEN,
+            Message::PacketIn(packet) if v10 => return packet.buffer_len_v10(),
+            Message::PacketIn(packet) => return packet.buffer_len_v13(),
+            Message::PacketOut(packet) if v10 => return packet.buffer_len_v10(),
+            Message::PacketOut(packet) => return packet.buffer_len_v13(),
+            Message::FlowMod(flow_mod) if v10 => return flow_mod.buffer_len_v10(),
+            Message::FlowMod(flow_mod) => return flow_mod.buffer_len_v13(),
+            Message::FlowRemoved(removed) if v10 => return removed.buffer_len_v10(),
+            Message::FlowRemoved(removed) => return removed.buffer_len_v13(),
+            Message::PortStatus { .. } if v10 => {
+                return PORT_STATUS_HEADER_LEN + PHY_PORT_V10_LEN;
+            }
+            Message::PortStatus { .. } => return PORT_STATUS_HEADER_LEN + PORT_V13_LEN,
+            Message::PortDescRequest => return MULTIPART_HEADER_LEN,
+            Message::PortDescReply { ports, .. } => {
+                return MULTIPART_HEADER_LEN
+                    .saturating_add(ports.len().saturating_mul(PORT_V13_LEN));
+            }
+            Message::Other { body, .. } => body.len(),
+        };
+        HEADER_LEN.saturating_add(body)
+    }
+
+    /// Writes everything but the header into a zeroed frame of [`Self::buffer_len`]
+    /// bytes.
+    fn emit_body(&self, version: u8, frame: &mut [u8]) -> Result<(), Error> {
+        let v10 = version == OFP10;
+        match self {
+            Message::Hello { versions } => HelloRepr {
+                versions: *versions,
+            }
+            .emit(tail_mut(frame, HEADER_LEN)),
+            Message::Error {
+                err_type,
+                code,
+                data,
+            } => {
+                let mut view = ErrorMsg::new_unchecked(&mut *frame);
+                view.set_err_type(*err_type);
+                view.set_code(*code);
+                write_slice(frame, ERROR_MSG_LEN, data);
+            }
+            Message::EchoRequest(data) | Message::EchoReply(data) => {
+                write_slice(frame, HEADER_LEN, data);
+            }
+            Message::Other { body, .. } => write_slice(frame, HEADER_LEN, body),
+            Message::FeaturesRequest | Message::BarrierRequest | Message::BarrierReply => {}
+            Message::FeaturesReply(features) => {
+                let mut view = FeaturesReplyView::new_unchecked(frame);
+                if v10 {
+                    features.emit_v10(&mut view)?;
+                } else {
+                    features.emit_v13(&mut view);
+                }
+            }
+            Message::SetConfig {
+                flags,
+                miss_send_len,
+            } => {
+                let mut view = SwitchConfig::new_unchecked(frame);
+                view.set_flags(*flags);
+                view.set_miss_send_len(*miss_send_len);
+            }
+            Message::PacketIn(packet) if v10 => {
+                packet.emit_v10(&mut PacketInV10::new_unchecked(frame))?;
+            }
+            Message::PacketIn(packet) => {
+                packet.emit_v13(&mut PacketInV13::new_unchecked(frame))?;
+            }
+            Message::PacketOut(packet) if v10 => {
+                packet.emit_v10(&mut PacketOutV10::new_unchecked(frame))?;
+            }
+            Message::PacketOut(packet) => {
+                packet.emit_v13(&mut PacketOutV13::new_unchecked(frame))?;
+            }
+            Message::FlowMod(flow_mod) if v10 => {
+                flow_mod.emit_v10(&mut FlowModV10::new_unchecked(frame))?;
+            }
+            Message::FlowMod(flow_mod) => {
+                flow_mod.emit_v13(&mut FlowModV13::new_unchecked(frame))?;
+            }
+            Message::FlowRemoved(removed) if v10 => {
+                removed.emit_v10(&mut FlowRemovedV10::new_unchecked(frame))?;
+            }
+            Message::FlowRemoved(removed) => {
+                removed.emit_v13(&mut FlowRemovedV13::new_unchecked(frame))?;
+            }
+            Message::PortStatus { reason, desc } => {
+                PortStatus::new_unchecked(&mut *frame).set_reason(*reason);
+                let desc_bytes = tail_mut(frame, PORT_STATUS_HEADER_LEN);
+                if v10 {
+                    desc.emit_v10(&mut PhyPortV10::new_unchecked(desc_bytes))?;
+                } else {
+                    desc.emit_v13(&mut PortV13::new_unchecked(desc_bytes));
+                }
+            }
+            Message::PortDescRequest => {
+                Multipart::new_unchecked(frame).set_multipart_type(MULTIPART_PORT_DESC);
+            }
+            Message::PortDescReply { ports, more } => {
+                let mut view = Multipart::new_unchecked(&mut *frame);
+                view.set_multipart_type(MULTIPART_PORT_DESC);
+                view.set_flags(if *more { FLAG_MORE } else { 0 });
+                port_desc::emit_list_v13(ports, tail_mut(frame, MULTIPART_HEADER_LEN));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_hello(frame: &[u8]) -> Message {
+    let versions = HelloRepr::parse(tail(frame, HEADER_LEN)).versions;
+    Message::Hello { versions }
+}
+
+fn parse_error(frame: &[u8]) -> Result<Message, Error> {
+    let view = ErrorMsg::new_checked(frame)?;
+    Ok(Message::Error {
+        err_type: view.err_type(),
+        code: view.code(),
+        data: view.data().to_vec(),
+    })
+}
+
+fn parse_set_config(frame: &[u8]) -> Result<Message, Error> {
+    let view = SwitchConfig::new_checked(frame)?;
+    Ok(Message::SetConfig {
+        flags: view.flags(),
+        miss_send_len: view.miss_send_len(),
+    })
+}
+
+fn other(msg_type: u8, frame: &[u8]) -> Message {
+    Message::Other {
+        msg_type,
+        body: tail(frame, HEADER_LEN).to_vec(),
+    }
+}
+
+fn parse_v10(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
+    Ok(match msg_type {
+        v10::HELLO => parse_hello(frame),
+        v10::ERROR => parse_error(frame)?,
+        v10::ECHO_REQUEST => Message::EchoRequest(tail(frame, HEADER_LEN).to_vec()),
+        v10::ECHO_REPLY => Message::EchoReply(tail(frame, HEADER_LEN).to_vec()),
+        v10::FEATURES_REQUEST => Message::FeaturesRequest,
+        v10::FEATURES_REPLY => Message::FeaturesReply(FeaturesReply::parse_v10(
+            &FeaturesReplyView::new_checked(frame)?,
+        )?),
+        v10::SET_CONFIG => parse_set_config(frame)?,
+        v10::PACKET_IN => {
+            Message::PacketIn(PacketIn::parse_v10(&PacketInV10::new_checked(frame)?)?)
+        }
+        v10::FLOW_REMOVED => Message::FlowRemoved(FlowRemoved::parse_v10(
+            &FlowRemovedV10::new_checked(frame)?,
+        )?),
+        v10::PORT_STATUS => {
+            let view = PortStatus::new_checked(frame)?;
+            let desc = PortDesc::parse_v10(&PhyPortV10::new_checked(view.desc())?)?;
+            Message::PortStatus {
+                reason: view.reason(),
+                desc,
+            }
+        }
+        v10::PACKET_OUT => {
+            Message::PacketOut(PacketOut::parse_v10(&PacketOutV10::new_checked(frame)?)?)
+        }
+        v10::FLOW_MOD => Message::FlowMod(FlowMod::parse_v10(&FlowModV10::new_checked(frame)?)?),
+        v10::BARRIER_REQUEST => Message::BarrierRequest,
+        v10::BARRIER_REPLY => Message::BarrierReply,
+        _ => other(msg_type, frame),
+    })
+}
+
+fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
+    Ok(match msg_type {
+        v13::HELLO => parse_hello(frame),
+        v13::ERROR => parse_error(frame)?,
+        v13::ECHO_REQUEST => Message::EchoRequest(tail(frame, HEADER_LEN).to_vec()),
+        v13::ECHO_REPLY => Message::EchoReply(tail(frame, HEADER_LEN).to_vec()),
+        v13::FEATURES_REQUEST => Message::FeaturesRequest,
+        v13::FEATURES_REPLY => Message::FeaturesReply(FeaturesReply::parse_v13(
+            &FeaturesReplyView::new_checked(frame)?,
+        )?),
+        v13::SET_CONFIG => parse_set_config(frame)?,
+        v13::PACKET_IN => {
+            Message::PacketIn(PacketIn::parse_v13(&PacketInV13::new_checked(frame)?)?)
+        }
+        v13::FLOW_REMOVED => Message::FlowRemoved(FlowRemoved::parse_v13(
+            &FlowRemovedV13::new_checked(frame)?,
+        )?),
+        v13::PORT_STATUS => {
+            let view = PortStatus::new_checked(frame)?;
+            let desc = PortDesc::parse_v13(&PortV13::new_checked(view.desc())?)?;
+            Message::PortStatus {
+                reason: view.reason(),
+                desc,
+            }
+        }
+        v13::PACKET_OUT => {
+            Message::PacketOut(PacketOut::parse_v13(&PacketOutV13::new_checked(frame)?)?)
+        }
+        v13::FLOW_MOD => Message::FlowMod(FlowMod::parse_v13(&FlowModV13::new_checked(frame)?)?),
+        v13::MULTIPART_REQUEST | v13::MULTIPART_REPLY => {
+            let view = Multipart::new_checked(frame)?;
+            match (view.multipart_type(), msg_type) {
+                (MULTIPART_PORT_DESC, v13::MULTIPART_REQUEST) => Message::PortDescRequest,
+                (MULTIPART_PORT_DESC, _) => Message::PortDescReply {
+                    ports: port_desc::parse_list_v13(view.body())?,
+                    more: view.flags() & FLAG_MORE != 0,
+                },
+                _ => other(msg_type, frame),
+            }
+        }
+        v13::BARRIER_REQUEST => Message::BarrierRequest,
+        v13::BARRIER_REPLY => Message::BarrierReply,
+        _ => other(msg_type, frame),
+    })
+}

@@ -1,0 +1,34 @@
+//! The Ethernet frames that PACKET_IN and PACKET_OUT carry, in the same view-and-repr
+//! style as the OpenFlow structures: Ethernet II, 802.1Q tags, ARP, IPv4 and LLDP,
+//! plus the LLDP discovery frames this controller sends out of every port to learn the
+//! links between switches.
+//!
+//! Like the rest of the crate, nothing here panics on any input.
+
+pub mod arp;
+mod discovery;
+pub mod ethernet;
+pub mod ipv4;
+pub mod lldp;
+pub mod vlan;
+
+pub use arp::{ArpPacket, ArpRepr};
+pub use discovery::{discovery_frame, parse_discovery};
+pub use ethernet::{EthernetFrame, EthernetRepr};
+pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use lldp::{LldpRepr, LldpTlv};
+pub use vlan::{VlanRepr, VlanTag};
+
+/// EtherType values used here.
+pub mod ethertype {
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// An 802.1Q VLAN tag follows.
+    pub const VLAN: u16 = 0x8100;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
+    /// LLDP.
+    pub const LLDP: u16 = 0x88cc;
+}

@@ -1,0 +1,584 @@
+//! Golden byte tests: each array is written by hand from the specification's struct
+//! layout, one line per field group, and must both parse to the repr and be what the
+//! repr emits.
+
+use openflow::{
+    frame_len, negotiate, port, Action, Error, FeaturesReply, FlowMod, FlowModCommand, HeaderRepr,
+    Match, Message, PacketIn, PortDesc, OFP10, OFP13,
+};
+
+/// Parses `bytes` and emits `message`, checking both directions.
+fn assert_golden(bytes: &[u8], version: u8, xid: u32, message: &Message) {
+    let (header, parsed) = Message::parse(bytes).expect("golden bytes parse");
+    assert_eq!(
+        header,
+        HeaderRepr {
+            version,
+            msg_type: bytes[1],
+            length: bytes.len() as u16,
+            xid,
+        }
+    );
+    assert_eq!(&parsed, message);
+    let mut out = Vec::new();
+    message
+        .emit(version, xid, &mut out)
+        .expect("golden repr emits");
+    assert_eq!(out, bytes);
+}
+
+#[test]
+fn hello_v10() {
+    let bytes = [
+        0x01, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01, // version 1.0, HELLO, length 8, xid 1
+    ];
+    assert_golden(&bytes, OFP10, 1, &Message::Hello { versions: None });
+}
+
+#[test]
+fn hello_v13_with_version_bitmap() {
+    let bytes = [
+        0x04, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
+        0x02, // version 1.3, HELLO, length 16, xid 2
+        0x00, 0x01, 0x00, 0x08, // element OFPHET_VERSIONBITMAP, length 8
+        0x00, 0x00, 0x00, 0x12, // bitmap: bits 1 (1.0) and 4 (1.3)
+    ];
+    let versions = Some((1 << OFP10) | (1 << OFP13));
+    assert_golden(&bytes, OFP13, 2, &Message::Hello { versions });
+}
+
+#[test]
+fn flow_mod_v10() {
+    let bytes = [
+        0x01, 0x0e, 0x00, 0x50, 0x00, 0x00, 0x00, 0x03, // 1.0, FLOW_MOD, length 80, xid 3
+        // ofp_match
+        0x00, 0x3f, 0xff, 0xf2, // wildcards: OFPFW_ALL but IN_PORT, DL_SRC, DL_DST
+        0x00, 0x01, // in_port 1
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, // dl_src
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0b, // dl_dst
+        0x00, 0x00, 0x00, 0x00, // dl_vlan, dl_vlan_pcp, pad
+        0x00, 0x00, 0x00, 0x00, // dl_type, nw_tos, nw_proto
+        0x00, 0x00, // pad
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // nw_src, nw_dst
+        0x00, 0x00, 0x00, 0x00, // tp_src, tp_dst
+        // flow mod body
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // cookie
+        0x00, 0x00, // command OFPFC_ADD
+        0x00, 0x0a, 0x00, 0x00, // idle_timeout 10, hard_timeout 0
+        0x80, 0x00, // priority 0x8000
+        0xff, 0xff, 0xff, 0xff, // buffer_id OFP_NO_BUFFER
+        0xff, 0xff, // out_port OFPP_NONE
+        0x00, 0x01, // flags OFPFF_SEND_FLOW_REM
+        // ofp_action_output
+        0x00, 0x00, 0x00, 0x08, // OFPAT_OUTPUT, length 8
+        0x00, 0x02, 0x00, 0x00, // port 2, max_len 0
+    ];
+    let flow_mod = FlowMod {
+        command: FlowModCommand::Add,
+        r#match: Match {
+            in_port: Some(1),
+            eth_src: Some([0, 0, 0, 0, 0, 0x0a]),
+            eth_dst: Some([0, 0, 0, 0, 0, 0x0b]),
+            ..Match::default()
+        },
+        cookie: 0x0102_0304_0506_0708,
+        cookie_mask: 0,
+        table_id: 0,
+        idle_timeout: 10,
+        hard_timeout: 0,
+        priority: 0x8000,
+        buffer_id: None,
+        out_port: port::ANY,
+        out_group: port::ANY,
+        flags: 1,
+        actions: vec![Action::Output {
+            port: 2,
+            max_len: 0,
+        }],
+    };
+    assert_golden(&bytes, OFP10, 3, &Message::FlowMod(flow_mod));
+}
+
+#[test]
+fn flow_mod_v13() {
+    let bytes = [
+        0x04, 0x0e, 0x00, 0x68, 0x00, 0x00, 0x00, 0x04, // 1.3, FLOW_MOD, length 104, xid 4
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // cookie
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // cookie_mask
+        0x00, 0x00, // table_id 0, command OFPFC_ADD
+        0x00, 0x0a, 0x00, 0x1e, // idle_timeout 10, hard_timeout 30
+        0x80, 0x00, // priority
+        0xff, 0xff, 0xff, 0xff, // buffer_id OFP_NO_BUFFER
+        0xff, 0xff, 0xff, 0xff, // out_port OFPP_ANY
+        0xff, 0xff, 0xff, 0xff, // out_group OFPG_ANY
+        0x00, 0x01, 0x00, 0x00, // flags OFPFF_SEND_FLOW_REM, pad
+        // ofp_match
+        0x00, 0x01, 0x00, 0x20, // OFPMT_OXM, length 32 (a multiple of 8: no padding)
+        0x80, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, // OXM IN_PORT = 1
+        0x80, 0x00, 0x06, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0b, // OXM ETH_DST
+        0x80, 0x00, 0x08, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, // OXM ETH_SRC
+        // ofp_instruction_actions
+        0x00, 0x04, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, // APPLY_ACTIONS, length 24, pad
+        // ofp_action_output
+        0x00, 0x00, 0x00, 0x10, // OFPAT_OUTPUT, length 16
+        0x00, 0x00, 0x00, 0x02, // port 2
+        0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // max_len OFPCML_NO_BUFFER, pad
+    ];
+    let flow_mod = FlowMod {
+        command: FlowModCommand::Add,
+        r#match: Match {
+            in_port: Some(1),
+            eth_dst: Some([0, 0, 0, 0, 0, 0x0b]),
+            eth_src: Some([0, 0, 0, 0, 0, 0x0a]),
+            ..Match::default()
+        },
+        cookie: 0x0102_0304_0506_0708,
+        cookie_mask: 0,
+        table_id: 0,
+        idle_timeout: 10,
+        hard_timeout: 30,
+        priority: 0x8000,
+        buffer_id: None,
+        out_port: port::ANY,
+        out_group: 0xffff_ffff,
+        flags: 1,
+        actions: vec![Action::Output {
+            port: 2,
+            max_len: 0xffff,
+        }],
+    };
+    assert_golden(&bytes, OFP13, 4, &Message::FlowMod(flow_mod));
+}
+
+#[test]
+fn packet_in_v13() {
+    let bytes = [
+        0x04, 0x0a, 0x00, 0x2e, 0x00, 0x00, 0x00, 0x05, // 1.3, PACKET_IN, length 46, xid 5
+        0xff, 0xff, 0xff, 0xff, // buffer_id OFP_NO_BUFFER
+        0x00, 0x04, // total_len 4
+        0x01, 0x02, // reason OFPR_ACTION, table_id 2
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // cookie
+        // ofp_match
+        0x00, 0x01, 0x00, 0x0c, // OFPMT_OXM, length 12
+        0x80, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x03, // OXM IN_PORT = 3
+        0x00, 0x00, 0x00, 0x00, // padding to 16
+        0x00, 0x00, // pad
+        0xde, 0xad, 0xbe, 0xef, // data
+    ];
+    let packet_in = PacketIn {
+        buffer_id: None,
+        total_len: 4,
+        in_port: 3,
+        reason: 1,
+        table_id: 2,
+        cookie: 0x1122_3344_5566_7788,
+        data: vec![0xde, 0xad, 0xbe, 0xef],
+    };
+    assert_golden(&bytes, OFP13, 5, &Message::PacketIn(packet_in));
+}
+
+#[test]
+fn features_reply_v10_with_one_port() {
+    let bytes = [
+        0x01, 0x06, 0x00, 0x50, 0x00, 0x00, 0x00,
+        0x06, // 1.0, FEATURES_REPLY, length 80, xid 6
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xab, 0xcd, // datapath_id
+        0x00, 0x00, 0x01, 0x00, // n_buffers 256
+        0xfe, 0x00, 0x00, 0x00, // n_tables 254, pad
+        0x00, 0x00, 0x00, 0xc7, // capabilities
+        0x00, 0x00, 0x00, 0x00, // actions (sent as 0)
+        // ofp_phy_port
+        0x00, 0x01, // port_no 1
+        0x0a, 0x00, 0x00, 0x00, 0x00, 0x01, // hw_addr
+        b'e', b't', b'h', b'1', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // name
+        0x00, 0x00, 0x00, 0x00, // config
+        0x00, 0x00, 0x00, 0x01, // state OFPPS_LINK_DOWN
+        0x00, 0x00, 0x02, 0x80, // curr: 1GB_FD | COPPER
+        0x00, 0x00, 0x00, 0x00, // advertised
+        0x00, 0x00, 0x02, 0x80, // supported
+        0x00, 0x00, 0x00, 0x00, // peer
+    ];
+    let features = FeaturesReply {
+        datapath_id: 0xabcd,
+        n_buffers: 256,
+        n_tables: 254,
+        auxiliary_id: 0,
+        capabilities: 0xc7,
+        ports: vec![PortDesc {
+            port_no: 1,
+            hw_addr: [0x0a, 0, 0, 0, 0, 1],
+            name: "eth1".into(),
+            state: 1,
+            curr: 0x280,
+            supported: 0x280,
+            ..PortDesc::default()
+        }],
+    };
+    assert!(!features.ports[0].is_live());
+    assert_golden(&bytes, OFP10, 6, &Message::FeaturesReply(features));
+}
+
+#[test]
+fn port_desc_request_and_reply_v13() {
+    let request = [
+        0x04, 0x12, 0x00, 0x10, 0x00, 0x00, 0x00,
+        0x07, // 1.3, MULTIPART_REQUEST, length 16, xid 7
+        0x00, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // OFPMP_PORT_DESC, flags 0, pad
+    ];
+    assert_golden(&request, OFP13, 7, &Message::PortDescRequest);
+
+    let mut reply = vec![
+        0x04, 0x13, 0x00, 0x50, 0x00, 0x00, 0x00,
+        0x07, // 1.3, MULTIPART_REPLY, length 80, xid 7
+        0x00, 0x0d, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, // OFPMP_PORT_DESC, REPLY_MORE, pad
+        0xff, 0xff, 0xff, 0xfe, 0x00, 0x00, 0x00, 0x00, // port_no OFPP_LOCAL, pad
+        0x0a, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, // hw_addr, pad
+    ];
+    reply.extend_from_slice(b"br0\0\0\0\0\0\0\0\0\0\0\0\0\0"); // name
+    reply.extend_from_slice(&[
+        0x00, 0x00, 0x00, 0x01, // config OFPPC_PORT_DOWN
+        0x00, 0x00, 0x00, 0x00, // state
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // curr, advertised
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // supported, peer
+        0x00, 0x0f, 0x42, 0x40, // curr_speed 1 Gb/s in kb/s
+        0x00, 0x98, 0x96, 0x80, // max_speed 10 Gb/s
+    ]);
+    let desc = PortDesc {
+        port_no: port::LOCAL,
+        hw_addr: [0x0a, 0, 0, 0, 0, 9],
+        name: "br0".into(),
+        config: 1,
+        curr_speed: 1_000_000,
+        max_speed: 10_000_000,
+        ..PortDesc::default()
+    };
+    assert!(!desc.is_live());
+    let message = Message::PortDescReply {
+        ports: vec![desc],
+        more: true,
+    };
+    assert_golden(&reply, OFP13, 7, &message);
+}
+
+#[test]
+fn port_status_v10_maps_reserved_port_numbers() {
+    let mut bytes = vec![
+        0x01, 0x0c, 0x00, 0x40, 0x00, 0x00, 0x00, 0x08, // 1.0, PORT_STATUS, length 64, xid 8
+        0x02, 0, 0, 0, 0, 0, 0, 0, // reason OFPPR_MODIFY, pad
+        0xff, 0xfe, // port_no OFPP_LOCAL (16-bit)
+        0, 0, 0, 0, 0, 0, // hw_addr
+    ];
+    bytes.extend_from_slice(&[0; 16]); // empty name
+    bytes.extend_from_slice(&[0; 24]); // config .. peer
+    let message = Message::PortStatus {
+        reason: 2,
+        desc: PortDesc {
+            port_no: port::LOCAL,
+            ..PortDesc::default()
+        },
+    };
+    assert_golden(&bytes, OFP10, 8, &message);
+}
+
+#[test]
+fn packet_out_v10_to_controller_port() {
+    let bytes = [
+        0x01, 0x0d, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x09, // 1.0, PACKET_OUT, length 28, xid 9
+        0xff, 0xff, 0xff, 0xff, // buffer_id OFP_NO_BUFFER
+        0xff, 0xfd, 0x00, 0x08, // in_port OFPP_CONTROLLER, actions_len 8
+        0x00, 0x00, 0x00, 0x08, 0xff, 0xfb, 0x00, 0x00, // output to OFPP_FLOOD
+        0x01, 0x02, 0x03, 0x04, // data
+    ];
+    let message = Message::PacketOut(openflow::PacketOut {
+        buffer_id: None,
+        in_port: port::CONTROLLER,
+        actions: vec![Action::Output {
+            port: port::FLOOD,
+            max_len: 0,
+        }],
+        data: vec![1, 2, 3, 4],
+    });
+    assert_golden(&bytes, OFP10, 9, &message);
+}
+
+#[test]
+fn flow_mod_v13_skips_unknown_fields_and_instructions() {
+    let bytes = [
+        0x04, 0x0e, 0x00, 0x78, 0x00, 0x00, 0x00, 0x0a, // 1.3, FLOW_MOD, length 120
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie_mask
+        0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x10, // table 1, DELETE, timeouts, priority 16
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // buffer_id, out_port
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // out_group, flags, pad
+        0x00, 0x01, 0x00, 0x22, // OFPMT_OXM, length 34
+        0x80, 0x00, 0x16, 0x04, 0x0a, 0x00, 0x00, 0x01, // OXM IPV4_SRC (not modelled)
+        0x80, 0x00, 0x07, 0x0c, // OXM ETH_DST with mask (not modelled)
+        0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // value, mask
+        0x80, 0x00, 0x0a, 0x02, 0x08, 0x00, // OXM ETH_TYPE = IPv4
+        0, 0, 0, 0, 0, 0, // padding to 40
+        0x00, 0x01, 0x00, 0x08, 0x02, 0x00, 0x00, 0x00, // GOTO_TABLE 2 (skipped)
+        0x00, 0x04, 0x00, 0x18, 0, 0, 0, 0, // APPLY_ACTIONS, length 24
+        0x00, 0x00, 0x00, 0x10, 0xff, 0xff, 0xff, 0xfd, // output to CONTROLLER
+        0x00, 0x80, 0, 0, 0, 0, 0, 0, // max_len 128, pad
+    ];
+    let (_, message) = Message::parse(&bytes).unwrap();
+    let Message::FlowMod(flow_mod) = message else {
+        panic!("not a FLOW_MOD: {message:?}");
+    };
+    assert_eq!(flow_mod.command, FlowModCommand::Delete);
+    assert_eq!(flow_mod.table_id, 1);
+    assert_eq!(
+        flow_mod.r#match,
+        Match {
+            eth_type: Some(0x0800),
+            ..Match::default()
+        }
+    );
+    assert_eq!(
+        flow_mod.actions,
+        vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 128
+        }]
+    );
+}
+
+#[test]
+fn vlan_vid_carries_the_present_bit_on_1_3() {
+    let r#match = Match {
+        vlan_vid: Some(0x123),
+        ..Match::default()
+    };
+    let mut buffer = vec![0; r#match.buffer_len_v13()];
+    r#match
+        .emit_v13(&mut openflow::flow_match::OxmMatch::new_unchecked(
+            &mut buffer[..],
+        ))
+        .unwrap();
+    assert_eq!(
+        buffer,
+        [
+            0x00, 0x01, 0x00, 0x0a, // OFPMT_OXM, length 10
+            0x80, 0x00, 0x0c, 0x02, 0x11, 0x23, // VLAN_VID = OFPVID_PRESENT | 0x123
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // padding to 16
+        ]
+    );
+    let view = openflow::flow_match::OxmMatch::new_checked(&buffer[..]).unwrap();
+    assert_eq!(Match::parse_v13(&view).unwrap(), r#match);
+}
+
+#[test]
+fn hello_of_a_newer_version_parses_for_negotiation() {
+    let bytes = [
+        0x06, 0x00, 0x00, 0x18, 0, 0, 0, 1, // version 1.5, HELLO, length 24
+        0x00, 0x07, 0x00, 0x06, 0xaa, 0xbb, 0, 0, // an unknown element, padded to 8
+        0x00, 0x01, 0x00, 0x08, 0x00, 0x00, 0x00, 0x52, // bitmap: 1.0, 1.3, 1.5
+    ];
+    let (header, message) = Message::parse(&bytes).unwrap();
+    assert_eq!(header.version, 6);
+    let Message::Hello { versions } = message else {
+        panic!("not a HELLO");
+    };
+    assert_eq!(versions, Some(0x52));
+    assert_eq!(
+        negotiate(&[OFP10, OFP13], header.version, versions),
+        Some(OFP13)
+    );
+
+    let echo = [0x06, 0x02, 0x00, 0x08, 0, 0, 0, 1];
+    assert_eq!(Message::parse(&echo), Err(Error::UnsupportedVersion(6)));
+}
+
+#[test]
+fn unmodelled_messages_come_back_as_other() {
+    // 1.0 STATS_REPLY (type 17) of OFPST_DESC.
+    let bytes = [0x01, 0x11, 0x00, 0x0c, 0, 0, 0, 1, 0x00, 0x00, 0x00, 0x00];
+    let (_, message) = Message::parse(&bytes).unwrap();
+    assert_eq!(
+        message,
+        Message::Other {
+            msg_type: 17,
+            body: vec![0; 4]
+        }
+    );
+    // 1.3 MULTIPART_REPLY of OFPMP_FLOW (1).
+    let bytes = [0x04, 0x13, 0x00, 0x10, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0];
+    let (_, message) = Message::parse(&bytes).unwrap();
+    assert!(matches!(message, Message::Other { msg_type: 19, .. }));
+}
+
+#[test]
+fn frame_must_match_its_header_length() {
+    let hello = [0x04, 0x00, 0x00, 0x08, 0, 0, 0, 1];
+    assert!(matches!(
+        Message::parse(&hello[..7]),
+        Err(Error::Truncated { .. })
+    ));
+    let mut longer = hello.to_vec();
+    longer.push(0);
+    assert!(matches!(
+        Message::parse(&longer),
+        Err(Error::BadLength { .. })
+    ));
+}
+
+#[test]
+fn packet_in_v13_without_in_port_is_an_error() {
+    let bytes = [
+        0x04, 0x0a, 0x00, 0x24, 0, 0, 0, 1, // 1.3, PACKET_IN, length 36
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // buffer_id, total_len, reason, table
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie
+        0x00, 0x01, 0x00, 0x04, 0, 0, 0, 0, // empty OXM match, padded
+        0x00, 0x00, 0x00, 0x00, // pad, 2 bytes of data
+    ];
+    assert!(matches!(
+        Message::parse(&bytes),
+        Err(Error::MissingField { .. })
+    ));
+}
+
+#[test]
+fn emit_failures_leave_the_buffer_unchanged() {
+    let prefix = vec![0xaa; 5];
+    let cases = [
+        (OFP10, Message::PortDescRequest),
+        (
+            OFP10,
+            Message::PortDescReply {
+                ports: Vec::new(),
+                more: false,
+            },
+        ),
+        (
+            OFP10,
+            Message::PacketOut(openflow::PacketOut {
+                buffer_id: None,
+                in_port: port::CONTROLLER,
+                // A port number that 1.0's 16 bits cannot hold.
+                actions: vec![Action::Output {
+                    port: 0x1_0000,
+                    max_len: 0,
+                }],
+                data: vec![1; 100],
+            }),
+        ),
+        (OFP13, Message::EchoRequest(vec![0; 70_000])),
+        (0x05, Message::BarrierRequest),
+        (
+            OFP13,
+            Message::PacketOut(openflow::PacketOut {
+                buffer_id: None,
+                in_port: 1,
+                // 4 + 3 bytes is not a multiple of 8.
+                actions: vec![Action::Other {
+                    kind: 0xffff,
+                    body: vec![1, 2, 3],
+                }],
+                data: Vec::new(),
+            }),
+        ),
+    ];
+    for (version, message) in cases {
+        let mut out = prefix.clone();
+        let result = message.emit(version, 1, &mut out);
+        assert!(result.is_err(), "{message:?} on {version}");
+        assert_eq!(out, prefix, "{message:?} on {version}");
+    }
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    let error = Message::parse(&[0x01, 0x00, 0x00, 0x04, 0, 0, 0, 0]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "OpenFlow message has an invalid length of 4 bytes"
+    );
+    assert_eq!(
+        Error::UnsupportedVersion(2).to_string(),
+        "unsupported OpenFlow wire version 0x02"
+    );
+}
+
+#[test]
+fn frame_len_cases() {
+    // Fewer than 8 bytes, length not yet known or known to be fine: wait.
+    assert_eq!(frame_len(&[]), Ok(None));
+    assert_eq!(frame_len(&[0x04, 0x00, 0x00]), Ok(None));
+    assert_eq!(frame_len(&[0x04, 0x00, 0x00, 0x08, 0, 0, 0]), Ok(None));
+    // Exactly one message.
+    let hello = [0x04, 0x00, 0x00, 0x08, 0, 0, 0, 1];
+    assert_eq!(frame_len(&hello), Ok(Some(8)));
+    // A message and the start of the next.
+    let mut two = hello.to_vec();
+    two.extend_from_slice(&hello[..3]);
+    assert_eq!(frame_len(&two), Ok(Some(8)));
+    // A partial message.
+    let echo = [0x04, 0x02, 0x00, 0x0c, 0, 0, 0, 1, 0xaa, 0xbb];
+    assert_eq!(frame_len(&echo), Ok(None));
+    // A length field below the header size can never be framed.
+    assert!(frame_len(&[0x04, 0x00, 0x00, 0x07, 0, 0, 0, 1]).is_err());
+    assert!(frame_len(&[0x04, 0x00, 0x00, 0x00]).is_err());
+}
+
+#[test]
+fn negotiate_cases() {
+    let ours = [OFP10, OFP13];
+    // A bitmap picks the highest common version, whatever the header says.
+    assert_eq!(
+        negotiate(&ours, 0x06, Some(1 << 1 | 1 << 4 | 1 << 6)),
+        Some(OFP13)
+    );
+    assert_eq!(negotiate(&ours, 0x04, Some(1 << 1 | 1 << 2)), Some(OFP10));
+    assert_eq!(negotiate(&ours, 0x04, Some(1 << 2 | 1 << 3)), None);
+    assert_eq!(negotiate(&ours, 0x04, Some(0)), None);
+    // No bitmap: the lower of the two highest versions, if we speak it.
+    assert_eq!(negotiate(&ours, 0x01, None), Some(OFP10));
+    assert_eq!(negotiate(&ours, 0x04, None), Some(OFP13));
+    assert_eq!(negotiate(&ours, 0x06, None), Some(OFP13));
+    assert_eq!(negotiate(&ours, 0x02, None), None);
+    assert_eq!(negotiate(&[OFP10], 0x04, None), Some(OFP10));
+    assert_eq!(negotiate(&[OFP13], 0x01, None), None);
+    assert_eq!(negotiate(&[], 0x04, None), None);
+}
+
+#[test]
+fn v10_port_numbers_map_to_v13_numbering() {
+    assert_eq!(port::from_v10(0xfffd), port::CONTROLLER);
+    assert_eq!(port::from_v10(0xffff), port::ANY);
+    assert_eq!(port::from_v10(0xff00), port::MAX);
+    assert_eq!(port::from_v10(7), 7);
+    assert_eq!(port::to_v10(port::IN_PORT), Some(0xfff8));
+    assert_eq!(port::to_v10(0xfeff), Some(0xfeff));
+    assert_eq!(port::to_v10(0xff00), None);
+    assert_eq!(port::to_v10(0x1_0000), None);
+    for p in 0..=u16::MAX {
+        assert_eq!(port::to_v10(port::from_v10(p)), Some(p));
+    }
+}
+
+#[test]
+fn long_port_names_are_cut_at_a_character_boundary() {
+    let desc = PortDesc {
+        port_no: 1,
+        name: "a-very-long-port-name-ü".into(),
+        ..PortDesc::default()
+    };
+    let name_with_umlaut = PortDesc {
+        name: "fourteen-bytesü".into(),
+        ..desc.clone()
+    };
+    for (desc, expected) in [
+        (desc, "a-very-long-por"),
+        (name_with_umlaut, "fourteen-bytes"),
+    ] {
+        let mut out = Vec::new();
+        Message::PortStatus { reason: 0, desc }
+            .emit(OFP13, 1, &mut out)
+            .unwrap();
+        let (_, Message::PortStatus { desc, .. }) = Message::parse(&out).unwrap() else {
+            panic!("not a PORT_STATUS");
+        };
+        assert_eq!(desc.name, expected);
+    }
+}

@@ -1,0 +1,342 @@
+//! Property tests: arbitrary messages survive `emit` then `parse` on both versions.
+//!
+//! A version drops the fields it has no room for, so the expected value is the
+//! original with those fields set to what parsing that version yields
+//! ([`normalise`]): on 1.0 the 1.3-only fields (features `auxiliary_id`, port speeds,
+//! packet-in `table_id`/`cookie`, flow-mod `cookie_mask`/`table_id`/`out_group`,
+//! flow-removed `table_id`/`hard_timeout`), on 1.3 the features reply's port list.
+//! PORT_DESC messages do not exist on 1.0 and must fail to emit there.
+
+use openflow::{
+    frame_len, port, Action, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved, Match, Message,
+    PacketIn, PacketOut, PortDesc, OFP10, OFP13,
+};
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+
+/// Port numbers both versions can carry: 1.0's 16-bit range, mapped.
+fn port_no() -> impl Strategy<Value = u32> {
+    prop_oneof![0u32..0xff00, 0xffff_ff00u32..=u32::MAX]
+}
+
+/// Buffer ids; `OFP_NO_BUFFER` is `None`.
+fn buffer_id() -> impl Strategy<Value = Option<u32>> {
+    option::of(0u32..u32::MAX)
+}
+
+fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    vec(any::<u8>(), 0..max)
+}
+
+fn port_desc() -> impl Strategy<Value = PortDesc> {
+    (
+        (port_no(), any::<[u8; 6]>(), "[a-z0-9-]{0,15}"),
+        any::<[u32; 8]>(),
+    )
+        .prop_map(|((port_no, hw_addr, name), fields)| {
+            let [config, state, curr, advertised, supported, peer, curr_speed, max_speed] = fields;
+            PortDesc {
+                port_no,
+                hw_addr,
+                name,
+                config,
+                state,
+                curr,
+                advertised,
+                supported,
+                peer,
+                curr_speed,
+                max_speed,
+            }
+        })
+}
+
+fn flow_match() -> impl Strategy<Value = Match> {
+    (
+        option::of(port_no()),
+        option::of(any::<[u8; 6]>()),
+        option::of(any::<[u8; 6]>()),
+        option::of(any::<u16>()),
+        option::of(0u16..=0x0fff),
+    )
+        .prop_map(|(in_port, eth_dst, eth_src, eth_type, vlan_vid)| Match {
+            in_port,
+            eth_dst,
+            eth_src,
+            eth_type,
+            vlan_vid,
+        })
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        (port_no(), any::<u16>()).prop_map(|(port, max_len)| Action::Output { port, max_len }),
+        // Any type but OUTPUT, with a body that makes the action a multiple of 8 long.
+        (1u16..=u16::MAX, 0usize..3, any::<u8>()).prop_map(|(kind, words, fill)| {
+            Action::Other {
+                kind,
+                body: vec![fill; 4 + 8 * words],
+            }
+        }),
+    ]
+}
+
+fn command() -> impl Strategy<Value = FlowModCommand> {
+    prop_oneof![
+        Just(FlowModCommand::Add),
+        Just(FlowModCommand::Modify),
+        Just(FlowModCommand::ModifyStrict),
+        Just(FlowModCommand::Delete),
+        Just(FlowModCommand::DeleteStrict),
+    ]
+}
+
+fn flow_mod() -> impl Strategy<Value = FlowMod> {
+    (
+        (
+            command(),
+            flow_match(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u8>(),
+        ),
+        (any::<[u16; 4]>(), buffer_id(), port_no(), any::<u32>()),
+        vec(action(), 0..4),
+    )
+        .prop_map(
+            |(
+                (command, r#match, cookie, cookie_mask, table_id),
+                ([idle_timeout, hard_timeout, priority, flags], buffer_id, out_port, out_group),
+                actions,
+            )| FlowMod {
+                command,
+                r#match,
+                cookie,
+                cookie_mask,
+                table_id,
+                idle_timeout,
+                hard_timeout,
+                priority,
+                buffer_id,
+                out_port,
+                out_group,
+                flags,
+                actions,
+            },
+        )
+}
+
+fn flow_removed() -> impl Strategy<Value = FlowRemoved> {
+    (
+        (any::<u64>(), any::<u16>(), any::<u8>(), any::<u8>()),
+        (any::<[u32; 2]>(), any::<[u16; 2]>(), any::<[u64; 2]>()),
+        flow_match(),
+    )
+        .prop_map(
+            |(
+                (cookie, priority, reason, table_id),
+                (
+                    [duration_sec, duration_nsec],
+                    [idle_timeout, hard_timeout],
+                    [packet_count, byte_count],
+                ),
+                r#match,
+            )| FlowRemoved {
+                cookie,
+                priority,
+                reason,
+                table_id,
+                duration_sec,
+                duration_nsec,
+                idle_timeout,
+                hard_timeout,
+                packet_count,
+                byte_count,
+                r#match,
+            },
+        )
+}
+
+fn packet_in() -> impl Strategy<Value = PacketIn> {
+    (
+        buffer_id(),
+        any::<u16>(),
+        port_no(),
+        any::<[u8; 2]>(),
+        any::<u64>(),
+        bytes(200),
+    )
+        .prop_map(
+            |(buffer_id, total_len, in_port, [reason, table_id], cookie, data)| PacketIn {
+                buffer_id,
+                total_len,
+                in_port,
+                reason,
+                table_id,
+                cookie,
+                data,
+            },
+        )
+}
+
+fn packet_out() -> impl Strategy<Value = PacketOut> {
+    (buffer_id(), port_no(), vec(action(), 0..4), bytes(200)).prop_map(
+        |(buffer_id, in_port, actions, data)| PacketOut {
+            buffer_id,
+            in_port,
+            actions,
+            data,
+        },
+    )
+}
+
+fn features_reply() -> impl Strategy<Value = FeaturesReply> {
+    (
+        any::<u64>(),
+        any::<u32>(),
+        any::<[u8; 2]>(),
+        any::<u32>(),
+        vec(port_desc(), 0..4),
+    )
+        .prop_map(
+            |(datapath_id, n_buffers, [n_tables, auxiliary_id], capabilities, ports)| {
+                FeaturesReply {
+                    datapath_id,
+                    n_buffers,
+                    n_tables,
+                    auxiliary_id,
+                    capabilities,
+                    ports,
+                }
+            },
+        )
+}
+
+/// Message types neither version models, so an `Other` of them comes back as `Other`.
+fn unmodelled_type() -> impl Strategy<Value = u8> {
+    prop_oneof![Just(4u8), Just(7), Just(8), 15u8..=17, 22u8..=u8::MAX]
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        option::of(any::<u32>()).prop_map(|versions| Message::Hello { versions }),
+        (any::<u16>(), any::<u16>(), bytes(64)).prop_map(|(err_type, code, data)| {
+            Message::Error {
+                err_type,
+                code,
+                data,
+            }
+        }),
+        bytes(64).prop_map(Message::EchoRequest),
+        bytes(64).prop_map(Message::EchoReply),
+        Just(Message::FeaturesRequest),
+        features_reply().prop_map(Message::FeaturesReply),
+        (any::<u16>(), any::<u16>()).prop_map(|(flags, miss_send_len)| Message::SetConfig {
+            flags,
+            miss_send_len
+        }),
+        packet_in().prop_map(Message::PacketIn),
+        packet_out().prop_map(Message::PacketOut),
+        flow_mod().prop_map(Message::FlowMod),
+        flow_removed().prop_map(Message::FlowRemoved),
+        (0u8..3, port_desc()).prop_map(|(reason, desc)| Message::PortStatus { reason, desc }),
+        Just(Message::BarrierRequest),
+        Just(Message::BarrierReply),
+        Just(Message::PortDescRequest),
+        (vec(port_desc(), 0..4), any::<bool>())
+            .prop_map(|(ports, more)| Message::PortDescReply { ports, more }),
+        (unmodelled_type(), bytes(64))
+            .prop_map(|(msg_type, body)| Message::Other { msg_type, body }),
+    ]
+}
+
+fn v10_port(mut desc: PortDesc) -> PortDesc {
+    desc.curr_speed = 0;
+    desc.max_speed = 0;
+    desc
+}
+
+/// What `message` should parse back as after a trip through `version`.
+fn normalise(message: Message, version: u8) -> Message {
+    match (message, version) {
+        (Message::FeaturesReply(mut features), OFP10) => {
+            features.auxiliary_id = 0;
+            features.ports = features.ports.into_iter().map(v10_port).collect();
+            Message::FeaturesReply(features)
+        }
+        (Message::FeaturesReply(mut features), _) => {
+            features.ports.clear();
+            Message::FeaturesReply(features)
+        }
+        (Message::PacketIn(mut packet), OFP10) => {
+            packet.table_id = 0;
+            packet.cookie = 0;
+            Message::PacketIn(packet)
+        }
+        (Message::FlowMod(mut flow_mod), OFP10) => {
+            flow_mod.cookie_mask = 0;
+            flow_mod.table_id = 0;
+            flow_mod.out_group = port::ANY;
+            Message::FlowMod(flow_mod)
+        }
+        (Message::FlowRemoved(mut removed), OFP10) => {
+            removed.table_id = 0;
+            removed.hard_timeout = 0;
+            Message::FlowRemoved(removed)
+        }
+        (Message::PortStatus { reason, desc }, OFP10) => Message::PortStatus {
+            reason,
+            desc: v10_port(desc),
+        },
+        (message, _) => message,
+    }
+}
+
+fn exists_in(message: &Message, version: u8) -> bool {
+    version == OFP13
+        || !matches!(
+            message,
+            Message::PortDescRequest | Message::PortDescReply { .. }
+        )
+}
+
+proptest! {
+    #[test]
+    fn messages_round_trip_on_both_versions(message in message(), xid in any::<u32>()) {
+        for version in [OFP10, OFP13] {
+            // Emit after some earlier bytes, as a connection's write buffer would.
+            let mut out = vec![0x55; 3];
+            let result = message.emit(version, xid, &mut out);
+            if !exists_in(&message, version) {
+                prop_assert!(result.is_err());
+                prop_assert_eq!(&out, &vec![0x55; 3]);
+                continue;
+            }
+            prop_assert_eq!(result, Ok(()));
+            prop_assert_eq!(&out[..3], &[0x55; 3]);
+            let frame = &out[3..];
+            prop_assert_eq!(frame_len(frame), Ok(Some(frame.len())));
+            let (header, parsed) = Message::parse(frame).expect("an emitted message parses");
+            prop_assert_eq!(header.version, version);
+            prop_assert_eq!(header.xid, xid);
+            prop_assert_eq!(usize::from(header.length), frame.len());
+            prop_assert_eq!(header.msg_type, message.msg_type(version).unwrap());
+            prop_assert_eq!(parsed, normalise(message.clone(), version));
+        }
+    }
+
+    #[test]
+    fn ports_beyond_16_bits_do_not_emit_on_1_0(port in 0xff00u32..0xffff_ff00) {
+        let message = Message::PacketOut(PacketOut {
+            buffer_id: None,
+            in_port: port,
+            actions: Vec::new(),
+            data: Vec::new(),
+        });
+        let mut out = Vec::new();
+        prop_assert!(message.emit(OFP10, 1, &mut out).is_err());
+        prop_assert!(out.is_empty());
+        prop_assert!(message.emit(OFP13, 1, &mut out).is_ok());
+    }
+}
