@@ -39,6 +39,12 @@ pub struct Args {
     /// Plain routing switch: route between any hosts, ignore slices
     #[arg(long)]
     pub no_slicing: bool,
+    /// How often LLDP probes every switch port, in milliseconds [default: 1000]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    pub lldp_interval_ms: Option<u64>,
+    /// Idle timeout of path flows, in seconds [default: 60]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u16).range(1..))]
+    pub idle_timeout: Option<u16>,
     /// Require a session on the unprefixed slice endpoints too
     #[arg(long)]
     pub require_auth: bool,
@@ -65,6 +71,15 @@ struct FileConfig {
     slicing: Option<bool>,
     #[serde(default)]
     auth: AuthFile,
+    #[serde(default)]
+    controller: ControllerFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControllerFile {
+    lldp_interval_ms: Option<u64>,
+    idle_timeout: Option<u16>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,11 +97,12 @@ struct AuthFile {
 pub struct Config {
     pub data_dir: DataDir,
     pub http: String,
-    #[allow(dead_code)] // read by the controller, wired in by the controller issue
     pub openflow: String,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub slicing: bool,
+    pub lldp_interval_ms: u64,
+    pub idle_timeout: u16,
     pub require_auth: bool,
     pub developer_login: bool,
     pub secure_cookie: bool,
@@ -102,6 +118,22 @@ impl Config {
         };
         let data_dir = DataDir::resolve(args.db.clone().or(file.db));
         let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
+        let lldp_interval_ms = args
+            .lldp_interval_ms
+            .or(file.controller.lldp_interval_ms)
+            .unwrap_or(1000);
+        anyhow::ensure!(
+            (50..=60_000).contains(&lldp_interval_ms),
+            "controller.lldp_interval_ms must be between 50 and 60000"
+        );
+        let idle_timeout = args
+            .idle_timeout
+            .or(file.controller.idle_timeout)
+            .unwrap_or(60);
+        anyhow::ensure!(
+            idle_timeout > 0,
+            "controller.idle_timeout must be at least 1"
+        );
         anyhow::ensure!(
             (1..=24 * 365).contains(&session_ttl_hours),
             "auth.session_ttl_hours must be between 1 and 8760"
@@ -120,6 +152,8 @@ impl Config {
             pid_file: args.pid_file.clone().or(file.pid_file),
             log_file: args.log_file.clone().or(file.log_file),
             slicing: !args.no_slicing && file.slicing.unwrap_or(true),
+            lldp_interval_ms,
+            idle_timeout,
             require_auth: args.require_auth || file.auth.require_for_slices.unwrap_or(false),
             developer_login: !args.no_developer_login && file.auth.developer_login.unwrap_or(true),
             secure_cookie: file.auth.secure_cookie.unwrap_or(false),

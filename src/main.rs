@@ -2,6 +2,7 @@
 
 mod config;
 mod daemon;
+mod network;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
@@ -61,6 +62,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.secure_cookie = config.secure_cookie;
     settings.session_ttl_hours = config.session_ttl_hours;
 
+    let controller =
+        slice_controller::Controller::start(&config.openflow, &store, controller_config(&config))?;
+    let network: Arc<dyn slice_http::NetworkView> =
+        Arc::new(network::ControllerView::new(controller.handle()));
+
     // We hold the database lock, so a socket file left here is a dead daemon's.
     let socket = data_dir.socket_path();
     remove_if_exists(&socket)?;
@@ -71,7 +77,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     let app_store = Arc::clone(&store);
     let server = actix_web::HttpServer::new(move || {
-        slice_http::app(Arc::clone(&app_store), None, settings.clone())
+        slice_http::app(
+            Arc::clone(&app_store),
+            Some(Arc::clone(&network)),
+            settings.clone(),
+        )
     })
     .on_connect(slice_http::mark_local_peer)
     .bind(&config.http)
@@ -87,8 +97,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write the pid file {}", pid_file.display()))?;
     }
     log::info!(
-        "sliced serving: http on {}, local socket {}, database {}, slicing {}",
+        "sliced serving: http on {}, openflow on {}, local socket {}, database {}, slicing {}",
         http_addrs.join(", "),
+        controller.local_addr(),
         socket.display(),
         data_dir.store_path().display(),
         if config.slicing { "on" } else { "off" },
@@ -96,6 +107,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let served = server.await;
     log::info!("shutting down");
+    controller.stop();
     let flushed = store.flush();
     let _ = std::fs::remove_file(&socket);
     if let Some(pid_file) = &config.pid_file {
@@ -104,6 +116,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     served.context("the HTTP server failed")?;
     flushed.context("the final flush failed")?;
     Ok(())
+}
+
+fn controller_config(config: &Config) -> slice_controller::ControllerConfig {
+    let mut controller = slice_controller::ControllerConfig::default();
+    controller.engine.slicing = config.slicing;
+    controller.engine.idle_timeout = config.idle_timeout;
+    controller.lldp_interval = std::time::Duration::from_millis(config.lldp_interval_ms);
+    // Three and a half missed probes: one lost LLDP frame never drops a link.
+    controller.engine.link_max_age = controller.lldp_interval * 7 / 2;
+    controller
 }
 
 /// The data directory holds the session key and the database: owner only.

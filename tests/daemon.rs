@@ -160,7 +160,7 @@ fn a_config_file_sets_the_database_and_addresses_and_flags_win_over_it() {
     std::fs::write(
         &config,
         format!(
-            "db = {:?}\nhttp = \"{file_http}\"\nopenflow = \"{}\"\n",
+            "db = {:?}\nhttp = \"{file_http}\"\nopenflow = \"{}\"\n\n[controller]\nidle_timeout = 30\nlldp_interval_ms = 250\n",
             path_str(&data),
             free_port()
         ),

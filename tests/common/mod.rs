@@ -55,7 +55,11 @@ impl Daemon {
             .arg("--openflow")
             .arg(openflow.to_string())
             .args(extra)
-            .env("RUST_LOG", "warn")
+            // SLICED_TEST_LOG=debug shows the daemon's log when a test needs a look inside.
+            .env(
+                "RUST_LOG",
+                std::env::var("SLICED_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .spawn()
             .expect("sliced starts");

@@ -1,11 +1,13 @@
 //! The switch-control core of sliced: a routing switch with slice isolation.
 //!
 //! [`engine`] holds every decision (topology, hosts, paths, slicing) as plain synchronous
-//! code. The server module (OpenFlow over TCP) feeds it events and carries its commands
-//! to the switches.
+//! code. [`server`] speaks OpenFlow over TCP: it feeds the engine events and carries its
+//! commands to the switches.
 
 pub mod engine;
+pub mod server;
 pub mod topology;
 
 pub use engine::{Command, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView};
+pub use server::{Controller, ControllerConfig, ControllerHandle, StartError};
 pub use topology::{Hop, Link, PortState, Topology};

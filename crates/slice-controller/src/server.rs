@@ -1,0 +1,857 @@
+//! OpenFlow over TCP: one task per switch connection, one task that owns the [`Engine`].
+//!
+//! Connection tasks do the byte work (framing, decoding, the handshake, echo keep-alive,
+//! encoding and batched writes) and talk to the engine task over channels. The engine
+//! task never awaits a switch: it hands each switch its commands with `try_send`, and a
+//! switch too slow to take them is disconnected rather than allowed to stall the others.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc};
+use slice_core::{MacAddress, Membership, PortId};
+use slice_store::{Change, Store};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
+use crate::topology::PortState;
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    pub engine: EngineConfig,
+    /// How often LLDP goes out of every port (and stale links are dropped).
+    pub lldp_interval: Duration,
+    /// A switch that says nothing for this long is sent an echo request...
+    pub echo_interval: Duration,
+    /// ...and one silent for this long is disconnected.
+    pub dead_after: Duration,
+    /// The time a switch has to complete the handshake.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            engine: EngineConfig::default(),
+            lldp_interval: Duration::from_secs(1),
+            echo_interval: Duration::from_secs(5),
+            dead_after: Duration::from_secs(15),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen for OpenFlow on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read slice membership: {0}")]
+    Store(#[from] slice_store::StoreError),
+    #[error("cannot start the controller runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
+/// messages. A peer that sends more than it lets us parse is cut off.
+const READ_BUFFER_LIMIT: usize = 2 * 65536;
+/// Command batches queued for one switch before it counts as too slow.
+const SWITCH_QUEUE: usize = 1024;
+/// Events queued from all switches to the engine.
+const EVENT_QUEUE: usize = 8192;
+
+/// Source MAC of the LLDP frames the controller sends: locally administered.
+const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
+
+type Inspector = Box<dyn FnOnce(&Engine) + Send>;
+
+enum Event {
+    SwitchUp {
+        dpid: u64,
+        version: u8,
+        ports: BTreeMap<u32, PortState>,
+        connection: u64,
+        commands: mpsc::Sender<Vec<Command>>,
+    },
+    SwitchDown {
+        dpid: u64,
+        connection: u64,
+    },
+    PacketIn {
+        dpid: u64,
+        in_port: u32,
+        dst: MacAddress,
+        src: MacAddress,
+        discovery_from: Option<PortId>,
+        data: Vec<u8>,
+    },
+    PortStatus {
+        port: PortId,
+        state: Option<PortState>,
+    },
+    FlowRemoved {
+        dpid: u64,
+        rule: Rule,
+        priority: u16,
+    },
+    Store(Change),
+    Inspect(Inspector),
+}
+
+/// A cheap, cloneable way to ask the running controller about its state.
+#[derive(Clone)]
+pub struct ControllerHandle {
+    events: mpsc::Sender<Event>,
+}
+
+impl ControllerHandle {
+    /// Runs `look` on the engine between two events and returns what it found; None when
+    /// the controller has stopped.
+    pub async fn inspect<T: Send + 'static>(
+        &self,
+        look: impl FnOnce(&Engine) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        let inspector: Inspector = Box::new(move |engine| {
+            let _ = reply.send(look(engine));
+        });
+        self.events.send(Event::Inspect(inspector)).await.ok()?;
+        answer.await.ok()
+    }
+}
+
+/// A running controller on its own runtime thread; stopped when dropped or by [`stop`].
+///
+/// [`stop`]: Controller::stop
+pub struct Controller {
+    handle: ControllerHandle,
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Controller {
+    /// Binds `listen`, reads the slice membership from `store`, and starts serving
+    /// switches on a runtime of its own.
+    pub fn start(
+        listen: &str,
+        store: &Store,
+        config: ControllerConfig,
+    ) -> Result<Self, StartError> {
+        let listen_error = |source| StartError::Listen {
+            addr: listen.to_owned(),
+            source,
+        };
+        let listener = std::net::TcpListener::bind(listen).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        let local_addr = listener.local_addr().map_err(listen_error)?;
+
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        // Subscribe before the snapshot: a change between the two is applied twice,
+        // which the membership index takes as a no-op, rather than lost.
+        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
+        store.subscribe(move |change| {
+            let _ = changes_tx.send(change.clone());
+        });
+        let membership = Membership::from_slices(&store.snapshot()?);
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sliced-openflow")
+            .enable_all()
+            .build()
+            .map_err(StartError::Runtime)?;
+        let (shutdown, stopped) = watch::channel(false);
+        let engine = Engine::new(config.engine.clone(), membership);
+        let handle = ControllerHandle {
+            events: events_tx.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("sliced-controller".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match TcpListener::from_std(listener) {
+                        Ok(listener) => listener,
+                        Err(err) => {
+                            log::error!("OpenFlow listener: {err}");
+                            return;
+                        }
+                    };
+                    let config = Arc::new(config);
+                    tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
+                    tokio::spawn(accept_switches(
+                        listener,
+                        events_tx,
+                        Arc::clone(&config),
+                        stopped.clone(),
+                    ));
+                    run_engine(engine, events_rx, config, stopped).await;
+                });
+                // Connection tasks still running end with the runtime.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })
+            .map_err(StartError::Runtime)?;
+        log::info!("OpenFlow listening on {local_addr}");
+        Ok(Self {
+            handle,
+            local_addr,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn handle(&self) -> ControllerHandle {
+        self.handle.clone()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Disconnects every switch and waits for the controller's thread to end.
+    pub fn stop(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+async fn forward_changes(
+    mut changes: mpsc::UnboundedReceiver<Change>,
+    events: mpsc::Sender<Event>,
+) {
+    while let Some(change) = changes.recv().await {
+        if events.send(Event::Store(change)).await.is_err() {
+            return;
+        }
+    }
+}
+
+// ---- the engine task --------------------------------------------------------------------
+
+struct SwitchLink {
+    connection: u64,
+    commands: mpsc::Sender<Vec<Command>>,
+}
+
+async fn run_engine(
+    mut engine: Engine,
+    mut events: mpsc::Receiver<Event>,
+    config: Arc<ControllerConfig>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
+    let mut ticker = tokio::time::interval(config.lldp_interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => handle_event(&mut engine, &mut switches, event),
+                None => return,
+            },
+            _ = ticker.tick() => engine.tick(Instant::now()),
+            _ = stopped.changed() => return,
+        }
+        dispatch(&mut engine, &mut switches);
+    }
+}
+
+fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, event: Event) {
+    match event {
+        Event::SwitchUp {
+            dpid,
+            version,
+            ports,
+            connection,
+            commands,
+        } => {
+            // A second connection with the same datapath id replaces the first; dropping
+            // the old sender ends the old connection.
+            switches.insert(
+                dpid,
+                SwitchLink {
+                    connection,
+                    commands,
+                },
+            );
+            engine.switch_connected(dpid, version, ports);
+        }
+        Event::SwitchDown { dpid, connection } => {
+            let current = switches
+                .get(&dpid)
+                .is_some_and(|link| link.connection == connection);
+            if current {
+                switches.remove(&dpid);
+                engine.switch_disconnected(dpid);
+            }
+        }
+        Event::PacketIn {
+            dpid,
+            in_port,
+            dst,
+            src,
+            discovery_from,
+            data,
+        } => engine.packet_in(
+            dpid,
+            in_port,
+            Frame {
+                dst,
+                src,
+                discovery_from,
+                data: &data,
+            },
+            Instant::now(),
+        ),
+        Event::PortStatus { port, state } => engine.port_changed(port, state),
+        Event::FlowRemoved {
+            dpid,
+            rule,
+            priority,
+        } => engine.flow_removed(dpid, rule, priority),
+        Event::Store(change) => engine.membership_changed(&change),
+        Event::Inspect(look) => look(engine),
+    }
+}
+
+/// Hands every switch its share of the engine's commands as one batch.
+fn dispatch(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>) {
+    let commands = engine.take_commands();
+    if commands.is_empty() {
+        return;
+    }
+    let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
+    for (dpid, command) in commands {
+        batches.entry(dpid).or_default().push(command);
+    }
+    for (dpid, batch) in batches {
+        let Some(link) = switches.get(&dpid) else {
+            continue;
+        };
+        if let Err(err) = link.commands.try_send(batch) {
+            match err {
+                mpsc::error::TrySendError::Full(_) => {
+                    log::warn!("switch {dpid:#x} is not keeping up; disconnecting it")
+                }
+                mpsc::error::TrySendError::Closed(_) => {}
+            }
+            switches.remove(&dpid);
+            engine.switch_disconnected(dpid);
+        }
+    }
+}
+
+// ---- switch connections -----------------------------------------------------------------
+
+async fn accept_switches(
+    listener: TcpListener,
+    events: mpsc::Sender<Event>,
+    config: Arc<ControllerConfig>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut next_connection = 0u64;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopped.changed() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                next_connection += 1;
+                let (events, config, stopped) =
+                    (events.clone(), Arc::clone(&config), stopped.clone());
+                let connection = next_connection;
+                tokio::spawn(async move {
+                    if let Err(err) =
+                        serve_switch(stream, connection, events, config, stopped).await
+                    {
+                        log::info!("switch connection from {peer} closed: {err}");
+                    }
+                });
+            }
+            Err(err) => {
+                // Out of descriptors or similar: back off instead of spinning.
+                log::warn!("accepting a switch failed: {err}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Why a switch connection ended.
+#[derive(Debug, thiserror::Error)]
+enum ConnectionError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("malformed OpenFlow: {0}")]
+    Wire(#[from] openflow::Error),
+    #[error("the switch closed the connection")]
+    Closed,
+    #[error("{0}")]
+    Protocol(String),
+    #[error("no message for {0:?}")]
+    Silent(Duration),
+    #[error("handshake not completed in {0:?}")]
+    HandshakeTimeout(Duration),
+    #[error("replaced or dropped by the controller")]
+    Dropped,
+}
+
+/// Frames OpenFlow messages out of a byte stream, with a bounded buffer.
+struct Reader {
+    half: OwnedReadHalf,
+    buffer: Vec<u8>,
+    /// Where the unread bytes of `buffer` start.
+    start: usize,
+}
+
+impl Reader {
+    fn new(half: OwnedReadHalf) -> Self {
+        Self {
+            half,
+            buffer: Vec::with_capacity(16 * 1024),
+            start: 0,
+        }
+    }
+
+    /// The next complete message. Cancel-safe: a read cut short by `select!` loses no
+    /// bytes, because `read_buf` only appends what it has read.
+    async fn next(&mut self) -> Result<(openflow::HeaderRepr, Message), ConnectionError> {
+        loop {
+            let unread = &self.buffer[self.start..];
+            if let Some(len) = openflow::frame_len(unread)? {
+                let parsed = Message::parse(&unread[..len]);
+                self.start += len;
+                return Ok(parsed?);
+            }
+            // Move the partial frame to the front only when a read is needed, so a
+            // burst of frames costs one copy, not one per frame.
+            if self.start > 0 {
+                self.buffer.drain(..self.start);
+                self.start = 0;
+            }
+            let room = READ_BUFFER_LIMIT.saturating_sub(self.buffer.len());
+            if room == 0 {
+                return Err(ConnectionError::Protocol(
+                    "read buffer limit exceeded".into(),
+                ));
+            }
+            self.buffer.reserve(room.min(16 * 1024));
+            if self.half.read_buf(&mut self.buffer).await? == 0 {
+                return Err(ConnectionError::Closed);
+            }
+        }
+    }
+}
+
+/// Encodes and writes messages for one switch, reusing one buffer.
+struct Writer {
+    half: OwnedWriteHalf,
+    version: u8,
+    dpid: u64,
+    next_xid: u32,
+    buffer: Vec<u8>,
+}
+
+impl Writer {
+    fn queue(&mut self, message: &Message) -> Result<(), ConnectionError> {
+        self.next_xid = self.next_xid.wrapping_add(1);
+        message.emit(self.version, self.next_xid, &mut self.buffer)?;
+        Ok(())
+    }
+
+    fn queue_reply(&mut self, message: &Message, xid: u32) -> Result<(), ConnectionError> {
+        message.emit(self.version, xid, &mut self.buffer)?;
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), ConnectionError> {
+        if !self.buffer.is_empty() {
+            self.half.write_all(&self.buffer).await?;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
+    fn queue_command(
+        &mut self,
+        command: Command,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), ConnectionError> {
+        let message = match command {
+            Command::ClearFlows => Message::FlowMod(FlowMod {
+                command: FlowModCommand::Delete,
+                table_id: if self.version >= openflow::OFP13 {
+                    0xff
+                } else {
+                    0
+                },
+                ..flow_mod_defaults()
+            }),
+            Command::TableMiss => Message::FlowMod(FlowMod {
+                command: FlowModCommand::Add,
+                priority: 0,
+                actions: vec![Action::Output {
+                    port: port::CONTROLLER,
+                    max_len: 0xffff,
+                }],
+                ..flow_mod_defaults()
+            }),
+            Command::FlowAdd {
+                rule,
+                out_port,
+                priority,
+                idle_timeout,
+                hard_timeout,
+                notify_removal,
+            } => Message::FlowMod(FlowMod {
+                command: FlowModCommand::Add,
+                r#match: rule_match(rule),
+                priority,
+                idle_timeout,
+                hard_timeout,
+                // OFPFF_SEND_FLOW_REM
+                flags: u16::from(notify_removal),
+                actions: out_port
+                    .map(|port| Action::Output { port, max_len: 0 })
+                    .into_iter()
+                    .collect(),
+                ..flow_mod_defaults()
+            }),
+            Command::FlowDelete { rule, priority } => Message::FlowMod(FlowMod {
+                command: FlowModCommand::DeleteStrict,
+                r#match: rule_match(rule),
+                priority,
+                ..flow_mod_defaults()
+            }),
+            Command::PacketOut { out_port, data } => packet_out(out_port, data),
+            Command::Discovery { port_no } => {
+                scratch.clear();
+                openflow::packet::discovery_frame(self.dpid, port_no, DISCOVERY_SOURCE, scratch);
+                packet_out(port_no, std::mem::take(scratch))
+            }
+        };
+        self.queue(&message)
+    }
+}
+
+fn flow_mod_defaults() -> FlowMod {
+    FlowMod {
+        command: FlowModCommand::Add,
+        r#match: Match::default(),
+        cookie: 0,
+        cookie_mask: 0,
+        table_id: 0,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 0,
+        buffer_id: None,
+        out_port: port::ANY,
+        out_group: port::ANY,
+        flags: 0,
+        actions: Vec::new(),
+    }
+}
+
+fn rule_match(rule: Rule) -> Match {
+    Match {
+        in_port: Some(rule.in_port),
+        eth_src: Some(rule.eth_src.octets()),
+        eth_dst: Some(rule.eth_dst.octets()),
+        ..Match::default()
+    }
+}
+
+fn packet_out(out_port: u32, data: Vec<u8>) -> Message {
+    Message::PacketOut(PacketOut {
+        buffer_id: None,
+        in_port: port::CONTROLLER,
+        actions: vec![Action::Output {
+            port: out_port,
+            max_len: 0,
+        }],
+        data,
+    })
+}
+
+fn port_state(desc: &PortDesc) -> PortState {
+    PortState {
+        name: desc.name.clone(),
+        live: desc.is_live(),
+    }
+}
+
+/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
+/// or links can be.
+fn is_physical(port_no: u32) -> bool {
+    port_no != 0 && port_no < 0xffff_ff00
+}
+
+async fn serve_switch(
+    stream: TcpStream,
+    connection: u64,
+    events: mpsc::Sender<Event>,
+    config: Arc<ControllerConfig>,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), ConnectionError> {
+    stream.set_nodelay(true)?;
+    let (read_half, write_half) = stream.into_split();
+    let mut reader = Reader::new(read_half);
+    let mut writer = Writer {
+        half: write_half,
+        version: openflow::OFP13,
+        dpid: 0,
+        next_xid: 0,
+        buffer: Vec::with_capacity(8192),
+    };
+    let handshake = tokio::time::timeout(
+        config.handshake_timeout,
+        handshake(&mut reader, &mut writer),
+    );
+    let (dpid, ports) = handshake
+        .await
+        .map_err(|_| ConnectionError::HandshakeTimeout(config.handshake_timeout))??;
+    writer.dpid = dpid;
+
+    let (commands_tx, mut commands) = mpsc::channel::<Vec<Command>>(SWITCH_QUEUE);
+    events
+        .send(Event::SwitchUp {
+            dpid,
+            version: writer.version,
+            ports,
+            connection,
+            commands: commands_tx,
+        })
+        .await
+        .map_err(|_| ConnectionError::Dropped)?;
+    let result = run_switch(
+        dpid,
+        &mut reader,
+        &mut writer,
+        &mut commands,
+        &events,
+        &config,
+        &mut stopped,
+    )
+    .await;
+    let _ = events.send(Event::SwitchDown { dpid, connection }).await;
+    result
+}
+
+/// HELLO, version negotiation, features and (on 1.3) the port list.
+async fn handshake(
+    reader: &mut Reader,
+    writer: &mut Writer,
+) -> Result<(u64, BTreeMap<u32, PortState>), ConnectionError> {
+    let ours = [openflow::OFP10, openflow::OFP13];
+    writer.version = openflow::OFP13;
+    writer.queue(&Message::Hello {
+        versions: Some((1 << openflow::OFP10) | (1 << openflow::OFP13)),
+    })?;
+    writer.flush().await?;
+    let (header, hello) = reader.next().await?;
+    let Message::Hello { versions } = hello else {
+        return Err(ConnectionError::Protocol(format!(
+            "expected HELLO, got message type {}",
+            header.msg_type
+        )));
+    };
+    let Some(version) = openflow::negotiate(&ours, header.version, versions) else {
+        // OFPET_HELLO_FAILED / OFPHFC_INCOMPATIBLE, sent in the lowest common dialect.
+        writer.version = openflow::OFP10;
+        writer.queue_reply(
+            &Message::Error {
+                err_type: 0,
+                code: 0,
+                data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
+            },
+            header.xid,
+        )?;
+        writer.flush().await?;
+        return Err(ConnectionError::Protocol(format!(
+            "no common OpenFlow version (switch offers {:#04x})",
+            header.version
+        )));
+    };
+    writer.version = version;
+    writer.queue(&Message::FeaturesRequest)?;
+    writer.flush().await?;
+
+    let mut dpid = None;
+    let mut ports = BTreeMap::new();
+    let mut port_desc_pending = false;
+    loop {
+        let (header, message) = reader.next().await?;
+        match message {
+            Message::EchoRequest(data) => {
+                writer.queue_reply(&Message::EchoReply(data), header.xid)?;
+                writer.flush().await?;
+            }
+            Message::FeaturesReply(features) => {
+                dpid = Some(features.datapath_id);
+                for desc in features.ports.iter().filter(|d| is_physical(d.port_no)) {
+                    ports.insert(desc.port_no, port_state(desc));
+                }
+                if version >= openflow::OFP13 {
+                    writer.queue(&Message::PortDescRequest)?;
+                    port_desc_pending = true;
+                }
+                writer.queue(&Message::SetConfig {
+                    flags: 0,
+                    miss_send_len: 0xffff,
+                })?;
+                writer.flush().await?;
+            }
+            Message::PortDescReply { ports: descs, more } => {
+                for desc in descs.iter().filter(|d| is_physical(d.port_no)) {
+                    ports.insert(desc.port_no, port_state(desc));
+                }
+                port_desc_pending = more;
+            }
+            Message::Error { err_type, code, .. } => {
+                return Err(ConnectionError::Protocol(format!(
+                    "switch reported error type {err_type} code {code} during the handshake"
+                )));
+            }
+            _ => {}
+        }
+        if let (Some(dpid), false) = (dpid, port_desc_pending) {
+            return Ok((dpid, ports));
+        }
+    }
+}
+
+async fn run_switch(
+    dpid: u64,
+    reader: &mut Reader,
+    writer: &mut Writer,
+    commands: &mut mpsc::Receiver<Vec<Command>>,
+    events: &mpsc::Sender<Event>,
+    config: &ControllerConfig,
+    stopped: &mut watch::Receiver<bool>,
+) -> Result<(), ConnectionError> {
+    let mut last_heard = Instant::now();
+    let mut keepalive = tokio::time::interval(config.echo_interval);
+    keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut scratch = Vec::new();
+    loop {
+        tokio::select! {
+            received = reader.next() => {
+                let (header, message) = received?;
+                last_heard = Instant::now();
+                if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
+                    events.send(event).await.map_err(|_| ConnectionError::Dropped)?;
+                }
+                writer.flush().await?;
+            }
+            batch = commands.recv() => {
+                let Some(batch) = batch else { return Err(ConnectionError::Dropped) };
+                for command in batch {
+                    writer.queue_command(command, &mut scratch)?;
+                }
+                // Take whatever else is queued, so that a burst becomes one write.
+                while let Ok(batch) = commands.try_recv() {
+                    for command in batch {
+                        writer.queue_command(command, &mut scratch)?;
+                    }
+                }
+                writer.flush().await?;
+            }
+            _ = keepalive.tick() => {
+                let silent = last_heard.elapsed();
+                if silent >= config.dead_after {
+                    return Err(ConnectionError::Silent(silent));
+                }
+                if silent >= config.echo_interval {
+                    writer.queue(&Message::EchoRequest(Vec::new()))?;
+                    writer.flush().await?;
+                }
+            }
+            _ = stopped.changed() => return Ok(()),
+        }
+    }
+}
+
+/// Turns a message from a switch into an event for the engine, answering echoes itself.
+fn switch_event(
+    dpid: u64,
+    message: Message,
+    xid: u32,
+    writer: &mut Writer,
+) -> Result<Option<Event>, ConnectionError> {
+    Ok(match message {
+        Message::EchoRequest(data) => {
+            writer.queue_reply(&Message::EchoReply(data), xid)?;
+            None
+        }
+        Message::PacketIn(packet) => {
+            let Some((dst, src)) = ethernet_addresses(&packet.data) else {
+                return Ok(None);
+            };
+            let discovery_from = openflow::packet::parse_discovery(&packet.data)
+                .map(|(dpid, port_no)| PortId::new(dpid, port_no));
+            Some(Event::PacketIn {
+                dpid,
+                in_port: packet.in_port,
+                dst,
+                src,
+                discovery_from,
+                data: packet.data,
+            })
+        }
+        Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
+            // OFPPR_DELETE = 1: the port is gone altogether.
+            let state = (reason != 1).then(|| port_state(&desc));
+            Some(Event::PortStatus {
+                port: PortId::new(dpid, desc.port_no),
+                state,
+            })
+        }
+        Message::FlowRemoved(removed) => {
+            let m = removed.r#match;
+            match (m.in_port, m.eth_src, m.eth_dst) {
+                (Some(in_port), Some(src), Some(dst)) => Some(Event::FlowRemoved {
+                    dpid,
+                    rule: Rule {
+                        in_port,
+                        eth_src: MacAddress::new(src),
+                        eth_dst: MacAddress::new(dst),
+                    },
+                    priority: removed.priority,
+                }),
+                _ => None,
+            }
+        }
+        Message::Error { err_type, code, .. } => {
+            log::warn!("switch {dpid:#x} reported error type {err_type} code {code}");
+            None
+        }
+        _ => None,
+    })
+}
+
+fn ethernet_addresses(frame: &[u8]) -> Option<(MacAddress, MacAddress)> {
+    let dst: [u8; 6] = frame.get(0..6)?.try_into().ok()?;
+    let src: [u8; 6] = frame.get(6..12)?.try_into().ok()?;
+    Some((MacAddress::new(dst), MacAddress::new(src)))
+}

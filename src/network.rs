@@ -1,0 +1,37 @@
+//! The operators' network views of the REST API, answered by the running controller.
+
+use slice_controller::ControllerHandle;
+use slice_http::{NetworkView, ViewFuture, ViewKind};
+
+pub struct ControllerView {
+    handle: ControllerHandle,
+}
+
+impl ControllerView {
+    pub fn new(handle: ControllerHandle) -> Self {
+        Self { handle }
+    }
+}
+
+impl NetworkView for ControllerView {
+    fn view(&self, kind: ViewKind) -> ViewFuture {
+        let handle = self.handle.clone();
+        Box::pin(async move {
+            // Serialised inside the engine task, so a view is one consistent snapshot.
+            handle
+                .inspect(move |engine| {
+                    let json = match kind {
+                        ViewKind::Switches => serde_json::to_value(engine.switches()),
+                        ViewKind::Links => serde_json::to_value(engine.links()),
+                        ViewKind::Hosts => serde_json::to_value(engine.hosts()),
+                        ViewKind::Paths => serde_json::to_value(engine.paths()),
+                    };
+                    // The views are plain structs of numbers and strings: serialising them
+                    // cannot fail, but a failure would read as "controller not running".
+                    json.ok()
+                })
+                .await
+                .flatten()
+        })
+    }
+}

@@ -1,0 +1,317 @@
+//! Emulated OpenFlow switches over real TCP, for black-box tests of the controller.
+//!
+//! Each switch runs a thread that answers the handshake and echoes, records every message
+//! the controller sends, and carries PACKET_OUTs across emulated cables: a frame sent out
+//! of a cabled port arrives at the far end as a PACKET_IN, which is how LLDP discovery
+//! works for real. A frame sent out of a host port is recorded as delivered.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use openflow::{FlowMod, FlowModCommand, Message, PacketIn, PortDesc};
+
+/// Where a port leads: another switch's port.
+type Cables = Arc<Mutex<HashMap<(u64, u32), (u64, u32)>>>;
+
+/// Every switch of a network, shared with the switches' threads so that a frame can cross
+/// a cable to a switch connected later.
+type Switches = Arc<Mutex<HashMap<u64, Arc<Switch>>>>;
+
+pub struct Network {
+    switches: Switches,
+    cables: Cables,
+}
+
+pub struct Switch {
+    pub dpid: u64,
+    pub version: u8,
+    writer: Mutex<TcpStream>,
+    received: Mutex<Vec<Message>>,
+    /// Frames delivered to hosts: (port, bytes).
+    delivered: Mutex<Vec<(u32, Vec<u8>)>>,
+    next_xid: Mutex<u32>,
+    /// Whether it has answered the controller's HELLO; before that a real switch has no
+    /// controller to send PACKET_INs to, so frames arriving over a cable are dropped.
+    said_hello: AtomicBool,
+}
+
+impl Network {
+    pub fn new() -> Self {
+        Self {
+            switches: Arc::default(),
+            cables: Arc::default(),
+        }
+    }
+
+    /// Connects a switch with ports 1..=ports to the controller at `controller`.
+    pub fn connect(
+        &mut self,
+        controller: SocketAddr,
+        dpid: u64,
+        version: u8,
+        ports: u32,
+    ) -> Arc<Switch> {
+        let stream = TcpStream::connect(controller).expect("the controller accepts");
+        stream.set_nodelay(true).unwrap();
+        let switch = Arc::new(Switch {
+            dpid,
+            version,
+            writer: Mutex::new(stream.try_clone().unwrap()),
+            received: Mutex::default(),
+            delivered: Mutex::default(),
+            next_xid: Mutex::new(1000),
+            said_hello: AtomicBool::new(false),
+        });
+        self.switches
+            .lock()
+            .unwrap()
+            .insert(dpid, Arc::clone(&switch));
+        let (me, cables, peers) = (
+            Arc::clone(&switch),
+            Arc::clone(&self.cables),
+            Arc::clone(&self.switches),
+        );
+        std::thread::spawn(move || me.serve(stream, ports, cables, peers));
+        switch
+    }
+
+    /// A cable between two ports, both directions.
+    pub fn cable(&self, a: (u64, u32), b: (u64, u32)) {
+        let mut cables = self.cables.lock().unwrap();
+        cables.insert(a, b);
+        cables.insert(b, a);
+    }
+
+    pub fn switch(&self, dpid: u64) -> Arc<Switch> {
+        Arc::clone(&self.switches.lock().unwrap()[&dpid])
+    }
+}
+
+impl Switch {
+    fn send(&self, message: &Message) {
+        let xid = {
+            let mut xid = self.next_xid.lock().unwrap();
+            *xid += 1;
+            *xid
+        };
+        self.send_with_xid(message, xid);
+    }
+
+    fn send_with_xid(&self, message: &Message, xid: u32) {
+        let mut bytes = Vec::new();
+        message
+            .emit(self.version, xid, &mut bytes)
+            .expect("encodable");
+        let _ = self.writer.lock().unwrap().write_all(&bytes);
+    }
+
+    /// Sends raw bytes, as a hostile or broken switch would.
+    pub fn send_raw(&self, bytes: &[u8]) {
+        let _ = self.writer.lock().unwrap().write_all(bytes);
+    }
+
+    /// A frame from a host on `port`.
+    pub fn packet_in(&self, port: u32, frame: Vec<u8>) {
+        self.send(&Message::PacketIn(PacketIn {
+            buffer_id: None,
+            total_len: frame.len() as u16,
+            in_port: port,
+            reason: 0,
+            table_id: 0,
+            cookie: 0,
+            data: frame,
+        }));
+    }
+
+    /// Reports a port going down (or up).
+    pub fn port_status(&self, port: u32, live: bool) {
+        self.send(&Message::PortStatus {
+            reason: 2, // OFPPR_MODIFY
+            desc: port_desc(port, live),
+        });
+    }
+
+    pub fn received(&self) -> Vec<Message> {
+        self.received.lock().unwrap().clone()
+    }
+
+    pub fn flow_mods(&self) -> Vec<FlowMod> {
+        self.received()
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::FlowMod(flow_mod) => Some(flow_mod),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Flow adds with a full host match: (in_port, out port or None for drop).
+    pub fn path_flows(&self) -> Vec<(u32, Option<u32>)> {
+        self.flow_mods()
+            .into_iter()
+            .filter(|f| f.command == FlowModCommand::Add && f.r#match.eth_dst.is_some())
+            .map(|f| {
+                let out = f.actions.iter().find_map(|a| match a {
+                    openflow::Action::Output { port, .. } => Some(*port),
+                    _ => None,
+                });
+                (f.r#match.in_port.unwrap_or_default(), out)
+            })
+            .collect()
+    }
+
+    pub fn strict_deletes(&self) -> Vec<FlowMod> {
+        self.flow_mods()
+            .into_iter()
+            .filter(|f| f.command == FlowModCommand::DeleteStrict)
+            .collect()
+    }
+
+    pub fn delivered(&self) -> Vec<(u32, Vec<u8>)> {
+        self.delivered.lock().unwrap().clone()
+    }
+
+    pub fn forget(&self) {
+        self.received.lock().unwrap().clear();
+        self.delivered.lock().unwrap().clear();
+    }
+
+    fn serve(self: Arc<Self>, mut stream: TcpStream, ports: u32, cables: Cables, peers: Switches) {
+        let mut buffer = Vec::new();
+        let mut chunk = [0u8; 65536];
+        loop {
+            while let Ok(Some(len)) = openflow::frame_len(&buffer) {
+                let frame: Vec<u8> = buffer.drain(..len).collect();
+                let Ok((header, message)) = Message::parse(&frame) else {
+                    continue;
+                };
+                self.react(&header, &message, ports, &cables, &peers);
+                self.received.lock().unwrap().push(message);
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(got) => buffer.extend_from_slice(&chunk[..got]),
+            }
+        }
+    }
+
+    fn react(
+        &self,
+        header: &openflow::HeaderRepr,
+        message: &Message,
+        ports: u32,
+        cables: &Cables,
+        peers: &Switches,
+    ) {
+        match message {
+            Message::Hello { .. } => {
+                self.send_with_xid(
+                    &Message::Hello {
+                        versions: Some(1 << self.version),
+                    },
+                    header.xid,
+                );
+                self.said_hello.store(true, Ordering::SeqCst);
+            }
+            Message::FeaturesRequest => {
+                let ports = if self.version == openflow::OFP10 {
+                    (1..=ports).map(|p| port_desc(p, true)).collect()
+                } else {
+                    Vec::new()
+                };
+                self.send_with_xid(
+                    &Message::FeaturesReply(openflow::FeaturesReply {
+                        datapath_id: self.dpid,
+                        n_buffers: 0,
+                        n_tables: 1,
+                        auxiliary_id: 0,
+                        capabilities: 0,
+                        ports,
+                    }),
+                    header.xid,
+                );
+            }
+            Message::PortDescRequest => self.send_with_xid(
+                &Message::PortDescReply {
+                    ports: (1..=ports).map(|p| port_desc(p, true)).collect(),
+                    more: false,
+                },
+                header.xid,
+            ),
+            Message::EchoRequest(data) => {
+                self.send_with_xid(&Message::EchoReply(data.clone()), header.xid)
+            }
+            Message::PacketOut(packet) => {
+                for action in &packet.actions {
+                    let openflow::Action::Output { port, .. } = action else {
+                        continue;
+                    };
+                    let far = cables.lock().unwrap().get(&(self.dpid, *port)).copied();
+                    match far {
+                        Some((dpid, far_port)) => {
+                            let peer = peers.lock().unwrap().get(&dpid).cloned();
+                            if let Some(peer) = peer {
+                                if peer.said_hello.load(Ordering::SeqCst) {
+                                    peer.packet_in(far_port, packet.data.clone());
+                                }
+                            }
+                        }
+                        // Hosts ignore LLDP: counting probes out of host ports as
+                        // deliveries would make every "reaches the host" check pass.
+                        None if openflow::packet::parse_discovery(&packet.data).is_some() => {}
+                        None => self
+                            .delivered
+                            .lock()
+                            .unwrap()
+                            .push((*port, packet.data.clone())),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn port_desc(port_no: u32, live: bool) -> PortDesc {
+    PortDesc {
+        port_no,
+        hw_addr: [0x0a, 0, 0, 0, 0, port_no as u8],
+        name: format!("eth{port_no}"),
+        config: 0,
+        state: if live { 0 } else { 1 },
+        ..PortDesc::default()
+    }
+}
+
+/// An Ethernet frame from `src` to `dst` (last octets), ethertype IPv4, short payload.
+pub fn frame(src: u8, dst: [u8; 6]) -> Vec<u8> {
+    let mut frame = dst.to_vec();
+    frame.extend_from_slice(&[0, 0, 0, 0, 0, src]);
+    frame.extend_from_slice(&[0x08, 0x00]);
+    frame.extend_from_slice(&[0u8; 46]);
+    frame
+}
+
+pub const BROADCAST: [u8; 6] = [0xff; 6];
+
+pub fn host(last: u8) -> [u8; 6] {
+    [0, 0, 0, 0, 0, last]
+}
+
+/// Polls `check` until it holds or `timeout` passes; returns whether it held.
+pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

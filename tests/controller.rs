@@ -1,0 +1,543 @@
+//! Black-box tests of the controller: the real `sliced`, emulated switches over real TCP.
+
+mod common;
+#[path = "common/switch.rs"]
+mod switch;
+
+use std::time::Duration;
+
+use common::{agent, status_json, Daemon};
+use openflow::{FlowModCommand, Message, OFP10, OFP13};
+use serde_json::{json, Value};
+use switch::{eventually, frame, host, Network, BROADCAST};
+
+/// Generous: a loaded two-core machine runs the test binaries in parallel.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A daemon with a fast LLDP interval, so discovery takes a fraction of a second.
+fn daemon(dir: &std::path::Path) -> Daemon {
+    Daemon::start_with(dir, &["--lldp-interval-ms", "100"])
+}
+
+fn get(daemon: &Daemon, path: &str) -> Value {
+    let (status, body) = status_json(agent().get(&daemon.url(path)).call());
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
+}
+
+fn post(daemon: &Daemon, path: &str, body: Value) {
+    let (status, response) = status_json(agent().post(&daemon.url(path)).send_json(body));
+    assert_eq!(status, 201, "POST {path}: {response}");
+}
+
+fn delete(daemon: &Daemon, path: &str, body: Value) {
+    let (status, response) = status_json(agent().delete(&daemon.url(path)).send_json(body));
+    assert_eq!(status, 200, "DELETE {path}: {response}");
+}
+
+fn add_host(daemon: &Daemon, slice: &str, port: &str, mac: &str) {
+    let (status, _) = status_json(
+        agent()
+            .post(&daemon.url("/slices"))
+            .send_json(json!({"name": slice})),
+    );
+    assert!(status == 201 || status == 409);
+    post(
+        daemon,
+        &format!("/slices/{slice}/ports/{port}/mac_addresses"),
+        json!({"name": mac}),
+    );
+}
+
+/// Host `last` speaks up (a broadcast) on `port` of `switch`; returns once the controller
+/// has learned it, so that a unicast sent next, on another switch's connection, cannot
+/// overtake it.
+fn announce(daemon: &Daemon, switch: &switch::Switch, port: u32, last: u8) {
+    switch.packet_in(port, frame(last, BROADCAST));
+    let mac = format!("00:00:00:00:00:{last:02x}");
+    assert!(
+        eventually(WAIT, || get(daemon, "/topology/hosts")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["mac"] == mac.as_str())),
+        "host {mac} learned"
+    );
+}
+
+/// Switches 1 - 2 - 3 in a line on ports 2 and 3; a host port 1 on each.
+fn line(daemon: &Daemon, version: u8) -> Network {
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    network.cable((2, 3), (3, 2));
+    for dpid in 1..=3 {
+        network.connect(daemon.openflow, dpid, version, 3);
+    }
+    assert!(
+        eventually(WAIT, || get(daemon, "/topology/links")
+            .as_array()
+            .unwrap()
+            .len()
+            == 4),
+        "links discovered: {}",
+        get(daemon, "/topology/links")
+    );
+    network
+}
+
+fn handshake(version: u8) {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    let switch = network.connect(daemon.openflow, 0xabc, version, 2);
+    assert!(eventually(WAIT, || {
+        get(&daemon, "/topology/switches")
+            == json!([{"dpid": 0xabc, "name": "0xabc", "version": version, "ports": [
+                {"port_no": 1, "name": "eth1", "live": true},
+                {"port_no": 2, "name": "eth2", "live": true},
+            ]}])
+    }));
+    let received = switch.received();
+    assert!(
+        matches!(received.first(), Some(Message::Hello { .. })),
+        "{received:?}"
+    );
+    assert!(received
+        .iter()
+        .any(|m| matches!(m, Message::FeaturesRequest)));
+    let clears_flows = switch
+        .flow_mods()
+        .iter()
+        .any(|f| f.command == FlowModCommand::Delete);
+    assert!(clears_flows, "a fresh start");
+    let table_miss = switch.flow_mods().into_iter().any(|f| {
+        f.command == FlowModCommand::Add
+            && f.priority == 0
+            && f.r#match == openflow::Match::default()
+    });
+    assert_eq!(table_miss, version == OFP13, "table-miss only where needed");
+    assert_eq!(
+        received
+            .iter()
+            .any(|m| matches!(m, Message::PortDescRequest)),
+        version == OFP13
+    );
+}
+
+#[test]
+fn handshake_on_openflow_1_0() {
+    handshake(OFP10);
+}
+
+#[test]
+fn handshake_on_openflow_1_3() {
+    handshake(OFP13);
+}
+
+#[test]
+fn links_are_discovered_by_lldp() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let _network = line(&daemon, OFP13);
+    assert_eq!(
+        get(&daemon, "/topology/links"),
+        json!([
+            {"src": "0x1:2", "dst": "0x2:2"},
+            {"src": "0x2:2", "dst": "0x1:2"},
+            {"src": "0x2:3", "dst": "0x3:2"},
+            {"src": "0x3:2", "dst": "0x2:3"},
+        ])
+    );
+}
+
+fn path_installed_hop_by_hop(version: u8) {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    let network = line(&daemon, version);
+    let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
+
+    s3.packet_in(1, frame(3, BROADCAST));
+    assert!(
+        eventually(WAIT, || !s1.delivered().is_empty()),
+        "h3's broadcast reaches h1"
+    );
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(eventually(WAIT, || s1.path_flows() == vec![(1, Some(2))]));
+    assert_eq!(s2.path_flows(), vec![(2, Some(3))]);
+    assert_eq!(s3.path_flows(), vec![(2, Some(1))]);
+    assert!(eventually(WAIT, || s3
+        .delivered()
+        .iter()
+        .any(|(port, data)| *port == 1 && data[..6] == host(3))));
+    assert_eq!(
+        get(&daemon, "/paths"),
+        json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:03",
+                "hops": ["0x1:1", "0x1:2", "0x2:2", "0x2:3", "0x3:2", "0x3:1"]}])
+    );
+    assert_eq!(
+        get(&daemon, "/topology/hosts"),
+        json!([{"mac": "00:00:00:00:00:01", "port": "0x1:1"}, {"mac": "00:00:00:00:00:03", "port": "0x3:1"}])
+    );
+}
+
+#[test]
+fn a_path_is_installed_hop_by_hop_on_1_0() {
+    path_installed_hop_by_hop(OFP10);
+}
+
+#[test]
+fn a_path_is_installed_hop_by_hop_on_1_3() {
+    path_installed_hop_by_hop(OFP13);
+}
+
+#[test]
+fn slices_are_isolated_and_broadcasts_stay_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    add_host(&daemon, "red", "0x2:1", "00:00:00:00:00:02");
+    let network = line(&daemon, OFP13);
+    let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
+
+    s2.packet_in(1, frame(2, BROADCAST));
+    s1.packet_in(1, frame(1, BROADCAST));
+    assert!(
+        eventually(WAIT, || !s3.delivered().is_empty()),
+        "blue's broadcast reaches blue"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        s1.delivered().is_empty(),
+        "red's broadcast never reaches blue: {:?}",
+        s1.delivered()
+    );
+    assert!(
+        s2.delivered().is_empty(),
+        "blue's broadcast never reaches red: {:?}",
+        s2.delivered()
+    );
+
+    // h1 knows h2's MAC: unicast across slices is dropped at the ingress, not routed.
+    s1.packet_in(1, frame(1, host(2)));
+    assert!(eventually(WAIT, || s1.path_flows().contains(&(1, None))));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(s2.path_flows().is_empty());
+    assert_eq!(get(&daemon, "/paths"), json!([]));
+}
+
+#[test]
+fn removing_a_member_deletes_its_flows_from_every_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    let network = line(&daemon, OFP10);
+    let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
+    announce(&daemon, &s3, 1, 3);
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(eventually(WAIT, || s1.path_flows().len() == 1
+        && s3.path_flows().len() == 1));
+
+    delete(
+        &daemon,
+        "/slices/blue/ports/0x3:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:03"}),
+    );
+    assert!(
+        eventually(Duration::from_secs(1), || [&s1, &s2, &s3]
+            .iter()
+            .all(|s| s.strict_deletes().len() == 1)),
+        "flows withdrawn within a second"
+    );
+    let withdrawn = s2.strict_deletes().remove(0);
+    assert_eq!(withdrawn.r#match.in_port, Some(2));
+    assert_eq!(withdrawn.r#match.eth_src, Some(host(1)));
+    assert_eq!(withdrawn.r#match.eth_dst, Some(host(3)));
+    assert_eq!(get(&daemon, "/paths"), json!([]));
+}
+
+#[test]
+fn a_slice_made_with_the_tool_through_the_daemon_reaches_the_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let network = line(&daemon, OFP13);
+    for args in [
+        &["add", "blue"][..],
+        &[
+            "add_host",
+            "--mac",
+            "00:00:00:00:00:01",
+            "--port",
+            "0x1:1",
+            "--slice",
+            "blue",
+        ],
+        &[
+            "add_host",
+            "--mac",
+            "00:00:00:00:00:03",
+            "--port",
+            "0x3:1",
+            "--slice",
+            "blue",
+        ],
+    ] {
+        let output = common::slice(dir.path(), args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let (s1, s3) = (network.switch(1), network.switch(3));
+    announce(&daemon, &s3, 1, 3);
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(eventually(WAIT, || s1.path_flows() == vec![(1, Some(2))]));
+}
+
+#[test]
+fn a_failed_link_withdraws_its_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    let network = line(&daemon, OFP13);
+    let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
+    announce(&daemon, &s3, 1, 3);
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(eventually(WAIT, || s1.path_flows().len() == 1));
+
+    s2.port_status(3, false);
+    assert!(eventually(WAIT, || s1.strict_deletes().len() == 1
+        && s3.strict_deletes().len() == 1));
+    assert!(eventually(WAIT, || get(&daemon, "/topology/links")
+        .as_array()
+        .unwrap()
+        .len()
+        == 2));
+    assert_eq!(get(&daemon, "/paths"), json!([]));
+}
+
+/// Reads until the controller ends the connection; false when it is still open after
+/// `WAIT`.
+fn closed_by_controller(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut sink = [0u8; 4096];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn switch_count(daemon: &Daemon) -> usize {
+    get(daemon, "/topology/switches").as_array().unwrap().len()
+}
+
+#[test]
+fn a_hostile_switch_is_cut_off_and_the_others_carry_on() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    let good = network.connect(daemon.openflow, 1, OFP13, 2);
+    assert!(eventually(WAIT, || switch_count(&daemon) == 1));
+
+    // A header that claims a length shorter than itself, then garbage.
+    let mut short = std::net::TcpStream::connect(daemon.openflow).unwrap();
+    short
+        .write_all(&[0x04, 0x00, 0x00, 0x02, 0, 0, 0, 1, 0xde, 0xad])
+        .unwrap();
+    assert!(
+        closed_by_controller(&mut short),
+        "an unframeable stream is closed"
+    );
+
+    // Well framed, but not a HELLO first.
+    let mut rude = std::net::TcpStream::connect(daemon.openflow).unwrap();
+    rude.write_all(&[0x04, 0x02, 0x00, 0x08, 0, 0, 0, 1])
+        .unwrap();
+    assert!(
+        closed_by_controller(&mut rude),
+        "a peer skipping HELLO is closed"
+    );
+
+    // A megabyte of noise.
+    let mut noisy = std::net::TcpStream::connect(daemon.openflow).unwrap();
+    let noise: Vec<u8> = (0..1_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let _ = noisy.write_all(&noise);
+    assert!(closed_by_controller(&mut noisy), "noise is closed");
+
+    // A message that lies about its length in a valid header: stalls only itself.
+    let mut stalled = std::net::TcpStream::connect(daemon.openflow).unwrap();
+    stalled
+        .write_all(&[0x04, 0x00, 0xff, 0xff, 0, 0, 0, 1])
+        .unwrap();
+
+    good.forget();
+    assert!(
+        eventually(WAIT, || good
+            .received()
+            .iter()
+            .any(|m| matches!(m, Message::PacketOut(_)))),
+        "LLDP still flows to the good switch"
+    );
+    assert_eq!(switch_count(&daemon), 1);
+    assert_eq!(
+        get(&daemon, "/slices"),
+        json!([]),
+        "the REST API still answers"
+    );
+}
+
+#[test]
+fn a_connected_switch_that_sends_garbage_is_disconnected_and_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    let good = network.connect(daemon.openflow, 1, OFP13, 2);
+    let bad = network.connect(daemon.openflow, 2, OFP13, 2);
+    assert!(eventually(WAIT, || switch_count(&daemon) == 2));
+
+    // A PACKET_IN header whose body is far too short for a PACKET_IN.
+    bad.send_raw(&[0x04, 10, 0x00, 0x0c, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff]);
+    assert!(
+        eventually(WAIT, || get(&daemon, "/topology/switches")
+            == json!([{"dpid": 1, "name": "0x1", "version": OFP13, "ports": [
+                {"port_no": 1, "name": "eth1", "live": true},
+                {"port_no": 2, "name": "eth2", "live": true},
+            ]}])),
+        "the bad switch is gone, the good one stays: {}",
+        get(&daemon, "/topology/switches")
+    );
+    good.forget();
+    assert!(eventually(WAIT, || good
+        .received()
+        .iter()
+        .any(|m| matches!(m, Message::PacketOut(_)))));
+}
+
+#[test]
+fn a_switch_without_a_common_version_is_told_and_closed() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut stream = std::net::TcpStream::connect(daemon.openflow).unwrap();
+    // HELLO of version 1.5 (wire 0x06) whose version bitmap element offers 1.5 only:
+    // header, then element type 1, length 8, bitmap with bit 6 set.
+    let hello = [0x06, 0, 0, 16, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0x40];
+    stream.write_all(&hello).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut received = Vec::new();
+    let _ = stream.read_to_end(&mut received);
+    let mut messages = Vec::new();
+    let mut rest = &received[..];
+    while let Ok(Some(len)) = openflow::frame_len(rest) {
+        messages.push(Message::parse(&rest[..len]).map(|(_, m)| m));
+        rest = &rest[len..];
+    }
+    assert!(
+        messages
+            .iter()
+            .any(|m| matches!(m, Ok(Message::Error { err_type: 0, .. }))),
+        "an OFPET_HELLO_FAILED error: {messages:?}"
+    );
+    assert_eq!(switch_count(&daemon), 0);
+}
+
+/// Switches 1, 2 and 3 in a triangle: 1:2-2:2, 2:3-3:2, 3:3-1:3; a host port 1 on each.
+fn triangle(daemon: &Daemon, version: u8) -> Network {
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    network.cable((2, 3), (3, 2));
+    network.cable((3, 3), (1, 3));
+    for dpid in 1..=3 {
+        network.connect(daemon.openflow, dpid, version, 3);
+    }
+    assert!(
+        eventually(WAIT, || get(daemon, "/topology/links")
+            .as_array()
+            .unwrap()
+            .len()
+            == 6),
+        "links discovered: {}",
+        get(daemon, "/topology/links")
+    );
+    network
+}
+
+#[test]
+fn after_a_link_fails_new_packets_take_another_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "blue", "0x2:1", "00:00:00:00:00:02");
+    let network = triangle(&daemon, OFP13);
+    let (s1, s2) = (network.switch(1), network.switch(2));
+    announce(&daemon, &s2, 1, 2);
+    s1.packet_in(1, frame(1, host(2)));
+    assert!(eventually(WAIT, || get(&daemon, "/paths")
+        == json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02",
+                   "hops": ["0x1:1", "0x1:2", "0x2:2", "0x2:1"]}])));
+
+    // The direct link goes down at switch 1's end.
+    s1.port_status(2, false);
+    assert!(
+        eventually(WAIT, || s1.strict_deletes().len() == 1
+            && s2.strict_deletes().len() == 1),
+        "the old path's flows are withdrawn"
+    );
+    s1.packet_in(1, frame(1, host(2)));
+    assert!(
+        eventually(WAIT, || get(&daemon, "/paths")
+            == json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02",
+                       "hops": ["0x1:1", "0x1:3", "0x3:3", "0x3:2", "0x2:3", "0x2:1"]}])),
+        "rerouted through switch 3: {}",
+        get(&daemon, "/paths")
+    );
+    assert!(network.switch(3).path_flows().contains(&(3, Some(2))));
+}
+
+#[test]
+fn a_pair_allowed_later_is_routed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    add_host(&daemon, "red", "0x3:1", "00:00:00:00:00:03");
+    let network = line(&daemon, OFP10);
+    let (s1, s3) = (network.switch(1), network.switch(3));
+    announce(&daemon, &s3, 1, 3);
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(
+        eventually(WAIT, || s1.path_flows() == vec![(1, None)]),
+        "dropped at the ingress while they share no slice"
+    );
+
+    post(
+        &daemon,
+        "/slices/blue/ports/0x3:1/mac_addresses",
+        json!({"name": "00:00:00:00:00:03"}),
+    );
+    assert!(
+        eventually(WAIT, || s1
+            .strict_deletes()
+            .iter()
+            .any(|f| f.priority == 50)),
+        "the drop flow is withdrawn as soon as the pair may talk"
+    );
+    s1.packet_in(1, frame(1, host(3)));
+    assert!(eventually(WAIT, || s1.path_flows().contains(&(1, Some(2)))));
+    assert!(eventually(WAIT, || s3
+        .delivered()
+        .iter()
+        .any(|(port, data)| *port == 1 && data[..6] == host(3))));
+}
