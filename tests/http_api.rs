@@ -610,22 +610,40 @@ fn unknown_paths_and_wrong_methods_answer_in_json() {
         api.get("/slices/s/ports/0x1:1/extra"),
         (404, error("not found"))
     );
-    for (method, path) in [
-        ("PUT", "/slices"),
-        ("PATCH", "/slices/s"),
-        ("POST", "/slices/s"),
-        ("PUT", "/slices/s/ports"),
-        ("DELETE", "/slices/s/ports/0x1:1"),
-        ("PUT", "/slices/s/ports/0x1:1/mac_addresses"),
+    for (method, path, allow) in [
+        ("PUT", "/slices", "GET, POST, DELETE"),
+        ("PATCH", "/slices/s", "GET"),
+        ("POST", "/slices/s", "GET"),
+        ("PUT", "/slices/s/ports", "GET, POST, DELETE"),
+        ("DELETE", "/slices/s/ports/0x1:1", "GET"),
+        (
+            "PUT",
+            "/slices/s/ports/0x1:1/mac_addresses",
+            "GET, POST, DELETE",
+        ),
         (
             "POST",
             "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:01",
+            "GET",
         ),
-        ("GET", "/auth/developer/callback"),
+        ("GET", "/auth/developer/callback", "POST"),
+        ("POST", "/topology/links", "GET"),
     ] {
+        let response = match api
+            .agent
+            .request(method, &api.daemon.url(path))
+            .set("Content-Type", "application/json")
+            .send_string("{}")
+        {
+            Err(ureq::Error::Status(_, response)) => response,
+            other => panic!("{method} {path}: expected a 405, got {other:?}"),
+        };
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert_eq!(response.header("Allow"), Some(allow), "{method} {path}");
+        let body: Value = serde_json::from_str(&response.into_string().unwrap()).unwrap();
         assert_eq!(
-            api.raw(method, path, "application/json", "{}"),
-            (405, error("method not allowed")),
+            body,
+            json!({"error": "method not allowed"}),
             "{method} {path}"
         );
     }

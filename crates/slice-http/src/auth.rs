@@ -35,17 +35,17 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/auth/developer")
             .get(login_form)
-            .default_service(web::to(crate::slices::method_not_allowed)),
+            .default_service(crate::slices::method_not_allowed("GET")),
     )
     .service(
         web::resource("/auth/developer/callback")
             .post(developer_callback)
-            .default_service(web::to(crate::slices::method_not_allowed)),
+            .default_service(crate::slices::method_not_allowed("POST")),
     )
     .service(
         web::resource("/auth/logout")
             .post(logout)
-            .default_service(web::to(crate::slices::method_not_allowed)),
+            .default_service(crate::slices::method_not_allowed("POST")),
     );
 }
 

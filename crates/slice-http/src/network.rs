@@ -40,7 +40,7 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
         cfg.service(
             web::resource(path)
                 .get(move |network: NetworkData| show(network, kind))
-                .default_service(web::to(crate::slices::method_not_allowed)),
+                .default_service(crate::slices::method_not_allowed("GET")),
         );
     }
 }

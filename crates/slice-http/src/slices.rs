@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header::LOCATION;
+use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_core::{MacAddress, PortId, SliceName};
@@ -24,41 +24,49 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
             .get(list_slices)
             .post(create_slice)
             .delete(delete_slice)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}")
             .get(get_slice)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET")),
     )
     .service(
         web::resource("/slices/{slice}/ports")
             .get(list_ports)
             .post(add_port)
             .delete(delete_port)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}")
             .get(get_port)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}/mac_addresses")
             .get(list_macs)
             .post(add_mac)
             .delete(delete_mac)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}/mac_addresses/{mac}")
             .get(get_mac)
-            .default_service(web::to(method_not_allowed)),
+            .default_service(method_not_allowed("GET")),
     );
 }
 
-pub(crate) async fn method_not_allowed() -> Result<actix_web::HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// The answer to a method a resource does not have: 405 with the error body, and the
+/// `Allow` header that HTTP requires on a 405, naming the methods it does have.
+pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
+    web::to(move || async move {
+        let mut response = actix_web::ResponseError::error_response(&ApiError::MethodNotAllowed);
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static(allow));
+        response
+    })
 }
 
 type StoreData = web::Data<Arc<Store>>;
