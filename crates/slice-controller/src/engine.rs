@@ -27,8 +27,10 @@ pub struct EngineConfig {
     /// How long a drop flow for a forbidden pair stays, in seconds; it is also removed as
     /// soon as a membership change allows the pair.
     pub drop_timeout: u16,
-    /// A link not confirmed by LLDP for this long is gone.
+    /// A link not confirmed by LLDP for this long, and for `link_missed_probes` rounds
+    /// of probes, is gone.
     pub link_max_age: Duration,
+    pub link_missed_probes: u64,
 }
 
 impl Default for EngineConfig {
@@ -38,6 +40,7 @@ impl Default for EngineConfig {
             idle_timeout: 60,
             drop_timeout: 10,
             link_max_age: Duration::from_secs(3),
+            link_missed_probes: 3,
         }
     }
 }
@@ -399,6 +402,7 @@ impl Engine {
 
     /// Sends LLDP out of every live port and forgets links that LLDP no longer confirms.
     pub fn tick(&mut self, now: Instant) {
+        self.topology.start_probe_round();
         let ports: Vec<PortId> = self
             .topology
             .dpids()
@@ -417,7 +421,9 @@ impl Engine {
             );
         }
         if let Some(oldest) = now.checked_sub(self.config.link_max_age) {
-            let expired = self.topology.expire_links(oldest);
+            let expired = self
+                .topology
+                .expire_links(oldest, self.config.link_missed_probes);
             for link in &expired {
                 log::info!("link expired: {} -> {}", link.src, link.dst);
             }

@@ -33,12 +33,21 @@ pub struct Link {
     pub dst: PortId,
 }
 
+/// When LLDP last confirmed a link: by the clock and by the round of probes.
+#[derive(Debug, Clone, Copy)]
+struct Confirmed {
+    at: Instant,
+    round: u64,
+}
+
 /// The network as the controller knows it.
 #[derive(Debug, Default)]
 pub struct Topology {
     switches: BTreeMap<u64, Switch>,
     /// Directed links by their source port, with when they were last confirmed.
-    links: BTreeMap<PortId, (PortId, Instant)>,
+    links: BTreeMap<PortId, (PortId, Confirmed)>,
+    /// How many rounds of LLDP probes have gone out.
+    probe_round: u64,
     /// Neighbours of each switch, sorted so that path search is deterministic:
     /// (neighbour dpid, our out port, their in port).
     adjacency: HashMap<u64, BTreeSet<(u64, u32, u32)>>,
@@ -134,14 +143,18 @@ impl Topology {
         if !self.has_switch(src.dpid) || !self.has_switch(dst.dpid) || src == dst {
             return (false, None);
         }
+        let confirmed = Confirmed {
+            at: now,
+            round: self.probe_round,
+        };
         if let Some((known, seen)) = self.links.get_mut(&src) {
             if *known == dst {
-                *seen = now;
+                *seen = confirmed;
                 return (false, None);
             }
         }
         let replaced = self.remove_link(src).map(|old| Link { src, dst: old });
-        self.links.insert(src, (dst, now));
+        self.links.insert(src, (dst, confirmed));
         self.adjacency
             .entry(src.dpid)
             .or_default()
@@ -150,12 +163,25 @@ impl Topology {
         (true, replaced)
     }
 
-    /// Forgets links not confirmed since `oldest`; returns them.
-    pub fn expire_links(&mut self, oldest: Instant) -> Vec<Link> {
+    /// Marks the start of a new round of LLDP probes.
+    pub fn start_probe_round(&mut self) {
+        self.probe_round += 1;
+    }
+
+    /// Forgets links not confirmed since `oldest` that also missed the answers to
+    /// `missed_rounds` whole rounds of probes; returns them.
+    ///
+    /// Both conditions, because either alone misleads: the clock runs on while this
+    /// process stalls (a stall would expire every link at once), and rounds follow the
+    /// ticks, which can come early after a stall.
+    pub fn expire_links(&mut self, oldest: Instant, missed_rounds: u64) -> Vec<Link> {
+        // The current round's probes are still under way; the rounds between the one
+        // that last confirmed a link and the current one went unanswered.
+        let answered_since = self.probe_round.saturating_sub(missed_rounds);
         let stale: Vec<PortId> = self
             .links
             .iter()
-            .filter(|(_, (_, seen))| *seen < oldest)
+            .filter(|(_, (_, seen))| seen.at < oldest && seen.round < answered_since)
             .map(|(src, _)| *src)
             .collect();
         stale
@@ -390,8 +416,16 @@ mod tests {
     fn links_expire_unless_seen_again() {
         let mut topology = line();
         let later = Instant::now() + std::time::Duration::from_secs(5);
+        for _ in 0..2 {
+            topology.start_probe_round();
+        }
         topology.link_seen(p(1, 2), p(2, 2), later);
-        let expired = topology.expire_links(later);
+        assert!(
+            topology.expire_links(later, 2).is_empty(),
+            "old by the clock, but only one round missed"
+        );
+        topology.start_probe_round();
+        let expired = topology.expire_links(later, 2);
         assert_eq!(expired.len(), 3);
         assert_eq!(
             topology.links().collect::<Vec<_>>(),

@@ -391,13 +391,49 @@ fn links_that_lldp_stops_confirming_expire_with_their_paths() {
     let mut engine = line(EngineConfig::default(), index);
     send(&mut engine, p(3, 1), 3, BROADCAST);
     send(&mut engine, p(1, 1), 1, mac(3));
-    engine.tick(Instant::now() + Duration::from_secs(10));
+    let later = Instant::now() + Duration::from_secs(10);
+    // Three whole rounds of probes go unanswered; the fourth tick finds them missed.
+    for _ in 0..3 {
+        engine.tick(later);
+        assert_eq!(
+            engine.links().len(),
+            4,
+            "not yet: the rounds are not all missed"
+        );
+    }
+    engine.take_commands();
+    engine.tick(later);
     let commands = engine.take_commands();
     assert_eq!(flow_deletes(&commands).len(), 3);
     assert!(engine.links().is_empty());
     assert!(commands
         .iter()
         .any(|(_, c)| matches!(c, Command::Discovery { .. })));
+}
+
+#[test]
+fn a_stall_of_the_controller_alone_expires_no_link() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(EngineConfig::default(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    engine.take_commands();
+    // One tick, long after the last confirmation: the clock says stale, but no round
+    // of probes has gone unanswered yet.
+    engine.tick(Instant::now() + Duration::from_secs(60));
+    assert_eq!(engine.links().len(), 4);
+    assert!(flow_deletes(&engine.take_commands()).is_empty());
+}
+
+#[test]
+fn rounds_missed_quickly_expire_nothing_until_the_clock_agrees() {
+    let index = membership(&[]);
+    let mut engine = line(EngineConfig::default(), index);
+    // Ticks in a burst, as after a stall: many rounds, no time.
+    for _ in 0..10 {
+        engine.tick(Instant::now());
+    }
+    assert_eq!(engine.links().len(), 4);
 }
 
 #[test]
