@@ -1,7 +1,11 @@
 //! Project automation (`cargo xtask <task>`), in Rust rather than shell scripts.
 //!
-//! - `cargo xtask test`: formatting, clippy, and every test of the workspace: the whole
-//!   suite that CI runs.
+//! - `cargo xtask test`: formatting, clippy, and every test of the workspace, then the
+//!   end-to-end lab: the whole suite that CI runs.
+//! - `cargo xtask e2e`: the end-to-end lab alone (real Open vSwitch, hosts in network
+//!   namespaces); see docs/testing.md.
+
+mod e2e;
 
 use std::process::Command;
 
@@ -10,12 +14,15 @@ use anyhow::{bail, Context};
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  test    formatting, clippy and every test: the whole suite CI runs";
+  test    formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
+  e2e     the end-to-end lab alone (root and Open vSwitch); `cargo xtask e2e --help`";
 
 fn main() -> std::process::ExitCode {
-    let task = std::env::args().nth(1).unwrap_or_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().cloned().unwrap_or_default();
     let result = match task.as_str() {
         "test" => test(),
+        "e2e" => e2e::main(&args[1..]),
         _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
     };
     match result {
@@ -39,6 +46,8 @@ fn test() -> anyhow::Result<()> {
     ])?;
     cargo(&["test", "--workspace", "--all-targets"])?;
     cargo(&["test", "--workspace", "--doc"])?;
+    eprintln!("$ cargo xtask e2e");
+    e2e::from_test()?;
     Ok(())
 }
 

@@ -1,0 +1,115 @@
+//! The flow tables as `ovs-ofctl --no-stats --no-names dump-flows` prints them.
+
+use std::collections::BTreeMap;
+
+/// One flow entry: its priority, its match and settings (`in_port=1`, `dl_src=...`,
+/// `idle_timeout=60`, bare words such as `arp`), and its actions as printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    pub priority: u32,
+    pub fields: BTreeMap<String, String>,
+    pub actions: String,
+    pub line: String,
+}
+
+/// The default priority of OpenFlow, which ovs-ofctl leaves out.
+const DEFAULT_PRIORITY: u32 = 32768;
+
+impl Flow {
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+
+    /// Matches `mac` as source or destination.
+    pub fn mentions(&self, mac: &str) -> bool {
+        self.field("dl_src") == Some(mac) || self.field("dl_dst") == Some(mac)
+    }
+
+    /// Drops what it matches (no actions).
+    pub fn drops(&self) -> bool {
+        self.actions == "drop" || self.actions.is_empty()
+    }
+
+    /// The ports it outputs to.
+    pub fn outputs(&self) -> Vec<u32> {
+        self.actions
+            .split(',')
+            .filter_map(|action| action.strip_prefix("output:"))
+            .filter_map(|port| port.parse().ok())
+            .collect()
+    }
+
+    /// The path flow from `src` to `dst` entering at `in_port`, if this is one.
+    pub fn is_path(&self, src: &str, dst: &str) -> bool {
+        self.field("dl_src") == Some(src) && self.field("dl_dst") == Some(dst) && !self.drops()
+    }
+}
+
+/// Parses a dump; lines that are not flows (the reply header) are skipped.
+pub fn parse(dump: &str) -> Vec<Flow> {
+    dump.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(line: &str) -> Option<Flow> {
+    let trimmed = line.trim();
+    let (matches, actions) = if let Some(actions) = trimmed.strip_prefix("actions=") {
+        ("", actions)
+    } else {
+        trimmed.split_once(" actions=")?
+    };
+    let mut fields = BTreeMap::new();
+    for token in matches.split([',', ' ']).filter(|t| !t.is_empty()) {
+        let (key, value) = token.split_once('=').unwrap_or((token, ""));
+        let key = match key {
+            "eth_src" => "dl_src",
+            "eth_dst" => "dl_dst",
+            other => other,
+        };
+        fields.insert(key.to_owned(), value.to_owned());
+    }
+    let priority = fields
+        .get("priority")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(DEFAULT_PRIORITY);
+    Some(Flow {
+        priority,
+        fields,
+        actions: actions.trim().to_owned(),
+        line: trimmed.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_path_drop_and_table_miss_flows() {
+        let dump = "NXST_FLOW reply (xid=0x4):
+ idle_timeout=60, priority=100,in_port=1,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:03 actions=output:2
+ hard_timeout=10, priority=50,in_port=3,dl_src=00:00:00:00:00:03,dl_dst=00:00:00:00:00:01 actions=drop
+ priority=0 actions=CONTROLLER:65535
+";
+        let flows = parse(dump);
+        assert_eq!(flows.len(), 3);
+        assert_eq!(flows[0].priority, 100);
+        assert_eq!(flows[0].field("in_port"), Some("1"));
+        assert_eq!(flows[0].outputs(), vec![2]);
+        assert!(flows[0].is_path("00:00:00:00:00:01", "00:00:00:00:00:03"));
+        assert!(flows[0].mentions("00:00:00:00:00:03"));
+        assert!(flows[1].drops());
+        assert!(!flows[1].is_path("00:00:00:00:00:03", "00:00:00:00:00:01"));
+        assert_eq!(flows[1].field("hard_timeout"), Some("10"));
+        assert_eq!(flows[2].priority, 0);
+        assert!(!flows[2].fields.contains_key("dl_src"));
+    }
+
+    #[test]
+    fn oxm_names_and_default_priority() {
+        let flows = parse(" in_port=2,eth_src=00:00:00:00:00:02,eth_dst=00:00:00:00:00:01 actions=output:1,output:3");
+        assert_eq!(flows[0].priority, 32768);
+        assert_eq!(flows[0].field("dl_src"), Some("00:00:00:00:00:02"));
+        assert_eq!(flows[0].outputs(), vec![1, 3]);
+        assert!(parse("").is_empty());
+    }
+}

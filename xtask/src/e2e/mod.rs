@@ -1,0 +1,532 @@
+//! `cargo xtask e2e`: the end-to-end lab. Real Open vSwitch bridges (a private instance,
+//! userspace datapath), hosts in network namespaces, the release `sliced` as their
+//! controller, and scenarios that prove slicing with `ping` and `tcpdump`.
+//!
+//! See docs/testing.md for how to run it and how to add a topology or a scenario.
+
+mod flows;
+mod net;
+mod ovs;
+mod scenarios;
+mod sliced;
+mod stage;
+mod sys;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use self::net::{Mode, Net, Topo};
+use self::ovs::{OfVersion, Ovs};
+use self::scenarios::{Scenario, SCENARIOS};
+use self::sliced::Bins;
+use self::stage::{Shared, Stage};
+
+pub const USAGE: &str = "usage: cargo xtask e2e [options]
+
+Runs every scenario on OpenFlow 1.0 and 1.3 against the release sliced, on a private
+Open vSwitch and hosts in network namespaces. Needs root and Open vSwitch.
+
+options:
+  -s, --scenario NAME   run only this scenario (repeatable, or comma-separated)
+      --of 10|13        run only on this OpenFlow version
+      --keep            after each scenario, keep its network and sliced up for
+                        inspection until Enter is pressed
+      --no-build        use target/release/{sliced,slice} as they are
+      --self-check      only check the lab itself (a standalone bridge, no sliced)
+      --sliced-arg ARG  pass ARG to every sliced the lab starts (repeatable); e.g.
+                        `--sliced-arg --no-slicing` shows that the scenarios catch
+                        a controller that does not slice
+      --list            list the scenarios and exit
+  -v, --verbose         print each step of each scenario as it happens";
+
+#[derive(Debug, Default)]
+struct Options {
+    scenarios: Vec<String>,
+    version: Option<OfVersion>,
+    keep: bool,
+    no_build: bool,
+    self_check_only: bool,
+    list: bool,
+    verbose: bool,
+    sliced_args: Vec<String>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> anyhow::Result<Options> {
+        let mut options = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| {
+                args.next()
+                    .cloned()
+                    .with_context(|| format!("{name} needs a value\n\n{USAGE}"))
+            };
+            match arg.as_str() {
+                "-s" | "--scenario" => {
+                    let names = value(arg)?;
+                    options.scenarios.extend(
+                        names
+                            .split(',')
+                            .filter(|n| !n.is_empty())
+                            .map(str::to_owned),
+                    );
+                }
+                "--of" => {
+                    let text = value(arg)?;
+                    options.version = Some(
+                        OfVersion::parse(&text)
+                            .with_context(|| format!("--of takes 10 or 13, not {text:?}"))?,
+                    );
+                }
+                "--keep" => options.keep = true,
+                "--no-build" => options.no_build = true,
+                "--self-check" => options.self_check_only = true,
+                "--list" => options.list = true,
+                "-v" | "--verbose" => options.verbose = true,
+                "--sliced-arg" => {
+                    let extra = value(arg)?;
+                    options.sliced_args.push(extra);
+                }
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => bail!("unknown option {other:?}\n\n{USAGE}"),
+            }
+        }
+        for name in &options.scenarios {
+            if !SCENARIOS.iter().any(|s| s.name == name) {
+                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                bail!("no scenario {name:?}; there are: {}", known.join(", "));
+            }
+        }
+        Ok(options)
+    }
+
+    fn selected(&self) -> Vec<&'static Scenario> {
+        SCENARIOS
+            .iter()
+            .filter(|s| self.scenarios.is_empty() || self.scenarios.iter().any(|n| n == s.name))
+            .collect()
+    }
+
+    fn versions(&self) -> Vec<OfVersion> {
+        match self.version {
+            Some(version) => vec![version],
+            None => OfVersion::ALL.to_vec(),
+        }
+    }
+}
+
+/// `cargo xtask e2e [options]`: missing prerequisites are an error here.
+pub fn main(args: &[String]) -> anyhow::Result<()> {
+    let options = Options::parse(args)?;
+    if options.list {
+        for scenario in SCENARIOS {
+            println!("{:<16} {}", scenario.name, scenario.about);
+        }
+        return Ok(());
+    }
+    sys::add_sbin_to_path();
+    if let Err(reason) = prerequisites() {
+        bail!("the end-to-end lab cannot run: {reason}");
+    }
+    run(&options)
+}
+
+/// The lab as the last step of `cargo xtask test`. In CI (CI=true) it must run; elsewhere
+/// a machine without root or Open vSwitch skips it, loudly.
+pub fn from_test() -> anyhow::Result<()> {
+    sys::add_sbin_to_path();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    match prerequisites() {
+        Ok(()) => run(&Options::default()),
+        Err(reason) if ci => {
+            bail!("CI is set, so the end-to-end lab must run, but it cannot: {reason}")
+        }
+        Err(reason) => {
+            let rule = "=".repeat(78);
+            eprintln!("\n{rule}\n  END-TO-END LAB SKIPPED: {reason}\n");
+            eprintln!("  The unit and black-box tests passed, but slicing on real switches was");
+            eprintln!("  NOT tested. Run `cargo xtask e2e` as root with Open vSwitch installed");
+            eprintln!("  (`.ci/run` installs it; see docs/testing.md).\n{rule}\n");
+            Ok(())
+        }
+    }
+}
+
+/// Why the lab cannot run here, if it cannot.
+fn prerequisites() -> Result<(), String> {
+    if sys::effective_uid() != Some(0) {
+        return Err(
+            "not running as root (network namespaces, veths and Open vSwitch need it)".into(),
+        );
+    }
+    let missing = ovs::missing_parts();
+    if !missing.is_empty() {
+        return Err(format!(
+            "Open vSwitch is not installed (missing {}); apt-get install openvswitch-switch",
+            missing.join(", ")
+        ));
+    }
+    let tools: Vec<&str> = ["ip", "ping", "tcpdump", "ethtool", "sysctl"]
+        .into_iter()
+        .filter(|t| !sys::on_path(t))
+        .collect();
+    if !tools.is_empty() {
+        return Err(format!(
+            "missing {} (apt-get install iproute2 iputils-ping tcpdump ethtool procps)",
+            tools.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The run directory: removed (with its prefix forgotten by the signal handler) on drop.
+struct RunDir {
+    path: PathBuf,
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        sys::park_if_interrupted();
+        if let Err(err) = std::fs::remove_dir_all(&self.path) {
+            eprintln!("lab: cannot remove {}: {err}", self.path.display());
+        }
+        sys::forget_run();
+    }
+}
+
+/// The name of a run directory of the lab with this prefix.
+fn run_dir_name(prefix: &str) -> String {
+    format!("sliced-e2e-{prefix}")
+}
+
+fn run(options: &Options) -> anyhow::Result<()> {
+    let bins = if options.self_check_only {
+        None
+    } else {
+        Some(build(options.no_build, &options.sliced_args)?)
+    };
+    // The lab's own time, without the release build.
+    let wall = Instant::now();
+
+    let prefix = format!("sl{:04}", std::process::id() % 10_000);
+    let tmp = std::env::temp_dir();
+    remove_stale_runs(&tmp)?;
+    let path = tmp.join(run_dir_name(&prefix));
+    if path.exists() {
+        bail!(
+            "{} belongs to another lab run that is still going; try again",
+            path.display()
+        );
+    }
+    std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let run_dir = RunDir { path };
+    std::fs::write(run_dir.path.join("owner"), std::process::id().to_string())?;
+    sys::install_cleanup(&prefix, &run_dir.path)?;
+
+    let ovs =
+        Ovs::start(&run_dir.path.join("ovs")).context("cannot start the private Open vSwitch")?;
+    let ovs_pids = ovs.pids().map(|(pid, _)| pid);
+    println!(
+        "lab: prefix {prefix}, private Open vSwitch in {} (pids {} and {})",
+        run_dir.path.join("ovs").display(),
+        ovs_pids[0],
+        ovs_pids[1]
+    );
+    self_check(&ovs, &prefix).context("the lab self-check failed (this is the lab, not sliced)")?;
+
+    let mut passed = 0;
+    let mut failed = 0;
+    if let Some(bins) = &bins {
+        let shared = Shared {
+            ovs: &ovs,
+            prefix: &prefix,
+            bins,
+            verbose: options.verbose,
+        };
+        for scenario in options.selected() {
+            for version in options.versions() {
+                if run_one(&shared, &run_dir.path, scenario, version, options.keep) {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                }
+                if sys::interrupted() {
+                    break;
+                }
+            }
+        }
+    }
+
+    drop(ovs);
+    drop(run_dir);
+    let leftovers = leftovers(&prefix, &ovs_pids);
+    if leftovers.is_empty() {
+        println!(
+            "lab: cleanup verified: no namespace, interface, daemon or file of {prefix} is left"
+        );
+    } else {
+        eprintln!(
+            "lab: cleanup left things behind:\n  {}",
+            leftovers.join("\n  ")
+        );
+    }
+    if options.self_check_only {
+        println!(
+            "lab: self-check passed in {:.1} s",
+            wall.elapsed().as_secs_f64()
+        );
+        if !leftovers.is_empty() {
+            bail!("the lab did not clean up after itself");
+        }
+        return Ok(());
+    }
+    println!(
+        "\n{passed} passed, {failed} failed (end-to-end lab, {:.1} s wall time)",
+        wall.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        bail!("{failed} end-to-end scenario run(s) failed");
+    }
+    if !leftovers.is_empty() {
+        bail!("the lab did not clean up after itself");
+    }
+    Ok(())
+}
+
+/// Runs one scenario on one version; prints its result line and, when it fails, the
+/// error, the steps so far, sliced's log and the flow tables.
+fn run_one(
+    shared: &Shared,
+    run_dir: &Path,
+    scenario: &Scenario,
+    version: OfVersion,
+    keep: bool,
+) -> bool {
+    let started = Instant::now();
+    let label = format!("{} {}", scenario.name, version.short());
+    if let Err(err) = shared.ovs.check_running() {
+        println!("FAIL  {label}: {err:#}");
+        return false;
+    }
+    let dir = run_dir.join(format!("{}-{}", scenario.name, version.ovs_name()));
+    let mut stage = match Stage::new(shared, version, dir) {
+        Ok(stage) => stage,
+        Err(err) => {
+            println!("FAIL  {label}: {err:#}");
+            return false;
+        }
+    };
+    // A panic in a scenario is its failure, reported like any other while its network
+    // is still up; the other scenarios still run.
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (scenario.run)(&mut stage)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                Err(anyhow::anyhow!("the scenario panicked: {message}"))
+            });
+    sys::park_if_interrupted();
+    let seconds = started.elapsed().as_secs_f64();
+    let ok = match &result {
+        Ok(()) => {
+            println!("PASS  {label:<22} {seconds:5.1} s");
+            true
+        }
+        Err(err) => {
+            println!("FAIL  {label:<22} {seconds:5.1} s\n  error: {err:#}");
+            println!("  steps so far:");
+            for step in stage.steps() {
+                println!("    {step}");
+            }
+            println!("{}", stage.diagnose());
+            false
+        }
+    };
+    if keep && !sys::interrupted() {
+        keep_up(&stage, shared);
+    }
+    ok
+}
+
+/// `--keep`: says how to look at the stage, then waits for Enter.
+fn keep_up(stage: &Stage, shared: &Shared) {
+    println!("\nlab kept up for inspection ({}):", stage.version.short());
+    if let Ok(ctl) = stage.ctl() {
+        println!(
+            "  sliced: http://{}  data {}  log {}",
+            ctl.http,
+            ctl.data_dir().display(),
+            ctl.log_path().display()
+        );
+    }
+    if let Ok(net) = stage.net() {
+        let hosts: Vec<u8> = net.topo.hosts.keys().copied().collect();
+        for (&host, port) in &net.topo.hosts {
+            let other = hosts.iter().find(|&&h| h != host).copied().unwrap_or(host);
+            println!(
+                "  h{host} ({} {}) at {}: ip netns exec {} ping {}",
+                net::mac(host),
+                net::ipv4(host),
+                port.slice_name(),
+                net.namespace(host),
+                net::ipv4(other)
+            );
+        }
+        for (dpid, bridge) in net.bridges() {
+            println!(
+                "  s{dpid}: ovs-ofctl -O {} dump-flows {bridge}  (with the exports below)",
+                stage.version.ovs_name()
+            );
+        }
+    }
+    println!("  {}", shared.ovs.env_lines());
+    println!("press Enter to tear it down");
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+}
+
+/// Proves the lab itself before any scenario: a standalone bridge (a plain learning
+/// switch, no controller) with two hosts that must ping each other both ways. It tests
+/// Open vSwitch, namespaces, veths and port numbering, not sliced, and is not counted.
+fn self_check(ovs: &Ovs, prefix: &str) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let topo: Topo = "h1=s1:1 h2=s1:2".parse()?;
+    let net = Net::build(ovs, prefix, &topo, Mode::Standalone)?;
+    for (from, to) in [(1, 2), (2, 1)] {
+        let mut ok = false;
+        for _ in 0..5 {
+            if net.ping(from, to)? {
+                ok = true;
+                break;
+            }
+        }
+        if !ok {
+            bail!("h{from} cannot ping h{to} through a standalone bridge");
+        }
+    }
+    drop(net);
+    let left: Vec<String> = sys::namespaces_with(prefix)
+        .into_iter()
+        .chain(sys::links_with(prefix))
+        .collect();
+    if !left.is_empty() {
+        bail!("tearing the self-check down left {}", left.join(", "));
+    }
+    println!(
+        "lab: self-check passed in {:.1} s (private OVS, standalone bridge, two namespaces \
+         pinging both ways, torn down without a trace)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// What is left of this run after it ended.
+fn leftovers(prefix: &str, ovs_pids: &[u32]) -> Vec<String> {
+    let mut left: Vec<String> = sys::namespaces_with(prefix)
+        .into_iter()
+        .map(|ns| format!("namespace {ns}"))
+        .chain(
+            sys::links_with(prefix)
+                .into_iter()
+                .map(|l| format!("interface {l}")),
+        )
+        .collect();
+    for pid in ovs_pids {
+        if sys::alive(*pid) {
+            left.push(format!("process {pid}"));
+        }
+    }
+    let dir = std::env::temp_dir().join(run_dir_name(prefix));
+    if dir.exists() {
+        left.push(format!("directory {}", dir.display()));
+    }
+    left
+}
+
+/// Removes what earlier runs left behind when they were killed without a chance to clean
+/// up (SIGKILL): their daemons (found by the run directory on their command line), their
+/// namespaces and interfaces (by prefix) and their directory. Runs still going are left
+/// alone.
+fn remove_stale_runs(tmp: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // Only names the lab makes: `sl` and four digits.
+        let Some(prefix) = name.strip_prefix("sliced-e2e-").filter(|p| {
+            p.len() == 6 && p.starts_with("sl") && p[2..].bytes().all(|b| b.is_ascii_digit())
+        }) else {
+            continue;
+        };
+        let dir = entry.path();
+        let owner: Option<u32> = std::fs::read_to_string(dir.join("owner"))
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        let running = owner.is_some_and(|pid| {
+            sys::alive(pid) && sys::cmdline(pid).is_some_and(|c| c.contains("xtask"))
+        });
+        if running {
+            continue;
+        }
+        let marker = dir.display().to_string();
+        for pid in processes_mentioning(&marker) {
+            sys::signal(pid, libc::SIGKILL);
+            sys::wait_gone(pid, Duration::from_secs(2));
+        }
+        for problem in sys::sweep(prefix) {
+            eprintln!("lab: {problem}");
+        }
+        sys::remove_orphan_datapath();
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove the stale lab directory {}", dir.display()))?;
+        eprintln!("lab: removed the leftovers of an interrupted run ({prefix})");
+    }
+    Ok(())
+}
+
+fn processes_mentioning(marker: &str) -> Vec<u32> {
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != own)
+        .filter(|pid| sys::cmdline(*pid).is_some_and(|c| c.contains(marker)))
+        .collect()
+}
+
+/// Builds the release binaries under test and returns where they are.
+fn build(no_build: bool, sliced_args: &[String]) -> anyhow::Result<Bins> {
+    if !no_build {
+        crate::cargo(&["build", "--release", "-p", "sliced", "--bins"])?;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target"));
+    let bins = Bins {
+        sliced: target.join("release").join("sliced"),
+        slice: target.join("release").join("slice"),
+        sliced_args: sliced_args.to_vec(),
+    };
+    for bin in [&bins.sliced, &bins.slice] {
+        if !bin.is_file() {
+            bail!(
+                "{} is missing; build it with cargo build --release --bins",
+                bin.display()
+            );
+        }
+    }
+    Ok(bins)
+}

@@ -1,0 +1,251 @@
+//! The controller under test: the release `sliced` on a fresh data directory with free
+//! HTTP and OpenFlow ports, its REST API, and the `slice` tool pointed at it.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use super::sys::{self, Adopted, Daemon};
+
+/// LLDP goes out this often in the lab, so that links are known within a second.
+pub const LLDP_INTERVAL_MS: &str = "200";
+
+/// The binaries under test.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    pub sliced: PathBuf,
+    pub slice: PathBuf,
+    /// Extra arguments for every sliced started (`--sliced-arg`).
+    pub sliced_args: Vec<String>,
+}
+
+enum Process {
+    /// Started by the lab in the foreground (its child).
+    Child(Daemon),
+    /// Started with `sliced -d`: the daemon is not the lab's child.
+    Detached(Adopted),
+}
+
+pub struct Controller {
+    bins: Bins,
+    data: PathBuf,
+    log: PathBuf,
+    pub http: SocketAddr,
+    pub openflow_port: u16,
+    process: Process,
+    agent: ureq::Agent,
+}
+
+impl Controller {
+    /// Starts `sliced` as a child and waits until its REST API answers.
+    pub fn start(bins: &Bins, dir: &Path) -> anyhow::Result<Controller> {
+        let (http, openflow_port) = free_ports()?;
+        let data = dir.join("data");
+        let log = dir.join("sliced.log");
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut command = base_command(bins, &data, http, openflow_port);
+        command
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file);
+        let daemon = Daemon::spawn(&mut command, "sliced")?;
+        let mut controller = Controller {
+            bins: bins.clone(),
+            data,
+            log,
+            http,
+            openflow_port,
+            process: Process::Child(daemon),
+            agent: agent(),
+        };
+        controller.wait_serving()?;
+        Ok(controller)
+    }
+
+    /// Starts `sliced -d --pid-file <pid_file>` as an operator would: the command returns
+    /// once the daemon serves and prints its pid. Returns the controller and that pid.
+    pub fn start_detached(
+        bins: &Bins,
+        dir: &Path,
+        pid_file: &Path,
+    ) -> anyhow::Result<(Controller, u32)> {
+        let (http, openflow_port) = free_ports()?;
+        let data = dir.join("data");
+        let log = dir.join("sliced.log");
+        let mut command = base_command(bins, &data, http, openflow_port);
+        command
+            .arg("-d")
+            .arg("--pid-file")
+            .arg(pid_file)
+            .arg("--log-file")
+            .arg(&log);
+        let printed = sys::run(&mut command)?;
+        let pid: u32 = printed
+            .trim()
+            .parse()
+            .with_context(|| format!("`sliced -d` printed {printed:?}, not a pid"))?;
+        // Recorded at once, so that the daemon is stopped whatever happens next; the
+        // data directory is on its command line, which tells it from a reused pid.
+        let adopted = Adopted::new(pid, &data.display().to_string(), "sliced -d");
+        let mut controller = Controller {
+            bins: bins.clone(),
+            data,
+            log,
+            http,
+            openflow_port,
+            process: Process::Detached(adopted),
+            agent: agent(),
+        };
+        controller.wait_serving()?;
+        Ok((controller, pid))
+    }
+
+    fn wait_serving(&mut self) -> anyhow::Result<()> {
+        let served = sys::poll(Duration::from_secs(15), Duration::from_millis(20), || {
+            self.check_running()?;
+            Ok(matches!(self.request("GET", "/slices", None), Ok((200, _))).then_some(()))
+        })?;
+        if served.is_none() {
+            bail!("sliced did not answer on http://{} within 15 s", self.http);
+        }
+        Ok(())
+    }
+
+    /// An error when the daemon has exited.
+    pub fn check_running(&mut self) -> anyhow::Result<()> {
+        match &mut self.process {
+            Process::Child(daemon) => {
+                if let Some(status) = daemon.exited() {
+                    bail!("sliced exited ({status})");
+                }
+            }
+            Process::Detached(adopted) => {
+                if !adopted.alive() {
+                    bail!("sliced (pid {}) is gone", adopted.pid());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+
+    /// One REST call: the status and the body, whatever the status.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<(u16, String)> {
+        let url = format!("http://{}{path}", self.http);
+        let request = self.agent.request(method, &url);
+        let result = match body {
+            Some(body) => request
+                .set("Content-Type", "application/json")
+                .send_string(&body.to_string()),
+            None => request.call(),
+        };
+        let response = match result {
+            Ok(response) => response,
+            Err(ureq::Error::Status(_, response)) => response,
+            Err(err) => return Err(err).with_context(|| format!("{method} {url}")),
+        };
+        let status = response.status();
+        let text = response
+            .into_string()
+            .with_context(|| format!("{method} {url}: cannot read the response"))?;
+        Ok((status, text))
+    }
+
+    /// A REST call that must answer `expected`; returns the body.
+    pub fn rest(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        expected: u16,
+    ) -> anyhow::Result<String> {
+        let (status, text) = self.request(method, path, body.as_ref())?;
+        if status != expected {
+            bail!(
+                "{method} {path} {}: answered {status} (expected {expected}): {}",
+                body.map(|b| b.to_string()).unwrap_or_default(),
+                text.trim()
+            );
+        }
+        Ok(text)
+    }
+
+    /// A GET that must answer 200 with JSON.
+    pub fn view(&self, path: &str) -> anyhow::Result<Value> {
+        let text = self.rest("GET", path, None, 200)?;
+        serde_json::from_str(&text).with_context(|| format!("GET {path} is not JSON: {text}"))
+    }
+
+    /// Runs the `slice` tool on this daemon's data directory; returns what it printed.
+    pub fn tool(&self, args: &[&str]) -> anyhow::Result<String> {
+        let mut command = sys::command(&self.bins.slice.display().to_string(), &["--db"]);
+        command.arg(&self.data).args(args);
+        sys::run(&mut command)
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The last `lines` lines of its log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        match std::fs::read_to_string(&self.log) {
+            Ok(text) => {
+                let all: Vec<&str> = text.lines().collect();
+                all[all.len().saturating_sub(lines)..].join("\n")
+            }
+            Err(err) => format!("(cannot read {}: {err})", self.log.display()),
+        }
+    }
+}
+
+fn base_command(
+    bins: &Bins,
+    data: &Path,
+    http: SocketAddr,
+    openflow_port: u16,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(&bins.sliced);
+    command
+        .arg("--db")
+        .arg(data)
+        .arg("--http")
+        .arg(http.to_string())
+        .arg("--openflow")
+        .arg(format!("127.0.0.1:{openflow_port}"))
+        .arg("--lldp-interval-ms")
+        .arg(LLDP_INTERVAL_MS)
+        .args(&bins.sliced_args)
+        // The lab's own environment must not leak a database or config into the test.
+        .env_remove("SLICED_DB");
+    if std::env::var_os("RUST_LOG").is_none() {
+        command.env("RUST_LOG", "info,actix_server=warn");
+    }
+    command
+}
+
+/// Two free TCP ports on loopback (asked of the kernel, held until both are known).
+fn free_ports() -> anyhow::Result<(SocketAddr, u16)> {
+    let http = TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    let openflow = TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    Ok((http.local_addr()?, openflow.local_addr()?.port()))
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .build()
+}

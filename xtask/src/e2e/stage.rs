@@ -1,0 +1,446 @@
+//! One run of one scenario on one OpenFlow version: its controller, its network, the
+//! checks scenarios are written with, and what is printed when one fails.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context};
+use serde_json::Value;
+
+use super::flows::{self, Flow};
+use super::net::{self, Capture, Mode, Net, Port, Topo};
+use super::ovs::{OfVersion, Ovs};
+use super::sliced::{Bins, Controller};
+
+/// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
+/// the path, so one lost ping is no failure).
+const PING_ATTEMPTS: u32 = 5;
+/// Switches connected and every link discovered by LLDP within this.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// The controller deletes the flows of a withdrawn host within 1 s (docs/controller.md);
+/// the extra half second covers ovs-ofctl itself on a busy machine.
+pub const WITHDRAW_DEADLINE: Duration = Duration::from_millis(1500);
+
+/// What every stage shares: the private Open vSwitch and the binaries.
+pub struct Shared<'a> {
+    pub ovs: &'a Ovs,
+    pub prefix: &'a str,
+    pub bins: &'a Bins,
+    pub verbose: bool,
+}
+
+pub struct Stage<'a> {
+    shared: &'a Shared<'a>,
+    pub version: OfVersion,
+    dir: PathBuf,
+    // Field order is drop order: the network goes first, then the controller.
+    net: Option<Net<'a>>,
+    controller: Option<Controller>,
+    steps: Vec<String>,
+    /// Where ovs-vswitchd's log stood when the stage began.
+    ovs_log_mark: usize,
+}
+
+impl<'a> Stage<'a> {
+    pub fn new(shared: &'a Shared<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Stage {
+            shared,
+            version,
+            dir,
+            net: None,
+            controller: None,
+            steps: Vec::new(),
+            ovs_log_mark: shared.ovs.log_mark(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Notes what the scenario does next: printed with `--verbose`, and as the story so
+    /// far when the scenario fails.
+    pub fn step(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        if self.shared.verbose {
+            println!("      {text}");
+        }
+        self.steps.push(text);
+    }
+
+    pub fn steps(&self) -> &[String] {
+        &self.steps
+    }
+
+    /// Starts sliced in the foreground (the lab's child).
+    pub fn start_controller(&mut self) -> anyhow::Result<()> {
+        self.step("start sliced");
+        self.controller = Some(Controller::start(self.shared.bins, &self.dir)?);
+        Ok(())
+    }
+
+    /// Starts sliced with `-d --pid-file`; returns the pid it printed.
+    pub fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
+        self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
+        let (controller, pid) = Controller::start_detached(self.shared.bins, &self.dir, pid_file)?;
+        self.controller = Some(controller);
+        Ok(pid)
+    }
+
+    pub fn ctl(&self) -> anyhow::Result<&Controller> {
+        self.controller
+            .as_ref()
+            .context("the scenario started no controller")
+    }
+
+    pub fn ctl_mut(&mut self) -> anyhow::Result<&mut Controller> {
+        self.controller
+            .as_mut()
+            .context("the scenario started no controller")
+    }
+
+    pub fn net(&self) -> anyhow::Result<&Net<'a>> {
+        self.net.as_ref().context("the scenario built no network")
+    }
+
+    /// Builds the topology, its bridges controlled by this stage's sliced, and waits
+    /// until sliced knows every switch (at this stage's OpenFlow version) and every link.
+    pub fn build(&mut self, description: &str) -> anyhow::Result<()> {
+        let topo: Topo = description.parse().context("bad topology description")?;
+        let port = self.ctl()?.openflow_port;
+        self.step(format!("build {description:?} ({})", self.version.short()));
+        let net = Net::build(
+            self.shared.ovs,
+            self.shared.prefix,
+            &topo,
+            Mode::Controlled {
+                version: self.version,
+                port,
+            },
+        )?;
+        self.net = Some(net);
+        self.wait_ready(&topo)
+    }
+
+    fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut expected_links = BTreeSet::new();
+        for (a, b) in &topo.links {
+            expected_links.insert((a.slice_name(), b.slice_name()));
+            expected_links.insert((b.slice_name(), a.slice_name()));
+        }
+        let wire = self.version.wire();
+        let mut missing = String::new();
+        while started.elapsed() < READY_TIMEOUT {
+            self.ctl_mut()?.check_running()?;
+            let ctl = self.ctl()?;
+            let switches = ctl.view("/topology/switches")?;
+            let known: BTreeSet<(u64, u64)> = switches
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| Some((s.get("dpid")?.as_u64()?, s.get("version")?.as_u64()?)))
+                .collect();
+            let links = ctl.view("/topology/links")?;
+            let found: BTreeSet<(String, String)> = links
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|l| {
+                    let src = l.get("src")?.as_str()?.to_ascii_lowercase();
+                    let dst = l.get("dst")?.as_str()?.to_ascii_lowercase();
+                    Some((src, dst))
+                })
+                .collect();
+            let absent_switches: Vec<String> = topo
+                .switches
+                .iter()
+                .filter(|dpid| !known.contains(&(**dpid, wire)))
+                .map(|dpid| format!("s{dpid}"))
+                .collect();
+            let absent_links: Vec<String> = expected_links
+                .difference(&found)
+                .map(|(a, b)| format!("{a}->{b}"))
+                .collect();
+            if absent_switches.is_empty() && absent_links.is_empty() {
+                self.step(format!(
+                    "sliced sees {} switches and {} directed links after {} ms",
+                    topo.switches.len(),
+                    expected_links.len(),
+                    started.elapsed().as_millis()
+                ));
+                return Ok(());
+            }
+            missing = format!(
+                "switches not connected at {}: [{}]; links not discovered: [{}]; \
+                 GET /topology/switches gave {switches}",
+                self.version.short(),
+                absent_switches.join(" "),
+                absent_links.join(" ")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("the network was not ready within {READY_TIMEOUT:?}: {missing}")
+    }
+
+    /// Runs the `slice` tool against this stage's daemon.
+    pub fn tool(&mut self, args: &[&str]) -> anyhow::Result<String> {
+        self.step(format!("slice {}", args.join(" ")));
+        self.ctl()?.tool(args)
+    }
+
+    /// A REST call that must answer `expected`.
+    pub fn rest(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        expected: u16,
+    ) -> anyhow::Result<String> {
+        self.step(format!(
+            "{method} {path} {}",
+            body.as_ref().map(Value::to_string).unwrap_or_default()
+        ));
+        self.ctl()?.rest(method, path, body, expected)
+    }
+
+    /// `from` gets a reply from `to` within a few attempts.
+    pub fn reach(&mut self, from: u8, to: u8) -> anyhow::Result<()> {
+        let net = self.net()?;
+        for attempt in 1..=PING_ATTEMPTS {
+            if net.ping(from, to)? {
+                self.step(format!("h{from} reaches h{to} (attempt {attempt})"));
+                return Ok(());
+            }
+        }
+        bail!("h{from} cannot reach h{to}: {PING_ATTEMPTS} pings went unanswered")
+    }
+
+    /// `a` and `b` reach each other, both ways.
+    pub fn reach_both(&mut self, a: u8, b: u8) -> anyhow::Result<()> {
+        self.reach(a, b)?;
+        self.reach(b, a)
+    }
+
+    /// No ping of these pairs gets an answer: first with ARP as it is (a broadcast that
+    /// must go unanswered), then with permanent ARP entries on both sides (so that the
+    /// ICMP is unicast and meets the controller's drop rules). The entries are removed
+    /// afterwards.
+    pub fn isolated(&mut self, pairs: &[(u8, u8)]) -> anyhow::Result<()> {
+        let shown: Vec<String> = pairs.iter().map(|(a, b)| format!("h{a}->h{b}")).collect();
+        let shown = shown.join(" ");
+        let net = self.net()?;
+        let answered = net.ping_all(pairs)?;
+        let leaks: Vec<String> = pairs
+            .iter()
+            .zip(&answered)
+            .filter(|(_, ok)| **ok)
+            .map(|((a, b), _)| format!("h{a}->h{b}"))
+            .collect();
+        ensure!(
+            leaks.is_empty(),
+            "isolation broken: {} got replies",
+            leaks.join(" ")
+        );
+        for &(a, b) in pairs {
+            net.pin_neighbour(a, b)?;
+            net.pin_neighbour(b, a)?;
+        }
+        let answered = net.ping_all(pairs);
+        for &(a, b) in pairs {
+            net.forget_neighbour(a, b)?;
+            net.forget_neighbour(b, a)?;
+        }
+        let leaks: Vec<String> = pairs
+            .iter()
+            .zip(&answered?)
+            .filter(|(_, ok)| **ok)
+            .map(|((a, b), _)| format!("h{a}->h{b}"))
+            .collect();
+        ensure!(
+            leaks.is_empty(),
+            "isolation broken with static ARP (unicast): {} got replies",
+            leaks.join(" ")
+        );
+        self.step(format!("isolated (broadcast and unicast): {shown}"));
+        Ok(())
+    }
+
+    /// The flow table of one switch.
+    pub fn flows(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
+        let net = self.net()?;
+        let dump = self.shared.ovs.ofctl(
+            self.version,
+            &["--no-stats", "dump-flows", &net.bridge(dpid)],
+        )?;
+        Ok(flows::parse(&dump))
+    }
+
+    /// Every switch's flows, with its dpid.
+    pub fn all_flows(&self) -> anyhow::Result<Vec<(u64, Flow)>> {
+        let mut all = Vec::new();
+        for dpid in self.net()?.topo.switches.clone() {
+            all.extend(self.flows(dpid)?.into_iter().map(|f| (dpid, f)));
+        }
+        Ok(all)
+    }
+
+    /// The path flows from host `src` to host `dst` are in place: on each switch given as
+    /// (dpid, in port, out port), a priority-100 flow matching in port and both MACs,
+    /// with an idle timeout, that outputs to the out port.
+    pub fn expect_path(
+        &mut self,
+        src: u8,
+        dst: u8,
+        hops: &[(u64, u32, u32)],
+    ) -> anyhow::Result<()> {
+        let (src_mac, dst_mac) = (net::mac(src), net::mac(dst));
+        for &(dpid, in_port, out_port) in hops {
+            let flows = self.flows(dpid)?;
+            let found = flows.iter().find(|f| {
+                f.is_path(&src_mac, &dst_mac) && f.field("in_port") == Some(&in_port.to_string())
+            });
+            let Some(flow) = found else {
+                bail!(
+                    "no path flow h{src}->h{dst} with in_port={in_port} on s{dpid}; its flows:\n{}",
+                    lines(&flows)
+                );
+            };
+            ensure!(
+                flow.priority == 100 && flow.outputs() == vec![out_port],
+                "path flow h{src}->h{dst} on s{dpid} is not priority 100 output:{out_port}: {}",
+                flow.line
+            );
+            ensure!(
+                flow.field("idle_timeout").is_some_and(|t| t != "0"),
+                "path flow h{src}->h{dst} on s{dpid} has no idle timeout: {}",
+                flow.line
+            );
+        }
+        let route: Vec<String> = hops
+            .iter()
+            .map(|(d, i, o)| format!("s{d}:{i}->{o}"))
+            .collect();
+        self.step(format!("path flows h{src}->h{dst}: {}", route.join(" ")));
+        Ok(())
+    }
+
+    /// Within the withdrawal deadline, no switch holds any flow for these hosts' MACs.
+    pub fn expect_no_flows(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
+        let macs: Vec<String> = hosts.iter().map(|h| net::mac(*h)).collect();
+        let started = Instant::now();
+        loop {
+            let left: Vec<(u64, Flow)> = self
+                .all_flows()?
+                .into_iter()
+                .filter(|(_, f)| macs.iter().any(|m| f.mentions(m)))
+                .collect();
+            if left.is_empty() {
+                self.step(format!(
+                    "no flow for {} after {} ms",
+                    macs.join(" "),
+                    started.elapsed().as_millis()
+                ));
+                return Ok(());
+            }
+            if started.elapsed() > WITHDRAW_DEADLINE {
+                bail!(
+                    "flows for {} still there {} ms after the change:\n{}",
+                    macs.join(" "),
+                    started.elapsed().as_millis(),
+                    left.iter()
+                        .map(|(d, f)| format!("  s{d}: {}", f.line))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// No switch forwards anything for these MACs (drop flows are allowed: they are how
+    /// the controller silences a sender that shares no slice with the receiver).
+    pub fn expect_no_forwarding(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
+        let macs: Vec<String> = hosts.iter().map(|h| net::mac(*h)).collect();
+        let forwarding: Vec<String> = self
+            .all_flows()?
+            .into_iter()
+            .filter(|(_, f)| macs.iter().any(|m| f.mentions(m)) && !f.drops())
+            .map(|(d, f)| format!("  s{d}: {}", f.line))
+            .collect();
+        ensure!(
+            forwarding.is_empty(),
+            "flows still forward for {}:\n{}",
+            macs.join(" "),
+            forwarding.join("\n")
+        );
+        self.step(format!("nothing forwards for {}", macs.join(" ")));
+        Ok(())
+    }
+
+    /// Starts tcpdump in a host.
+    pub fn capture(&mut self, host: u8) -> anyhow::Result<Capture> {
+        self.step(format!("tcpdump in h{host}"));
+        let dir = self.dir.clone();
+        self.net()?.capture(host, &dir)
+    }
+
+    /// Cuts (or restores) the cable at a switch port.
+    pub fn set_port(&mut self, port: Port, up: bool) -> anyhow::Result<()> {
+        self.step(format!("set {port} {}", if up { "up" } else { "down" }));
+        self.net()?.set_port(port, up)
+    }
+
+    /// What a failing scenario prints: sliced's log tail and every bridge's flows.
+    pub fn diagnose(&self) -> String {
+        let mut out = String::new();
+        if let Some(ctl) = &self.controller {
+            out.push_str(&format!(
+                "--- sliced log (last 40 lines of {}):\n{}\n",
+                ctl.log_path().display(),
+                ctl.log_tail(40)
+            ));
+            for view in ["/topology/links", "/paths"] {
+                match ctl.request("GET", view, None) {
+                    Ok((status, body)) => {
+                        out.push_str(&format!("--- GET {view}: {status} {body}\n"))
+                    }
+                    Err(err) => out.push_str(&format!("--- GET {view}: {err:#}\n")),
+                }
+            }
+        }
+        out.push_str(&format!(
+            "--- ovs-vswitchd warnings during this run (last 15):\n{}\n",
+            self.shared.ovs.vswitchd_warnings(self.ovs_log_mark, 15)
+        ));
+        if let Some(net) = &self.net {
+            for (dpid, bridge) in net.bridges() {
+                let dump = self
+                    .shared
+                    .ovs
+                    .ofctl(self.version, &["dump-flows", &bridge])
+                    .unwrap_or_else(|err| format!("{err:#}"));
+                out.push_str(&format!(
+                    "--- ovs-ofctl -O {} dump-flows {bridge} (s{dpid}):\n{}\n",
+                    self.version.ovs_name(),
+                    dump.trim_end()
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn lines(flows: &[Flow]) -> String {
+    if flows.is_empty() {
+        return "  (none)".into();
+    }
+    flows
+        .iter()
+        .map(|f| format!("  {}", f.line))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
