@@ -286,10 +286,12 @@ fn run(options: &Options) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    // The count stands alone on the last line, in the plain form that CI reads.
     println!(
-        "\n{passed} passed, {failed} failed (end-to-end lab, {:.1} s wall time)",
+        "\nlab: end-to-end lab took {:.1} s wall time",
         wall.elapsed().as_secs_f64()
     );
+    println!("lab: {passed} passed, {failed} failed");
     if failed > 0 {
         bail!("{failed} end-to-end scenario run(s) failed");
     }
