@@ -15,8 +15,9 @@ use slice_store::{Store, StoreError};
 use crate::config::{Args, Config};
 
 fn main() -> ExitCode {
+    // The access log (target sliced::http) is opt-in: a line per request costs throughput.
     env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,actix_server=warn"),
+        env_logger::Env::default().default_filter_or("info,actix_server=warn,sliced::http=warn"),
     )
     .init();
     let args = Args::parse();

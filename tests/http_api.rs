@@ -649,6 +649,31 @@ fn unknown_paths_and_wrong_methods_answer_in_json() {
     }
 }
 
+/// The slice list is served from memory: every write must show in the very next read,
+/// whichever worker and connection answers it (a fresh agent per read changes both).
+#[test]
+fn the_slice_list_shows_every_write_at_once() {
+    let api = Api::start();
+    let mut expected: Vec<Value> = Vec::new();
+    for round in 0..20 {
+        let name = format!("s{round}");
+        assert_eq!(api.post("/slices", json!({"name": name})).0, 201);
+        expected.push(json!({"name": name}));
+        if round % 3 == 2 {
+            let doomed = expected.remove(0);
+            assert_eq!(api.delete("/slices", doomed).0, 200);
+        }
+        let fresh = agent();
+        let (status, listed) = status_json(fresh.get(&api.daemon.url("/slices")).call());
+        assert_eq!(
+            (status, listed),
+            (200, Value::Array(expected.clone())),
+            "round {round}"
+        );
+        assert_eq!(api.get("/slices"), (200, Value::Array(expected.clone())));
+    }
+}
+
 // ---- durability and concurrency ----------------------------------------------------------------
 
 #[test]

@@ -27,6 +27,9 @@ pub use body::BODY_LIMIT;
 pub use error::ApiError;
 pub use network::{NetworkView, ViewFuture, ViewKind};
 
+/// The log target of the access log (one line per request, at info level).
+pub const ACCESS_LOG: &str = "sliced::http";
+
 /// The name of the session cookie.
 pub const SESSION_COOKIE: &str = "sliced_session";
 
@@ -96,6 +99,7 @@ pub fn app(
     let guard_slices = settings.require_auth_for_slices;
     App::new()
         .app_data(web::Data::new(store))
+        .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
         .service(
@@ -118,7 +122,12 @@ pub fn app(
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
-        .wrap(middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target("sliced::http"))
+        // The Logger renders every request as it arrives, whether or not the line is then
+        // filtered out: wrap it only when the access log is on.
+        .wrap(middleware::Condition::new(
+            log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
+            middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG),
+        ))
 }
 
 /// Any other GET under `/api/` answers a small status; other methods find nothing.

@@ -149,10 +149,53 @@ async fn write<T: Send + 'static>(
 
 // ---- slices ------------------------------------------------------------------------------
 
-async fn list_slices(store: StoreData) -> Result<HttpResponse, ApiError> {
-    let names = store.slices()?;
-    let body: Vec<SliceBody> = names.into_iter().map(|name| SliceBody { name }).collect();
-    Ok(HttpResponse::Ok().json(body))
+async fn list_slices(
+    store: StoreData,
+    cache: web::Data<SliceListCache>,
+) -> Result<HttpResponse, ApiError> {
+    let body = cache.body(&store)?;
+    Ok(HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(body))
+}
+
+/// The encoded answer of `GET /slices`, kept while the list of slices stays the same:
+/// with many slices, encoding it is most of the work of a request. One per worker, so
+/// its lock is never contended.
+#[derive(Default)]
+pub(crate) struct SliceListCache {
+    encoded: std::sync::Mutex<Option<(u64, web::Bytes)>>,
+}
+
+impl SliceListCache {
+    fn body(&self, store: &Store) -> Result<web::Bytes, ApiError> {
+        let current = store.slices_version();
+        let mut encoded = self
+            .encoded
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some((version, body)) = encoded.as_ref() {
+            if *version == current {
+                return Ok(body.clone());
+            }
+        }
+        let (version, body) = store.with_slices(|names, version| {
+            let slices: Vec<SliceRef<'_>> = names.iter().map(|name| SliceRef { name }).collect();
+            (version, serde_json::to_vec(&slices))
+        });
+        let body =
+            web::Bytes::from(body.map_err(|err| {
+                ApiError::Internal(format!("cannot encode the slice list: {err}"))
+            })?);
+        *encoded = Some((version, body.clone()));
+        Ok(body)
+    }
+}
+
+/// A slice object that borrows its name, for lists.
+#[derive(Serialize)]
+struct SliceRef<'a> {
+    name: &'a SliceName,
 }
 
 async fn create_slice(

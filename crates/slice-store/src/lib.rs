@@ -87,6 +87,16 @@ pub struct Store {
     write_lock: Mutex<()>,
     commit: GroupCommit,
     listeners: RwLock<Vec<Listener>>,
+    /// The slice names in creation order: the answer to the most frequent read, kept in
+    /// memory so that listing slices costs no scan. Changed only under `write_lock`,
+    /// together with the tree.
+    slice_names: RwLock<SliceNames>,
+}
+
+struct SliceNames {
+    names: Vec<SliceName>,
+    /// Changes whenever `names` does, so a reader can tell that a copy is current.
+    version: u64,
 }
 
 impl Store {
@@ -114,12 +124,21 @@ impl Store {
                 db.flush()?;
             }
         }
+        let slice_names = tree
+            .scan_prefix(Key::tag(Tag::SliceOrder))
+            .values()
+            .map(|value| decode_name(&value?))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             db,
             tree,
             write_lock: Mutex::new(()),
             commit: GroupCommit::default(),
             listeners: RwLock::new(Vec::new()),
+            slice_names: RwLock::new(SliceNames {
+                names: slice_names,
+                version: 0,
+            }),
         })
     }
 
@@ -136,11 +155,24 @@ impl Store {
 
     /// The names of all slices, in creation order.
     pub fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
-        self.tree
-            .scan_prefix(Key::tag(Tag::SliceOrder))
-            .values()
-            .map(|value| decode_name(&value?))
-            .collect()
+        Ok(self.with_slices(|names, _| names.to_vec()))
+    }
+
+    /// Runs `look` on the names of all slices, in creation order, without copying them,
+    /// and on the version of that list (see [`Store::slices_version`]). Writers wait while
+    /// it runs, so keep it short and never await in it.
+    pub fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
+        let list = self
+            .slice_names
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        look(&list.names, list.version)
+    }
+
+    /// A number that changes whenever the list of slices does, within this process: a
+    /// copy of the list made at this version is still current.
+    pub fn slices_version(&self) -> u64 {
+        self.with_slices(|_, version| version)
     }
 
     /// Fails with `SliceNotFound` unless the slice exists.
@@ -362,6 +394,7 @@ impl Store {
                 .unwrap_or_else(|poison| poison.into_inner());
             let (batch, change, output) = plan(self)?;
             self.tree.apply_batch(batch)?;
+            self.track_slice_names(&change);
             let ticket = self.commit.applied();
             let listeners = self
                 .listeners
@@ -375,6 +408,24 @@ impl Store {
         self.commit
             .wait_durable(ticket, || self.db.flush().map(drop))?;
         Ok(output)
+    }
+
+    /// Keeps the in-memory slice list in step with a change just applied to the tree.
+    fn track_slice_names(&self, change: &Change) {
+        let grows_or_shrinks = matches!(change, Change::SliceCreated(_) | Change::SliceDeleted(_));
+        if !grows_or_shrinks {
+            return;
+        }
+        let mut list = self
+            .slice_names
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match change {
+            Change::SliceCreated(name) => list.names.push(name.clone()),
+            Change::SliceDeleted(slice) => list.names.retain(|name| *name != slice.name),
+            _ => {}
+        }
+        list.version += 1;
     }
 
     fn slice_id(&self, slice: &SliceName) -> Result<u64, StoreError> {

@@ -263,3 +263,43 @@ fn a_second_open_of_a_held_database_says_locked() {
         Ok(_) => panic!("a held database opened twice"),
     }
 }
+
+#[test]
+fn the_slice_list_follows_deletes_recreates_and_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for slice in ["a", "b", "c"] {
+        store.create_slice(&name(slice)).unwrap();
+    }
+    store.delete_slice(&name("b")).unwrap();
+    // A failed write changes nothing in the list either.
+    slice_error(store.create_slice(&name("a")));
+    slice_error(store.delete_slice(&name("b")));
+    store.create_slice(&name("b")).unwrap();
+    let expected = vec![name("a"), name("c"), name("b")];
+    assert_eq!(
+        store.slices().unwrap(),
+        expected,
+        "a re-created slice is newest"
+    );
+    assert_eq!(store.with_slices(|names, _| names.len()), 3);
+    let version = store.slices_version();
+    store.add_port(&name("a"), PortId::new(1, 1)).unwrap();
+    assert_eq!(
+        store.slices_version(),
+        version,
+        "ports do not change the list"
+    );
+    store.delete_slice(&name("c")).unwrap();
+    assert_ne!(store.slices_version(), version);
+    store.create_slice(&name("c")).unwrap();
+    let expected = vec![name("a"), name("b"), name("c")];
+    drop(store);
+
+    let reopened = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        reopened.slices().unwrap(),
+        expected,
+        "the list is rebuilt in order"
+    );
+}
