@@ -140,7 +140,9 @@ impl Topology {
     /// Records that LLDP from `src` arrived at `dst`. Returns true for a new link, and the
     /// link it replaced when `src` used to lead elsewhere.
     pub fn link_seen(&mut self, src: PortId, dst: PortId, now: Instant) -> (bool, Option<Link>) {
-        if !self.has_switch(src.dpid) || !self.has_switch(dst.dpid) || src == dst {
+        // A port known to be down carries nothing: LLDP "through" it is a frame that was
+        // in flight when it went down, and must not bring the link back.
+        if !self.is_live(src) || !self.is_live(dst) || src == dst {
             return (false, None);
         }
         let confirmed = Confirmed {
@@ -410,6 +412,21 @@ mod tests {
         topology.add_switch(9, 1, ports(&[1]));
         assert_eq!(topology.shortest_path(p(1, 1), p(9, 1)), None);
         assert_eq!(topology.shortest_path(p(1, 7), p(2, 1)), None);
+    }
+
+    #[test]
+    fn lldp_through_a_dead_port_makes_no_link() {
+        let mut topology = line();
+        let down = PortState {
+            name: "eth2".into(),
+            live: false,
+        };
+        let removed = topology.update_port(p(2, 2), Some(down));
+        assert_eq!(removed.len(), 2, "both directions of the link go");
+        let now = Instant::now();
+        assert_eq!(topology.link_seen(p(1, 2), p(2, 2), now), (false, None));
+        assert_eq!(topology.link_seen(p(2, 2), p(1, 2), now), (false, None));
+        assert_eq!(topology.links().count(), 2);
     }
 
     #[test]
