@@ -4,6 +4,7 @@
 //!   end-to-end lab: the whole suite that CI runs.
 //! - `cargo xtask e2e`: the end-to-end lab alone (real Open vSwitch, hosts in network
 //!   namespaces); see docs/testing.md.
+//! - `cargo xtask bench`: sliced against its peers, written to docs/benchmarks.md.
 
 mod e2e;
 
@@ -15,7 +16,8 @@ const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   test    formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
-  e2e     the end-to-end lab alone (root and Open vSwitch); `cargo xtask e2e --help`";
+  e2e     the end-to-end lab alone (root and Open vSwitch); `cargo xtask e2e --help`
+  bench   sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`";
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,6 +25,7 @@ fn main() -> std::process::ExitCode {
     let result = match task.as_str() {
         "test" => test(),
         "e2e" => e2e::main(&args[1..]),
+        "bench" => bench(&args[1..]),
         _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
     };
     match result {
@@ -49,6 +52,14 @@ fn test() -> anyhow::Result<()> {
     eprintln!("$ cargo xtask e2e");
     e2e::from_test()?;
     Ok(())
+}
+
+/// The benchmarks live in crates/sliced-bench (load generators, the switch emulator and
+/// the peers' set-up); this only runs them, optimised, with the caller's arguments.
+fn bench(args: &[String]) -> anyhow::Result<()> {
+    let mut cargo_args = vec!["run", "--release", "--quiet", "-p", "sliced-bench", "--"];
+    cargo_args.extend(args.iter().map(String::as_str));
+    cargo(&cargo_args)
 }
 
 /// Runs cargo from the workspace root with the output going straight to the terminal.

@@ -1,0 +1,1037 @@
+//! docs/benchmarks.md, rendered from one run's results.
+
+use std::fmt::Write as _;
+
+use crate::emulator::FlowResult;
+use crate::routing::RoutingResult;
+use crate::{version_text, FlowRow, Flows, Outcome, Reads, Results, Scale, Writes};
+
+/// The commands xtask and people run.
+pub const RUN_COMMAND: &str = "cargo run --release -p sliced-bench";
+
+pub fn render(results: &Results) -> String {
+    let mut doc = String::new();
+    header(&mut doc, results);
+    headlines(&mut doc, results);
+    if let Some(reads) = &results.reads {
+        section_reads(&mut doc, reads, results);
+    }
+    if let Some(writes) = &results.writes {
+        section_writes(&mut doc, writes, results);
+    }
+    if let Some(flows) = &results.flows {
+        section_flows(&mut doc, flows, results);
+    }
+    if results.scale.is_some() || results.routing.is_some() {
+        section_scale(&mut doc, results);
+    }
+    section_memory(&mut doc, results);
+    method_notes(&mut doc, results);
+    doc
+}
+
+// ---- number formatting -------------------------------------------------------------
+
+/// 12345.6 -> "12,346".
+fn thousands(value: f64) -> String {
+    if !value.is_finite() {
+        return "n/a".into();
+    }
+    let rounded = value.round() as i64;
+    let digits = rounded.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if rounded < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Milliseconds with three significant-ish digits.
+fn ms(value: f64) -> String {
+    if !value.is_finite() {
+        "n/a".into()
+    } else if value >= 100.0 {
+        format!("{value:.0} ms")
+    } else if value >= 10.0 {
+        format!("{value:.1} ms")
+    } else if value >= 1.0 {
+        format!("{value:.2} ms")
+    } else {
+        format!("{:.0} µs", value * 1000.0)
+    }
+}
+
+fn us(value: f64) -> String {
+    ms(value / 1000.0)
+}
+
+fn ns(value: f64) -> String {
+    if value >= 1e6 {
+        ms(value / 1e6)
+    } else if value >= 1e3 {
+        format!("{:.1} µs", value / 1e3)
+    } else {
+        format!("{value:.0} ns")
+    }
+}
+
+fn ratio(ours: f64, theirs: f64) -> String {
+    if theirs > 0.0 && ours.is_finite() && theirs.is_finite() {
+        format!("{:.2}×", ours / theirs)
+    } else {
+        "n/a".into()
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// A warning at the top of a section when other work ran during its part.
+fn disturbed(doc: &mut String, results: &Results, part: &str) {
+    if let Some(work) = results.other_work.iter().find(|w| w.part == part) {
+        let _ = writeln!(
+            doc,
+            "*Other work ran on the machine during this part ({}): its figures are \
+             pessimistic, and a ratio whose two sides were measured at different moments \
+             is noisier than usual.*\n",
+            other_work_text(work)
+        );
+    }
+}
+
+fn other_work_text(work: &crate::OtherWork) -> String {
+    let names: Vec<String> = work
+        .busiest
+        .iter()
+        .map(|(name, cores)| format!("{name} {cores:.2}"))
+        .collect();
+    format!(
+        "other processes used {:.2} cores on average, {:.2} at most; busiest: {}",
+        work.mean_cores,
+        work.max_cores,
+        names.join(", ")
+    )
+}
+
+fn not_measured(doc: &mut String, why: &str) {
+    let _ = writeln!(doc, "**Not measured:** {}\n", why.replace('\n', " "));
+}
+
+// ---- sections ----------------------------------------------------------------------
+
+fn header(doc: &mut String, results: &Results) {
+    let m = &results.machine;
+    let _ = writeln!(
+        doc,
+        "# Benchmarks\n\n\
+         This page is written by `sliced-bench` (crates/sliced-bench); rerun it rather than \
+         edit the figures by hand. Every figure below comes from **one run on one machine**, \
+         and every comparison is with a peer measured in that same run: a ratio is sliced \
+         divided by the peer.\n\n\
+         Run of {} (took {:.0} s): `{}`\n",
+        results.started,
+        results.elapsed.as_secs_f64(),
+        display_args(&results.args),
+    );
+    let _ = writeln!(
+        doc,
+        "## How to run\n\n\
+         Prerequisites (sliced-bench installs nothing; it stops with a list of what is \
+         missing):\n\n\
+         ```sh\n\
+         apt-get install -y wrk openvswitch-testcontroller   # load generator, OVS peer\n\
+         pip install os-ken==2.11.2                          # os-ken peer (osken-manager)\n\
+         ```\n\n\
+         Then, from the repository root:\n\n\
+         ```sh\n\
+         {RUN_COMMAND}                                   # everything\n\
+         cargo xtask bench                                                     # the same\n\
+         {RUN_COMMAND} -- --only reads,writes --duration 3   # some parts, shorter\n\
+         {RUN_COMMAND} -- --help\n\
+         ```\n\n\
+         It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
+         FILE`), starts every server on a free loopback port with a fresh data directory \
+         under the temporary directory, and stops every process it started. The routing \
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `routing`.\n",
+        crate::routing::COMMAND
+    );
+    let _ = writeln!(
+        doc,
+        "## The machine\n\n\
+         | nproc | CPU | memory | kernel | temporary directory |\n\
+         |---|---|---|---|---|\n\
+         | {} | {} | {} MiB | {} | {} |\n",
+        m.nproc, m.cpu, m.memory_mib, m.kernel, m.tmp_fs
+    );
+    let _ = writeln!(
+        doc,
+        "Load average (1 min) {:.2} before the run and {:.2} after.",
+        results.load_before, results.load_after
+    );
+    if results.other_work.is_empty() {
+        let _ = writeln!(
+            doc,
+            "Other processes (not sliced-bench, its children or its parents) used under a \
+             tenth of a core throughout the run (sampled every second from /proc).\n"
+        );
+    } else {
+        let _ = writeln!(
+            doc,
+            "**Other work ran concurrently** on this shared machine (CPU of processes that \
+             are not sliced-bench, its children or its parents, sampled every second from \
+             /proc; figures of these parts are lower than an idle machine would give):\n"
+        );
+        for work in &results.other_work {
+            let _ = writeln!(doc, "- during {}: {}", work.part, other_work_text(work));
+        }
+        let _ = writeln!(doc);
+    }
+}
+
+fn display_args(args: &[String]) -> String {
+    let mut words = vec!["sliced-bench".to_owned()];
+    words.extend(args.iter().skip(1).cloned());
+    words.join(" ")
+}
+
+fn headlines(doc: &mut String, results: &Results) {
+    let _ = writeln!(doc, "## Headlines\n");
+    if let Some(Ok(reads)) = &results.reads {
+        for row in &reads.rows {
+            let _ = writeln!(
+                doc,
+                "- REST read `GET {}`: sliced {} req/s, **{}** of a bare actix-web server \
+                 answering the same bytes from memory (p99 {} vs {}).",
+                row.endpoint,
+                thousands(row.sliced.requests_per_sec),
+                ratio(row.sliced.requests_per_sec, row.bare.requests_per_sec),
+                ms(row.sliced.p99_ms),
+                ms(row.bare.p99_ms),
+            );
+        }
+    }
+    if let Some(Ok(writes)) = &results.writes {
+        let parts: Vec<String> = writes
+            .rows
+            .iter()
+            .map(|(clients, result)| {
+                format!(
+                    "{} creates/s with {clients} client{} (**{}**)",
+                    thousands(result.ok_per_sec()),
+                    if *clients == 1 { "" } else { "s" },
+                    ratio(result.ok_per_sec(), writes.fdatasync_per_sec())
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            doc,
+            "- REST creates against the raw write + fdatasync rate ({}/s): {}. sled's flush \
+             is `sync_file_range` (raw: {}/s), weaker than fdatasync; see part 2.",
+            thousands(writes.fdatasync_per_sec()),
+            parts.join(", "),
+            thousands(writes.sync_file_range_per_sec()),
+        );
+    }
+    if let Some(Ok(flows)) = &results.flows {
+        for peer in peer_names(flows) {
+            let rows: Vec<String> = flows
+                .rows
+                .iter()
+                .filter(|row| row.controller == "sliced" && row.version == crate::wire::OFP13)
+                .filter_map(|row| {
+                    let theirs = find(flows, &peer, row.version, row.switches)?;
+                    let (Ok(a), Ok(b)) = (&row.throughput, &theirs.throughput) else {
+                        return None;
+                    };
+                    Some(format!(
+                        "{} switch{}: **{}**",
+                        row.switches,
+                        if row.switches == 1 { "" } else { "es" },
+                        ratio(a.answers_per_sec(), b.answers_per_sec())
+                    ))
+                })
+                .collect();
+            if !rows.is_empty() {
+                let _ = writeln!(
+                    doc,
+                    "- Flow setups/s (OpenFlow 1.3, throughput mode) against {peer}: {}.",
+                    rows.join(", ")
+                );
+            }
+        }
+    }
+    if let Some(Ok(scale)) = &results.scale {
+        let _ = writeln!(
+            doc,
+            "- {} slices created through REST in {:.1} s ({} creates/s); sliced then holds \
+             {} resident; one slice reads at {} req/s (p99 {}).",
+            thousands(scale.slices as f64),
+            scale.create.as_secs_f64(),
+            thousands(scale.slices as f64 / scale.create.as_secs_f64()),
+            mib(scale.rss_kib),
+            thousands(scale.read_one.requests_per_sec),
+            ms(scale.read_one.p99_ms),
+        );
+    }
+    if let Some(Ok(routing)) = &results.routing {
+        for graph in crate::routing::GRAPHS {
+            let get = |bench: &str| {
+                routing
+                    .estimates
+                    .iter()
+                    .find(|e| e.graph == graph && e.bench == bench)
+                    .map(|e| e.median_ns)
+            };
+            if let (Some(path), Some(reroute)) = (get("shortest_path"), get("link_failure_reroute"))
+            {
+                let affected = info_field(routing, graph, "affected_paths").unwrap_or_default();
+                let _ = writeln!(
+                    doc,
+                    "- {graph}: one shortest path in {}; a cable failure that breaks {affected} \
+                     of 1,000 routed paths is fully rerouted in {}.",
+                    ns(path),
+                    ns(reroute)
+                );
+            }
+        }
+    }
+    let _ = writeln!(doc);
+}
+
+fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &Results) {
+    let _ = writeln!(doc, "## 1. REST reads\n");
+    disturbed(doc, results, crate::PART_REST);
+    let reads = match reads {
+        Ok(reads) => reads,
+        Err(why) => return not_measured(doc, why),
+    };
+    let _ = writeln!(
+        doc,
+        "sliced holds {} slices; the first has port `0x1:1` with 4 MAC addresses. The peer \
+         is a bare actix-web 4 server (`sliced-bench bare-server`, its own process, the same \
+         default of one worker per core as sliced, the same six GET route patterns as \
+         sliced's slice API) that answers each path with the exact bytes sliced returned, \
+         from memory, with no middleware: the framework's ceiling for these requests. \
+         Load: `wrk -t2 -c{} -d{}s --latency URL`, keep-alive, one endpoint at a time, \
+         sliced first then the peer.\n",
+        thousands(reads.slices as f64),
+        crate::READ_CONNECTIONS,
+        results.duration.as_secs()
+    );
+    let _ = writeln!(
+        doc,
+        "| endpoint | body | sliced req/s | bare req/s | ratio | sliced p50 / p99 | bare p50 / p99 | p99 ratio |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for row in &reads.rows {
+        let _ = writeln!(
+            doc,
+            "| `GET {}` | {} B | {} | {} | **{}** | {} / {} | {} / {} | {} |",
+            row.endpoint,
+            thousands(row.body_bytes as f64),
+            thousands(row.sliced.requests_per_sec),
+            thousands(row.bare.requests_per_sec),
+            ratio(row.sliced.requests_per_sec, row.bare.requests_per_sec),
+            ms(row.sliced.p50_ms),
+            ms(row.sliced.p99_ms),
+            ms(row.bare.p50_ms),
+            ms(row.bare.p99_ms),
+            ratio(row.sliced.p99_ms, row.bare.p99_ms),
+        );
+    }
+    let _ = writeln!(doc, "\n{}\n", reading::reads(reads));
+}
+
+fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results) {
+    let _ = writeln!(doc, "## 2. Durable REST writes\n");
+    disturbed(doc, results, crate::PART_REST);
+    let writes = match writes {
+        Ok(writes) => writes,
+        Err(why) => return not_measured(doc, why),
+    };
+    let _ = writeln!(
+        doc,
+        "Each request is `POST /slices` with a new name (a wrk Lua script), on the same \
+         sliced right after the reads; a 201 comes after the store's flush covers the write \
+         (concurrent writers share one flush: group commit). Load: `wrk -t1 -c1` or \
+         `-t2 -cN`, `-d{}s --latency -s create_slices.lua`. The peer is the machine's raw \
+         durable write rate on the same file system, in the same run: append {} bytes, \
+         flush, repeat, one thread, {} s, once before and once after the sliced runs (the \
+         ratio uses their mean). Two flushes: `fdatasync`, and `sync_file_range(WAIT_BEFORE \
+         | WRITE | WAIT_AFTER)`, which is what sled 0.34 calls on Linux to flush its log \
+         (`sled::Db::flush`, pagecache/iobuf.rs): it waits for the data to be written back \
+         but commits no file-system metadata and asks the device for no cache flush.\n",
+        results.duration.as_secs(),
+        writes.fdatasync[0].block,
+        crate::RAW_FLUSH_TIME.as_secs(),
+    );
+    let _ = writeln!(
+        doc,
+        "| writer | per second | p50 | p99 | ratio to raw fdatasync | ratio to raw sync_file_range |\n\
+         |---|---:|---:|---:|---:|---:|"
+    );
+    let (fdatasync, range) = (writes.fdatasync_per_sec(), writes.sync_file_range_per_sec());
+    for raw in writes.fdatasync.iter().chain(&writes.sync_file_range) {
+        let _ = writeln!(
+            doc,
+            "| raw write + {}, 1 thread ({}) | {} | {} | {} | {} | {} |",
+            raw.flush.name(),
+            if std::ptr::eq(raw, &writes.fdatasync[0])
+                || std::ptr::eq(raw, &writes.sync_file_range[0])
+            {
+                "before"
+            } else {
+                "after"
+            },
+            thousands(raw.per_sec),
+            us(raw.latency_us.p50),
+            us(raw.latency_us.p99),
+            ratio(raw.per_sec, fdatasync),
+            ratio(raw.per_sec, range),
+        );
+    }
+    for (clients, result) in &writes.rows {
+        let _ = writeln!(
+            doc,
+            "| sliced, {clients} client{} | {} | {} | {} | **{}** | **{}** |",
+            if *clients == 1 { "" } else { "s" },
+            thousands(result.ok_per_sec()),
+            ms(result.p50_ms),
+            ms(result.p99_ms),
+            ratio(result.ok_per_sec(), fdatasync),
+            ratio(result.ok_per_sec(), range),
+        );
+    }
+    let _ = writeln!(doc, "\n{}\n", reading::writes(writes));
+}
+
+fn peer_names(flows: &Flows) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for row in &flows.rows {
+        if row.controller != "sliced" && !names.contains(&row.controller) {
+            names.push(row.controller.clone());
+        }
+    }
+    names
+}
+
+fn find<'a>(flows: &'a Flows, controller: &str, version: u8, switches: u64) -> Option<&'a FlowRow> {
+    flows
+        .rows
+        .iter()
+        .find(|r| r.controller == controller && r.version == version && r.switches == switches)
+}
+
+fn rate_cell(result: &Outcome<FlowResult>) -> String {
+    match result {
+        Ok(r) => format!(
+            "{} ({} FLOW_MOD/s)",
+            thousands(r.answers_per_sec()),
+            thousands(r.flow_mods_per_sec())
+        ),
+        Err(why) => format!("not measured: {}", short(why)),
+    }
+}
+
+fn latency_cell(result: &Outcome<FlowResult>) -> String {
+    match result {
+        Ok(r) => format!("{} / {}", us(r.rtt_us.p50), us(r.rtt_us.p99)),
+        Err(why) => format!("not measured: {}", short(why)),
+    }
+}
+
+fn short(why: &str) -> String {
+    let line = why.lines().next().unwrap_or_default().replace('|', "/");
+    if line.chars().count() > 80 {
+        format!("{}…", line.chars().take(80).collect::<String>())
+    } else {
+        line
+    }
+}
+
+fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
+    let _ = writeln!(doc, "## 3. Flow setup\n");
+    disturbed(doc, results, crate::PART_FLOWS);
+    let flows = match flows {
+        Ok(flows) => flows,
+        Err(why) => return not_measured(doc, why),
+    };
+    let _ = writeln!(
+        doc,
+        "The emulator (`crates/sliced-bench/src/emulator.rs`, one thread, like cbench) \
+         connects N switches over TCP, each with {} hosts on ports 1..={}, one MAC address \
+         each, and no links between switches. For sliced, every host is in a slice first \
+         (REST: one slice per switch holding its ports and MACs) and LLDP runs once a \
+         minute so that probes stay out of the counts. Each run: handshake; every host \
+         sends one broadcast so that the controller learns it (answers awaited, then 300 ms \
+         of silence); then {} s of PACKET_INs between hosts of the same switch, whole frames \
+         (no buffer ids). A PACKET_OUT carrying the frame back answers a PACKET_IN (frames \
+         carry sequence numbers); FLOW_MODs are counted alongside. **Throughput**: {} \
+         PACKET_INs in flight per switch. **Latency**: one in flight per switch, round trip \
+         from PACKET_IN to its PACKET_OUT. Peers: `ovs-testcontroller ptcp:PORT:127.0.0.1` \
+         (Open vSwitch's learning switch, C) and the usual learning switch on os-ken \
+         2.11.2 (`crates/sliced-bench/peers/learning_switch.py`, Python, OpenFlow 1.3 only). \
+         Every answer of every controller here is one FLOW_MOD and one PACKET_OUT.\n",
+        results.hosts,
+        results.hosts,
+        results.flow_duration.as_secs(),
+        results.window,
+    );
+    for (controller, why) in &flows.skipped {
+        let _ = writeln!(doc, "**{controller} not measured:** {}\n", short(why));
+    }
+    let peers = peer_names(flows);
+    for version in [crate::wire::OFP13, crate::wire::OFP10] {
+        let at_version: Vec<&FlowRow> =
+            flows.rows.iter().filter(|r| r.version == version).collect();
+        if at_version.is_empty() {
+            continue;
+        }
+        let mut counts: Vec<u64> = at_version.iter().map(|r| r.switches).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let here: Vec<&String> = peers
+            .iter()
+            .filter(|p| at_version.iter().any(|r| &r.controller == *p))
+            .collect();
+        for throughput in [true, false] {
+            let (mode, better) = if throughput {
+                ("throughput: flow setups/s", "higher")
+            } else {
+                ("latency: round trip p50 / p99", "lower")
+            };
+            let cell = |result: &Outcome<FlowResult>| {
+                if throughput {
+                    rate_cell(result)
+                } else {
+                    latency_cell(result)
+                }
+            };
+            let _ = writeln!(
+                doc,
+                "**OpenFlow {}, {mode}** (ratio: sliced ÷ peer, {better} is better for sliced)\n",
+                version_text(version)
+            );
+            let mut head = String::from("| switches | sliced |");
+            let mut rule = String::from("|---:|---:|");
+            for peer in &here {
+                let _ = write!(head, " {peer} | ratio |");
+                rule.push_str("---:|---:|");
+            }
+            let _ = writeln!(doc, "{head}\n{rule}");
+            for switches in &counts {
+                let pick = |row: &FlowRow| {
+                    if throughput {
+                        row.throughput.clone()
+                    } else {
+                        row.latency.clone()
+                    }
+                };
+                let ours = find(flows, "sliced", version, *switches).map(pick);
+                let mut line = format!(
+                    "| {switches} | {} |",
+                    ours.as_ref().map_or("not measured".into(), cell)
+                );
+                for peer in &here {
+                    let theirs = find(flows, peer, version, *switches).map(pick);
+                    let r = match (&ours, &theirs) {
+                        (Some(Ok(a)), Some(Ok(b))) if throughput => {
+                            ratio(a.answers_per_sec(), b.answers_per_sec())
+                        }
+                        (Some(Ok(a)), Some(Ok(b))) => ratio(a.rtt_us.p50, b.rtt_us.p50),
+                        _ => "n/a".into(),
+                    };
+                    let _ = write!(
+                        line,
+                        " {} | **{r}** |",
+                        theirs.as_ref().map_or("not measured".into(), cell)
+                    );
+                }
+                let _ = writeln!(doc, "{line}");
+            }
+            let _ = writeln!(doc);
+        }
+    }
+    let errors: u64 = flows
+        .rows
+        .iter()
+        .flat_map(|r| [&r.throughput, &r.latency])
+        .filter_map(|r| r.as_ref().ok())
+        .map(|r| r.errors)
+        .sum();
+    if errors > 0 {
+        let _ = writeln!(
+            doc,
+            "The controllers sent {errors} OpenFlow ERROR messages in all during these runs.\n"
+        );
+    }
+    let _ = writeln!(doc, "{}\n", reading::flows(flows));
+}
+
+fn info_field(routing: &RoutingResult, graph: &str, field: &str) -> Option<String> {
+    let line = routing.info.iter().find(|l| l.starts_with(graph))?;
+    line.split_whitespace().find_map(|word| {
+        let (key, value) = word.split_once('=')?;
+        (key == field).then(|| value.to_owned())
+    })
+}
+
+fn section_scale(doc: &mut String, results: &Results) {
+    let _ = writeln!(doc, "## 4. Scale\n");
+    if let Some(scale) = &results.scale {
+        let _ = writeln!(doc, "### 65,536 slices through the REST API\n");
+        disturbed(doc, results, crate::PART_SCALE);
+        match scale {
+            Err(why) => not_measured(doc, why),
+            Ok(scale) => scale_table(doc, scale, results),
+        }
+    }
+    if let Some(routing) = &results.routing {
+        let _ = writeln!(doc, "### Paths and reroutes on large graphs\n");
+        disturbed(doc, results, crate::PART_ROUTING);
+        match routing {
+            Err(why) => not_measured(doc, why),
+            Ok(routing) => routing_table(doc, routing),
+        }
+    }
+}
+
+fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
+    let small = match &results.reads {
+        Some(Ok(reads)) => reads
+            .rows
+            .iter()
+            .find(|row| {
+                row.endpoint.starts_with("/slices/bench-") && !row.endpoint.contains("/ports")
+            })
+            .map(|row| (reads.slices, &row.sliced)),
+        _ => None,
+    };
+    let _ = writeln!(
+        doc,
+        "The original C sliceable switch's scale test: create {} slices, then use them. Here \
+         through the REST API, as users see it: {} concurrent keep-alive clients each \
+         creating its share (`POST /slices`, each durable), on a fresh sliced. Then \
+         `GET /slices/<the last one>` under `wrk -c{} -d{}s`, five sequential `GET /slices` \
+         listing all of them, and a restart on the same database (time until `GET /slices` \
+         answers, which includes loading slice membership for the controller).\n",
+        thousands(scale.slices as f64),
+        crate::SCALE_CLIENTS,
+        crate::READ_CONNECTIONS,
+        results.duration.as_secs(),
+    );
+    let _ = writeln!(
+        doc,
+        "| measurement | sliced | peer | ratio |\n|---|---:|---:|---:|"
+    );
+    let fsync = match &results.writes {
+        Some(Ok(writes)) => Some(writes.fdatasync_per_sec()),
+        _ => None,
+    };
+    let rate = scale.slices as f64 / scale.create.as_secs_f64();
+    let _ = writeln!(
+        doc,
+        "| create {} slices, {} clients | {:.1} s ({} creates/s) | raw fdatasync: {} | {} |",
+        thousands(scale.slices as f64),
+        crate::SCALE_CLIENTS,
+        scale.create.as_secs_f64(),
+        thousands(rate),
+        fsync.map_or("n/a".into(), |f| format!("{}/s", thousands(f))),
+        fsync.map_or("n/a".into(), |f| ratio(rate, f)),
+    );
+    let _ = writeln!(
+        doc,
+        "| resident memory after creating (VmRSS) | {} | before creating: {} | {} |",
+        mib(scale.rss_kib),
+        mib(scale.rss_start_kib),
+        ratio(scale.rss_kib as f64, scale.rss_start_kib as f64),
+    );
+    let _ = writeln!(
+        doc,
+        "| database on disk | {:.1} MiB | | |",
+        scale.db_bytes as f64 / (1024.0 * 1024.0)
+    );
+    match small {
+        Some((slices, result)) => {
+            let _ = writeln!(
+                doc,
+                "| `GET /slices/<one>` req/s (p50 / p99) | {} ({} / {}) | same with {} slices: {} ({} / {}) | {} |",
+                thousands(scale.read_one.requests_per_sec),
+                ms(scale.read_one.p50_ms),
+                ms(scale.read_one.p99_ms),
+                thousands(slices as f64),
+                thousands(result.requests_per_sec),
+                ms(result.p50_ms),
+                ms(result.p99_ms),
+                ratio(scale.read_one.requests_per_sec, result.requests_per_sec),
+            );
+        }
+        None => {
+            let _ = writeln!(
+                doc,
+                "| `GET /slices/<one>` req/s (p50 / p99) | {} ({} / {}) | | |",
+                thousands(scale.read_one.requests_per_sec),
+                ms(scale.read_one.p50_ms),
+                ms(scale.read_one.p99_ms),
+            );
+        }
+    }
+    let _ = writeln!(
+        doc,
+        "| `GET /slices` (all, {:.1} MiB of JSON), median of 5 | {} | | |",
+        scale.list_bytes as f64 / (1024.0 * 1024.0),
+        ms(scale.list_all_ms)
+    );
+    let _ = writeln!(
+        doc,
+        "| restart until serving | {} | start on an empty database: {} | {} |",
+        ms(scale.restart.as_secs_f64() * 1000.0),
+        ms(scale.empty_start.as_secs_f64() * 1000.0),
+        ratio(scale.restart.as_secs_f64(), scale.empty_start.as_secs_f64()),
+    );
+    let _ = writeln!(
+        doc,
+        "| peak memory after restart (VmHWM) | {} | | |\n",
+        mib(scale.restart_peak_kib)
+    );
+    let _ = writeln!(doc, "{}\n", reading::scale(scale, small));
+}
+
+fn routing_table(doc: &mut String, routing: &RoutingResult) {
+    let _ = writeln!(
+        doc,
+        "Criterion benchmark `crates/slice-controller/benches/routing.rs` on the engine's \
+         own APIs (`Topology::shortest_path`, `Engine::packet_in`, `Engine::port_changed`), \
+         single-threaded, no I/O. Graphs: a k=16 fat-tree (64 core, 128 aggregation, 128 \
+         edge switches; 2,048 cables; 8 hosts per edge switch) and a connected random graph \
+         of 1,000 switches (random spanning tree plus random cables, 2,000 in all; one host \
+         each), all hosts in one slice, 1,000 random host pairs routed. `shortest_path`: \
+         two hosts far apart. `route`: a PACKET_IN between two known hosts (path, flows, \
+         packet-out). `link_failure_withdraw`: the cable carrying the most paths goes down; \
+         the engine finds and deletes the paths over it. `link_failure_reroute`: the same \
+         plus the next packet of every affected pair, each getting a new path: the full \
+         reroute. No peer runs these (there is no like-for-like library API in the peers), \
+         so figures are absolute; median, with the mean's 95 % interval.\n"
+    );
+    for line in &routing.info {
+        let _ = writeln!(doc, "- `{line}`");
+    }
+    let _ = writeln!(doc);
+    let _ = writeln!(
+        doc,
+        "| graph | shortest_path | route | link_failure_withdraw | link_failure_reroute |\n|---|---:|---:|---:|---:|"
+    );
+    for graph in crate::routing::GRAPHS {
+        let mut line = format!("| {graph} |");
+        for bench in crate::routing::BENCHES {
+            match routing
+                .estimates
+                .iter()
+                .find(|e| e.graph == graph && e.bench == bench)
+            {
+                Some(e) => {
+                    let _ = write!(
+                        line,
+                        " {} ({} – {}) |",
+                        ns(e.median_ns),
+                        ns(e.mean_low_ns),
+                        ns(e.mean_high_ns)
+                    );
+                }
+                None => line.push_str(" n/a |"),
+            }
+        }
+        let _ = writeln!(doc, "{line}");
+    }
+    let _ = writeln!(doc, "\n{}\n", reading::routing(routing));
+}
+
+fn section_memory(doc: &mut String, results: &Results) {
+    if results.memory.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        doc,
+        "## 5. Peak resident memory\n\n\
+         VmHWM from `/proc/<pid>/status`, read just before each process was stopped (so it \
+         covers everything that process did in its run).\n\n\
+         | run | process | peak RSS |\n|---|---|---:|"
+    );
+    for (run, process, kib) in &results.memory {
+        let _ = writeln!(doc, "| {run} | {process} | {} |", mib(*kib));
+    }
+    let _ = writeln!(doc);
+}
+
+fn method_notes(doc: &mut String, results: &Results) {
+    let _ = writeln!(
+        doc,
+        "## Method notes\n\n\
+         - Everything runs on this one {}-core machine: the load generator (wrk, the \
+           emulator) competes with the server under test, the same way for sliced and its \
+           peers. Absolute figures are this machine's; the ratios are what carries over.\n\
+         - Traffic goes to loopback only. Each server gets a fresh data directory under the \
+           temporary directory, which is also where the fdatasync loop runs.\n\
+         - sliced runs as built by `cargo build --release` from the working tree, with its \
+           default log filter (`RUST_LOG` unset); runs are short ({} s for wrk, {} s per flow-setup run), so expect a few \
+           percent of noise between runs.\n\
+         - wrk is not corrected for coordinated omission; its percentiles are of completed \
+           requests.\n\
+         - Benchmarks are never assertions: nothing here fails on a figure.\n",
+        results.machine.nproc,
+        results.duration.as_secs(),
+        results.flow_duration.as_secs(),
+    );
+}
+
+/// The short reading of what limits sliced in each part. The figures come from the run;
+/// the shares of CPU time quoted come from perf profiles of sliced under the same loads,
+/// taken while this harness was written (they are not re-measured by each run).
+pub mod reading {
+    use super::*;
+
+    pub fn reads(reads: &Reads) -> String {
+        let point = reads
+            .rows
+            .iter()
+            .find(|row| row.endpoint.starts_with("/slices/") && !row.endpoint.contains("/ports"));
+        let list = reads
+            .rows
+            .iter()
+            .find(|row| row.endpoint == "/slices")
+            .map_or(String::new(), |row| {
+                let share = row.sliced.requests_per_sec / row.bare.requests_per_sec;
+                let names = thousands(reads.slices as f64);
+                let bytes = thousands(row.body_bytes as f64);
+                match point {
+                    // Listing about as fast as a point read: its cost does not follow the
+                    // size of the list.
+                    Some(point)
+                        if row.sliced.requests_per_sec >= 0.7 * point.sliced.requests_per_sec =>
+                    {
+                        format!(
+                            " The listing of {names} slices ({bytes} bytes) runs at {:.0} % of \
+                             the ceiling and at {} req/s against {} for a point read: its \
+                             per-request cost does not follow the size of the list, so the \
+                             gap left is the per-request work above.",
+                            share * 100.0,
+                            thousands(row.sliced.requests_per_sec),
+                            thousands(point.sliced.requests_per_sec),
+                        )
+                    }
+                    _ => format!(
+                        " The listing ({:.0} % of the ceiling) costs far more than a point \
+                         read: it reads and serialises all {names} names ({bytes} bytes) on \
+                         every request, where the peer copies a ready buffer; an encoded \
+                         body kept in memory and dropped on the store's change events would \
+                         bring it close to the peer.",
+                        share * 100.0,
+                    ),
+                }
+            });
+        let access_log = if reads.access_log_lines > 0 {
+            format!(
+                "the access log (sliced's default filter wrote {} request lines during \
+                 these runs; actix's `Logger` formats each and env_logger writes it to \
+                 stderr: 11-17 % of CPU in a profile), ",
+                thousands(reads.access_log_lines as f64)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "**Reading.** The peer already pays for actix-web's HTTP handling and for the \
+             same route table (actix-router matches these patterns with regex-lite: about a \
+             fifth of sliced's CPU on a point read in a perf profile, and the same work per \
+             request in the peer), so the gap is sliced's own work per request: \
+             {access_log}the session middleware (it runs on every request, cookie or not), \
+             the store lookups (about 13 % of CPU on `mac_addresses`: the slice id, the \
+             port, then a prefix scan of its MACs in sled), identifier validation and \
+             JSON.{list}"
+        )
+    }
+
+    pub fn writes(writes: &Writes) -> String {
+        let single = writes.rows.iter().find(|(c, _)| *c == 1);
+        let most = writes.rows.iter().max_by_key(|(c, _)| *c);
+        let (Some((_, single)), Some((clients, most))) = (single, most) else {
+            return String::new();
+        };
+        let fdatasync = writes.fdatasync_per_sec();
+        let range = writes.sync_file_range_per_sec();
+        let per_create_us = 1e6 / single.ok_per_sec();
+        let range_us = 1e6 / range;
+        let durability = "Durability: sled's flush ends in `sync_file_range`, so \
+             crates/slice-store follows every group commit with an `fdatasync` of sled's \
+             log file: a 201 means the write is on stable storage, and that call sets the \
+             floor of a create's cost (the fdatasync row).";
+        let outruns = if single.ok_per_sec() > fdatasync {
+            " It is also why one client can outrun the raw fdatasync loop."
+        } else {
+            ""
+        };
+        format!(
+            "**Reading.** One client creates {} slices/s, {} per create. The flush that \
+             sled issues is `sync_file_range`, about {} here ({:.1}× cheaper than \
+             fdatasync), so most of a create is the rest of the path: HTTP, the hop to the \
+             blocking pool (`web::block`), the store's write lock, sled sealing and writing \
+             its log buffer, and waking the waiting thread.{outruns} {durability} With {clients} \
+             clients the group commit shares each flush, yet throughput grows only {:.1}× \
+             over one client: perf puts the time in thread hand-offs (actix worker, blocking \
+             pool thread, sled's I/O thread, condvar wake-ups: futex and scheduler together \
+             about 40 % of the samples) and in sled's buffer handling, more than in the \
+             device (`sync_file_range` itself about 14 %). The p99 at {clients} clients ({}) \
+             is the queue in front of the shared flush.",
+            thousands(single.ok_per_sec()),
+            us(per_create_us),
+            us(range_us),
+            range / fdatasync,
+            most.ok_per_sec() / single.ok_per_sec(),
+            ms(most.p99_ms),
+        )
+    }
+
+    pub fn flows(flows: &Flows) -> String {
+        let rates: Vec<String> = flows
+            .rows
+            .iter()
+            .filter(|r| r.controller == "sliced" && r.version == crate::wire::OFP13)
+            .filter_map(|r| r.throughput.as_ref().ok().map(|t| (r.switches, t)))
+            .map(|(n, t)| format!("{} at {n}", thousands(t.answers_per_sec())))
+            .collect();
+        if rates.is_empty() {
+            return "**Reading.** sliced was not measured (see above).".into();
+        }
+        format!(
+            "**Reading.** sliced's flow setups/s on OpenFlow 1.3: {} switches. Against \
+             ovs-testcontroller (C, single-threaded) sliced gains from batching (each \
+             switch's connection task decodes everything one read returns and writes each \
+             command batch with one syscall) and from running on both cores (a two-thread \
+             Tokio runtime: connection tasks and the engine task in parallel). \
+             ovs-testcontroller is CPU-bound on its one core, and a perf profile puts three \
+             quarters of that in the kernel: it sends every FLOW_MOD and every PACKET_OUT \
+             with a `send` of its own. Against os-ken the gap is Python's per-message cost (parsing the packet \
+             with os-ken's packet library, building FLOW_MOD and PACKET_OUT objects). What \
+             bounds sliced is CPU on this 2-core machine, shared with the emulator: a perf \
+             profile of a 16-switch run has the connection tasks at about 45 % of sliced's \
+             CPU (framing, decoding, encoding, `tcp_sendmsg` alone about 13 %), the engine \
+             task at about 30 %, of which the decision itself (`Engine::packet_in`: learn, \
+             slice check, path, commands) is a third, and the rest in Tokio scheduling and \
+             wake-ups between tasks. The single engine task serialises every decision, so \
+             more switches add parallel decoding but not parallel decisions; with paths that \
+             cross many switches the path search grows (part 4) and the engine task becomes \
+             the limit.{}",
+            rates.join(", "),
+            latency_note(flows)
+        )
+    }
+
+    /// Why sliced's one-switch round trip is slower than ovs-testcontroller's, when it is.
+    fn latency_note(flows: &Flows) -> String {
+        let p50 = |controller: &str| {
+            let row = find(flows, controller, crate::wire::OFP13, 1)?;
+            row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
+        };
+        match (
+            p50("sliced"),
+            p50(crate::peers::Peer::OvsTestController.name()),
+        ) {
+            // Only a difference well above run-to-run noise is worth explaining.
+            (Some(ours), Some(theirs)) if ours > theirs * 1.15 => format!(
+                " With one switch and one packet in flight, sliced's round trip ({}) is longer \
+                 than ovs-testcontroller's ({}): each PACKET_IN crosses two task hops \
+                 (connection task to engine task and back, each a channel send and a wake-up), \
+                 where ovs-testcontroller answers in the thread that read it.",
+                us(ours),
+                us(theirs)
+            ),
+            _ => String::new(),
+        }
+    }
+
+    pub fn scale(scale: &Scale, small: Option<(usize, &crate::wrk::WrkResult)>) -> String {
+        let read = match small {
+            Some((slices, small)) => format!(
+                " Reading one slice among {} runs at {:.0} % of the rate with {} (a sled \
+                 point lookup is a B-tree descent, logarithmic in the table; the rest of the \
+                 request does not depend on it).",
+                thousands(scale.slices as f64),
+                100.0 * scale.read_one.requests_per_sec / small.requests_per_sec,
+                thousands(slices as f64),
+            ),
+            None => String::new(),
+        };
+        format!(
+            "**Reading.** Creating is bound by the write path of part 2 (group commit over \
+             sled's flush).{read} Listing all {} slices sends {:.1} MiB of JSON per request ({} \
+             each, median of 5): fine for an operator, not for a poll loop (the API has no \
+             paging). Resident memory grows by about {:.0} bytes per slice created (sled's page \
+             cache and log buffers, the controller's membership index, allocator slack). A \
+             restart opens sled and loads every slice into the membership index before \
+             serving, {} more than a start on an empty database.",
+            thousands(scale.slices as f64),
+            scale.list_bytes as f64 / (1024.0 * 1024.0),
+            ms(scale.list_all_ms),
+            scale.rss_kib.saturating_sub(scale.rss_start_kib) as f64 * 1024.0 / scale.slices as f64,
+            ms(scale
+                .restart
+                .saturating_sub(scale.empty_start)
+                .as_secs_f64()
+                * 1000.0),
+        )
+    }
+
+    pub fn routing(routing: &RoutingResult) -> String {
+        let get = |graph: &str, bench: &str| {
+            routing
+                .estimates
+                .iter()
+                .find(|e| e.graph == graph && e.bench == bench)
+                .map(|e| e.median_ns)
+        };
+        let fat_tree = match get("fat_tree_k16", "shortest_path") {
+            Some(path) => format!(
+                " On the fat-tree one search costs {}, so a single engine task could set up \
+                 only about {} inter-pod paths per second, against the hundreds of thousands \
+                 of one-switch paths per second of part 3.",
+                ns(path),
+                thousands(1e9 / path)
+            ),
+            None => String::new(),
+        };
+        format!(
+            "**Reading.** A path search is a breadth-first search from scratch per flow: a \
+             hash map of visited switches (SipHash) and a walk of each switch's sorted \
+             neighbour set. With a far destination it visits nearly every switch and link \
+             before it stops, so it costs time linear in the whole graph.{fat_tree} A \
+             withdrawal scans every installed path for the failed cable (linear in the paths, \
+             cheap at 1,000); the full reroute is one search per affected pair, so it grows \
+             with the paths over the busiest cable. An index-based BFS (vectors instead of \
+             hash maps), or a per-source shortest-path tree reused across destinations, would \
+             cut both."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(thousands(1234567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(ms(0.25), "250 µs");
+        assert_eq!(ms(12.345), "12.3 ms");
+        assert_eq!(ns(1500.0), "1.5 µs");
+        assert_eq!(ratio(1.0, 4.0), "0.25×");
+        assert_eq!(ratio(1.0, 0.0), "n/a");
+    }
+}

@@ -1,0 +1,194 @@
+//! Building and running `sliced`, and talking to its REST API.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::procs::{self, Server};
+
+/// Builds `sliced` in release mode and returns the path of the binary.
+pub fn build(workspace: &Path) -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("sliced-bench: cargo build --release --bin sliced");
+    let stdout = procs::output(
+        Command::new(&cargo)
+            .current_dir(workspace)
+            .args(["build", "--release", "--bin", "sliced"])
+            .args(["--message-format", "json-render-diagnostics"]),
+    )?;
+    artifact_path(&stdout, "sliced").context("cargo built no `sliced` executable")
+}
+
+/// The executable named `name` among cargo's JSON messages.
+fn artifact_path(messages: &str, name: &str) -> Option<PathBuf> {
+    messages.lines().rev().find_map(|line| {
+        let message: serde_json::Value = serde_json::from_str(line).ok()?;
+        if message["reason"] != "compiler-artifact" || message["target"]["name"] != name {
+            return None;
+        }
+        message["executable"].as_str().map(PathBuf::from)
+    })
+}
+
+/// A running sliced on a data directory of its own, on loopback ports.
+pub struct Sliced {
+    pub server: Server,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
+    pub openflow: SocketAddr,
+    pub base: String,
+}
+
+impl Sliced {
+    /// Starts sliced on `dir` (created fresh) and waits until its REST API answers.
+    pub fn start(binary: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let http = procs::free_addr()?;
+        let openflow = procs::free_addr()?;
+        let mut command = Command::new(binary);
+        command
+            .arg("--db")
+            .arg(dir.join("data"))
+            .arg("--http")
+            .arg(http.to_string())
+            .arg("--openflow")
+            .arg(openflow.to_string())
+            .args(extra)
+            // sliced as users run it: its own default log filter, its default data dir
+            // handling overridden only by --db.
+            .env_remove("SLICED_DB")
+            .env_remove("RUST_LOG");
+        let log = dir.join("sliced.log");
+        let mut server = Server::spawn("sliced", command, &log)?;
+        server.wait_for_port(http, Duration::from_secs(30))?;
+        let base = format!("http://{http}");
+        // The port listens before the routes are ready only in theory; make sure.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while get(&base, "/slices").is_err() {
+            if Instant::now() > deadline {
+                bail!("sliced at {base} does not answer GET /slices");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(Self {
+            server,
+            log,
+            openflow,
+            base,
+        })
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// GET a path; the body of a 200.
+pub fn get(base: &str, path: &str) -> anyhow::Result<String> {
+    get_with(&agent(), base, path)
+}
+
+pub fn get_with(agent: &ureq::Agent, base: &str, path: &str) -> anyhow::Result<String> {
+    let response = agent
+        .get(&format!("{base}{path}"))
+        .call()
+        .with_context(|| format!("GET {path}"))?;
+    Ok(response.into_string()?)
+}
+
+/// POST a JSON body and expect 201.
+pub fn post(agent: &ureq::Agent, base: &str, path: &str, body: &str) -> anyhow::Result<()> {
+    let response = agent
+        .post(&format!("{base}{path}"))
+        .set("Content-Type", "application/json")
+        .send_string(body);
+    match response {
+        Ok(response) if response.status() == 201 => Ok(()),
+        Ok(response) => bail!("POST {path} {body}: status {}", response.status()),
+        Err(ureq::Error::Status(status, response)) => bail!(
+            "POST {path} {body}: status {status}: {}",
+            response.into_string().unwrap_or_default()
+        ),
+        Err(err) => Err(err).with_context(|| format!("POST {path} {body}")),
+    }
+}
+
+/// Creates slice `name`.
+pub fn create_slice(agent: &ureq::Agent, base: &str, name: &str) -> anyhow::Result<()> {
+    post(agent, base, "/slices", &format!(r#"{{"name":"{name}"}}"#))
+}
+
+/// Adds MAC address `mac` to port `port` (`0x<dpid>:<port_no>`) of `slice`, creating the
+/// port when needed.
+pub fn add_mac(
+    agent: &ureq::Agent,
+    base: &str,
+    slice: &str,
+    port: &str,
+    mac: &str,
+) -> anyhow::Result<()> {
+    post(
+        agent,
+        base,
+        &format!("/slices/{slice}/ports/{port}/mac_addresses"),
+        &format!(r#"{{"name":"{mac}"}}"#),
+    )
+}
+
+/// Runs `jobs` over `clients` threads, each with its own keep-alive connection; returns
+/// the wall time. Job i goes to thread i % clients, in order.
+pub fn parallel<J>(
+    base: &str,
+    jobs: Vec<J>,
+    clients: usize,
+    work: impl Fn(&ureq::Agent, &str, &J) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<Duration>
+where
+    J: Send + Sync,
+{
+    let clients = clients.max(1);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|client| {
+                let (jobs, work) = (&jobs, &work);
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let agent = agent();
+                    for job in jobs.iter().skip(client).step_by(clients) {
+                        work(&agent, base, job)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
+    Ok(started.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_executable_comes_from_cargos_messages() {
+        let messages = r#"{"reason":"compiler-artifact","target":{"name":"slice_core"},"executable":null}
+{"reason":"compiler-artifact","target":{"name":"sliced"},"executable":"/t/release/sliced"}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(
+            artifact_path(messages, "sliced"),
+            Some(PathBuf::from("/t/release/sliced"))
+        );
+        assert_eq!(artifact_path(messages, "slice"), None);
+    }
+}
