@@ -424,20 +424,19 @@ impl Store {
 
     /// Keeps the in-memory slice list in step with a change just applied to the tree.
     fn track_slice_names(&self, change: &Change) {
-        let grows_or_shrinks = matches!(change, Change::SliceCreated(_) | Change::SliceDeleted(_));
-        if !grows_or_shrinks {
-            return;
-        }
-        let mut list = self
-            .slice_names
-            .write()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let edit = |apply: &mut dyn FnMut(&mut Vec<SliceName>)| {
+            let mut list = self
+                .slice_names
+                .write()
+                .unwrap_or_else(|poison| poison.into_inner());
+            apply(&mut list.names);
+            list.version += 1;
+        };
         match change {
-            Change::SliceCreated(name) => list.names.push(name.clone()),
-            Change::SliceDeleted(slice) => list.names.retain(|name| *name != slice.name),
+            Change::SliceCreated(name) => edit(&mut |names| names.push(name.clone())),
+            Change::SliceDeleted(slice) => edit(&mut |names| names.retain(|n| *n != slice.name)),
             _ => {}
         }
-        list.version += 1;
     }
 
     fn slice_id(&self, slice: &SliceName) -> Result<u64, StoreError> {
