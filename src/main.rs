@@ -123,9 +123,7 @@ fn controller_config(config: &Config) -> slice_controller::ControllerConfig {
     let mut controller = slice_controller::ControllerConfig::default();
     controller.engine.slicing = config.slicing;
     controller.engine.idle_timeout = config.idle_timeout;
-    controller.lldp_interval = std::time::Duration::from_millis(config.lldp_interval_ms);
-    // Three and a half missed probes: one lost LLDP frame never drops a link.
-    controller.engine.link_max_age = controller.lldp_interval * 7 / 2;
+    controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
     controller
 }
 

@@ -39,7 +39,8 @@ impl Default for EngineConfig {
             slicing: true,
             idle_timeout: 60,
             drop_timeout: 10,
-            link_max_age: Duration::from_secs(3),
+            // Three and a half of the server's default one-second LLDP intervals.
+            link_max_age: Duration::from_millis(3500),
             link_missed_probes: 3,
         }
     }
@@ -151,6 +152,12 @@ impl Engine {
     /// The commands produced since the last call, in order, each with its switch.
     pub fn take_commands(&mut self) -> Vec<(u64, Command)> {
         std::mem::take(&mut self.outbox)
+    }
+
+    /// Like [`Engine::take_commands`], but keeps the queue's memory for the next event:
+    /// what the server calls once per event.
+    pub fn drain_commands(&mut self) -> std::vec::Drain<'_, (u64, Command)> {
+        self.outbox.drain(..)
     }
 
     fn send(&mut self, dpid: u64, command: Command) {

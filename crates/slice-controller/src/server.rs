@@ -37,13 +37,24 @@ pub struct ControllerConfig {
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        Self {
+        let mut config = Self {
             engine: EngineConfig::default(),
-            lldp_interval: Duration::from_secs(1),
+            lldp_interval: Duration::ZERO,
             echo_interval: Duration::from_secs(5),
             dead_after: Duration::from_secs(15),
             handshake_timeout: Duration::from_secs(10),
-        }
+        };
+        config.set_lldp_interval(Duration::from_secs(1));
+        config
+    }
+}
+
+impl ControllerConfig {
+    /// Sets how often LLDP goes out, and with it how long an unconfirmed link lives:
+    /// three and a half intervals, so that one lost probe never drops a link.
+    pub fn set_lldp_interval(&mut self, interval: Duration) {
+        self.lldp_interval = interval;
+        self.engine.link_max_age = interval * 7 / 2;
     }
 }
 
@@ -261,6 +272,7 @@ async fn run_engine(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
+    let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
     let mut ticker = tokio::time::interval(config.lldp_interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -272,7 +284,7 @@ async fn run_engine(
             _ = ticker.tick() => engine.tick(Instant::now()),
             _ = stopped.changed() => return,
         }
-        dispatch(&mut engine, &mut switches);
+        dispatch(&mut engine, &mut switches, &mut batches);
     }
 }
 
@@ -334,29 +346,34 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
     }
 }
 
-/// Hands every switch its share of the engine's commands as one batch.
-fn dispatch(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>) {
-    let commands = engine.take_commands();
-    if commands.is_empty() {
-        return;
-    }
-    let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
-    for (dpid, command) in commands {
-        batches.entry(dpid).or_default().push(command);
-    }
-    for (dpid, batch) in batches {
-        let Some(link) = switches.get(&dpid) else {
-            continue;
-        };
-        if let Err(err) = link.commands.try_send(batch) {
-            match err {
-                mpsc::error::TrySendError::Full(_) => {
-                    log::warn!("switch {dpid:#x} is not keeping up; disconnecting it")
+/// Hands every switch its share of the engine's commands as one batch. `batches` lives
+/// as long as the engine task, so grouping allocates only the batches themselves.
+fn dispatch(
+    engine: &mut Engine,
+    switches: &mut HashMap<u64, SwitchLink>,
+    batches: &mut HashMap<u64, Vec<Command>>,
+) {
+    // Dropping a switch that cannot keep up makes the engine withdraw the paths through
+    // it from the other switches: those commands go out in the next round, not after
+    // the next event. Each round drops a switch or ends the loop.
+    loop {
+        for (dpid, command) in engine.drain_commands() {
+            batches.entry(dpid).or_default().push(command);
+        }
+        if batches.is_empty() {
+            return;
+        }
+        for (dpid, batch) in batches.drain() {
+            let Some(link) = switches.get(&dpid) else {
+                continue;
+            };
+            if let Err(err) = link.commands.try_send(batch) {
+                if let mpsc::error::TrySendError::Full(_) = err {
+                    log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
                 }
-                mpsc::error::TrySendError::Closed(_) => {}
+                switches.remove(&dpid);
+                engine.switch_disconnected(dpid);
             }
-            switches.remove(&dpid);
-            engine.switch_disconnected(dpid);
         }
     }
 }
@@ -546,9 +563,17 @@ impl Writer {
             }),
             Command::PacketOut { out_port, data } => packet_out(out_port, data),
             Command::Discovery { port_no } => {
-                scratch.clear();
-                openflow::packet::discovery_frame(self.dpid, port_no, DISCOVERY_SOURCE, scratch);
-                packet_out(port_no, std::mem::take(scratch))
+                // The frame is built in `scratch`, and the buffer is taken back from the
+                // message once encoded, so that probes reuse one allocation.
+                let mut frame = std::mem::take(scratch);
+                frame.clear();
+                openflow::packet::discovery_frame(self.dpid, port_no, DISCOVERY_SOURCE, &mut frame);
+                let message = packet_out(port_no, frame);
+                let queued = self.queue(&message);
+                if let Message::PacketOut(PacketOut { data, .. }) = message {
+                    *scratch = data;
+                }
+                return queued;
             }
         };
         self.queue(&message)
