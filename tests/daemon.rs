@@ -58,6 +58,21 @@ fn sliced(args: &[&str]) -> Command {
     command
 }
 
+/// `sliced` on data directory `db` and HTTP address `http`, OpenFlow on a free port,
+/// then `extra`.
+fn sliced_on(db: &Path, http: SocketAddr, extra: &[&str]) -> Command {
+    let mut command = sliced(&[
+        "--db",
+        path_str(db),
+        "--http",
+        &http.to_string(),
+        "--openflow",
+        &free_port().to_string(),
+    ]);
+    command.args(extra);
+    command
+}
+
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("temporary paths are UTF-8")
 }
@@ -67,20 +82,10 @@ fn background_mode_returns_once_serving_and_sigterm_stops_it_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let pid_file = dir.path().join("sliced.pid");
-    let (http, openflow) = (free_port(), free_port());
-    let output = sliced(&[
-        "-d",
-        "--db",
-        path_str(&data),
-        "--http",
-        &http.to_string(),
-        "--openflow",
-        &openflow.to_string(),
-        "--pid-file",
-        path_str(&pid_file),
-    ])
-    .output()
-    .unwrap();
+    let http = free_port();
+    let output = sliced_on(&data, http, &["-d", "--pid-file", path_str(&pid_file)])
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{output:?}");
 
     // It printed the pid it wrote, and serves at once: no polling needed.
@@ -118,17 +123,9 @@ fn background_mode_returns_once_serving_and_sigterm_stops_it_cleanly() {
 fn background_mode_reports_a_failed_start_and_names_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let output = sliced(&[
-        "-d",
-        "--db",
-        path_str(dir.path()),
-        "--http",
-        &taken.local_addr().unwrap().to_string(),
-        "--openflow",
-        &free_port().to_string(),
-    ])
-    .output()
-    .unwrap();
+    let output = sliced_on(dir.path(), taken.local_addr().unwrap(), &["-d"])
+        .output()
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("sliced.log"), "{stderr}");
@@ -217,16 +214,7 @@ fn a_second_daemon_on_one_database_is_refused_and_the_first_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let first = Daemon::start(dir.path());
     create_slice(first.http, "kept");
-    let output = sliced(&[
-        "--db",
-        path_str(dir.path()),
-        "--http",
-        &free_port().to_string(),
-        "--openflow",
-        &free_port().to_string(),
-    ])
-    .output()
-    .unwrap();
+    let output = sliced_on(dir.path(), free_port(), &[]).output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("another sliced already runs"), "{stderr}");

@@ -54,17 +54,7 @@ impl Controller {
             .stdout(log_file.try_clone()?)
             .stderr(log_file);
         let daemon = Daemon::spawn(&mut command, "sliced")?;
-        let mut controller = Controller {
-            bins: bins.clone(),
-            data,
-            log,
-            http,
-            openflow_port,
-            process: Process::Child(daemon),
-            agent: agent(),
-        };
-        controller.wait_serving()?;
-        Ok(controller)
+        Self::new(bins, data, log, http, openflow_port, Process::Child(daemon)).serving()
     }
 
     /// Starts `sliced -d --pid-file <pid_file>` as an operator would: the command returns
@@ -92,17 +82,34 @@ impl Controller {
         // Recorded at once, so that the daemon is stopped whatever happens next; the
         // data directory is on its command line, which tells it from a reused pid.
         let adopted = Adopted::new(pid, &data.display().to_string(), "sliced -d");
-        let mut controller = Controller {
+        let process = Process::Detached(adopted);
+        let started = Self::new(bins, data, log, http, openflow_port, process).serving()?;
+        Ok((started, pid))
+    }
+
+    fn new(
+        bins: &Bins,
+        data: PathBuf,
+        log: PathBuf,
+        http: SocketAddr,
+        openflow_port: u16,
+        process: Process,
+    ) -> Controller {
+        Controller {
             bins: bins.clone(),
             data,
             log,
             http,
             openflow_port,
-            process: Process::Detached(adopted),
+            process,
             agent: agent(),
-        };
-        controller.wait_serving()?;
-        Ok((controller, pid))
+        }
+    }
+
+    /// Returns the controller once its REST API answers.
+    fn serving(mut self) -> anyhow::Result<Controller> {
+        self.wait_serving()?;
+        Ok(self)
     }
 
     fn wait_serving(&mut self) -> anyhow::Result<()> {
