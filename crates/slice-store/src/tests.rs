@@ -16,6 +16,21 @@ fn open() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// Opens the database again in this process after dropping the previous `Store`. sled
+/// lets go of its file lock only when its last background task has dropped the file,
+/// which can be a moment after the `Db` is gone; a new process never sees this.
+fn reopen(path: &std::path::Path) -> Store {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Store::open(path) {
+            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened.unwrap(),
+        }
+    }
+}
+
 fn slice_error(result: Result<impl std::fmt::Debug, StoreError>) -> SliceError {
     match result {
         Err(StoreError::Slice(err)) => err,
@@ -177,7 +192,7 @@ fn everything_survives_reopening_in_order() {
             .unwrap();
         store.snapshot().unwrap()
     };
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(dir.path());
     assert_eq!(store.snapshot().unwrap(), expected);
     assert_eq!(expected[1].ports[1].macs, [mac(1), mac(0)]);
 }
@@ -296,7 +311,7 @@ fn the_slice_list_follows_deletes_recreates_and_reopening() {
     let expected = vec![name("a"), name("b"), name("c")];
     drop(store);
 
-    let reopened = Store::open(dir.path()).unwrap();
+    let reopened = reopen(dir.path());
     assert_eq!(
         reopened.slices().unwrap(),
         expected,
