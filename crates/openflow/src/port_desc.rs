@@ -119,9 +119,9 @@ impl<T: AsRef<[u8]>> PortV13<T> {
 /// A port description, in either version's terms.
 ///
 /// 1.0 has no `curr_speed` / `max_speed`: they are 0 after parsing a 1.0 port and not
-/// sent on 1.0. The name travels in a 16-byte NUL-padded field: parsing keeps the bytes
-/// before the first NUL (invalid UTF-8 replaced), emitting keeps at most 15 bytes, cut
-/// at a character boundary, so a NUL always ends it.
+/// sent on 1.0. The name travels in a 16-byte NUL-padded field: both parsing
+/// and emitting keep at most 15 bytes of it, cut at a character boundary, so that a
+/// NUL always ends it; parsing stops at the first NUL and replaces invalid UTF-8.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PortDesc {
     /// Port number, 32-bit numbering.
@@ -228,17 +228,26 @@ impl PortDesc {
 
 fn decode_name(bytes: &[u8; NAME_LEN]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
-    String::from_utf8_lossy(sub(bytes, 0, end)).into_owned()
+    // Replacing invalid UTF-8 can lengthen the name, and a peer may fill all 16 bytes
+    // without a NUL: keep what `encode_name` can send back, so that a parsed port
+    // encodes to a field that parses to the same name.
+    fit_name(&String::from_utf8_lossy(sub(bytes, 0, end))).to_owned()
 }
 
 fn encode_name(name: &str) -> [u8; NAME_LEN] {
+    let mut out = [0u8; NAME_LEN];
+    crate::wire::write_slice(&mut out, 0, fit_name(name).as_bytes());
+    out
+}
+
+/// The longest prefix of `name` that fits the field with its NUL, cut at a character
+/// boundary.
+fn fit_name(name: &str) -> &str {
     let mut end = name.len().min(NAME_LEN - 1);
     while !name.is_char_boundary(end) {
         end -= 1;
     }
-    let mut out = [0u8; NAME_LEN];
-    crate::wire::write_slice(&mut out, 0, sub(name.as_bytes(), 0, end));
-    out
+    &name[..end]
 }
 
 /// Parses a run of 1.0 ports filling `bytes` exactly.

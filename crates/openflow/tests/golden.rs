@@ -582,3 +582,37 @@ fn long_port_names_are_cut_at_a_character_boundary() {
         assert_eq!(desc.name, expected);
     }
 }
+
+/// Found by `cargo xtask fuzz openflow_stream`: a name field with no NUL, or one whose
+/// invalid UTF-8 grows when replaced, decoded to a name longer than the field can carry,
+/// so the port did not survive its own re-encoding.
+#[test]
+fn a_parsed_port_name_always_fits_its_field() {
+    let mut unterminated = [b'A'; 16];
+    let mut invalid_utf8 = [0xf1u8; 16];
+    invalid_utf8[12] = 0;
+    for (field, expected) in [
+        (&mut unterminated, "AAAAAAAAAAAAAAA".to_string()),
+        (&mut invalid_utf8, "\u{fffd}".repeat(5)),
+    ] {
+        let mut out = Vec::new();
+        Message::PortStatus {
+            reason: 0,
+            desc: PortDesc::default(),
+        }
+        .emit(OFP13, 1, &mut out)
+        .unwrap();
+        // ofp_port starts after the header and 8 bytes of reason and padding; its name
+        // after port_no, 4 bytes of padding, hw_addr and 2 more bytes of padding.
+        let name_at = 8 + 8 + 4 + 4 + 6 + 2;
+        out[name_at..name_at + 16].copy_from_slice(field);
+        let (_, parsed) = Message::parse(&out).unwrap();
+        let Message::PortStatus { desc, .. } = &parsed else {
+            panic!("not a PORT_STATUS");
+        };
+        assert_eq!(desc.name, expected);
+        let mut again = Vec::new();
+        parsed.emit(OFP13, 1, &mut again).unwrap();
+        assert_eq!(Message::parse(&again).unwrap().1, parsed);
+    }
+}
