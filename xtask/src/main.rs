@@ -5,8 +5,10 @@
 //! - `cargo xtask e2e`: the end-to-end lab alone (real Open vSwitch, hosts in network
 //!   namespaces); see docs/testing.md.
 //! - `cargo xtask bench`: sliced against its peers, written to docs/benchmarks.md.
+//! - `cargo xtask fuzz TARGET`: a coverage-guided fuzzing campaign (AFL++ via cargo-afl).
 
 mod e2e;
+mod fuzz;
 
 use std::process::Command;
 
@@ -17,7 +19,8 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   test    formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
   e2e     the end-to-end lab alone (root and Open vSwitch); `cargo xtask e2e --help`
-  bench   sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`";
+  bench   sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`
+  fuzz    a coverage-guided fuzzing campaign on one decoder; `cargo xtask fuzz --help`";
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +29,7 @@ fn main() -> std::process::ExitCode {
         "test" => test(),
         "e2e" => e2e::main(&args[1..]),
         "bench" => bench(&args[1..]),
+        "fuzz" => fuzz::main(&args[1..]),
         _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
     };
     match result {

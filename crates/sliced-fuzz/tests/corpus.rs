@@ -1,0 +1,74 @@
+//! The seed corpus runs through every harness in the ordinary test suite: a seed that
+//! crashes a harness, or a target without seeds, fails CI rather than the next fuzzing
+//! campaign.
+
+use std::path::{Path, PathBuf};
+
+fn corpus_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(target)
+}
+
+fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = corpus_dir(target);
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("cannot read the corpus {}: {err}", dir.display()));
+    entries
+        .map(|entry| {
+            let path = entry.expect("a readable corpus entry").path();
+            let bytes = std::fs::read(&path)
+                .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+            (path, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn every_target_has_seeds_and_runs_them() {
+    for target in sliced_fuzz::TARGETS {
+        let seeds = seeds(target);
+        assert!(
+            seeds.len() >= 5,
+            "{target}: only {} seeds in {}",
+            seeds.len(),
+            corpus_dir(target).display()
+        );
+        for (path, bytes) in seeds {
+            assert!(
+                sliced_fuzz::run(target, &bytes),
+                "{target} is not a target that run() knows ({})",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Seeds are only worth their place if the decoder gets past the framing: each OpenFlow
+/// seed holds at least one whole message that decodes.
+#[test]
+fn openflow_seeds_hold_decodable_messages() {
+    for (path, bytes) in seeds("openflow_stream") {
+        let decoded = openflow::frame_len(&bytes)
+            .ok()
+            .flatten()
+            .and_then(|len| openflow::Message::parse(&bytes[..len]).ok());
+        assert!(decoded.is_some(), "{} decodes to nothing", path.display());
+    }
+}
+
+/// `cargo xtask fuzz` finds targets by their binaries, this test by `TARGETS`: the two
+/// lists must name the same harnesses.
+#[test]
+fn targets_match_the_fuzz_binaries() {
+    let bin_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+    let mut binaries: Vec<String> = std::fs::read_dir(&bin_dir)
+        .expect("src/bin is readable")
+        .map(|entry| entry.expect("a readable entry").file_name())
+        .filter_map(|name| name.to_str()?.strip_suffix(".rs").map(str::to_owned))
+        .collect();
+    binaries.sort();
+    let mut targets: Vec<&str> = sliced_fuzz::TARGETS.to_vec();
+    targets.sort_unstable();
+    assert_eq!(binaries, targets);
+}
