@@ -152,7 +152,7 @@ fn peers_without_a_certificate_from_the_ca_are_refused_and_others_carry_on() {
 }
 
 #[test]
-fn plain_tcp_can_be_turned_off() {
+fn plain_tcp_can_be_turned_off_and_the_settings_file_has_the_tls_keys() {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new(dir.path(), "lab");
     // The file asks for plain TCP and TLS, the flag turns plain TCP off again.
@@ -162,7 +162,8 @@ fn plain_tcp_can_be_turned_off() {
         &config,
         format!(
             "openflow = \"{plain_addr}\"\nopenflow_tls = \"{tls_addr}\"\n\
-             [controller]\nopenflow_cert = {:?}\nopenflow_key = {:?}\nopenflow_ca = {:?}\n",
+             [controller]\nopenflow_cert = {:?}\nopenflow_key = {:?}\nopenflow_ca = {:?}\n\
+             allowed_dpids = [1, \"0x2\"]\n",
             pki.cert_file, pki.key_file, pki.ca_file
         ),
     )
@@ -179,8 +180,14 @@ fn plain_tcp_can_be_turned_off() {
     let refused = std::net::TcpStream::connect(plain_addr);
     assert!(refused.is_err(), "nothing listens on the plain port");
     let mut network = Network::new();
+    let outsider = network.connect_over(tls::bridge(tls_addr, pki.client("s5")), 5, OFP13, 1);
     network.connect_over(tls::bridge(tls_addr, pki.client("s1")), 1, OFP13, 1);
-    assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![1]));
+    network.connect_over(tls::bridge(tls_addr, pki.client("s2")), 2, OFP10, 1);
+    assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![1, 2]));
+    assert!(
+        eventually(WAIT, || outsider.is_closed()),
+        "0x5 is not listed"
+    );
     assert!(!log_text(&log).contains("unauthenticated"));
 }
 
