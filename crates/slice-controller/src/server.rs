@@ -77,10 +77,11 @@ impl ControllerConfig {
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("cannot listen for OpenFlow on {addr}: {source}")]
+    // The reason is in the message, so it is no `source`: the chain would say it twice.
+    #[error("cannot listen for OpenFlow on {addr}: {reason}")]
     Listen {
         addr: String,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("cannot read slice membership: {0}")]
     Store(#[from] slice_store::StoreError),
@@ -299,9 +300,9 @@ impl Drop for Controller {
 
 /// A bound, non-blocking listener and its address.
 fn bind(addr: &str) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
-    let listen_error = |source| StartError::Listen {
+    let listen_error = |reason| StartError::Listen {
         addr: addr.to_owned(),
-        source,
+        reason,
     };
     let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
     listener.set_nonblocking(true).map_err(listen_error)?;

@@ -31,11 +31,12 @@ pub enum TlsError {
     Key { path: PathBuf, reason: String },
     #[error("cannot use the CA file {path}: {reason}")]
     Ca { path: PathBuf, reason: String },
-    #[error("the certificate {cert} and the key {key} do not go together: {source}")]
+    // The reason is in the message, so it is no `source`: the chain would say it twice.
+    #[error("the certificate {cert} and the key {key} do not go together: {reason}")]
     Mismatch {
         cert: PathBuf,
         key: PathBuf,
-        source: rustls::Error,
+        reason: rustls::Error,
     },
 }
 
@@ -76,10 +77,10 @@ impl TlsFiles {
             .map_err(|err| cert_error(err.to_string()))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain, key)
-            .map_err(|source| TlsError::Mismatch {
+            .map_err(|reason| TlsError::Mismatch {
                 cert: self.cert.clone(),
                 key: self.key.clone(),
-                source,
+                reason,
             })?;
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
