@@ -186,7 +186,10 @@ impl Controller {
         // The TLS files are read before anything is bound, so that a bad file stops the
         // start-up with a message naming it.
         let tls = match &listeners.tls {
-            Some((addr, files)) => Some((bind(addr)?, files.acceptor()?)),
+            Some((addr, files)) => {
+                let acceptor = files.acceptor()?;
+                Some((bind(addr)?, acceptor))
+            }
             None => None,
         };
         let plain = listeners.plain.as_deref().map(bind).transpose()?;
