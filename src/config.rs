@@ -1,15 +1,19 @@
 //! The daemon's settings: command-line flags over `SLICED_DB` over the TOML file named by
 //! `--config` over built-in defaults.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Parser;
 use serde::Deserialize;
+use slice_controller::{Listeners, TlsFiles};
 use slice_store::DataDir;
 
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
+/// The `--openflow` value that turns plain TCP off.
+pub const OPENFLOW_OFF: &str = "none";
 
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
 #[derive(Debug, Parser)]
@@ -21,9 +25,26 @@ pub struct Args {
     /// Address of the REST API [default: 127.0.0.1:9292]
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
-    /// Address where OpenFlow switches connect [default: 0.0.0.0:6653]
+    /// Address where OpenFlow switches connect over plain TCP, unauthenticated, or
+    /// "none" [default: 0.0.0.0:6653, or none when --openflow-tls is set]
     #[arg(long, value_name = "ADDR")]
     pub openflow: Option<String>,
+    /// Address where OpenFlow switches connect over TLS with a client certificate
+    /// [default: off]
+    #[arg(long, value_name = "ADDR")]
+    pub openflow_tls: Option<String>,
+    /// The controller's TLS certificate chain (PEM)
+    #[arg(long, value_name = "FILE")]
+    pub openflow_cert: Option<PathBuf>,
+    /// The private key of --openflow-cert (PEM)
+    #[arg(long, value_name = "FILE")]
+    pub openflow_key: Option<PathBuf>,
+    /// The CA certificate that signs the switches' certificates (PEM)
+    #[arg(long, value_name = "FILE")]
+    pub openflow_ca: Option<PathBuf>,
+    /// Let only this datapath id connect (0x-hex or decimal; repeatable) [default: any]
+    #[arg(long = "allowed-dpid", value_name = "DPID", value_parser = parse_dpid)]
+    pub allowed_dpids: Vec<u64>,
     /// TOML file with the same settings
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -57,6 +78,8 @@ const EXAMPLES: &str = "Examples:
   sliced                                  # foreground, defaults
   sliced --db /var/lib/sliced -d --pid-file /run/sliced.pid
   sliced --config /etc/sliced.toml
+  sliced --openflow-tls 0.0.0.0:6653 --openflow-cert sc-cert.pem \\
+         --openflow-key sc-privkey.pem --openflow-ca switchca/cacert.pem
   RUST_LOG=debug sliced --http 0.0.0.0:9292";
 
 /// The settings file. Every key is optional.
@@ -66,6 +89,7 @@ struct FileConfig {
     db: Option<PathBuf>,
     http: Option<String>,
     openflow: Option<String>,
+    openflow_tls: Option<String>,
     pid_file: Option<PathBuf>,
     log_file: Option<PathBuf>,
     slicing: Option<bool>,
@@ -80,6 +104,19 @@ struct FileConfig {
 struct ControllerFile {
     lldp_interval_ms: Option<u64>,
     idle_timeout: Option<u16>,
+    openflow_cert: Option<PathBuf>,
+    openflow_key: Option<PathBuf>,
+    openflow_ca: Option<PathBuf>,
+    allowed_dpids: Option<Vec<DpidEntry>>,
+}
+
+/// A datapath id in the settings file: an integer, or a string for the ids beyond
+/// TOML's signed 64-bit integers.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DpidEntry {
+    Number(u64),
+    Text(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -97,7 +134,8 @@ struct AuthFile {
 pub struct Config {
     pub data_dir: DataDir,
     pub http: String,
-    pub openflow: String,
+    pub openflow: Listeners,
+    pub allowed_dpids: Option<BTreeSet<u64>>,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub slicing: bool,
@@ -116,6 +154,8 @@ impl Config {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
+        let openflow = openflow_listeners(args, &file)?;
+        let allowed_dpids = allowed_dpids(args, &file)?;
         let data_dir = DataDir::resolve(args.db.clone().or(file.db));
         let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
         let lldp_interval_ms = args
@@ -144,11 +184,8 @@ impl Config {
                 .clone()
                 .or(file.http)
                 .unwrap_or(DEFAULT_HTTP.into()),
-            openflow: args
-                .openflow
-                .clone()
-                .or(file.openflow)
-                .unwrap_or(DEFAULT_OPENFLOW.into()),
+            openflow,
+            allowed_dpids,
             pid_file: args.pid_file.clone().or(file.pid_file),
             log_file: args.log_file.clone().or(file.log_file),
             slicing: !args.no_slicing && file.slicing.unwrap_or(true),
@@ -165,6 +202,84 @@ impl Config {
             data_dir,
         })
     }
+}
+
+/// Plain TCP is on by default, on the port Open vSwitch uses; once TLS is on it is off
+/// unless asked for, because an open plain port would undo what TLS guards.
+fn openflow_listeners(args: &Args, file: &FileConfig) -> anyhow::Result<Listeners> {
+    let tls_addr = args.openflow_tls.clone().or(file.openflow_tls.clone());
+    let cert = args
+        .openflow_cert
+        .clone()
+        .or(file.controller.openflow_cert.clone());
+    let key = args
+        .openflow_key
+        .clone()
+        .or(file.controller.openflow_key.clone());
+    let ca = args
+        .openflow_ca
+        .clone()
+        .or(file.controller.openflow_ca.clone());
+    let tls = match (tls_addr, cert, key, ca) {
+        (Some(addr), Some(cert), Some(key), Some(ca)) => Some((addr, TlsFiles { cert, key, ca })),
+        (Some(_), ..) => anyhow::bail!(
+            "openflow_tls needs openflow_cert, openflow_key and openflow_ca \
+             (--openflow-cert, --openflow-key, --openflow-ca)"
+        ),
+        (None, None, None, None) => None,
+        (None, ..) => anyhow::bail!(
+            "openflow_cert, openflow_key and openflow_ca are used only with openflow_tls \
+             (--openflow-tls ADDR)"
+        ),
+    };
+    let plain = match args.openflow.clone().or(file.openflow.clone()) {
+        Some(addr) if addr == OPENFLOW_OFF => None,
+        Some(addr) => Some(addr),
+        None if tls.is_some() => None,
+        None => Some(DEFAULT_OPENFLOW.into()),
+    };
+    anyhow::ensure!(
+        plain.is_some() || tls.is_some(),
+        "openflow is \"{OPENFLOW_OFF}\" and openflow_tls is not set: no switch could connect"
+    );
+    Ok(Listeners { plain, tls })
+}
+
+fn allowed_dpids(args: &Args, file: &FileConfig) -> anyhow::Result<Option<BTreeSet<u64>>> {
+    if !args.allowed_dpids.is_empty() {
+        return Ok(Some(args.allowed_dpids.iter().copied().collect()));
+    }
+    let Some(entries) = &file.controller.allowed_dpids else {
+        return Ok(None);
+    };
+    let dpids = entries
+        .iter()
+        .map(|entry| match entry {
+            DpidEntry::Number(dpid) => Ok(*dpid),
+            DpidEntry::Text(text) => {
+                parse_dpid(text).map_err(|err| anyhow::anyhow!("controller.allowed_dpids: {err}"))
+            }
+        })
+        .collect::<anyhow::Result<BTreeSet<u64>>>()?;
+    // An empty list would lock every switch out, which nobody means.
+    anyhow::ensure!(
+        !dpids.is_empty(),
+        "controller.allowed_dpids is empty; leave it out to allow any switch"
+    );
+    Ok(Some(dpids))
+}
+
+/// A datapath id as `0x` and hex digits, the form the API shows, or decimal.
+fn parse_dpid(text: &str) -> Result<u64, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            u64::from_str_radix(hex, 16).ok()
+        }
+        Some(_) => None,
+        None if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => text.parse().ok(),
+        None => None,
+    };
+    parsed.ok_or_else(|| format!("{text:?} is not a datapath id (0x<hex> or decimal, 64 bits)"))
 }
 
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {

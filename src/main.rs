@@ -65,6 +65,13 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let controller =
         slice_controller::Controller::start(&config.openflow, &store, controller_config(&config))?;
+    let openflow_addrs: Vec<String> = [
+        controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
+        controller.tls_addr().map(|addr| format!("{addr} (tls)")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let network: Arc<dyn slice_http::NetworkView> =
         Arc::new(network::ControllerView::new(controller.handle()));
 
@@ -100,7 +107,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     log::info!(
         "sliced serving: http on {}, openflow on {}, local socket {}, database {}, slicing {}",
         http_addrs.join(", "),
-        controller.local_addr(),
+        openflow_addrs.join(", "),
         socket.display(),
         data_dir.store_path().display(),
         if config.slicing { "on" } else { "off" },
@@ -123,6 +130,7 @@ fn controller_config(config: &Config) -> slice_controller::ControllerConfig {
     let mut controller = slice_controller::ControllerConfig::default();
     controller.engine.slicing = config.slicing;
     controller.engine.idle_timeout = config.idle_timeout;
+    controller.allowed_dpids = config.allowed_dpids.clone();
     controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
     controller
 }

@@ -37,23 +37,40 @@ impl Daemon {
     /// Starts `sliced` in the foreground with `extra` arguments and waits until both its
     /// HTTP port and its local socket answer.
     pub fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
-        Self::launch(data_dir, free_port(), extra)
+        Self::launch(data_dir, free_port(), extra, true, Stdio::inherit())
     }
 
     /// Starts on a given HTTP address, for a restart that clients must find again.
     pub fn start_with_http(data_dir: &Path, http: SocketAddr) -> Self {
-        Self::launch(data_dir, http, &[])
+        Self::launch(data_dir, http, &[], true, Stdio::inherit())
     }
 
-    fn launch(data_dir: &Path, http: SocketAddr, extra: &[&str]) -> Self {
+    /// Starts with the daemon's log (stderr) going to `log`; without an `--openflow` flag
+    /// of the helper's own unless `plain_openflow`, so that the test decides about plain
+    /// TCP (`openflow` is then a free port nobody listens on).
+    pub fn start_logged(data_dir: &Path, extra: &[&str], plain_openflow: bool, log: &Path) -> Self {
+        let log = std::fs::File::create(log).expect("the log file can be created");
+        Self::launch(data_dir, free_port(), extra, plain_openflow, log.into())
+    }
+
+    fn launch(
+        data_dir: &Path,
+        http: SocketAddr,
+        extra: &[&str],
+        plain_openflow: bool,
+        stderr: Stdio,
+    ) -> Self {
         let openflow = free_port();
-        let child = Command::new(SLICED)
+        let mut command = Command::new(SLICED);
+        command
             .arg("--db")
             .arg(data_dir)
             .arg("--http")
-            .arg(http.to_string())
-            .arg("--openflow")
-            .arg(openflow.to_string())
+            .arg(http.to_string());
+        if plain_openflow {
+            command.arg("--openflow").arg(openflow.to_string());
+        }
+        let child = command
             .args(extra)
             // SLICED_TEST_LOG=debug shows the daemon's log when a test needs a look inside.
             .env(
@@ -61,6 +78,7 @@ impl Daemon {
                 std::env::var("SLICED_TEST_LOG").unwrap_or_else(|_| "warn".into()),
             )
             .stdin(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("sliced starts");
         let mut daemon = Self {

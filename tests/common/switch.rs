@@ -1,9 +1,11 @@
-//! Emulated OpenFlow switches over real TCP, for black-box tests of the controller.
+//! Emulated OpenFlow switches over real TCP (or TLS through a bridge), for black-box
+//! tests of the controller.
 //!
 //! Each switch runs a thread that answers the handshake and echoes, records every message
 //! the controller sends, and carries PACKET_OUTs across emulated cables: a frame sent out
 //! of a cabled port arrives at the far end as a PACKET_IN, which is how LLDP discovery
 //! works for real. A frame sent out of a host port is recorded as delivered.
+#![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -37,6 +39,8 @@ pub struct Switch {
     /// Whether it has answered the controller's HELLO; before that a real switch has no
     /// controller to send PACKET_INs to, so frames arriving over a cable are dropped.
     said_hello: AtomicBool,
+    /// Whether the controller has ended the connection.
+    closed: AtomicBool,
 }
 
 impl Network {
@@ -56,6 +60,17 @@ impl Network {
         ports: u32,
     ) -> Arc<Switch> {
         let stream = TcpStream::connect(controller).expect("the controller accepts");
+        self.connect_over(stream, dpid, version, ports)
+    }
+
+    /// Like [`Network::connect`], over a stream the test opened itself (a TLS bridge).
+    pub fn connect_over(
+        &mut self,
+        stream: TcpStream,
+        dpid: u64,
+        version: u8,
+        ports: u32,
+    ) -> Arc<Switch> {
         stream.set_nodelay(true).unwrap();
         let switch = Arc::new(Switch {
             dpid,
@@ -65,6 +80,7 @@ impl Network {
             delivered: Mutex::default(),
             next_xid: Mutex::new(1000),
             said_hello: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         });
         self.switches
             .lock()
@@ -175,6 +191,10 @@ impl Switch {
         self.delivered.lock().unwrap().clone()
     }
 
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
     pub fn forget(&self) {
         self.received.lock().unwrap().clear();
         self.delivered.lock().unwrap().clear();
@@ -193,7 +213,10 @@ impl Switch {
                 self.received.lock().unwrap().push(message);
             }
             match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => {
+                    self.closed.store(true, Ordering::SeqCst);
+                    return;
+                }
                 Ok(got) => buffer.extend_from_slice(&chunk[..got]),
             }
         }

@@ -2,12 +2,14 @@
 //!
 //! [`engine`] holds every decision (topology, hosts, paths, slicing) as plain synchronous
 //! code. [`server`] speaks OpenFlow over TCP: it feeds the engine events and carries its
-//! commands to the switches.
+//! commands to the switches, over plain TCP or [`tls`].
 
 pub mod engine;
 pub mod server;
+pub mod tls;
 pub mod topology;
 
 pub use engine::{Command, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView};
-pub use server::{Controller, ControllerConfig, ControllerHandle, StartError};
+pub use server::{Controller, ControllerConfig, ControllerHandle, Listeners, StartError};
+pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

@@ -1,25 +1,37 @@
-//! OpenFlow over TCP: one task per switch connection, one task that owns the [`Engine`].
+//! OpenFlow over TCP or TLS: one task per switch connection, one task that owns the
+//! [`Engine`].
 //!
 //! Connection tasks do the byte work (framing, decoding, the handshake, echo keep-alive,
 //! encoding and batched writes) and talk to the engine task over channels. The engine
 //! task never awaits a switch: it hands each switch its commands with `try_send`, and a
 //! switch too slow to take them is disconnected rather than allowed to stall the others.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc};
 use slice_core::{MacAddress, Membership, PortId};
 use slice_store::{Change, Store};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
+use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
+
+/// Where the controller listens for switches; at least one must be set.
+#[derive(Debug, Clone, Default)]
+pub struct Listeners {
+    /// Plain TCP: anyone who reaches it can act as a switch.
+    pub plain: Option<String>,
+    /// TLS, serving only switches whose certificate the configured CA signed.
+    pub tls: Option<(String, TlsFiles)>,
+}
 
 /// How the controller runs.
 #[derive(Debug, Clone)]
@@ -31,8 +43,11 @@ pub struct ControllerConfig {
     pub echo_interval: Duration,
     /// ...and one silent for this long is disconnected.
     pub dead_after: Duration,
-    /// The time a switch has to complete the handshake.
+    /// The time a switch has to complete the handshake (the TLS handshake, where there
+    /// is one, gets the same time again).
     pub handshake_timeout: Duration,
+    /// The datapath ids allowed to connect; None lets any in.
+    pub allowed_dpids: Option<BTreeSet<u64>>,
 }
 
 impl Default for ControllerConfig {
@@ -43,6 +58,7 @@ impl Default for ControllerConfig {
             echo_interval: Duration::from_secs(5),
             dead_after: Duration::from_secs(15),
             handshake_timeout: Duration::from_secs(10),
+            allowed_dpids: None,
         };
         config.set_lldp_interval(Duration::from_secs(1));
         config
@@ -61,15 +77,20 @@ impl ControllerConfig {
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("cannot listen for OpenFlow on {addr}: {source}")]
+    // The reason is in the message, so it is no `source`: the chain would say it twice.
+    #[error("cannot listen for OpenFlow on {addr}: {reason}")]
     Listen {
         addr: String,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("cannot read slice membership: {0}")]
     Store(#[from] slice_store::StoreError),
     #[error("cannot start the controller runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("no OpenFlow listener: neither plain TCP nor TLS is on")]
+    NoListener,
 }
 
 /// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
@@ -145,26 +166,35 @@ impl ControllerHandle {
 /// [`stop`]: Controller::stop
 pub struct Controller {
     handle: ControllerHandle,
-    local_addr: SocketAddr,
+    plain_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Controller {
-    /// Binds `listen`, reads the slice membership from `store`, and starts serving
+    /// Binds the listeners, reads the slice membership from `store`, and starts serving
     /// switches on a runtime of its own.
     pub fn start(
-        listen: &str,
+        listeners: &Listeners,
         store: &Store,
         config: ControllerConfig,
     ) -> Result<Self, StartError> {
-        let listen_error = |source| StartError::Listen {
-            addr: listen.to_owned(),
-            source,
+        if listeners.plain.is_none() && listeners.tls.is_none() {
+            return Err(StartError::NoListener);
+        }
+        // The TLS files are read before anything is bound, so that a bad file stops the
+        // start-up with a message naming it.
+        let tls = match &listeners.tls {
+            Some((addr, files)) => {
+                let acceptor = files.acceptor()?;
+                Some((bind(addr)?, acceptor))
+            }
+            None => None,
         };
-        let listener = std::net::TcpListener::bind(listen).map_err(listen_error)?;
-        listener.set_nonblocking(true).map_err(listen_error)?;
-        let local_addr = listener.local_addr().map_err(listen_error)?;
+        let plain = listeners.plain.as_deref().map(bind).transpose()?;
+        let plain_addr = plain.as_ref().map(|(_, addr)| *addr);
+        let tls_addr = tls.as_ref().map(|((_, addr), _)| *addr);
 
         let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
         // Subscribe before the snapshot: a change between the two is applied twice,
@@ -190,31 +220,49 @@ impl Controller {
             .name("sliced-controller".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let listener = match TcpListener::from_std(listener) {
-                        Ok(listener) => listener,
-                        Err(err) => {
-                            log::error!("OpenFlow listener: {err}");
-                            return;
-                        }
-                    };
                     let config = Arc::new(config);
                     tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
-                    tokio::spawn(accept_switches(
-                        listener,
-                        events_tx,
-                        Arc::clone(&config),
-                        stopped.clone(),
-                    ));
+                    let connections = Arc::new(AtomicU64::new(0));
+                    let listening = plain
+                        .map(|(listener, _)| (listener, None))
+                        .into_iter()
+                        .chain(tls.map(|((listener, _), acceptor)| (listener, Some(acceptor))));
+                    for (listener, acceptor) in listening {
+                        let listener = match TcpListener::from_std(listener) {
+                            Ok(listener) => listener,
+                            Err(err) => {
+                                log::error!("OpenFlow listener: {err}");
+                                return;
+                            }
+                        };
+                        tokio::spawn(accept_switches(
+                            listener,
+                            acceptor,
+                            Arc::clone(&connections),
+                            events_tx.clone(),
+                            Arc::clone(&config),
+                            stopped.clone(),
+                        ));
+                    }
                     run_engine(engine, events_rx, config, stopped).await;
                 });
                 // Connection tasks still running end with the runtime.
                 runtime.shutdown_timeout(Duration::from_secs(1));
             })
             .map_err(StartError::Runtime)?;
-        log::info!("OpenFlow listening on {local_addr}");
+        if let Some(addr) = plain_addr {
+            log::warn!(
+                "OpenFlow over plain TCP on {addr} is unauthenticated: anyone who reaches it \
+                 can act as any switch"
+            );
+        }
+        if let Some(addr) = tls_addr {
+            log::info!("OpenFlow over TLS listening on {addr}, switch certificates required");
+        }
         Ok(Self {
             handle,
-            local_addr,
+            plain_addr,
+            tls_addr,
             shutdown,
             thread: Some(thread),
         })
@@ -224,8 +272,14 @@ impl Controller {
         self.handle.clone()
     }
 
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+    /// Where plain TCP listens, if it is on.
+    pub fn plain_addr(&self) -> Option<SocketAddr> {
+        self.plain_addr
+    }
+
+    /// Where TLS listens, if it is on.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// Disconnects every switch and waits for the controller's thread to end.
@@ -245,6 +299,18 @@ impl Drop for Controller {
     fn drop(&mut self) {
         self.stop_now();
     }
+}
+
+/// A bound, non-blocking listener and its address.
+fn bind(addr: &str) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
+    let listen_error = |reason| StartError::Listen {
+        addr: addr.to_owned(),
+        reason,
+    };
+    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
+    listener.set_nonblocking(true).map_err(listen_error)?;
+    let local_addr = listener.local_addr().map_err(listen_error)?;
+    Ok((listener, local_addr))
 }
 
 async fn forward_changes(
@@ -298,14 +364,22 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             commands,
         } => {
             // A second connection with the same datapath id replaces the first; dropping
-            // the old sender ends the old connection.
-            switches.insert(
+            // the old sender ends the old connection. On plain TCP this is how an impostor
+            // would take a switch over, so it is always told.
+            let replaced = switches.insert(
                 dpid,
                 SwitchLink {
                     connection,
                     commands,
                 },
             );
+            if let Some(old) = replaced {
+                log::warn!(
+                    "switch {dpid:#x} connected again (connection {connection}); \
+                     closing its earlier connection {}",
+                    old.connection
+                );
+            }
             engine.switch_connected(dpid, version, ports);
         }
         Event::SwitchDown { dpid, connection } => {
@@ -380,13 +454,20 @@ fn dispatch(
 
 // ---- switch connections -----------------------------------------------------------------
 
+/// The two directions of a switch connection, whatever carries it.
+type SwitchRead = Box<dyn AsyncRead + Unpin + Send>;
+type SwitchWrite = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// Accepts switches on one listener; with an acceptor, each must complete a TLS handshake
+/// with a CA-signed certificate first. Connection numbers are shared by all listeners.
 async fn accept_switches(
     listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    connections: Arc<AtomicU64>,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let mut next_connection = 0u64;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -394,13 +475,21 @@ async fn accept_switches(
         };
         match accepted {
             Ok((stream, peer)) => {
-                next_connection += 1;
-                let (events, config, stopped) =
-                    (events.clone(), Arc::clone(&config), stopped.clone());
-                let connection = next_connection;
+                let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
+                let (acceptor, events, config, stopped) = (
+                    acceptor.clone(),
+                    events.clone(),
+                    Arc::clone(&config),
+                    stopped.clone(),
+                );
                 tokio::spawn(async move {
+                    let Some((reader, writer)) = open_stream(stream, peer, acceptor, &config).await
+                    else {
+                        return;
+                    };
                     if let Err(err) =
-                        serve_switch(stream, connection, events, config, stopped).await
+                        serve_switch(reader, writer, peer, connection, events, config, stopped)
+                            .await
                     {
                         log::info!("switch connection from {peer} closed: {err}");
                     }
@@ -411,6 +500,42 @@ async fn accept_switches(
                 log::warn!("accepting a switch failed: {err}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
+        }
+    }
+}
+
+/// The connection's two directions, after the TLS handshake where there is one. A peer
+/// that fails it is logged at debug level only: anyone can knock, and a flood of failed
+/// handshakes must not flood the log.
+async fn open_stream(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: Option<TlsAcceptor>,
+    config: &ControllerConfig,
+) -> Option<(SwitchRead, SwitchWrite)> {
+    if let Err(err) = stream.set_nodelay(true) {
+        log::debug!("switch connection from {peer}: {err}");
+        return None;
+    }
+    let Some(acceptor) = acceptor else {
+        let (reader, writer) = stream.into_split();
+        return Some((Box::new(reader), Box::new(writer)));
+    };
+    match tokio::time::timeout(config.handshake_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => {
+            let (reader, writer) = tokio::io::split(tls);
+            Some((Box::new(reader), Box::new(writer)))
+        }
+        Ok(Err(err)) => {
+            log::debug!("TLS handshake with {peer} failed: {err}");
+            None
+        }
+        Err(_) => {
+            log::debug!(
+                "TLS handshake with {peer} not completed in {:?}",
+                config.handshake_timeout
+            );
+            None
         }
     }
 }
@@ -432,18 +557,20 @@ enum ConnectionError {
     HandshakeTimeout(Duration),
     #[error("replaced or dropped by the controller")]
     Dropped,
+    #[error("datapath id {0:#x} is not on the allow-list")]
+    NotAllowed(u64),
 }
 
 /// Frames OpenFlow messages out of a byte stream, with a bounded buffer.
 struct Reader {
-    half: OwnedReadHalf,
+    half: SwitchRead,
     buffer: Vec<u8>,
     /// Where the unread bytes of `buffer` start.
     start: usize,
 }
 
 impl Reader {
-    fn new(half: OwnedReadHalf) -> Self {
+    fn new(half: SwitchRead) -> Self {
         Self {
             half,
             buffer: Vec::with_capacity(16 * 1024),
@@ -483,7 +610,7 @@ impl Reader {
 
 /// Encodes and writes messages for one switch, reusing one buffer.
 struct Writer {
-    half: OwnedWriteHalf,
+    half: SwitchWrite,
     version: u8,
     dpid: u64,
     next_xid: u32,
@@ -505,6 +632,8 @@ impl Writer {
     async fn flush(&mut self) -> Result<(), ConnectionError> {
         if !self.buffer.is_empty() {
             self.half.write_all(&self.buffer).await?;
+            // TLS holds back what it could not send at once until flushed.
+            self.half.flush().await?;
             self.buffer.clear();
         }
         Ok(())
@@ -633,14 +762,14 @@ fn is_physical(port_no: u32) -> bool {
 }
 
 async fn serve_switch(
-    stream: TcpStream,
+    read_half: SwitchRead,
+    write_half: SwitchWrite,
+    peer: SocketAddr,
     connection: u64,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
-    stream.set_nodelay(true)?;
-    let (read_half, write_half) = stream.into_split();
     let mut reader = Reader::new(read_half);
     let mut writer = Writer {
         half: write_half,
@@ -656,6 +785,13 @@ async fn serve_switch(
     let (dpid, ports) = handshake
         .await
         .map_err(|_| ConnectionError::HandshakeTimeout(config.handshake_timeout))??;
+    if let Some(allowed) = &config.allowed_dpids {
+        if !allowed.contains(&dpid) {
+            log::warn!("switch from {peer} refused: datapath id {dpid:#x} is not allowed");
+            return Err(ConnectionError::NotAllowed(dpid));
+        }
+    }
+    log::info!("switch {dpid:#x} connected from {peer} (connection {connection})");
     writer.dpid = dpid;
 
     let (commands_tx, mut commands) = mpsc::channel::<Vec<Command>>(SWITCH_QUEUE);

@@ -7,6 +7,7 @@
 mod flows;
 mod net;
 mod ovs;
+mod pki;
 mod scenarios;
 mod sliced;
 mod stage;
@@ -36,6 +37,8 @@ options:
                         inspection until Enter is pressed
       --no-build        use target/release/{sliced,slice} as they are
       --self-check      only check the lab itself (a standalone bridge, no sliced)
+      --tls             run the scenarios over TLS: sliced with certificates from a
+                        CA made for the run, every bridge on ssl: (`set-ssl`)
       --sliced-arg ARG  pass ARG to every sliced the lab starts (repeatable); e.g.
                         `--sliced-arg --no-slicing` shows that the scenarios catch
                         a controller that does not slice
@@ -51,6 +54,7 @@ struct Options {
     self_check_only: bool,
     list: bool,
     verbose: bool,
+    tls: bool,
     sliced_args: Vec<String>,
 }
 
@@ -86,6 +90,7 @@ impl Options {
                 "--self-check" => options.self_check_only = true,
                 "--list" => options.list = true,
                 "-v" | "--verbose" => options.verbose = true,
+                "--tls" => options.tls = true,
                 "--sliced-arg" => {
                     let extra = value(arg)?;
                     options.sliced_args.push(extra);
@@ -248,6 +253,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
             prefix: &prefix,
             bins,
             verbose: options.verbose,
+            tls: options.tls,
         };
         for scenario in options.selected() {
             for version in options.versions() {

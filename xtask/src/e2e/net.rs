@@ -135,8 +135,13 @@ pub fn ipv4(host: u8) -> String {
 /// How the bridges are run.
 #[derive(Debug, Clone, Copy)]
 pub enum Mode {
-    /// `fail-mode=secure`, one OpenFlow version, controlled by sliced on this port.
-    Controlled { version: OfVersion, port: u16 },
+    /// `fail-mode=secure`, one OpenFlow version, controlled by sliced on this port, over
+    /// TLS (`ssl:`, with the certificates of `set-ssl`) or plain TCP.
+    Controlled {
+        version: OfVersion,
+        port: u16,
+        tls: bool,
+    },
     /// `fail-mode=standalone` without a controller: a learning switch (the self-check).
     Standalone,
 }
@@ -285,9 +290,10 @@ impl<'o> Net<'o> {
             // No hidden in-band flows: the controller is on loopback.
             push(&["other-config:disable-in-band=true"]);
             match mode {
-                Mode::Controlled { version, port } => {
+                Mode::Controlled { version, port, tls } => {
                     let protocols = format!("protocols={}", version.ovs_name());
-                    let target = format!("tcp:127.0.0.1:{port}");
+                    let scheme = if tls { "ssl" } else { "tcp" };
+                    let target = format!("{scheme}:127.0.0.1:{port}");
                     push(&["fail-mode=secure", &protocols]);
                     push(&["--", "set-controller", &bridge, &target]);
                     // Retry a lost controller every second rather than backing off to 8 s.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
+use super::pki::LabPki;
 use super::sys::{self, Adopted, Daemon};
 
 /// LLDP goes out this often in the lab, so that links are known within a second.
@@ -36,25 +37,36 @@ pub struct Controller {
     log: PathBuf,
     pub http: SocketAddr,
     pub openflow_port: u16,
+    /// Whether `openflow_port` speaks TLS (and plain TCP is off).
+    pub tls: bool,
     process: Process,
     agent: ureq::Agent,
 }
 
 impl Controller {
-    /// Starts `sliced` as a child and waits until its REST API answers.
-    pub fn start(bins: &Bins, dir: &Path) -> anyhow::Result<Controller> {
+    /// Starts `sliced` as a child and waits until its REST API answers; with `tls`, its
+    /// switches connect over TLS only.
+    pub fn start(bins: &Bins, dir: &Path, tls: Option<&LabPki>) -> anyhow::Result<Controller> {
         let (http, openflow_port) = free_ports()?;
         let data = dir.join("data");
         let log = dir.join("sliced.log");
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut command = base_command(bins, &data, http, openflow_port);
+        let mut command = base_command(bins, &data, http, openflow_port, tls);
         command
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)
             .stderr(log_file);
         let daemon = Daemon::spawn(&mut command, "sliced")?;
-        Self::new(bins, data, log, http, openflow_port, Process::Child(daemon)).serving()
+        let process = Process::Child(daemon);
+        Self::new(
+            bins,
+            data,
+            log,
+            (http, openflow_port, tls.is_some()),
+            process,
+        )
+        .serving()
     }
 
     /// Starts `sliced -d --pid-file <pid_file>` as an operator would: the command returns
@@ -63,11 +75,12 @@ impl Controller {
         bins: &Bins,
         dir: &Path,
         pid_file: &Path,
+        tls: Option<&LabPki>,
     ) -> anyhow::Result<(Controller, u32)> {
         let (http, openflow_port) = free_ports()?;
         let data = dir.join("data");
         let log = dir.join("sliced.log");
-        let mut command = base_command(bins, &data, http, openflow_port);
+        let mut command = base_command(bins, &data, http, openflow_port, tls);
         command
             .arg("-d")
             .arg("--pid-file")
@@ -83,7 +96,8 @@ impl Controller {
         // data directory is on its command line, which tells it from a reused pid.
         let adopted = Adopted::new(pid, &data.display().to_string(), "sliced -d");
         let process = Process::Detached(adopted);
-        let started = Self::new(bins, data, log, http, openflow_port, process).serving()?;
+        let addresses = (http, openflow_port, tls.is_some());
+        let started = Self::new(bins, data, log, addresses, process).serving()?;
         Ok((started, pid))
     }
 
@@ -91,8 +105,7 @@ impl Controller {
         bins: &Bins,
         data: PathBuf,
         log: PathBuf,
-        http: SocketAddr,
-        openflow_port: u16,
+        (http, openflow_port, tls): (SocketAddr, u16, bool),
         process: Process,
     ) -> Controller {
         Controller {
@@ -101,6 +114,7 @@ impl Controller {
             log,
             http,
             openflow_port,
+            tls,
             process,
             agent: agent(),
         }
@@ -224,15 +238,21 @@ fn base_command(
     data: &Path,
     http: SocketAddr,
     openflow_port: u16,
+    tls: Option<&LabPki>,
 ) -> std::process::Command {
     let mut command = std::process::Command::new(&bins.sliced);
     command
         .arg("--db")
         .arg(data)
         .arg("--http")
-        .arg(http.to_string())
-        .arg("--openflow")
-        .arg(format!("127.0.0.1:{openflow_port}"))
+        .arg(http.to_string());
+    match tls {
+        Some(pki) => command.args(pki.sliced_args(openflow_port)),
+        None => command
+            .arg("--openflow")
+            .arg(format!("127.0.0.1:{openflow_port}")),
+    };
+    command
         .arg("--lldp-interval-ms")
         .arg(LLDP_INTERVAL_MS)
         .args(&bins.sliced_args)

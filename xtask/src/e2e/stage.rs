@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::flows::{self, Flow};
 use super::net::{self, Capture, Mode, Net, Port, Topo};
 use super::ovs::{OfVersion, Ovs};
+use super::pki::LabPki;
 use super::sliced::{Bins, Controller};
 
 /// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
@@ -28,6 +29,8 @@ pub struct Shared<'a> {
     pub prefix: &'a str,
     pub bins: &'a Bins,
     pub verbose: bool,
+    /// Every stage over TLS (`--tls`).
+    pub tls: bool,
 }
 
 pub struct Stage<'a> {
@@ -40,13 +43,15 @@ pub struct Stage<'a> {
     steps: Vec<String>,
     /// Where ovs-vswitchd's log stood when the stage began.
     ovs_log_mark: usize,
+    /// The certificates, once the stage runs over TLS.
+    tls: Option<LabPki>,
 }
 
 impl<'a> Stage<'a> {
     pub fn new(shared: &'a Shared<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        Ok(Stage {
+        let mut stage = Stage {
             shared,
             version,
             dir,
@@ -54,7 +59,26 @@ impl<'a> Stage<'a> {
             controller: None,
             steps: Vec::new(),
             ovs_log_mark: shared.ovs.log_mark(),
-        })
+            tls: None,
+        };
+        if shared.tls {
+            stage.use_tls()?;
+        }
+        Ok(stage)
+    }
+
+    /// Runs this stage over TLS: makes a CA with certificates for sliced and for Open
+    /// vSwitch, and gives Open vSwitch its own (`set-ssl`, global to the instance; a
+    /// later plain-TCP stage ignores it). Call before the controller starts.
+    pub fn use_tls(&mut self) -> anyhow::Result<()> {
+        if self.tls.is_some() {
+            return Ok(());
+        }
+        let pki = LabPki::create(&self.dir.join("pki"))?;
+        self.step("make a CA, certificates for sliced and Open vSwitch; ovs-vsctl set-ssl");
+        self.shared.ovs.vsctl(&pki.set_ssl_args())?;
+        self.tls = Some(pki);
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -78,14 +102,19 @@ impl<'a> Stage<'a> {
     /// Starts sliced in the foreground (the lab's child).
     pub fn start_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced");
-        self.controller = Some(Controller::start(self.shared.bins, &self.dir)?);
+        self.controller = Some(Controller::start(
+            self.shared.bins,
+            &self.dir,
+            self.tls.as_ref(),
+        )?);
         Ok(())
     }
 
     /// Starts sliced with `-d --pid-file`; returns the pid it printed.
     pub fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
         self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
-        let (controller, pid) = Controller::start_detached(self.shared.bins, &self.dir, pid_file)?;
+        let (controller, pid) =
+            Controller::start_detached(self.shared.bins, &self.dir, pid_file, self.tls.as_ref())?;
         self.controller = Some(controller);
         Ok(pid)
     }
@@ -110,8 +139,12 @@ impl<'a> Stage<'a> {
     /// until sliced knows every switch (at this stage's OpenFlow version) and every link.
     pub fn build(&mut self, description: &str) -> anyhow::Result<()> {
         let topo: Topo = description.parse().context("bad topology description")?;
-        let port = self.ctl()?.openflow_port;
-        self.step(format!("build {description:?} ({})", self.version.short()));
+        let (port, tls) = (self.ctl()?.openflow_port, self.ctl()?.tls);
+        let transport = if tls { "ssl" } else { "tcp" };
+        self.step(format!(
+            "build {description:?} ({}, {transport})",
+            self.version.short()
+        ));
         let net = Net::build(
             self.shared.ovs,
             self.shared.prefix,
@@ -119,6 +152,7 @@ impl<'a> Stage<'a> {
             Mode::Controlled {
                 version: self.version,
                 port,
+                tls,
             },
         )?;
         self.net = Some(net);
