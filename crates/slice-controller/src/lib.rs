@@ -5,9 +5,15 @@
 //! commands to the switches.
 
 pub mod engine;
+mod hosts;
+pub mod limits;
+pub mod probe;
 pub mod server;
 pub mod topology;
 
-pub use engine::{Command, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView};
+pub use engine::{
+    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView,
+};
+pub use probe::{ProbeKey, ProbeKeyError};
 pub use server::{Controller, ControllerConfig, ControllerHandle, StartError};
 pub use topology::{Hop, Link, PortState, Topology};

@@ -130,6 +130,23 @@ impl Topology {
         doomed
     }
 
+    pub fn has_port(&self, port: PortId) -> bool {
+        self.switches
+            .get(&port.dpid)
+            .is_some_and(|switch| switch.ports.contains_key(&port.port_no))
+    }
+
+    pub fn port_count(&self, dpid: u64) -> usize {
+        self.switches
+            .get(&dpid)
+            .map_or(0, |switch| switch.ports.len())
+    }
+
+    /// How many rounds of LLDP probes have started.
+    pub fn probe_round(&self) -> u64 {
+        self.probe_round
+    }
+
     pub fn is_live(&self, port: PortId) -> bool {
         self.switches
             .get(&port.dpid)
