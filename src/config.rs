@@ -89,6 +89,32 @@ pub struct SwitchLimitArgs {
 }
 
 impl SwitchLimitArgs {
+    /// The same ranges as the flags, for values from the file.
+    fn check(&self) -> anyhow::Result<()> {
+        let counts = [
+            ("max_ports_per_switch", self.max_ports_per_switch),
+            ("max_hosts_per_port", self.max_hosts_per_port),
+            ("max_hosts_per_switch", self.max_hosts_per_switch),
+            ("host_idle_timeout", self.host_idle_timeout),
+            ("packet_in_rate", self.packet_in_rate),
+            ("packet_in_burst", self.packet_in_burst),
+        ];
+        for (key, value) in counts {
+            anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
+        }
+        let sizes = [
+            ("max_multipart_bytes", self.max_multipart_bytes),
+            ("max_outbound_bytes", self.max_outbound_bytes),
+        ];
+        for (key, value) in sizes {
+            anyhow::ensure!(
+                value.map_or(true, |bytes| bytes >= 65536),
+                "controller.{key} must be at least 65536"
+            );
+        }
+        Ok(())
+    }
+
     /// Each setting from the flags, else from the file.
     fn or(&self, file: ControllerFile) -> SwitchLimitArgs {
         SwitchLimitArgs {
@@ -200,6 +226,8 @@ impl Config {
             (1..=24 * 365).contains(&session_ttl_hours),
             "auth.session_ttl_hours must be between 1 and 8760"
         );
+        let switch_limits = args.switch_limits.or(file.controller);
+        switch_limits.check()?;
         Ok(Self {
             http: args
                 .http
@@ -224,7 +252,7 @@ impl Config {
                 .session_key_file
                 .unwrap_or_else(|| data_dir.session_key_path()),
             session_ttl_hours,
-            switch_limits: args.switch_limits.or(file.controller),
+            switch_limits,
             data_dir,
         })
     }

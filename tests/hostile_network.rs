@@ -439,3 +439,65 @@ fn a_packet_in_flood_is_rate_limited_and_slows_no_other_switch() {
         get(&daemon, "/topology/switches")
     );
 }
+
+/// The probe secret and the limits can come from the config file: probes are signed
+/// with the file's secret (HMAC-SHA256 over dpid, port and timestamp, as documented),
+/// and a host cap set there holds. A limit of 0 is refused, naming the key.
+#[test]
+fn the_probe_secret_and_the_limits_come_from_the_config_file() {
+    use slice_controller::{ProbeKey, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("lldp.key");
+    std::fs::write(&secret, b"a secret shared by a cluster").unwrap();
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[controller]\nlldp_interval_ms = 100\nlldp_secret_file = {:?}\nmax_hosts_per_port = 1\n",
+            secret.display().to_string()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("db");
+    let daemon = Daemon::start_with(&data, &["--config", config.to_str().unwrap()]);
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    network.connect(daemon.openflow, 2, OFP13, 2);
+    assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
+
+    let probe = probes_out_of(&s1, 1)
+        .pop()
+        .expect("a probe out of a host port");
+    let proof = openflow::packet::parse_probe(&probe)
+        .unwrap()
+        .proof
+        .unwrap();
+    let now = std::time::Instant::now();
+    let age = Duration::from_secs(60);
+    let shared = ProbeKey::from_secret(b"a secret shared by a cluster").unwrap();
+    assert_eq!(shared.verify(1, 1, &proof, now, age), Verdict::Genuine);
+    let other = ProbeKey::from_secret(b"another secret").unwrap();
+    assert_eq!(other.verify(1, 1, &proof, now, age), Verdict::Forged);
+
+    s1.packet_in(1, frame(1, BROADCAST));
+    s1.packet_in(1, frame(2, BROADCAST));
+    assert!(eventually(WAIT, || dropped(&daemon, 1).unwrap()
+        ["hosts_refused"]
+        == 1));
+    assert_eq!(hosts(&daemon).len(), 1);
+
+    std::fs::write(&config, "[controller]\nmax_hosts_per_port = 0\n").unwrap();
+    let output = std::process::Command::new(common::SLICED)
+        .args([
+            "--db",
+            data.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("max_hosts_per_port"), "{stderr}");
+}

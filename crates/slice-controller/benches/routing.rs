@@ -181,7 +181,7 @@ fn discover(engine: &mut Engine, a: PortId, b: PortId, now: Instant) {
         let lldp = Frame {
             dst: MacAddress::from([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
             src: MacAddress::from([0x02, 0, 0, 0, 0, 0xfe]),
-            probe: Some(engine.probe_from(from)),
+            probe: Some(engine.probe_from(from, now)),
             data: &[],
         };
         engine.packet_in(at.dpid, at.port_no, lldp, now);
@@ -204,7 +204,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
     let mut engine = Engine::new(config, membership);
     let now = Instant::now();
     for (dpid, ports) in &graph.ports {
-        engine.switch_connected(*dpid, 4, port_map(*ports));
+        engine.switch_connected(*dpid, 4, port_map(*ports), Instant::now());
     }
     for (a, b) in &graph.cables {
         discover(&mut engine, *a, *b, now);

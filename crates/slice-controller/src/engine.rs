@@ -13,13 +13,15 @@ use slice_store::Change;
 
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
-use crate::probe::ProbeKey;
+use crate::probe::{ProbeKey, Verdict};
 use crate::topology::{Hop, Link, PortState, Topology};
 
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
 /// Priority of the flows that drop traffic between hosts that share no slice.
 pub const DROP_PRIORITY: u16 = 50;
+/// The least time a signed probe stays fresh, whatever the LLDP interval.
+const MIN_PROBE_AGE: Duration = Duration::from_secs(1);
 
 /// How the engine behaves.
 #[derive(Debug, Clone)]
@@ -192,12 +194,9 @@ impl Engine {
         self.outbox.push((dpid, command));
     }
 
-    /// A signed probe out of `port`, for the current round.
-    fn probe(&mut self, port: PortId) {
-        let proof =
-            self.config
-                .probe_key
-                .sign(port.dpid, port.port_no, self.topology.probe_round());
+    /// A signed probe out of `port`, sent at `now`.
+    fn probe(&mut self, port: PortId, now: Instant) {
+        let proof = self.config.probe_key.sign(port.dpid, port.port_no, now);
         self.send(
             port.dpid,
             Command::Discovery {
@@ -207,16 +206,12 @@ impl Engine {
         );
     }
 
-    /// The probe the engine would send out of `from` now, as it arrives elsewhere.
-    pub fn probe_from(&self, from: PortId) -> Probe {
+    /// The probe the engine would send out of `from` at `now`, as it arrives elsewhere.
+    pub fn probe_from(&self, from: PortId, now: Instant) -> Probe {
         Probe {
             dpid: from.dpid,
             port_no: from.port_no,
-            proof: Some(self.config.probe_key.sign(
-                from.dpid,
-                from.port_no,
-                self.topology.probe_round(),
-            )),
+            proof: Some(self.config.probe_key.sign(from.dpid, from.port_no, now)),
         }
     }
 
@@ -255,7 +250,13 @@ impl Engine {
 
     // ---- switches --------------------------------------------------------------------
 
-    pub fn switch_connected(&mut self, dpid: u64, version: u8, ports: BTreeMap<u32, PortState>) {
+    pub fn switch_connected(
+        &mut self,
+        dpid: u64,
+        version: u8,
+        ports: BTreeMap<u32, PortState>,
+        now: Instant,
+    ) {
         if self.topology.has_switch(dpid) {
             // A reconnect: forget what the old connection taught us.
             self.switch_disconnected(dpid);
@@ -269,7 +270,7 @@ impl Engine {
         }
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {
-            self.probe(PortId::new(dpid, port_no));
+            self.probe(PortId::new(dpid, port_no), now);
         }
     }
 
@@ -297,7 +298,7 @@ impl Engine {
         let was_live = self.topology.is_live(port);
         let removed_links = self.topology.update_port(port, state);
         if live && !was_live {
-            self.probe(port);
+            self.probe(port, now);
         }
         if !live {
             // Down: whatever is plugged in next starts unclassified.
@@ -349,27 +350,27 @@ impl Engine {
         }
     }
 
-    /// A link exists only where a probe the controller signed this round or recently
-    /// arrives, and neither end has carried host traffic: a host can neither forge a
+    /// A link exists only where a probe the controller signed within the link's maximum
+    /// age arrives, and neither end has carried host traffic: a host can neither forge a
     /// probe nor relay a genuine one into a link.
     fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
         let refused = if self.host_ports.contains(&at) || self.host_ports.contains(&from) {
             Some(DropCause::LldpAtHostPort)
         } else {
-            match probe.proof {
+            let key = &self.config.probe_key;
+            // A probe in flight on a loaded machine may take a good part of a fast
+            // (100 ms) interval; a second is still far too short to be of use to anyone
+            // replaying it, and the host-port rule stops relays within it.
+            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            match probe
+                .proof
+                .map(|proof| key.verify(from.dpid, from.port_no, &proof, now, max_age))
+            {
                 None => Some(DropCause::UnsignedLldp),
-                Some(proof) => match self
-                    .config
-                    .probe_key
-                    .verify(from.dpid, from.port_no, &proof)
-                {
-                    None => Some(DropCause::ForgedLldp),
-                    Some(round) => {
-                        let age = self.topology.probe_round().wrapping_sub(round);
-                        (age > self.config.link_missed_probes).then_some(DropCause::StaleLldp)
-                    }
-                },
+                Some(Verdict::Forged) => Some(DropCause::ForgedLldp),
+                Some(Verdict::Stale) => Some(DropCause::StaleLldp),
+                Some(Verdict::Genuine) => None,
             }
         };
         if let Some(cause) = refused {
@@ -543,7 +544,7 @@ impl Engine {
             })
             .collect();
         for port in ports {
-            self.probe(port);
+            self.probe(port, now);
         }
         if let Some(oldest) = now.checked_sub(self.config.link_max_age) {
             let expired = self

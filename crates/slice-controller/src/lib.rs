@@ -14,6 +14,6 @@ pub mod topology;
 pub use engine::{
     Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView,
 };
-pub use probe::{ProbeKey, ProbeKeyError};
+pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{Controller, ControllerConfig, ControllerHandle, StartError};
 pub use topology::{Hop, Link, PortState, Topology};

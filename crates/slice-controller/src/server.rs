@@ -338,7 +338,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     queued_bytes,
                 },
             );
-            engine.switch_connected(dpid, version, ports);
+            engine.switch_connected(dpid, version, ports, Instant::now());
         }
         Event::SwitchDown { dpid, connection } => {
             let current = switches

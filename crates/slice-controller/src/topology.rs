@@ -142,11 +142,6 @@ impl Topology {
             .map_or(0, |switch| switch.ports.len())
     }
 
-    /// How many rounds of LLDP probes have started.
-    pub fn probe_round(&self) -> u64 {
-        self.probe_round
-    }
-
     pub fn is_live(&self, port: PortId) -> bool {
         self.switches
             .get(&port.dpid)

@@ -3,8 +3,11 @@ use slice_core::{Port, Slice, SliceName};
 
 /// A fixed probe secret, so that tests can compute the probes the engine must send.
 fn key() -> ProbeKey {
-    ProbeKey::with_nonce_base(b"engine test secret", 0)
+    ProbeKey::with_clock(b"engine test secret", *START, 1_700_000_000_000)
 }
+
+/// The made-up clock's start, shared so that expected probes can be computed.
+static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
 fn config() -> EngineConfig {
     EngineConfig {
@@ -68,11 +71,11 @@ fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
 fn line(config: EngineConfig, index: Membership) -> Engine {
     let mut engine = Engine::new(config, index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]));
+        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 3), p(3, 2))] {
-        let (from_a, from_b) = (engine.probe_from(a), engine.probe_from(b));
+        let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
         engine.packet_in(b.dpid, b.port_no, discovery(from_a), now);
         engine.packet_in(a.dpid, a.port_no, discovery(from_b), now);
     }
@@ -144,7 +147,8 @@ fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
 fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
     let key = key();
     let mut engine = Engine::new(config(), Membership::default());
-    engine.switch_connected(7, 0x04, ports(&[1, 2]));
+    let now = Instant::now();
+    engine.switch_connected(7, 0x04, ports(&[1, 2]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
@@ -154,19 +158,19 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
                 7,
                 Command::Discovery {
                     port_no: 1,
-                    proof: key.sign(7, 1, 0)
+                    proof: key.sign(7, 1, now)
                 }
             ),
             (
                 7,
                 Command::Discovery {
                     port_no: 2,
-                    proof: key.sign(7, 2, 0)
+                    proof: key.sign(7, 2, now)
                 }
             ),
         ]
     );
-    engine.switch_connected(8, 0x01, ports(&[1]));
+    engine.switch_connected(8, 0x01, ports(&[1]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
@@ -175,7 +179,7 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
                 8,
                 Command::Discovery {
                     port_no: 1,
-                    proof: key.sign(8, 1, 0)
+                    proof: key.sign(8, 1, now)
                 }
             )
         ],
@@ -383,11 +387,11 @@ fn a_failed_link_withdraws_its_paths_and_new_packets_go_around() {
     let index = membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]);
     let mut engine = Engine::new(EngineConfig::default(), index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]));
+        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(1, 3), p(3, 2)), (p(3, 3), p(2, 3))] {
-        let (from_a, from_b) = (engine.probe_from(a), engine.probe_from(b));
+        let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
         engine.packet_in(b.dpid, b.port_no, discovery(from_a), now);
         engine.packet_in(a.dpid, a.port_no, discovery(from_b), now);
     }
@@ -550,8 +554,8 @@ fn dropped(engine: &Engine, dpid: u64) -> Dropped {
 /// Two switches, not cabled, each with host ports 1 and 2.
 fn two_switches() -> Engine {
     let mut engine = Engine::new(config(), Membership::default());
-    engine.switch_connected(1, 0x04, ports(&[1, 2]));
-    engine.switch_connected(2, 0x04, ports(&[1, 2]));
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
     engine.take_commands();
     engine
 }
@@ -566,21 +570,19 @@ fn unsigned_forged_and_stale_probes_make_no_link() {
         proof: None,
     };
     engine.packet_in(2, 1, discovery(unsigned), now);
-    let mut forged = engine.probe_from(p(1, 1));
+    let mut forged = engine.probe_from(p(1, 1), now);
     forged.port_no = 2;
     engine.packet_in(2, 1, discovery(forged), now);
-    let other_key = ProbeKey::with_nonce_base(b"a guess", 0);
+    let other_key = ProbeKey::with_clock(b"a guess", *START, 1_700_000_000_000);
     let guessed = Probe {
-        proof: Some(other_key.sign(1, 1, 0)),
+        proof: Some(other_key.sign(1, 1, now)),
         ..unsigned
     };
     engine.packet_in(2, 1, discovery(guessed), now);
-    // A genuine probe, replayed after more rounds than a link may miss.
-    let recorded = engine.probe_from(p(1, 1));
-    for _ in 0..=EngineConfig::default().link_missed_probes {
-        engine.tick(now);
-    }
-    engine.packet_in(2, 1, discovery(recorded), now);
+    // A genuine probe, replayed later than a link may go unconfirmed.
+    let recorded = engine.probe_from(p(1, 1), now);
+    let later = now + config().link_max_age + Duration::from_millis(1);
+    engine.packet_in(2, 1, discovery(recorded), later);
     assert!(engine.links().is_empty());
     let counts = dropped(&engine, 2);
     assert_eq!(
@@ -588,8 +590,8 @@ fn unsigned_forged_and_stale_probes_make_no_link() {
         (1, 2, 1)
     );
     // A fresh genuine probe does make the link.
-    let genuine = engine.probe_from(p(1, 1));
-    engine.packet_in(2, 1, discovery(genuine), now);
+    let genuine = engine.probe_from(p(1, 1), later);
+    engine.packet_in(2, 1, discovery(genuine), later);
     assert_eq!(engine.links().len(), 1);
 }
 
@@ -600,9 +602,9 @@ fn a_genuine_probe_relayed_by_hosts_makes_no_link_and_removes_no_host() {
     // Hosts on 0x1:1 and 0x2:1 have spoken: both are host ports.
     send(&mut engine, p(1, 1), 1, BROADCAST);
     send(&mut engine, p(2, 1), 2, BROADCAST);
-    let relayed = engine.probe_from(p(1, 1));
+    let relayed = engine.probe_from(p(1, 1), now);
     engine.packet_in(2, 1, discovery(relayed), now);
-    let back = engine.probe_from(p(2, 1));
+    let back = engine.probe_from(p(2, 1), now);
     engine.packet_in(1, 1, discovery(back), now);
     // A silent port relaying a probe from a host port is refused too.
     engine.packet_in(2, 2, discovery(relayed), now);
@@ -617,7 +619,7 @@ fn a_host_port_that_goes_down_and_up_can_become_a_link() {
     let mut engine = two_switches();
     let now = Instant::now();
     send(&mut engine, p(2, 1), 2, BROADCAST);
-    let probe = engine.probe_from(p(1, 1));
+    let probe = engine.probe_from(p(1, 1), now);
     engine.packet_in(2, 1, discovery(probe), now);
     assert!(engine.links().is_empty());
     for live in [false, true] {
@@ -631,7 +633,7 @@ fn a_host_port_that_goes_down_and_up_can_become_a_link() {
         );
     }
     assert!(engine.hosts().is_empty(), "the host left with the port");
-    let probe = engine.probe_from(p(1, 1));
+    let probe = engine.probe_from(p(1, 1), now);
     engine.packet_in(2, 1, discovery(probe), now);
     assert_eq!(engine.links().len(), 1, "re-cabled to a switch");
 }
@@ -645,7 +647,7 @@ fn a_mac_flood_learns_up_to_the_caps_but_bound_hosts_always() {
         ..config()
     };
     let mut engine = Engine::new(config, index);
-    engine.switch_connected(1, 0x04, ports(&[1, 2]));
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
     for last in 1..=10 {
         send(&mut engine, p(1, 1), last, BROADCAST);
         send(&mut engine, p(1, 2), 100 + last, BROADCAST);
@@ -679,7 +681,7 @@ fn a_port_beyond_the_limit_is_ignored() {
         ..config()
     };
     let mut engine = Engine::new(config, Membership::default());
-    engine.switch_connected(1, 0x04, ports(&[1, 2]));
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
     let up = PortState {
         name: "eth3".into(),
         live: true,
