@@ -86,6 +86,9 @@ pub struct SwitchLimitArgs {
     /// PACKET_INs a switch may send in one burst [default: 2000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub packet_in_burst: Option<u32>,
+    /// PACKET_INs per second from one switch port, burst twice that [default: 250]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub packet_in_port_rate: Option<u32>,
 }
 
 impl SwitchLimitArgs {
@@ -98,6 +101,7 @@ impl SwitchLimitArgs {
             ("host_idle_timeout", self.host_idle_timeout),
             ("packet_in_rate", self.packet_in_rate),
             ("packet_in_burst", self.packet_in_burst),
+            ("packet_in_port_rate", self.packet_in_port_rate),
         ];
         for (key, value) in counts {
             anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
@@ -127,6 +131,7 @@ impl SwitchLimitArgs {
             host_idle_timeout: self.host_idle_timeout.or(file.host_idle_timeout),
             packet_in_rate: self.packet_in_rate.or(file.packet_in_rate),
             packet_in_burst: self.packet_in_burst.or(file.packet_in_burst),
+            packet_in_port_rate: self.packet_in_port_rate.or(file.packet_in_port_rate),
         }
     }
 }
@@ -167,6 +172,7 @@ struct ControllerFile {
     host_idle_timeout: Option<u32>,
     packet_in_rate: Option<u32>,
     packet_in_burst: Option<u32>,
+    packet_in_port_rate: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

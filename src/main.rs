@@ -158,6 +158,9 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     if let Some(value) = limits.packet_in_burst {
         controller.packet_in_burst = value;
     }
+    if let Some(value) = limits.packet_in_port_rate {
+        controller.packet_in_port_rate = value;
+    }
     Ok(controller)
 }
 

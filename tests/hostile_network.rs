@@ -501,3 +501,63 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("max_hosts_per_port"), "{stderr}");
 }
+
+/// A host flooding PACKET_INs from one port for as long as it takes: another host pair
+/// on the same switch still gets its path, because the flood only spends its port's
+/// share of the switch's budget.
+#[test]
+fn a_flooding_host_leaves_room_for_the_others_on_its_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(
+        dir.path(),
+        &[
+            "--packet-in-rate",
+            "100",
+            "--packet-in-burst",
+            "100",
+            "--packet-in-port-rate",
+            "20",
+        ],
+    );
+    add_host(&daemon, "blue", "0x1:2", "00:00:00:00:00:02");
+    add_host(&daemon, "blue", "0x1:3", "00:00:00:00:00:03");
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+
+    let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flooder = {
+        let (s1, flooding) = (std::sync::Arc::clone(&s1), std::sync::Arc::clone(&flooding));
+        std::thread::spawn(move || {
+            let mut n = 0u32;
+            while flooding.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut flood = frame(0, BROADCAST);
+                flood[6..12].copy_from_slice(&[
+                    0x02,
+                    0,
+                    0,
+                    (n >> 16) as u8,
+                    (n >> 8) as u8,
+                    n as u8,
+                ]);
+                s1.packet_in(1, flood);
+                n = n.wrapping_add(1);
+            }
+        })
+    };
+    // Under way: the flood is being refused.
+    assert!(eventually(WAIT, || {
+        let limited = dropped(&daemon, 1).unwrap()["packet_ins_rate_limited"].as_u64();
+        limited.is_some_and(|count| count > 1000)
+    }));
+    s1.packet_in(3, frame(3, BROADCAST));
+    assert!(eventually(WAIT, || has_host(&daemon, 3)));
+    s1.packet_in(2, frame(2, host(3)));
+    let routed = eventually(WAIT, || s1.path_flows().contains(&(2, Some(3))));
+    flooding.store(false, std::sync::atomic::Ordering::Relaxed);
+    flooder.join().unwrap();
+    assert!(
+        routed,
+        "the pair on ports 2 and 3 got its path during the flood"
+    );
+}

@@ -1,6 +1,7 @@
 //! Small bounded-rate helpers that own no socket and no clock: the caller passes `now`,
 //! so the unit tests drive them with a made-up clock.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Admits events at `rate` per second on average with bursts of up to `burst`.
@@ -35,6 +36,54 @@ impl TokenBucket {
         } else {
             false
         }
+    }
+}
+
+/// A switch's PACKET_IN budget: one bucket for the switch and one per ingress port, so
+/// that a single flooding host takes at most its port's share and the other ports keep
+/// the rest.
+#[derive(Debug, Clone)]
+pub struct PacketInLimiter {
+    switch: TokenBucket,
+    ports: HashMap<u32, TokenBucket>,
+    /// Ports beyond `max_ports` (a switch may claim any in_port) share this one.
+    others: TokenBucket,
+    max_ports: usize,
+    port_rate: u32,
+}
+
+impl PacketInLimiter {
+    /// `switch_rate` and `switch_burst` for the whole switch, `port_rate` with a burst
+    /// of twice that for each of up to `max_ports` ports.
+    pub fn new(
+        switch_rate: u32,
+        switch_burst: u32,
+        port_rate: u32,
+        max_ports: usize,
+        now: Instant,
+    ) -> Self {
+        Self {
+            switch: TokenBucket::new(switch_rate, switch_burst, now),
+            ports: HashMap::new(),
+            others: TokenBucket::new(port_rate, port_rate.saturating_mul(2), now),
+            max_ports,
+            port_rate,
+        }
+    }
+
+    /// Whether a PACKET_IN from `in_port` may go on now.
+    pub fn admit(&mut self, in_port: u32, now: Instant) -> bool {
+        let room = self.ports.len() < self.max_ports;
+        let port_rate = self.port_rate;
+        let port = match self.ports.get_mut(&in_port) {
+            Some(bucket) => bucket,
+            None if room => self
+                .ports
+                .entry(in_port)
+                .or_insert_with(|| TokenBucket::new(port_rate, port_rate.saturating_mul(2), now)),
+            None => &mut self.others,
+        };
+        port.admit(now) && self.switch.admit(now)
     }
 }
 
@@ -104,6 +153,32 @@ mod tests {
         assert!(bucket.admit(start));
         assert!(!bucket.admit(start - Duration::from_secs(5)));
         assert!(!bucket.admit(start));
+    }
+
+    #[test]
+    fn a_flooding_port_leaves_the_switch_budget_to_the_others() {
+        let start = Instant::now();
+        let mut limiter = PacketInLimiter::new(100, 100, 10, 2, start);
+        // Port 1 floods: it gets its burst of 20, no more.
+        assert_eq!((0..1000).filter(|_| limiter.admit(1, start)).count(), 20);
+        // Port 2 still gets its own burst, out of what the switch has left.
+        assert_eq!((0..1000).filter(|_| limiter.admit(2, start)).count(), 20);
+        // Ports beyond the tracked two share one bucket.
+        assert_eq!(
+            (3..1000).filter(|port| limiter.admit(*port, start)).count(),
+            20
+        );
+        // A second later ports 1 and 2 have earned 10 each.
+        let later = start + Duration::from_secs(1);
+        let admitted = (0..1000)
+            .filter(|n| limiter.admit(1 + n % 2, later))
+            .count();
+        assert_eq!(admitted, 20);
+
+        // The switch's budget caps the sum of generous ports.
+        let mut limiter = PacketInLimiter::new(100, 100, 1000, 64, start);
+        let admitted = (0..10_000).filter(|n| limiter.admit(n % 50, start)).count();
+        assert_eq!(admitted, 100);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
-use crate::limits::TokenBucket;
+use crate::limits::PacketInLimiter;
 use crate::topology::PortState;
 
 /// How the controller runs.
@@ -45,6 +45,9 @@ pub struct ControllerConfig {
     /// are dropped by its connection (and counted).
     pub packet_in_rate: u32,
     pub packet_in_burst: u32,
+    /// PACKET_INs per second from any one ingress port (burst twice that), so that one
+    /// flooding host leaves the rest of the switch's budget to the others.
+    pub packet_in_port_rate: u32,
 }
 
 impl Default for ControllerConfig {
@@ -59,6 +62,7 @@ impl Default for ControllerConfig {
             max_outbound_bytes: 16 << 20,
             packet_in_rate: 1000,
             packet_in_burst: 2000,
+            packet_in_port_rate: 250,
         };
         config.set_lldp_interval(Duration::from_secs(1));
         config
@@ -894,8 +898,13 @@ async fn run_switch(
     let mut keepalive = tokio::time::interval(config.echo_interval);
     keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut scratch = Vec::new();
-    let mut packet_ins =
-        TokenBucket::new(config.packet_in_rate, config.packet_in_burst, last_heard);
+    let mut packet_ins = PacketInLimiter::new(
+        config.packet_in_rate,
+        config.packet_in_burst,
+        config.packet_in_port_rate,
+        config.engine.max_ports_per_switch,
+        last_heard,
+    );
     // PACKET_INs dropped and not yet reported to the engine.
     let mut unreported = 0u64;
     loop {
@@ -904,7 +913,11 @@ async fn run_switch(
                 let (header, message) = received?;
                 last_heard = Instant::now();
                 if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
-                    if matches!(event, Event::PacketIn { .. }) && !packet_ins.admit(last_heard) {
+                    let limited = match &event {
+                        Event::PacketIn { in_port, .. } => !packet_ins.admit(*in_port, last_heard),
+                        _ => false,
+                    };
+                    if limited {
                         unreported += 1;
                     } else {
                         events.send(event).await.map_err(|_| ConnectionError::Dropped)?;
