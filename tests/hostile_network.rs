@@ -349,6 +349,8 @@ fn a_switch_that_stops_reading_is_disconnected() {
             "1000000",
             "--packet-in-burst",
             "1000000",
+            "--packet-in-port-rate",
+            "1000000",
         ],
     );
     let mut network = Network::new();
@@ -385,7 +387,16 @@ fn a_switch_that_stops_reading_is_disconnected() {
 #[test]
 fn a_mac_flood_learns_at_most_the_cap() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = daemon(dir.path(), &["--max-hosts-per-port", "100"]);
+    // Rate limits out of the way: this is about the host cap alone.
+    let daemon = daemon(
+        dir.path(),
+        &[
+            "--max-hosts-per-port",
+            "100",
+            "--packet-in-port-rate",
+            "1000000",
+        ],
+    );
     let mut network = Network::new();
     let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
