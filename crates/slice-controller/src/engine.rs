@@ -234,8 +234,7 @@ impl Engine {
         *counter += count;
         let total = *counter;
         let log = self.drop_logs.entry((dpid, cause)).or_default();
-        if let Some(since) = log.note(now) {
-            let since = since.max(count);
+        if let Some(since) = log.note(count, now) {
             log::warn!(
                 "switch {dpid:#x}: {} ({since} since the last report, {total} in all)",
                 cause.describe()

@@ -114,9 +114,9 @@ impl LogLimiter {
         }
     }
 
-    /// Counts one event; returns how many to report when a line is due now.
-    pub fn note(&mut self, now: Instant) -> Option<u64> {
-        self.unlogged += 1;
+    /// Counts `events`; returns how many to report when a line is due now.
+    pub fn note(&mut self, events: u64, now: Instant) -> Option<u64> {
+        self.unlogged = self.unlogged.saturating_add(events);
         let due = self.last_line.map_or(true, |last| {
             now.saturating_duration_since(last) >= self.every
         });
@@ -185,10 +185,10 @@ mod tests {
     fn the_log_says_how_many_since_its_last_line() {
         let start = Instant::now();
         let mut log = LogLimiter::new(Duration::from_secs(10));
-        assert_eq!(log.note(start), Some(1));
+        assert_eq!(log.note(1, start), Some(1));
         for second in 1..10 {
-            assert_eq!(log.note(start + Duration::from_secs(second)), None);
+            assert_eq!(log.note(2, start + Duration::from_secs(second)), None);
         }
-        assert_eq!(log.note(start + Duration::from_secs(10)), Some(10));
+        assert_eq!(log.note(1, start + Duration::from_secs(10)), Some(19));
     }
 }
