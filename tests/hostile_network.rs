@@ -572,3 +572,24 @@ fn a_flooding_host_leaves_room_for_the_others_on_its_switch() {
         "the pair on ports 2 and 3 got its path during the flood"
     );
 }
+
+/// Learned hosts age out when idle, except those an operator bound in a slice.
+#[test]
+fn idle_hosts_age_out_but_bound_hosts_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &["--host-idle-timeout", "1"]);
+    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+    s1.packet_in(1, frame(1, BROADCAST));
+    s1.packet_in(2, frame(2, BROADCAST));
+    assert!(eventually(WAIT, || has_host(&daemon, 1) && has_host(&daemon, 2)));
+    assert!(
+        eventually(WAIT, || dropped(&daemon, 1).unwrap()["hosts_aged_out"] == 1),
+        "{}",
+        get(&daemon, "/topology/switches")
+    );
+    assert!(!has_host(&daemon, 2), "the idle host is forgotten");
+    assert!(has_host(&daemon, 1), "the bound host stays");
+}
