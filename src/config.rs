@@ -72,6 +72,89 @@ pub struct Args {
     /// Turn the developer login off (production)
     #[arg(long)]
     pub no_developer_login: bool,
+    #[command(flatten)]
+    pub switch_limits: SwitchLimitArgs,
+}
+
+/// What one switch (or the hosts behind it) may make the controller hold or do.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct SwitchLimitArgs {
+    /// File with the secret that signs LLDP probes (share it within a cluster)
+    /// [default: a random secret per start]
+    #[arg(long, value_name = "FILE")]
+    pub lldp_secret_file: Option<PathBuf>,
+    /// Ports a switch may announce; more closes its connection [default: 4096]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_ports_per_switch: Option<u32>,
+    /// Bytes of port list a switch may send in its handshake [default: 1048576]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
+    pub max_multipart_bytes: Option<u64>,
+    /// Bytes that may wait to be written to one switch [default: 16777216]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
+    pub max_outbound_bytes: Option<u64>,
+    /// Hosts learned per switch port; hosts bound in a slice are exempt [default: 256]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_hosts_per_port: Option<u32>,
+    /// Hosts learned per switch [default: 16384]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_hosts_per_switch: Option<u32>,
+    /// Seconds before an idle host is forgotten [default: 300]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub host_idle_timeout: Option<u32>,
+    /// PACKET_INs per second a switch may send; the rest are dropped [default: 1000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub packet_in_rate: Option<u32>,
+    /// PACKET_INs a switch may send in one burst [default: 2000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub packet_in_burst: Option<u32>,
+    /// PACKET_INs per second from one switch port, burst twice that [default: 250]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub packet_in_port_rate: Option<u32>,
+}
+
+impl SwitchLimitArgs {
+    /// The same ranges as the flags, for values from the file.
+    fn check(&self) -> anyhow::Result<()> {
+        let counts = [
+            ("max_ports_per_switch", self.max_ports_per_switch),
+            ("max_hosts_per_port", self.max_hosts_per_port),
+            ("max_hosts_per_switch", self.max_hosts_per_switch),
+            ("host_idle_timeout", self.host_idle_timeout),
+            ("packet_in_rate", self.packet_in_rate),
+            ("packet_in_burst", self.packet_in_burst),
+            ("packet_in_port_rate", self.packet_in_port_rate),
+        ];
+        for (key, value) in counts {
+            anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
+        }
+        let sizes = [
+            ("max_multipart_bytes", self.max_multipart_bytes),
+            ("max_outbound_bytes", self.max_outbound_bytes),
+        ];
+        for (key, value) in sizes {
+            anyhow::ensure!(
+                value.map_or(true, |bytes| bytes >= 65536),
+                "controller.{key} must be at least 65536"
+            );
+        }
+        Ok(())
+    }
+
+    /// Each setting from the flags, else from the file.
+    fn or(&self, file: ControllerFile) -> SwitchLimitArgs {
+        SwitchLimitArgs {
+            lldp_secret_file: self.lldp_secret_file.clone().or(file.lldp_secret_file),
+            max_ports_per_switch: self.max_ports_per_switch.or(file.max_ports_per_switch),
+            max_multipart_bytes: self.max_multipart_bytes.or(file.max_multipart_bytes),
+            max_outbound_bytes: self.max_outbound_bytes.or(file.max_outbound_bytes),
+            max_hosts_per_port: self.max_hosts_per_port.or(file.max_hosts_per_port),
+            max_hosts_per_switch: self.max_hosts_per_switch.or(file.max_hosts_per_switch),
+            host_idle_timeout: self.host_idle_timeout.or(file.host_idle_timeout),
+            packet_in_rate: self.packet_in_rate.or(file.packet_in_rate),
+            packet_in_burst: self.packet_in_burst.or(file.packet_in_burst),
+            packet_in_port_rate: self.packet_in_port_rate.or(file.packet_in_port_rate),
+        }
+    }
 }
 
 const EXAMPLES: &str = "Examples:
@@ -108,6 +191,16 @@ struct ControllerFile {
     openflow_key: Option<PathBuf>,
     openflow_ca: Option<PathBuf>,
     allowed_dpids: Option<Vec<DpidEntry>>,
+    lldp_secret_file: Option<PathBuf>,
+    max_ports_per_switch: Option<u32>,
+    max_multipart_bytes: Option<u64>,
+    max_outbound_bytes: Option<u64>,
+    max_hosts_per_port: Option<u32>,
+    max_hosts_per_switch: Option<u32>,
+    host_idle_timeout: Option<u32>,
+    packet_in_rate: Option<u32>,
+    packet_in_burst: Option<u32>,
+    packet_in_port_rate: Option<u32>,
 }
 
 /// A datapath id in the settings file: an integer, or a string for the ids beyond
@@ -146,6 +239,8 @@ pub struct Config {
     pub secure_cookie: bool,
     pub session_key_file: PathBuf,
     pub session_ttl_hours: i64,
+    /// Unset limits keep the controller's defaults.
+    pub switch_limits: SwitchLimitArgs,
 }
 
 impl Config {
@@ -157,19 +252,18 @@ impl Config {
         let openflow = openflow_listeners(args, &file)?;
         let allowed_dpids = allowed_dpids(args, &file)?;
         let data_dir = DataDir::resolve(args.db.clone().or(file.db));
+        let lldp_interval_ms_file = file.controller.lldp_interval_ms;
+        let idle_timeout_file = file.controller.idle_timeout;
         let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
         let lldp_interval_ms = args
             .lldp_interval_ms
-            .or(file.controller.lldp_interval_ms)
+            .or(lldp_interval_ms_file)
             .unwrap_or(1000);
         anyhow::ensure!(
             (50..=60_000).contains(&lldp_interval_ms),
             "controller.lldp_interval_ms must be between 50 and 60000"
         );
-        let idle_timeout = args
-            .idle_timeout
-            .or(file.controller.idle_timeout)
-            .unwrap_or(60);
+        let idle_timeout = args.idle_timeout.or(idle_timeout_file).unwrap_or(60);
         anyhow::ensure!(
             idle_timeout > 0,
             "controller.idle_timeout must be at least 1"
@@ -178,6 +272,8 @@ impl Config {
             (1..=24 * 365).contains(&session_ttl_hours),
             "auth.session_ttl_hours must be between 1 and 8760"
         );
+        let switch_limits = args.switch_limits.or(file.controller);
+        switch_limits.check()?;
         Ok(Self {
             http: args
                 .http
@@ -199,6 +295,7 @@ impl Config {
                 .session_key_file
                 .unwrap_or_else(|| data_dir.session_key_path()),
             session_ttl_hours,
+            switch_limits,
             data_dir,
         })
     }

@@ -64,7 +64,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.session_ttl_hours = config.session_ttl_hours;
 
     let controller =
-        slice_controller::Controller::start(&config.openflow, &store, controller_config(&config))?;
+        slice_controller::Controller::start(&config.openflow, &store, controller_config(&config)?)?;
     let openflow_addrs: Vec<String> = [
         controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
         controller.tls_addr().map(|addr| format!("{addr} (tls)")),
@@ -126,13 +126,50 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn controller_config(config: &Config) -> slice_controller::ControllerConfig {
+fn controller_config(config: &Config) -> anyhow::Result<slice_controller::ControllerConfig> {
     let mut controller = slice_controller::ControllerConfig::default();
     controller.engine.slicing = config.slicing;
     controller.engine.idle_timeout = config.idle_timeout;
     controller.allowed_dpids = config.allowed_dpids.clone();
     controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
-    controller
+    let limits = &config.switch_limits;
+    if let Some(path) = &limits.lldp_secret_file {
+        let secret = std::fs::read(path)
+            .with_context(|| format!("cannot read the LLDP secret file {}", path.display()))?;
+        controller.engine.probe_key = slice_controller::ProbeKey::from_secret(&secret)
+            .with_context(|| format!("LLDP secret file {}", path.display()))?;
+    }
+    let engine = &mut controller.engine;
+    let size = |value: u32| usize::try_from(value).unwrap_or(usize::MAX);
+    let bytes = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+    if let Some(value) = limits.max_ports_per_switch {
+        engine.max_ports_per_switch = size(value);
+    }
+    if let Some(value) = limits.max_hosts_per_port {
+        engine.max_hosts_per_port = size(value);
+    }
+    if let Some(value) = limits.max_hosts_per_switch {
+        engine.max_hosts_per_switch = size(value);
+    }
+    if let Some(value) = limits.host_idle_timeout {
+        engine.host_idle = std::time::Duration::from_secs(value.into());
+    }
+    if let Some(value) = limits.max_multipart_bytes {
+        controller.max_multipart_bytes = bytes(value);
+    }
+    if let Some(value) = limits.max_outbound_bytes {
+        controller.max_outbound_bytes = bytes(value);
+    }
+    if let Some(value) = limits.packet_in_rate {
+        controller.packet_in_rate = value;
+    }
+    if let Some(value) = limits.packet_in_burst {
+        controller.packet_in_burst = value;
+    }
+    if let Some(value) = limits.packet_in_port_rate {
+        controller.packet_in_port_rate = value;
+    }
+    Ok(controller)
 }
 
 /// The data directory holds the session key and the database: owner only.

@@ -19,12 +19,6 @@ fn daemon(dir: &std::path::Path) -> Daemon {
     Daemon::start_with(dir, &["--lldp-interval-ms", "100"])
 }
 
-fn get(daemon: &Daemon, path: &str) -> Value {
-    let (status, body) = status_json(agent().get(&daemon.url(path)).call());
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
-}
-
 fn post(daemon: &Daemon, path: &str, body: Value) {
     let (status, response) = status_json(agent().post(&daemon.url(path)).send_json(body));
     assert_eq!(status, 201, "POST {path}: {response}");
@@ -56,7 +50,8 @@ fn announce(daemon: &Daemon, switch: &switch::Switch, port: u32, last: u8) {
     switch.packet_in(port, frame(last, BROADCAST));
     let mac = format!("00:00:00:00:00:{last:02x}");
     assert!(
-        eventually(WAIT, || get(daemon, "/topology/hosts")
+        eventually(WAIT, || daemon
+            .get_json("/topology/hosts")
             .as_array()
             .unwrap()
             .iter()
@@ -84,24 +79,27 @@ fn cabled(daemon: &Daemon, version: u8, cables: &[Cable]) -> Network {
         network.connect(daemon.openflow, dpid, version, 3);
     }
     assert!(
-        eventually(WAIT, || get(daemon, "/topology/links")
+        eventually(WAIT, || daemon
+            .get_json("/topology/links")
             .as_array()
             .unwrap()
             .len()
             == 2 * cables.len()),
         "links discovered: {}",
-        get(daemon, "/topology/links")
+        daemon.get_json("/topology/links")
     );
     network
 }
 
+/// `/topology/switches` without the drop counters, which `tests/hostile_network.rs`
+/// covers.
 fn handshake(version: u8) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
     let mut network = Network::new();
     let switch = network.connect(daemon.openflow, 0xabc, version, 2);
     assert!(eventually(WAIT, || {
-        get(&daemon, "/topology/switches")
+        daemon.switches_without_drops()
             == json!([{"dpid": 0xabc, "name": "0xabc", "version": version, "ports": [
                 {"port_no": 1, "name": "eth1", "live": true},
                 {"port_no": 2, "name": "eth2", "live": true},
@@ -150,7 +148,7 @@ fn links_are_discovered_by_lldp() {
     let daemon = daemon(dir.path());
     let _network = line(&daemon, OFP13);
     assert_eq!(
-        get(&daemon, "/topology/links"),
+        daemon.get_json("/topology/links"),
         json!([
             {"src": "0x1:2", "dst": "0x2:2"},
             {"src": "0x2:2", "dst": "0x1:2"},
@@ -183,12 +181,12 @@ fn path_installed_hop_by_hop(version: u8) {
         .iter()
         .any(|(port, data)| *port == 1 && data[..6] == host(3))));
     assert_eq!(
-        get(&daemon, "/paths"),
+        daemon.get_json("/paths"),
         json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:03",
                 "hops": ["0x1:1", "0x1:2", "0x2:2", "0x2:3", "0x3:2", "0x3:1"]}])
     );
     assert_eq!(
-        get(&daemon, "/topology/hosts"),
+        daemon.get_json("/topology/hosts"),
         json!([{"mac": "00:00:00:00:00:01", "port": "0x1:1"}, {"mac": "00:00:00:00:00:03", "port": "0x3:1"}])
     );
 }
@@ -236,7 +234,7 @@ fn slices_are_isolated_and_broadcasts_stay_inside() {
     assert!(eventually(WAIT, || s1.path_flows().contains(&(1, None))));
     std::thread::sleep(Duration::from_millis(200));
     assert!(s2.path_flows().is_empty());
-    assert_eq!(get(&daemon, "/paths"), json!([]));
+    assert_eq!(daemon.get_json("/paths"), json!([]));
 }
 
 #[test]
@@ -267,7 +265,7 @@ fn removing_a_member_deletes_its_flows_from_every_switch() {
     assert_eq!(withdrawn.r#match.in_port, Some(2));
     assert_eq!(withdrawn.r#match.eth_src, Some(host(1)));
     assert_eq!(withdrawn.r#match.eth_dst, Some(host(3)));
-    assert_eq!(get(&daemon, "/paths"), json!([]));
+    assert_eq!(daemon.get_json("/paths"), json!([]));
 }
 
 #[test]
@@ -324,12 +322,13 @@ fn a_failed_link_withdraws_its_paths() {
     s2.port_status(3, false);
     assert!(eventually(WAIT, || s1.strict_deletes().len() == 1
         && s3.strict_deletes().len() == 1));
-    assert!(eventually(WAIT, || get(&daemon, "/topology/links")
+    assert!(eventually(WAIT, || daemon
+        .get_json("/topology/links")
         .as_array()
         .unwrap()
         .len()
         == 2));
-    assert_eq!(get(&daemon, "/paths"), json!([]));
+    assert_eq!(daemon.get_json("/paths"), json!([]));
 }
 
 /// Reads until the controller ends the connection; false when it is still open after
@@ -349,7 +348,11 @@ fn closed_by_controller(stream: &mut std::net::TcpStream) -> bool {
 }
 
 fn switch_count(daemon: &Daemon) -> usize {
-    get(daemon, "/topology/switches").as_array().unwrap().len()
+    daemon
+        .get_json("/topology/switches")
+        .as_array()
+        .unwrap()
+        .len()
 }
 
 #[test]
@@ -404,7 +407,7 @@ fn a_hostile_switch_is_cut_off_and_the_others_carry_on() {
     );
     assert_eq!(switch_count(&daemon), 1);
     assert_eq!(
-        get(&daemon, "/slices"),
+        daemon.get_json("/slices"),
         json!([]),
         "the REST API still answers"
     );
@@ -422,13 +425,13 @@ fn a_connected_switch_that_sends_garbage_is_disconnected_and_forgotten() {
     // A PACKET_IN header whose body is far too short for a PACKET_IN.
     bad.send_raw(&[0x04, 10, 0x00, 0x0c, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff]);
     assert!(
-        eventually(WAIT, || get(&daemon, "/topology/switches")
+        eventually(WAIT, || daemon.switches_without_drops()
             == json!([{"dpid": 1, "name": "0x1", "version": OFP13, "ports": [
                 {"port_no": 1, "name": "eth1", "live": true},
                 {"port_no": 2, "name": "eth2", "live": true},
             ]}])),
         "the bad switch is gone, the good one stays: {}",
-        get(&daemon, "/topology/switches")
+        daemon.get_json("/topology/switches")
     );
     good.forget();
     assert!(eventually(WAIT, || good
@@ -484,7 +487,7 @@ fn after_a_link_fails_new_packets_take_another_path() {
     let (s1, s2) = (network.switch(1), network.switch(2));
     announce(&daemon, &s2, 1, 2);
     s1.packet_in(1, frame(1, host(2)));
-    assert!(eventually(WAIT, || get(&daemon, "/paths")
+    assert!(eventually(WAIT, || daemon.get_json("/paths")
         == json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02",
                    "hops": ["0x1:1", "0x1:2", "0x2:2", "0x2:1"]}])));
 
@@ -497,11 +500,11 @@ fn after_a_link_fails_new_packets_take_another_path() {
     );
     s1.packet_in(1, frame(1, host(2)));
     assert!(
-        eventually(WAIT, || get(&daemon, "/paths")
+        eventually(WAIT, || daemon.get_json("/paths")
             == json!([{"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02",
                        "hops": ["0x1:1", "0x1:3", "0x3:3", "0x3:2", "0x2:3", "0x2:1"]}])),
         "rerouted through switch 3: {}",
-        get(&daemon, "/paths")
+        daemon.get_json("/paths")
     );
     let s3 = network.switch(3);
     assert!(eventually(WAIT, || s3.path_flows().contains(&(3, Some(2)))));

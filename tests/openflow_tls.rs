@@ -12,23 +12,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{agent, free_port, status_json, wait_with_timeout, Daemon, SLICED};
+use common::{free_port, wait_with_timeout, Daemon, SLICED};
 use openflow::{OFP10, OFP13};
-use serde_json::{json, Value};
+use serde_json::json;
 use switch::{eventually, frame, host, Network, BROADCAST};
 use tls::Pki;
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
 
-fn get(daemon: &Daemon, path: &str) -> Value {
-    let (status, body) = status_json(agent().get(&daemon.url(path)).call());
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
-}
-
 fn switch_dpids(daemon: &Daemon) -> Vec<u64> {
-    get(daemon, "/topology/switches")
+    daemon
+        .get_json("/topology/switches")
         .as_array()
         .unwrap()
         .iter()
@@ -58,7 +53,7 @@ fn tls_switch_gets_its_flows(version: u8) {
     let mut network = Network::new();
     let stream = tls::bridge(tls_addr, pki.client("switch-abc"));
     let switch = network.connect_over(stream, 0xabc, version, 2);
-    assert!(eventually(WAIT, || get(&daemon, "/topology/switches")
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
         == json!([{"dpid": 0xabc, "name": "0xabc", "version": version, "ports": [
             {"port_no": 1, "name": "eth1", "live": true},
             {"port_no": 2, "name": "eth2", "live": true},
@@ -66,7 +61,8 @@ fn tls_switch_gets_its_flows(version: u8) {
 
     // Host 2 speaks up, then host 1 sends to it: the path flow goes down the TLS channel.
     switch.packet_in(2, frame(2, BROADCAST));
-    assert!(eventually(WAIT, || get(&daemon, "/topology/hosts")
+    assert!(eventually(WAIT, || daemon
+        .get_json("/topology/hosts")
         .as_array()
         .unwrap()
         .len()

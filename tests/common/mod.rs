@@ -112,6 +112,25 @@ impl Daemon {
         }
     }
 
+    /// GET `path` over HTTP, asserting 200, as JSON.
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = status_json(agent().get(&self.url(path)).call());
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// `GET /topology/switches` without each switch's drop counters, for the tests that
+    /// compare the switches exactly and cause no drops.
+    pub fn switches_without_drops(&self) -> serde_json::Value {
+        let mut switches = self.get_json("/topology/switches");
+        for switch in switches.as_array_mut().into_iter().flatten() {
+            if let Some(switch) = switch.as_object_mut() {
+                switch.remove("dropped");
+            }
+        }
+        switches
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.http, path)
     }

@@ -30,6 +30,8 @@ fn main() -> std::process::ExitCode {
         "e2e" => e2e::main(&args[1..]),
         "bench" => bench(&args[1..]),
         "fuzz" => fuzz::main(&args[1..]),
+        // Internal: what the lab runs inside a host's namespace to play an attacker.
+        "lldp" => e2e::lldp::main(&args[1..]),
         _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
     };
     match result {

@@ -82,6 +82,8 @@ fn run_packet_parsers(bytes: &[u8]) {
     let _ = Ipv4Repr::parse(&Ipv4Packet::new_unchecked(bytes));
     let _ = LldpRepr::parse(bytes);
     let _ = packet::parse_discovery(bytes);
+    let _ = packet::parse_probe(bytes);
+    let _ = packet::lldp::find_organization_tlv(bytes, packet::PROOF_OUI, packet::PROOF_SUBTYPE);
     // Unchecked views over short buffers read zeros rather than panic.
     let ipv4 = Ipv4Packet::new_unchecked(bytes);
     let _ = (ipv4.payload(), ipv4.verify_checksum(), ipv4.src_addr());

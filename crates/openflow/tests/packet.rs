@@ -292,3 +292,35 @@ proptest! {
         prop_assert_eq!(Ipv4Repr::parse(&packet).unwrap(), repr);
     }
 }
+
+#[test]
+fn a_signed_probe_carries_its_proof_in_an_organisation_tlv() {
+    let proof = openflow::packet::ProbeProof {
+        nonce: 0x0102_0304_0506_0708,
+        tag: [0xaa; 16],
+    };
+    let mut out = Vec::new();
+    openflow::packet::signed_discovery_frame(0xabc, 2, SRC, &proof, &mut out);
+    // The TTL TLV, then type 127 with 28 value bytes: OUI, subtype, nonce, tag; then end.
+    let ttl_end = 14 + 2 + 22 + 4 + 4;
+    let mut expected_tail = vec![0xfe, 28, 0x02, 0x5c, 0x1c, 0x01];
+    expected_tail.extend_from_slice(&proof.nonce.to_be_bytes());
+    expected_tail.extend_from_slice(&[0xaa; 16]);
+    expected_tail.extend_from_slice(&[0, 0]);
+    assert_eq!(&out[ttl_end..], expected_tail.as_slice());
+    let parsed = openflow::packet::parse_probe(&out).unwrap();
+    assert_eq!((parsed.dpid, parsed.port_no), (0xabc, 2));
+    assert_eq!(parsed.proof, Some(proof));
+    assert_eq!(parse_discovery(&out), Some((0xabc, 2)));
+
+    // An old-style probe parses, without a proof.
+    let mut plain = Vec::new();
+    discovery_frame(0xabc, 2, SRC, &mut plain);
+    assert_eq!(openflow::packet::parse_probe(&plain).unwrap().proof, None);
+
+    // A proof TLV of the wrong length is no proof.
+    let mut short = out.clone();
+    short[ttl_end + 1] = 27;
+    short.remove(ttl_end + 2 + 27);
+    assert_eq!(openflow::packet::parse_probe(&short).unwrap().proof, None);
+}

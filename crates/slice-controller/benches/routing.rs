@@ -170,7 +170,7 @@ fn frame(src: MacAddress, dst: MacAddress) -> Frame<'static> {
     Frame {
         dst,
         src,
-        discovery_from: None,
+        probe: None,
         data: &[],
     }
 }
@@ -181,7 +181,7 @@ fn discover(engine: &mut Engine, a: PortId, b: PortId, now: Instant) {
         let lldp = Frame {
             dst: MacAddress::from([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
             src: MacAddress::from([0x02, 0, 0, 0, 0, 0xfe]),
-            discovery_from: Some(from),
+            probe: Some(engine.probe_from(from, now)),
             data: &[],
         };
         engine.packet_in(at.dpid, at.port_no, lldp, now);
@@ -204,7 +204,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
     let mut engine = Engine::new(config, membership);
     let now = Instant::now();
     for (dpid, ports) in &graph.ports {
-        engine.switch_connected(*dpid, 4, port_map(*ports));
+        engine.switch_connected(*dpid, 4, port_map(*ports), Instant::now());
     }
     for (a, b) in &graph.cables {
         discover(&mut engine, *a, *b, now);
@@ -300,6 +300,7 @@ fn link_down(engine: &mut Engine, port: PortId) {
             name: format!("eth{}", port.port_no),
             live: false,
         }),
+        Instant::now(),
     );
 }
 
@@ -317,6 +318,7 @@ fn restore(
             name: format!("eth{}", a.port_no),
             live: true,
         }),
+        now,
     );
     discover(engine, a, b, now);
     for (s, d) in affected {

@@ -2,20 +2,26 @@
 //! for switches come out. One task owns the engine, so it needs no locks, and every rule
 //! of routing and slicing can be tested here with plain calls.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use openflow::packet::{Probe, ProbeProof};
 use serde::Serialize;
 use slice_core::{Host, MacAddress, Membership, PortId};
 use slice_store::Change;
 
+use crate::hosts::{HostLimits, HostTable, Learned};
+use crate::limits::LogLimiter;
+use crate::probe::{ProbeKey, Verdict};
 use crate::topology::{Hop, Link, PortState, Topology};
 
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
 /// Priority of the flows that drop traffic between hosts that share no slice.
 pub const DROP_PRIORITY: u16 = 50;
+/// The least time a signed probe stays fresh, whatever the LLDP interval.
+const MIN_PROBE_AGE: Duration = Duration::from_secs(1);
 
 /// How the engine behaves.
 #[derive(Debug, Clone)]
@@ -31,6 +37,16 @@ pub struct EngineConfig {
     /// of probes, is gone.
     pub link_max_age: Duration,
     pub link_missed_probes: u64,
+    /// Signs the LLDP probes and checks the ones that come back.
+    pub probe_key: ProbeKey,
+    /// Ports a switch may have; PORT_STATUS adding more is ignored (and counted).
+    pub max_ports_per_switch: usize,
+    /// Hosts learned per port and per switch; hosts bound in a slice are exempt.
+    pub max_hosts_per_port: usize,
+    pub max_hosts_per_switch: usize,
+    /// A host not heard for this long (and on no installed path, and bound in no slice)
+    /// is forgotten.
+    pub host_idle: Duration,
 }
 
 impl Default for EngineConfig {
@@ -42,6 +58,11 @@ impl Default for EngineConfig {
             // Three and a half of the server's default one-second LLDP intervals.
             link_max_age: Duration::from_millis(3500),
             link_missed_probes: 3,
+            probe_key: ProbeKey::random(),
+            max_ports_per_switch: 4096,
+            max_hosts_per_port: 256,
+            max_hosts_per_switch: 16384,
+            host_idle: Duration::from_secs(300),
         }
     }
 }
@@ -74,8 +95,8 @@ pub enum Command {
     FlowDelete { rule: Rule, priority: u16 },
     /// Send `data` out of `out_port`.
     PacketOut { out_port: u32, data: Vec<u8> },
-    /// Send an LLDP discovery frame out of `port_no`.
-    Discovery { port_no: u32 },
+    /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
+    Discovery { port_no: u32, proof: ProbeProof },
 }
 
 /// The part of a PACKET_IN the engine looks at.
@@ -83,8 +104,8 @@ pub enum Command {
 pub struct Frame<'a> {
     pub dst: MacAddress,
     pub src: MacAddress,
-    /// The sender of an LLDP discovery frame, when this is one.
-    pub discovery_from: Option<PortId>,
+    /// The claimed sender and proof of an LLDP discovery frame, when this is one.
+    pub probe: Option<Probe>,
     pub data: &'a [u8],
 }
 
@@ -129,7 +150,13 @@ pub struct Engine {
     config: EngineConfig,
     topology: Topology,
     membership: Membership,
-    hosts: HashMap<MacAddress, PortId>,
+    hosts: HostTable,
+    /// Live edge ports that have carried host traffic since they last came up: LLDP
+    /// arriving there, or claiming to have left from there, is not a link.
+    host_ports: HashSet<PortId>,
+    /// What was refused or dropped, per connected switch.
+    dropped: HashMap<u64, Dropped>,
+    drop_logs: HashMap<(u64, DropCause), LogLimiter>,
     paths: HashMap<(MacAddress, MacAddress), InstalledPath>,
     /// Drop flows in place, by pair, with the ingress port they were installed at.
     drops: HashMap<(MacAddress, MacAddress), PortId>,
@@ -142,7 +169,10 @@ impl Engine {
             config,
             topology: Topology::default(),
             membership,
-            hosts: HashMap::new(),
+            hosts: HostTable::default(),
+            host_ports: HashSet::new(),
+            dropped: HashMap::new(),
+            drop_logs: HashMap::new(),
             paths: HashMap::new(),
             drops: HashMap::new(),
             outbox: Vec::new(),
@@ -164,22 +194,82 @@ impl Engine {
         self.outbox.push((dpid, command));
     }
 
+    /// A signed probe out of `port`, sent at `now`.
+    fn probe(&mut self, port: PortId, now: Instant) {
+        let proof = self.config.probe_key.sign(port.dpid, port.port_no, now);
+        self.send(
+            port.dpid,
+            Command::Discovery {
+                port_no: port.port_no,
+                proof,
+            },
+        );
+    }
+
+    /// The probe the engine would send out of `from` at `now`, as it arrives elsewhere.
+    pub fn probe_from(&self, from: PortId, now: Instant) -> Probe {
+        Probe {
+            dpid: from.dpid,
+            port_no: from.port_no,
+            proof: Some(self.config.probe_key.sign(from.dpid, from.port_no, now)),
+        }
+    }
+
+    /// Counts a drop for `dpid` and logs it, at most once per switch and cause per
+    /// [`crate::limits::LOG_EVERY`].
+    fn count_drop(&mut self, dpid: u64, cause: DropCause, count: u64, now: Instant) {
+        let Some(dropped) = self.dropped.get_mut(&dpid) else {
+            return;
+        };
+        let counter = match cause {
+            DropCause::UnsignedLldp => &mut dropped.lldp_unsigned,
+            DropCause::ForgedLldp => &mut dropped.lldp_forged,
+            DropCause::StaleLldp => &mut dropped.lldp_stale,
+            DropCause::LldpAtHostPort => &mut dropped.lldp_at_host_port,
+            DropCause::HostRefused => &mut dropped.hosts_refused,
+            DropCause::HostAgedOut => &mut dropped.hosts_aged_out,
+            DropCause::PortRefused => &mut dropped.ports_refused,
+            DropCause::PacketInRateLimited => &mut dropped.packet_ins_rate_limited,
+        };
+        *counter += count;
+        let total = *counter;
+        let log = self.drop_logs.entry((dpid, cause)).or_default();
+        if let Some(since) = log.note(count, now) {
+            log::warn!(
+                "switch {dpid:#x}: {} ({since} since the last report, {total} in all)",
+                cause.describe()
+            );
+        }
+    }
+
+    /// The connection of `dpid` refused `count` PACKET_INs over its rate.
+    pub fn packet_ins_rate_limited(&mut self, dpid: u64, count: u64, now: Instant) {
+        self.count_drop(dpid, DropCause::PacketInRateLimited, count, now);
+    }
+
     // ---- switches --------------------------------------------------------------------
 
-    pub fn switch_connected(&mut self, dpid: u64, version: u8, ports: BTreeMap<u32, PortState>) {
+    pub fn switch_connected(
+        &mut self,
+        dpid: u64,
+        version: u8,
+        ports: BTreeMap<u32, PortState>,
+        now: Instant,
+    ) {
         if self.topology.has_switch(dpid) {
             // A reconnect: forget what the old connection taught us.
             self.switch_disconnected(dpid);
         }
         log::info!("switch {dpid:#x} connected (OpenFlow version {version:#04x})");
         self.topology.add_switch(dpid, version, ports);
+        self.dropped.insert(dpid, Dropped::default());
         self.send(dpid, Command::ClearFlows);
         if version >= 0x04 {
             self.send(dpid, Command::TableMiss);
         }
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {
-            self.send(dpid, Command::Discovery { port_no });
+            self.probe(PortId::new(dpid, port_no), now);
         }
     }
 
@@ -189,25 +279,30 @@ impl Engine {
         }
         log::info!("switch {dpid:#x} disconnected");
         self.topology.remove_switch(dpid);
-        self.hosts.retain(|_, port| port.dpid != dpid);
+        self.hosts.remove_at(|port| port.dpid == dpid);
+        self.host_ports.retain(|port| port.dpid != dpid);
+        self.dropped.remove(&dpid);
+        self.drop_logs.retain(|(switch, _), _| *switch != dpid);
         self.drops.retain(|_, port| port.dpid != dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
     }
 
-    pub fn port_changed(&mut self, port: PortId, state: Option<PortState>) {
+    pub fn port_changed(&mut self, port: PortId, state: Option<PortState>, now: Instant) {
+        let new_port = state.is_some() && !self.topology.has_port(port);
+        if new_port && self.topology.port_count(port.dpid) >= self.config.max_ports_per_switch {
+            self.count_drop(port.dpid, DropCause::PortRefused, 1, now);
+            return;
+        }
         let live = state.as_ref().is_some_and(|state| state.live);
         let was_live = self.topology.is_live(port);
         let removed_links = self.topology.update_port(port, state);
         if live && !was_live {
-            self.send(
-                port.dpid,
-                Command::Discovery {
-                    port_no: port.port_no,
-                },
-            );
+            self.probe(port, now);
         }
         if !live {
-            self.hosts.retain(|_, at| *at != port);
+            // Down: whatever is plugged in next starts unclassified.
+            self.host_ports.remove(&port);
+            self.hosts.remove_at(|at| at == port);
             self.delete_paths_where(|path| path.uses_port(port));
         }
         self.links_removed(&removed_links);
@@ -217,8 +312,8 @@ impl Engine {
 
     pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame<'_>, now: Instant) {
         let at = PortId::new(dpid, in_port);
-        if let Some(from) = frame.discovery_from {
-            self.discovered(from, at, now);
+        if let Some(probe) = frame.probe {
+            self.probe_received(probe, at, now);
             return;
         }
         // Traffic on inter-switch ports is the tail of a flow being set up or torn down;
@@ -226,6 +321,7 @@ impl Engine {
         if !self.topology.is_edge(at) {
             return;
         }
+        self.host_ports.insert(at);
         let src = Host {
             port: at,
             mac: frame.src,
@@ -233,11 +329,13 @@ impl Engine {
         if is_multicast(frame.src) {
             return;
         }
-        self.learn(src);
+        if !self.learn(src, now) {
+            return;
+        }
         let destination = if is_multicast(frame.dst) {
             None
         } else {
-            self.hosts.get(&frame.dst).copied()
+            self.hosts.get(&frame.dst)
         };
         match destination {
             None => self.flood_within_slices(src, frame.data),
@@ -251,39 +349,64 @@ impl Engine {
         }
     }
 
-    fn discovered(&mut self, from: PortId, at: PortId, now: Instant) {
+    /// A link exists only where a probe the controller signed within the link's maximum
+    /// age arrives, and neither end has carried host traffic: a host can neither forge a
+    /// probe nor relay a genuine one into a link.
+    fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
+        let from = PortId::new(probe.dpid, probe.port_no);
+        let refused = if self.host_ports.contains(&at) || self.host_ports.contains(&from) {
+            Some(DropCause::LldpAtHostPort)
+        } else {
+            let key = &self.config.probe_key;
+            // A probe in flight on a loaded machine may take a good part of a fast
+            // (100 ms) interval; a second is still far too short to be of use to anyone
+            // replaying it, and the host-port rule stops relays within it.
+            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            match probe
+                .proof
+                .map(|proof| key.verify(from.dpid, from.port_no, &proof, now, max_age))
+            {
+                None => Some(DropCause::UnsignedLldp),
+                Some(Verdict::Forged) => Some(DropCause::ForgedLldp),
+                Some(Verdict::Stale) => Some(DropCause::StaleLldp),
+                Some(Verdict::Genuine) => None,
+            }
+        };
+        if let Some(cause) = refused {
+            self.count_drop(at.dpid, cause, 1, now);
+            return;
+        }
         let (new, replaced) = self.topology.link_seen(from, at, now);
         if let Some(old) = replaced {
             self.links_removed(&[old]);
         }
         if new {
             log::info!("link discovered: {from} -> {at}");
-            // Hosts seemingly behind a port that turns out to be a link were not hosts.
-            for end in [from, at] {
-                let doomed: Vec<MacAddress> = self
-                    .hosts
-                    .iter()
-                    .filter(|(_, port)| **port == end)
-                    .map(|(mac, _)| *mac)
-                    .collect();
-                for mac in doomed {
-                    self.forget_host(mac);
-                }
-            }
         }
     }
 
-    fn learn(&mut self, host: Host) {
-        match self.hosts.insert(host.mac, host.port) {
-            Some(old) if old != host.port => {
+    /// Learns (or refreshes) a host; false when its port or switch is full.
+    fn learn(&mut self, host: Host, now: Instant) -> bool {
+        let limits = HostLimits {
+            per_port: self.config.max_hosts_per_port,
+            per_switch: self.config.max_hosts_per_switch,
+        };
+        let bound = self.membership.is_member(&host);
+        match self.hosts.learn(host.mac, host.port, now, bound, limits) {
+            Learned::Moved(old) => {
                 log::info!("host {} moved from {old} to {}", host.mac, host.port);
                 self.delete_paths_where(|path| {
                     path.src.mac == host.mac || path.dst.mac == host.mac
                 });
             }
-            Some(_) => {}
-            None => log::debug!("host {} learned at {}", host.mac, host.port),
+            Learned::Known => {}
+            Learned::New => log::debug!("host {} learned at {}", host.mac, host.port),
+            Learned::Refused => {
+                self.count_drop(host.port.dpid, DropCause::HostRefused, 1, now);
+                return false;
+            }
         }
+        true
     }
 
     fn forget_host(&mut self, mac: MacAddress) {
@@ -420,12 +543,7 @@ impl Engine {
             })
             .collect();
         for port in ports {
-            self.send(
-                port.dpid,
-                Command::Discovery {
-                    port_no: port.port_no,
-                },
-            );
+            self.probe(port, now);
         }
         if let Some(oldest) = now.checked_sub(self.config.link_max_age) {
             let expired = self
@@ -435,6 +553,31 @@ impl Engine {
                 log::info!("link expired: {} -> {}", link.src, link.dst);
             }
             self.links_removed(&expired);
+        }
+        self.age_hosts(now);
+    }
+
+    /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an
+    /// installed path (whose traffic the switches forward without telling us).
+    fn age_hosts(&mut self, now: Instant) {
+        let Some(oldest) = now.checked_sub(self.config.host_idle) else {
+            return;
+        };
+        let idle = self.hosts.idle_since(oldest);
+        if idle.is_empty() {
+            return;
+        }
+        let routed: HashSet<MacAddress> = self
+            .paths
+            .values()
+            .flat_map(|path| [path.src.mac, path.dst.mac])
+            .collect();
+        for (mac, port) in idle {
+            if routed.contains(&mac) || self.membership.is_member(&Host { port, mac }) {
+                continue;
+            }
+            self.forget_host(mac);
+            self.count_drop(port.dpid, DropCause::HostAgedOut, 1, now);
         }
     }
 
@@ -509,7 +652,7 @@ impl Engine {
                     self.membership.shares_slice(
                         &src_host,
                         &Host {
-                            port: *dst_port,
+                            port: dst_port,
                             mac: *dst,
                         },
                     )
@@ -585,6 +728,7 @@ impl Engine {
                         live: state.live,
                     })
                     .collect(),
+                dropped: self.dropped.get(&dpid).cloned().unwrap_or_default(),
             })
             .collect()
     }
@@ -597,10 +741,7 @@ impl Engine {
         let mut hosts: Vec<HostView> = self
             .hosts
             .iter()
-            .map(|(mac, port)| HostView {
-                mac: *mac,
-                port: *port,
-            })
+            .map(|(mac, port)| HostView { mac, port })
             .collect();
         hosts.sort_by_key(|host| (host.port, host.mac));
         hosts
@@ -640,6 +781,55 @@ pub struct SwitchView {
     pub name: String,
     pub version: u8,
     pub ports: Vec<PortView>,
+    pub dropped: Dropped,
+}
+
+/// What the controller refused from one switch since it connected, by cause.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Dropped {
+    /// LLDP probes without a proof (an old-style or hand-made frame).
+    pub lldp_unsigned: u64,
+    /// LLDP probes whose proof does not verify.
+    pub lldp_forged: u64,
+    /// Genuine probes too old to count (a replay).
+    pub lldp_stale: u64,
+    /// LLDP arriving at, or claiming to come from, a port that carries host traffic.
+    pub lldp_at_host_port: u64,
+    /// Hosts not learned because their port or switch held its maximum.
+    pub hosts_refused: u64,
+    /// Hosts forgotten after being idle.
+    pub hosts_aged_out: u64,
+    /// Ports a PORT_STATUS added beyond the maximum.
+    pub ports_refused: u64,
+    /// PACKET_INs over the switch's rate, dropped by its connection.
+    pub packet_ins_rate_limited: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DropCause {
+    UnsignedLldp,
+    ForgedLldp,
+    StaleLldp,
+    LldpAtHostPort,
+    HostRefused,
+    HostAgedOut,
+    PortRefused,
+    PacketInRateLimited,
+}
+
+impl DropCause {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::UnsignedLldp => "dropped LLDP without a proof",
+            Self::ForgedLldp => "dropped LLDP with a forged proof",
+            Self::StaleLldp => "dropped a stale (replayed) LLDP probe",
+            Self::LldpAtHostPort => "dropped LLDP at or from a port with host traffic",
+            Self::HostRefused => "did not learn a host: port or switch at its host limit",
+            Self::HostAgedOut => "forgot an idle host",
+            Self::PortRefused => "ignored a port beyond the per-switch port limit",
+            Self::PacketInRateLimited => "dropped PACKET_INs over the rate limit",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -5,11 +5,17 @@
 //! commands to the switches, over plain TCP or [`tls`].
 
 pub mod engine;
+mod hosts;
+pub mod limits;
+pub mod probe;
 pub mod server;
 pub mod tls;
 pub mod topology;
 
-pub use engine::{Command, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView};
+pub use engine::{
+    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView,
+};
+pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{Controller, ControllerConfig, ControllerHandle, Listeners, StartError};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
+use crate::limits::PacketInLimiter;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -48,6 +49,19 @@ pub struct ControllerConfig {
     pub handshake_timeout: Duration,
     /// The datapath ids allowed to connect; None lets any in.
     pub allowed_dpids: Option<BTreeSet<u64>>,
+    /// Bytes of multipart replies (the port list) a switch may send in its handshake.
+    pub max_multipart_bytes: usize,
+    /// Bytes of commands that may wait for one switch, queued or unwritten; a switch
+    /// that lets more pile up, or does not take a write within `dead_after`, is
+    /// disconnected.
+    pub max_outbound_bytes: usize,
+    /// PACKET_INs per second a switch may send on average, and in a burst; the rest
+    /// are dropped by its connection (and counted).
+    pub packet_in_rate: u32,
+    pub packet_in_burst: u32,
+    /// PACKET_INs per second from any one ingress port (burst twice that), so that one
+    /// flooding host leaves the rest of the switch's budget to the others.
+    pub packet_in_port_rate: u32,
 }
 
 impl Default for ControllerConfig {
@@ -59,6 +73,11 @@ impl Default for ControllerConfig {
             dead_after: Duration::from_secs(15),
             handshake_timeout: Duration::from_secs(10),
             allowed_dpids: None,
+            max_multipart_bytes: 1 << 20,
+            max_outbound_bytes: 16 << 20,
+            packet_in_rate: 1000,
+            packet_in_burst: 2000,
+            packet_in_port_rate: 250,
         };
         config.set_lldp_interval(Duration::from_secs(1));
         config
@@ -96,6 +115,8 @@ pub enum StartError {
 /// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
 /// messages. A peer that sends more than it lets us parse is cut off.
 const READ_BUFFER_LIMIT: usize = 2 * 65536;
+/// Capacity a connection's write buffer keeps between bursts.
+const WRITE_BUFFER_KEEP: usize = 64 * 1024;
 /// Command batches queued for one switch before it counts as too slow.
 const SWITCH_QUEUE: usize = 1024;
 /// Events queued from all switches to the engine.
@@ -113,6 +134,7 @@ enum Event {
         ports: BTreeMap<u32, PortState>,
         connection: u64,
         commands: mpsc::Sender<Vec<Command>>,
+        queued_bytes: Arc<AtomicUsize>,
     },
     SwitchDown {
         dpid: u64,
@@ -123,8 +145,12 @@ enum Event {
         in_port: u32,
         dst: MacAddress,
         src: MacAddress,
-        discovery_from: Option<PortId>,
+        probe: Option<openflow::packet::Probe>,
         data: Vec<u8>,
+    },
+    PacketInsRateLimited {
+        dpid: u64,
+        count: u64,
     },
     PortStatus {
         port: PortId,
@@ -329,6 +355,8 @@ async fn forward_changes(
 struct SwitchLink {
     connection: u64,
     commands: mpsc::Sender<Vec<Command>>,
+    /// Bytes handed to the connection and not yet written, by [`command_bytes`].
+    queued_bytes: Arc<AtomicUsize>,
 }
 
 async fn run_engine(
@@ -350,7 +378,12 @@ async fn run_engine(
             _ = ticker.tick() => engine.tick(Instant::now()),
             _ = stopped.changed() => return,
         }
-        dispatch(&mut engine, &mut switches, &mut batches);
+        dispatch(
+            &mut engine,
+            &mut switches,
+            &mut batches,
+            config.max_outbound_bytes,
+        );
     }
 }
 
@@ -362,6 +395,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             ports,
             connection,
             commands,
+            queued_bytes,
         } => {
             // A second connection with the same datapath id replaces the first; dropping
             // the old sender ends the old connection. On plain TCP this is how an impostor
@@ -371,6 +405,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                 SwitchLink {
                     connection,
                     commands,
+                    queued_bytes,
                 },
             );
             if let Some(old) = replaced {
@@ -380,7 +415,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     old.connection
                 );
             }
-            engine.switch_connected(dpid, version, ports);
+            engine.switch_connected(dpid, version, ports, Instant::now());
         }
         Event::SwitchDown { dpid, connection } => {
             let current = switches
@@ -396,7 +431,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             in_port,
             dst,
             src,
-            discovery_from,
+            probe,
             data,
         } => engine.packet_in(
             dpid,
@@ -404,12 +439,15 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             Frame {
                 dst,
                 src,
-                discovery_from,
+                probe,
                 data: &data,
             },
             Instant::now(),
         ),
-        Event::PortStatus { port, state } => engine.port_changed(port, state),
+        Event::PacketInsRateLimited { dpid, count } => {
+            engine.packet_ins_rate_limited(dpid, count, Instant::now())
+        }
+        Event::PortStatus { port, state } => engine.port_changed(port, state, Instant::now()),
         Event::FlowRemoved {
             dpid,
             rule,
@@ -426,6 +464,7 @@ fn dispatch(
     engine: &mut Engine,
     switches: &mut HashMap<u64, SwitchLink>,
     batches: &mut HashMap<u64, Vec<Command>>,
+    max_outbound_bytes: usize,
 ) {
     // Dropping a switch that cannot keep up makes the engine withdraw the paths through
     // it from the other switches: those commands go out in the next round, not after
@@ -441,14 +480,41 @@ fn dispatch(
             let Some(link) = switches.get(&dpid) else {
                 continue;
             };
-            if let Err(err) = link.commands.try_send(batch) {
-                if let mpsc::error::TrySendError::Full(_) = err {
-                    log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
+            let bytes = batch.iter().map(command_bytes).sum::<usize>();
+            let queued = link.queued_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+            let sent = if queued > max_outbound_bytes {
+                log::warn!(
+                    "switch {dpid:#x} is not draining its queue ({queued} bytes); \
+                     disconnecting it"
+                );
+                false
+            } else {
+                match link.commands.try_send(batch) {
+                    Ok(()) => true,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
+                        false
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => false,
                 }
+            };
+            if !sent {
+                // Dropping the sender ends the connection, which frees what it holds.
                 switches.remove(&dpid);
                 engine.switch_disconnected(dpid);
             }
         }
+    }
+}
+
+/// What a command costs in the outbound queue: the frame it carries plus a generous
+/// allowance for the OpenFlow message around it. The engine task adds it when it queues
+/// a command, the connection subtracts it once the command is written.
+fn command_bytes(command: &Command) -> usize {
+    const MESSAGE: usize = 160;
+    match command {
+        Command::PacketOut { data, .. } => MESSAGE + data.len(),
+        _ => MESSAGE,
     }
 }
 
@@ -559,6 +625,8 @@ enum ConnectionError {
     Dropped,
     #[error("datapath id {0:#x} is not on the allow-list")]
     NotAllowed(u64),
+    #[error("the switch did not take our messages for {0:?}")]
+    NotDraining(Duration),
 }
 
 /// Frames OpenFlow messages out of a byte stream, with a bounded buffer.
@@ -629,12 +697,24 @@ impl Writer {
         Ok(())
     }
 
-    async fn flush(&mut self) -> Result<(), ConnectionError> {
+    /// Writes what is queued; a switch that does not read it within `patience` is
+    /// given up, so that a peer that stops reading cannot hold a connection open.
+    async fn flush(&mut self, patience: Duration) -> Result<(), ConnectionError> {
         if !self.buffer.is_empty() {
-            self.half.write_all(&self.buffer).await?;
-            // TLS holds back what it could not send at once until flushed.
-            self.half.flush().await?;
+            // TLS holds back what it could not send at once until flushed, so the
+            // flush is inside the deadline too.
+            let write = async {
+                self.half.write_all(&self.buffer).await?;
+                self.half.flush().await
+            };
+            tokio::time::timeout(patience, write)
+                .await
+                .map_err(|_| ConnectionError::NotDraining(patience))??;
             self.buffer.clear();
+            // A burst may have grown the buffer far beyond what steady traffic needs.
+            if self.buffer.capacity() > WRITE_BUFFER_KEEP {
+                self.buffer.shrink_to(WRITE_BUFFER_KEEP);
+            }
         }
         Ok(())
     }
@@ -691,12 +771,18 @@ impl Writer {
                 ..flow_mod_defaults()
             }),
             Command::PacketOut { out_port, data } => packet_out(out_port, data),
-            Command::Discovery { port_no } => {
+            Command::Discovery { port_no, proof } => {
                 // The frame is built in `scratch`, and the buffer is taken back from the
                 // message once encoded, so that probes reuse one allocation.
                 let mut frame = std::mem::take(scratch);
                 frame.clear();
-                openflow::packet::discovery_frame(self.dpid, port_no, DISCOVERY_SOURCE, &mut frame);
+                openflow::packet::signed_discovery_frame(
+                    self.dpid,
+                    port_no,
+                    DISCOVERY_SOURCE,
+                    &proof,
+                    &mut frame,
+                );
                 let message = packet_out(port_no, frame);
                 let queued = self.queue(&message);
                 if let Message::PacketOut(PacketOut { data, .. }) = message {
@@ -780,7 +866,7 @@ async fn serve_switch(
     };
     let handshake = tokio::time::timeout(
         config.handshake_timeout,
-        handshake(&mut reader, &mut writer),
+        handshake(&mut reader, &mut writer, &config),
     );
     let (dpid, ports) = handshake
         .await
@@ -795,6 +881,7 @@ async fn serve_switch(
     writer.dpid = dpid;
 
     let (commands_tx, mut commands) = mpsc::channel::<Vec<Command>>(SWITCH_QUEUE);
+    let queued_bytes = Arc::new(AtomicUsize::new(0));
     events
         .send(Event::SwitchUp {
             dpid,
@@ -802,6 +889,7 @@ async fn serve_switch(
             ports,
             connection,
             commands: commands_tx,
+            queued_bytes: Arc::clone(&queued_bytes),
         })
         .await
         .map_err(|_| ConnectionError::Dropped)?;
@@ -809,7 +897,10 @@ async fn serve_switch(
         dpid,
         &mut reader,
         &mut writer,
-        &mut commands,
+        Outbound {
+            commands: &mut commands,
+            queued_bytes: &queued_bytes,
+        },
         &events,
         &config,
         &mut stopped,
@@ -823,13 +914,19 @@ async fn serve_switch(
 async fn handshake(
     reader: &mut Reader,
     writer: &mut Writer,
+    config: &ControllerConfig,
 ) -> Result<(u64, BTreeMap<u32, PortState>), ConnectionError> {
+    // The handshake has its own deadline around it.
+    let patience = config.handshake_timeout;
+    let max_ports = config.engine.max_ports_per_switch;
+    let too_many_ports =
+        || ConnectionError::Protocol(format!("the switch announces more than {max_ports} ports"));
     let ours = [openflow::OFP10, openflow::OFP13];
     writer.version = openflow::OFP13;
     writer.queue(&Message::Hello {
         versions: Some((1 << openflow::OFP10) | (1 << openflow::OFP13)),
     })?;
-    writer.flush().await?;
+    writer.flush(patience).await?;
     let (header, hello) = reader.next().await?;
     let Message::Hello { versions } = hello else {
         return Err(ConnectionError::Protocol(format!(
@@ -848,7 +945,7 @@ async fn handshake(
             },
             header.xid,
         )?;
-        writer.flush().await?;
+        writer.flush(patience).await?;
         return Err(ConnectionError::Protocol(format!(
             "no common OpenFlow version (switch offers {:#04x})",
             header.version
@@ -856,22 +953,26 @@ async fn handshake(
     };
     writer.version = version;
     writer.queue(&Message::FeaturesRequest)?;
-    writer.flush().await?;
+    writer.flush(patience).await?;
 
     let mut dpid = None;
     let mut ports = BTreeMap::new();
     let mut port_desc_pending = false;
+    let mut multipart_bytes = 0usize;
     loop {
         let (header, message) = reader.next().await?;
         match message {
             Message::EchoRequest(data) => {
                 writer.queue_reply(&Message::EchoReply(data), header.xid)?;
-                writer.flush().await?;
+                writer.flush(patience).await?;
             }
             Message::FeaturesReply(features) => {
                 dpid = Some(features.datapath_id);
                 for desc in features.ports.iter().filter(|d| is_physical(d.port_no)) {
                     ports.insert(desc.port_no, port_state(desc));
+                }
+                if ports.len() > max_ports {
+                    return Err(too_many_ports());
                 }
                 if version >= openflow::OFP13 {
                     writer.queue(&Message::PortDescRequest)?;
@@ -881,11 +982,21 @@ async fn handshake(
                     flags: 0,
                     miss_send_len: 0xffff,
                 })?;
-                writer.flush().await?;
+                writer.flush(patience).await?;
             }
             Message::PortDescReply { ports: descs, more } => {
+                multipart_bytes = multipart_bytes.saturating_add(usize::from(header.length));
+                if multipart_bytes > config.max_multipart_bytes {
+                    return Err(ConnectionError::Protocol(format!(
+                        "port list longer than {} bytes",
+                        config.max_multipart_bytes
+                    )));
+                }
                 for desc in descs.iter().filter(|d| is_physical(d.port_no)) {
                     ports.insert(desc.port_no, port_state(desc));
+                }
+                if ports.len() > max_ports {
+                    return Err(too_many_ports());
                 }
                 port_desc_pending = more;
             }
@@ -902,50 +1013,92 @@ async fn handshake(
     }
 }
 
+/// The engine's side of a connection: its command batches and their byte count.
+struct Outbound<'a> {
+    commands: &'a mut mpsc::Receiver<Vec<Command>>,
+    queued_bytes: &'a AtomicUsize,
+}
+
 async fn run_switch(
     dpid: u64,
     reader: &mut Reader,
     writer: &mut Writer,
-    commands: &mut mpsc::Receiver<Vec<Command>>,
+    outbound: Outbound<'_>,
     events: &mpsc::Sender<Event>,
     config: &ControllerConfig,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
+    let Outbound {
+        commands,
+        queued_bytes,
+    } = outbound;
+    let patience = config.dead_after;
     let mut last_heard = Instant::now();
     let mut keepalive = tokio::time::interval(config.echo_interval);
     keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut scratch = Vec::new();
+    let mut packet_ins = PacketInLimiter::new(
+        config.packet_in_rate,
+        config.packet_in_burst,
+        config.packet_in_port_rate,
+        config.engine.max_ports_per_switch,
+        last_heard,
+    );
+    // PACKET_INs dropped and not yet reported to the engine.
+    let mut unreported = 0u64;
     loop {
         tokio::select! {
             received = reader.next() => {
                 let (header, message) = received?;
                 last_heard = Instant::now();
                 if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
-                    events.send(event).await.map_err(|_| ConnectionError::Dropped)?;
+                    let limited = match &event {
+                        Event::PacketIn { in_port, .. } => !packet_ins.admit(*in_port, last_heard),
+                        _ => false,
+                    };
+                    if limited {
+                        unreported += 1;
+                    } else {
+                        events.send(event).await.map_err(|_| ConnectionError::Dropped)?;
+                        if unreported > 0 {
+                            let count = std::mem::take(&mut unreported);
+                            let report = Event::PacketInsRateLimited { dpid, count };
+                            events.send(report).await.map_err(|_| ConnectionError::Dropped)?;
+                        }
+                    }
                 }
-                writer.flush().await?;
+                writer.flush(patience).await?;
             }
             batch = commands.recv() => {
                 let Some(batch) = batch else { return Err(ConnectionError::Dropped) };
+                let mut written = 0;
                 for command in batch {
+                    written += command_bytes(&command);
                     writer.queue_command(command, &mut scratch)?;
                 }
                 // Take whatever else is queued, so that a burst becomes one write.
                 while let Ok(batch) = commands.try_recv() {
                     for command in batch {
+                        written += command_bytes(&command);
                         writer.queue_command(command, &mut scratch)?;
                     }
                 }
-                writer.flush().await?;
+                writer.flush(patience).await?;
+                queued_bytes.fetch_sub(written, Ordering::Relaxed);
             }
             _ = keepalive.tick() => {
+                if unreported > 0 {
+                    let count = std::mem::take(&mut unreported);
+                    let report = Event::PacketInsRateLimited { dpid, count };
+                    events.send(report).await.map_err(|_| ConnectionError::Dropped)?;
+                }
                 let silent = last_heard.elapsed();
                 if silent >= config.dead_after {
                     return Err(ConnectionError::Silent(silent));
                 }
                 if silent >= config.echo_interval {
                     writer.queue(&Message::EchoRequest(Vec::new()))?;
-                    writer.flush().await?;
+                    writer.flush(patience).await?;
                 }
             }
             _ = stopped.changed() => return Ok(()),
@@ -969,14 +1122,13 @@ fn switch_event(
             let Some((dst, src)) = ethernet_addresses(&packet.data) else {
                 return Ok(None);
             };
-            let discovery_from = openflow::packet::parse_discovery(&packet.data)
-                .map(|(dpid, port_no)| PortId::new(dpid, port_no));
+            let probe = openflow::packet::parse_probe(&packet.data);
             Some(Event::PacketIn {
                 dpid,
                 in_port: packet.in_port,
                 dst,
                 src,
-                discovery_from,
+                probe,
                 data: packet.data,
             })
         }

@@ -130,6 +130,18 @@ impl Topology {
         doomed
     }
 
+    pub fn has_port(&self, port: PortId) -> bool {
+        self.switches
+            .get(&port.dpid)
+            .is_some_and(|switch| switch.ports.contains_key(&port.port_no))
+    }
+
+    pub fn port_count(&self, dpid: u64) -> usize {
+        self.switches
+            .get(&dpid)
+            .map_or(0, |switch| switch.ports.len())
+    }
+
     pub fn is_live(&self, port: PortId) -> bool {
         self.switches
             .get(&port.dpid)

@@ -5,6 +5,7 @@
 //! See docs/testing.md for how to run it and how to add a topology or a scenario.
 
 mod flows;
+pub mod lldp;
 mod net;
 mod ovs;
 mod pki;

@@ -16,6 +16,10 @@ pub const LINE3: &str = "h1=s1:1 h2=s2:1 h3=s3:1  s1:2-s2:2 s2:3-s3:2";
 pub const MESH4: &str = "h1=s1:1 h2=s2:1 h3=s3:1 h4=s4:1  \
                          s1:2-s2:2 s1:3-s3:2 s1:4-s4:2 s2:3-s3:3 s2:4-s4:3 s3:4-s4:4";
 
+/// Two switches with one cable; h1 and h2 (one per switch) will share a slice, h3 and
+/// h4 (likewise) play the attackers.
+pub const PAIR: &str = "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2  s1:3-s2:3";
+
 pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
@@ -52,6 +56,11 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "reroute",
         about: "cutting the link a path uses: traffic resumes over another (full mesh)",
         run: reroute,
+    },
+    Scenario {
+        name: "forged-lldp",
+        about: "hosts forging or relaying LLDP make no link and break no isolation",
+        run: forged_lldp,
     },
     Scenario {
         name: "daemon",
@@ -412,5 +421,141 @@ fn daemon(stage: &mut Stage) -> anyhow::Result<()> {
         listed == expected,
         "after the stop, slice list printed {listed:?}, expected {expected:?}"
     );
+    Ok(())
+}
+
+/// Scenario: hostile hosts try to poison the topology with LLDP. h3 and h4 (slice blue)
+/// send probes in sliced's old unsigned format claiming to come from each other's port
+/// and from h1's, then, once they are hosts, relay genuine signed probes captured at
+/// their ports to each other. Unprotected, either makes a link s1:2 <-> s2:2 over which
+/// red's traffic would be routed to the attackers. Asserted: sliced knows only the
+/// cable, counted the forgeries, still knows h1, routes h1 <-> h2 over the cable, and the
+/// slices stay isolated, broadcasts included (tcpdump).
+fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
+    stage.start_controller()?;
+    stage.build(PAIR)?;
+    for (slice, hosts) in [("red", [1u8, 2]), ("blue", [3, 4])] {
+        stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;
+        for host in hosts {
+            let port = port_of(stage, host)?;
+            stage.rest(
+                "POST",
+                &format!("/slices/{slice}/ports/{port}/mac_addresses"),
+                Some(json!({ "name": mac(host) })),
+                201,
+            )?;
+        }
+    }
+    let mut captures = Vec::new();
+    for host in [1, 2, 3, 4] {
+        captures.push(stage.capture(host)?);
+    }
+    let (h1, h3, h4) = {
+        let net = stage.net()?;
+        (net.host_port(1)?, net.host_port(3)?, net.host_port(4)?)
+    };
+    let forge = |from: Port| {
+        [
+            "forge".to_string(),
+            "eth0".to_string(),
+            format!("{:x}", from.dpid),
+            from.port.to_string(),
+            "5".to_string(),
+            "200".to_string(),
+        ]
+    };
+    // While the attackers are still silent.
+    for (host, claimed) in [(3, h4), (4, h3), (4, h1)] {
+        let args = forge(claimed);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        stage.attack(host, &args)?;
+    }
+    stage.reach_both(1, 2)?;
+    stage.reach_both(3, 4)?;
+    // Genuine probes, relayed between the attackers' ports.
+    let dir = stage.dir().to_path_buf();
+    for (capturer, replayer) in [(3u8, 4u8), (4, 3)] {
+        let file = dir.join(format!("probe-at-h{capturer}.bin"));
+        let file = file.display().to_string();
+        stage.attack(capturer, &["capture", "eth0", &file])?;
+        stage.attack(replayer, &["replay", "eth0", &file, "5", "200"])?;
+    }
+
+    let links = stage.ctl()?.view("/topology/links")?;
+    let mut found: Vec<(String, String)> = links
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let src = l.get("src")?.as_str()?.to_ascii_lowercase();
+            let dst = l.get("dst")?.as_str()?.to_ascii_lowercase();
+            Some((src, dst))
+        })
+        .collect();
+    found.sort();
+    let expected = vec![
+        ("0x1:3".to_string(), "0x2:3".to_string()),
+        ("0x2:3".to_string(), "0x1:3".to_string()),
+    ];
+    ensure!(found == expected, "GET /topology/links gave {links}");
+    stage.step("sliced knows only the cable");
+
+    let switches = stage.ctl()?.view("/topology/switches")?;
+    let lldp_refused = |dpid: u64| -> u64 {
+        switches
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s.get("dpid").and_then(|d| d.as_u64()) == Some(dpid))
+            .filter_map(|s| s.get("dropped"))
+            .flat_map(|d| {
+                [
+                    "lldp_unsigned",
+                    "lldp_forged",
+                    "lldp_stale",
+                    "lldp_at_host_port",
+                ]
+                .map(|cause| d.get(cause).and_then(|n| n.as_u64()).unwrap_or(0))
+            })
+            .sum()
+    };
+    ensure!(
+        lldp_refused(1) > 0 && lldp_refused(2) > 0,
+        "sliced did not count the forged LLDP: GET /topology/switches gave {switches}"
+    );
+    stage.step(format!(
+        "sliced refused {} LLDP frames at s1 and {} at s2",
+        lldp_refused(1),
+        lldp_refused(2)
+    ));
+
+    let known = stage.ctl()?.view("/topology/hosts")?;
+    let h1_known = known.as_array().into_iter().flatten().any(|h| {
+        h.get("mac").and_then(|m| m.as_str()) == Some(mac(1).as_str())
+            && h.get("port").and_then(|p| p.as_str()) == Some(h1.slice_name().as_str())
+    });
+    ensure!(h1_known, "h1 vanished: GET /topology/hosts gave {known}");
+    stage.step("h1 is still a host at its port");
+
+    stage.reach_both(1, 2)?;
+    stage.expect_path(1, 2, &[(1, 1, 3), (2, 3, 1)])?;
+    stage.expect_path(2, 1, &[(2, 1, 3), (1, 3, 1)])?;
+    let across: Vec<(u8, u8)> = [(1, 3), (1, 4), (2, 3), (2, 4)]
+        .into_iter()
+        .flat_map(|(a, b)| [(a, b), (b, a)])
+        .collect();
+    stage.isolated(&across)?;
+    let slice_of = |host: u8| if host <= 2 { "red" } else { "blue" };
+    for capture in captures {
+        let receiver = capture.host;
+        for frame in capture.finish()? {
+            for sender in [1, 2, 3, 4] {
+                if frame.src == mac(sender) && slice_of(sender) != slice_of(receiver) {
+                    anyhow::bail!("h{receiver} received a frame of h{sender}: {}", frame.line);
+                }
+            }
+        }
+    }
+    stage.step("no host received a frame of the other slice");
     Ok(())
 }

@@ -422,6 +422,18 @@ impl<'a> Stage<'a> {
         self.net()?.capture(host, &dir)
     }
 
+    /// Runs this xtask's `lldp` command (see `lldp.rs`) inside host `host`'s namespace,
+    /// as an attacker on that host would send or capture frames; returns its output.
+    pub fn attack(&mut self, host: u8, args: &[&str]) -> anyhow::Result<String> {
+        self.step(format!("h{host} attacks: lldp {}", args.join(" ")));
+        let exe = std::env::current_exe().context("the xtask binary's path")?;
+        let ns = self.net()?.namespace(host);
+        let exe = exe.display().to_string();
+        let mut command = super::sys::command("ip", &["netns", "exec", &ns, &exe, "lldp"]);
+        command.args(args);
+        super::sys::run(&mut command)
+    }
+
     /// Cuts (or restores) the cable at a switch port.
     pub fn set_port(&mut self, port: Port, up: bool) -> anyhow::Result<()> {
         self.step(format!("set {port} {}", if up { "up" } else { "down" }));

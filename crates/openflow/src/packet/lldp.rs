@@ -20,7 +20,12 @@ pub mod tlv_type {
     pub const PORT_ID: u8 = 2;
     /// Time to live: 16-bit seconds.
     pub const TTL: u8 = 3;
+    /// Organisationally specific: a 3-byte OUI, a subtype byte, then the owner's data.
+    pub const ORGANIZATION: u8 = 127;
 }
+
+/// Longest value a TLV can carry (its length field has 9 bits).
+pub const MAX_VALUE_LEN: usize = 0x01ff;
 
 /// Chassis and port id subtype "locally assigned": free text chosen by the sender.
 pub const SUBTYPE_LOCAL: u8 = 7;
@@ -127,9 +132,17 @@ impl<'a> LldpRepr<'a> {
 
     /// Bytes the LLDPDU takes, end TLV included.
     pub fn buffer_len(&self) -> usize {
-        (4 * TLV_HEADER_LEN + 2 + 2 + 2)
+        // Four TLV headers, the two id subtypes and the 16-bit TTL.
+        (4 * TLV_HEADER_LEN + 1 + 1 + 2)
             .saturating_add(self.chassis_id.len())
             .saturating_add(self.port_id.len())
+    }
+
+    /// Like [`Self::buffer_len`] with one more TLV of `extra_value_len` value bytes.
+    pub fn buffer_len_with(&self, extra_value_len: usize) -> usize {
+        self.buffer_len()
+            .saturating_add(TLV_HEADER_LEN)
+            .saturating_add(extra_value_len)
     }
 
     /// Writes the LLDPDU into a buffer of [`Self::buffer_len`] bytes; fails when an id
@@ -150,6 +163,13 @@ impl<'a> LldpRepr<'a> {
     /// [`Self::emit`] for ids already known to be 1 to [`MAX_ID_LEN`] bytes long
     /// (longer ones would corrupt the TLV lengths, not panic).
     pub(crate) fn emit_unchecked(&self, buffer: &mut [u8]) {
+        self.emit_unchecked_with(buffer, None);
+    }
+
+    /// [`Self::emit_unchecked`] with an optional extra TLV `(type, value parts)` between
+    /// the TTL and the end TLV, into a buffer of [`Self::buffer_len_with`] bytes. The
+    /// value must be at most [`MAX_VALUE_LEN`] bytes.
+    pub(crate) fn emit_unchecked_with(&self, buffer: &mut [u8], extra: Option<(u8, &[&[u8]])>) {
         let mut at = 0;
         let mut put = |tlv_type: u8, parts: &[&[u8]]| {
             let len = parts.iter().map(|part| part.len()).sum::<usize>();
@@ -167,6 +187,9 @@ impl<'a> LldpRepr<'a> {
         );
         put(tlv_type::PORT_ID, &[&[self.port_id_subtype], self.port_id]);
         put(tlv_type::TTL, &[&self.ttl.to_be_bytes()]);
+        if let Some((tlv_type, parts)) = extra {
+            put(tlv_type, parts);
+        }
         put(tlv_type::END, &[]);
     }
 }
@@ -181,4 +204,28 @@ fn split_id(value: &[u8]) -> Result<(u8, &[u8]), Error> {
             length: value.len(),
         }),
     }
+}
+
+/// The value (after OUI and subtype) of the first organisationally specific TLV of
+/// `lldpdu` with this OUI and subtype, searching every TLV up to the end TLV; `None` when
+/// there is none or the LLDPDU is malformed before it.
+pub fn find_organization_tlv(lldpdu: &[u8], oui: [u8; 3], subtype: u8) -> Option<&[u8]> {
+    let mut rest = lldpdu;
+    while !rest.is_empty() {
+        let tlv = LldpTlv::new_checked(rest).ok()?;
+        match tlv.tlv_type() {
+            tlv_type::END => return None,
+            tlv_type::ORGANIZATION => {
+                let value = sub(rest, TLV_HEADER_LEN, tlv.total_len());
+                if let [a, b, c, kind, data @ ..] = value {
+                    if [*a, *b, *c] == oui && *kind == subtype {
+                        return Some(data);
+                    }
+                }
+            }
+            _ => {}
+        }
+        rest = tail(rest, tlv.total_len());
+    }
+    None
 }

@@ -13,7 +13,10 @@ pub mod lldp;
 pub mod vlan;
 
 pub use arp::{ArpPacket, ArpRepr};
-pub use discovery::{discovery_frame, parse_discovery};
+pub use discovery::{
+    discovery_frame, parse_discovery, parse_probe, signed_discovery_frame, Probe, ProbeProof,
+    PROOF_OUI, PROOF_SUBTYPE, PROOF_TAG_LEN,
+};
 pub use ethernet::{EthernetFrame, EthernetRepr};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use lldp::{LldpRepr, LldpTlv};

@@ -1,6 +1,21 @@
 use super::*;
 use slice_core::{Port, Slice, SliceName};
 
+/// A fixed probe secret, so that tests can compute the probes the engine must send.
+fn key() -> ProbeKey {
+    ProbeKey::with_clock(b"engine test secret", *START, 1_700_000_000_000)
+}
+
+/// The made-up clock's start, shared so that expected probes can be computed.
+static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        probe_key: key(),
+        ..EngineConfig::default()
+    }
+}
+
 fn p(dpid: u64, port_no: u32) -> PortId {
     PortId::new(dpid, port_no)
 }
@@ -56,22 +71,23 @@ fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
 fn line(config: EngineConfig, index: Membership) -> Engine {
     let mut engine = Engine::new(config, index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]));
+        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 3), p(3, 2))] {
-        engine.packet_in(b.dpid, b.port_no, discovery(a), now);
-        engine.packet_in(a.dpid, a.port_no, discovery(b), now);
+        let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
+        engine.packet_in(b.dpid, b.port_no, discovery(from_a), now);
+        engine.packet_in(a.dpid, a.port_no, discovery(from_b), now);
     }
     engine.take_commands();
     engine
 }
 
-fn discovery(from: PortId) -> Frame<'static> {
+fn discovery(probe: Probe) -> Frame<'static> {
     Frame {
         dst: MacAddress::new([1, 0x80, 0xc2, 0, 0, 0xe]),
         src: mac(0xee),
-        discovery_from: Some(from),
+        probe: Some(probe),
         data: b"lldp",
     }
 }
@@ -80,7 +96,7 @@ fn frame(src: u8, dst: MacAddress) -> Frame<'static> {
     Frame {
         dst,
         src: mac(src),
-        discovery_from: None,
+        probe: None,
         data: b"payload",
     }
 }
@@ -129,23 +145,43 @@ fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
 
 #[test]
 fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
-    let mut engine = Engine::new(EngineConfig::default(), Membership::default());
-    engine.switch_connected(7, 0x04, ports(&[1, 2]));
+    let key = key();
+    let mut engine = Engine::new(config(), Membership::default());
+    let now = Instant::now();
+    engine.switch_connected(7, 0x04, ports(&[1, 2]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
             (7, Command::ClearFlows),
             (7, Command::TableMiss),
-            (7, Command::Discovery { port_no: 1 }),
-            (7, Command::Discovery { port_no: 2 }),
+            (
+                7,
+                Command::Discovery {
+                    port_no: 1,
+                    proof: key.sign(7, 1, now)
+                }
+            ),
+            (
+                7,
+                Command::Discovery {
+                    port_no: 2,
+                    proof: key.sign(7, 2, now)
+                }
+            ),
         ]
     );
-    engine.switch_connected(8, 0x01, ports(&[1]));
+    engine.switch_connected(8, 0x01, ports(&[1]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
             (8, Command::ClearFlows),
-            (8, Command::Discovery { port_no: 1 })
+            (
+                8,
+                Command::Discovery {
+                    port_no: 1,
+                    proof: key.sign(8, 1, now)
+                }
+            )
         ],
         "OpenFlow 1.0 sends misses to the controller by itself"
     );
@@ -351,12 +387,13 @@ fn a_failed_link_withdraws_its_paths_and_new_packets_go_around() {
     let index = membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]);
     let mut engine = Engine::new(EngineConfig::default(), index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]));
+        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(1, 3), p(3, 2)), (p(3, 3), p(2, 3))] {
-        engine.packet_in(b.dpid, b.port_no, discovery(a), now);
-        engine.packet_in(a.dpid, a.port_no, discovery(b), now);
+        let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
+        engine.packet_in(b.dpid, b.port_no, discovery(from_a), now);
+        engine.packet_in(a.dpid, a.port_no, discovery(from_b), now);
     }
     engine.take_commands();
     send(&mut engine, p(2, 1), 2, BROADCAST);
@@ -369,6 +406,7 @@ fn a_failed_link_withdraws_its_paths_and_new_packets_go_around() {
             name: "eth2".into(),
             live: false,
         }),
+        Instant::now(),
     );
     let deletes = flow_deletes(&engine.take_commands());
     assert_eq!(deletes.len(), 2);
@@ -502,4 +540,153 @@ fn traffic_on_link_ports_is_not_mistaken_for_hosts() {
     let commands = send(&mut engine, p(2, 2), 7, BROADCAST);
     assert!(commands.is_empty());
     assert!(engine.hosts().is_empty());
+}
+
+fn dropped(engine: &Engine, dpid: u64) -> Dropped {
+    engine
+        .switches()
+        .into_iter()
+        .find(|switch| switch.dpid == dpid)
+        .unwrap()
+        .dropped
+}
+
+/// Two switches, not cabled, each with host ports 1 and 2.
+fn two_switches() -> Engine {
+    let mut engine = Engine::new(config(), Membership::default());
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
+    engine.take_commands();
+    engine
+}
+
+#[test]
+fn unsigned_forged_and_stale_probes_make_no_link() {
+    let mut engine = two_switches();
+    let now = Instant::now();
+    let unsigned = Probe {
+        dpid: 1,
+        port_no: 1,
+        proof: None,
+    };
+    engine.packet_in(2, 1, discovery(unsigned), now);
+    let mut forged = engine.probe_from(p(1, 1), now);
+    forged.port_no = 2;
+    engine.packet_in(2, 1, discovery(forged), now);
+    let other_key = ProbeKey::with_clock(b"a guess", *START, 1_700_000_000_000);
+    let guessed = Probe {
+        proof: Some(other_key.sign(1, 1, now)),
+        ..unsigned
+    };
+    engine.packet_in(2, 1, discovery(guessed), now);
+    // A genuine probe, replayed later than a link may go unconfirmed.
+    let recorded = engine.probe_from(p(1, 1), now);
+    let later = now + config().link_max_age + Duration::from_millis(1);
+    engine.packet_in(2, 1, discovery(recorded), later);
+    assert!(engine.links().is_empty());
+    let counts = dropped(&engine, 2);
+    assert_eq!(
+        (counts.lldp_unsigned, counts.lldp_forged, counts.lldp_stale),
+        (1, 2, 1)
+    );
+    // A fresh genuine probe does make the link.
+    let genuine = engine.probe_from(p(1, 1), later);
+    engine.packet_in(2, 1, discovery(genuine), later);
+    assert_eq!(engine.links().len(), 1);
+}
+
+#[test]
+fn a_genuine_probe_relayed_by_hosts_makes_no_link_and_removes_no_host() {
+    let mut engine = two_switches();
+    let now = Instant::now();
+    // Hosts on 0x1:1 and 0x2:1 have spoken: both are host ports.
+    send(&mut engine, p(1, 1), 1, BROADCAST);
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let relayed = engine.probe_from(p(1, 1), now);
+    engine.packet_in(2, 1, discovery(relayed), now);
+    let back = engine.probe_from(p(2, 1), now);
+    engine.packet_in(1, 1, discovery(back), now);
+    // A silent port relaying a probe from a host port is refused too.
+    engine.packet_in(2, 2, discovery(relayed), now);
+    assert!(engine.links().is_empty());
+    assert_eq!(engine.hosts().len(), 2);
+    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 2);
+    assert_eq!(dropped(&engine, 1).lldp_at_host_port, 1);
+}
+
+#[test]
+fn a_host_port_that_goes_down_and_up_can_become_a_link() {
+    let mut engine = two_switches();
+    let now = Instant::now();
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let probe = engine.probe_from(p(1, 1), now);
+    engine.packet_in(2, 1, discovery(probe), now);
+    assert!(engine.links().is_empty());
+    for live in [false, true] {
+        engine.port_changed(
+            p(2, 1),
+            Some(PortState {
+                name: "eth1".into(),
+                live,
+            }),
+            now,
+        );
+    }
+    assert!(engine.hosts().is_empty(), "the host left with the port");
+    let probe = engine.probe_from(p(1, 1), now);
+    engine.packet_in(2, 1, discovery(probe), now);
+    assert_eq!(engine.links().len(), 1, "re-cabled to a switch");
+}
+
+#[test]
+fn a_mac_flood_learns_up_to_the_caps_but_bound_hosts_always() {
+    let index = membership(&[("blue", &[(1, 1, 200)])]);
+    let config = EngineConfig {
+        max_hosts_per_port: 3,
+        max_hosts_per_switch: 4,
+        ..config()
+    };
+    let mut engine = Engine::new(config, index);
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    for last in 1..=10 {
+        send(&mut engine, p(1, 1), last, BROADCAST);
+        send(&mut engine, p(1, 2), 100 + last, BROADCAST);
+    }
+    assert_eq!(engine.hosts().len(), 4);
+    assert_eq!(dropped(&engine, 1).hosts_refused, 16);
+    send(&mut engine, p(1, 1), 200, BROADCAST);
+    assert!(engine.hosts().iter().any(|host| host.mac == mac(200)));
+}
+
+#[test]
+fn idle_hosts_age_out_but_bound_ones_stay() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(config(), index);
+    let start = Instant::now();
+    engine.packet_in(2, 1, frame(2, BROADCAST), start);
+    engine.packet_in(1, 1, frame(1, BROADCAST), start);
+    engine.packet_in(3, 1, frame(3, BROADCAST), start);
+    engine.take_commands();
+    let later = start + config().host_idle + Duration::from_secs(1);
+    engine.tick(later);
+    let hosts: Vec<MacAddress> = engine.hosts().iter().map(|host| host.mac).collect();
+    assert_eq!(hosts, vec![mac(1), mac(3)], "bound hosts stay");
+    assert_eq!(dropped(&engine, 2).hosts_aged_out, 1);
+}
+
+#[test]
+fn a_port_beyond_the_limit_is_ignored() {
+    let config = EngineConfig {
+        max_ports_per_switch: 2,
+        ..config()
+    };
+    let mut engine = Engine::new(config, Membership::default());
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    let up = PortState {
+        name: "eth3".into(),
+        live: true,
+    };
+    engine.port_changed(p(1, 3), Some(up), Instant::now());
+    assert_eq!(engine.switches()[0].ports.len(), 2);
+    assert_eq!(dropped(&engine, 1).ports_refused, 1);
 }
