@@ -92,6 +92,17 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .listen_uds(local_listener)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     let server = server.run();
+    // A failed flush leaves changes in memory that are not on disk; serving on would show
+    // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
+    let stopper = server.handle();
+    store.on_failure(move |reason| {
+        log::error!(
+            "the database could not be flushed: {reason}; stopping to avoid serving state \
+             that is not on disk"
+        );
+        // The stop command is sent at once; its future only reports completion.
+        drop(stopper.stop(true));
+    });
 
     if let Some(pid_file) = &config.pid_file {
         std::fs::write(pid_file, format!("{}\n", std::process::id()))
@@ -113,6 +124,12 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&socket);
     if let Some(pid_file) = &config.pid_file {
         let _ = std::fs::remove_file(pid_file);
+    }
+    if let Some(reason) = store.failure() {
+        anyhow::bail!(
+            "stopped because the database {} could not be flushed: {reason}",
+            data_dir.store_path().display()
+        );
     }
     served.context("the HTTP server failed")?;
     flushed.context("the final flush failed")?;

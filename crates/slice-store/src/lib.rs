@@ -5,7 +5,10 @@
 //! next fsync covers all of them (group commit). Readers never wait for writers.
 //!
 //! Listeners registered with [`Store::subscribe`] hear of every committed change, in
-//! commit order; the controller keeps its membership index current that way.
+//! commit order, once it is on disk; the controller keeps its membership index current
+//! that way. A flush that fails is final: the changes it covered are never told, the
+//! writers waiting on it get an error, and the store refuses every later write (see
+//! [`Store::on_failure`]).
 //!
 //! ```
 //! use slice_store::Store;
@@ -22,12 +25,13 @@ mod commit;
 mod data_dir;
 mod keys;
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
-use crate::commit::GroupCommit;
+use crate::commit::{CommitError, GroupCommit};
 pub use crate::data_dir::DataDir;
 use crate::keys::{Key, Tag};
 
@@ -48,6 +52,9 @@ pub enum StoreError {
     /// The database file could not be made durable.
     #[error("cannot sync the database to disk: {0}")]
     Sync(std::io::Error),
+    /// A flush failed, this write's or an earlier one's: the store takes no more changes.
+    #[error("the database could not be flushed ({0}); it takes no more changes")]
+    Failed(String),
 }
 
 /// A committed change, as told to listeners.
@@ -78,6 +85,7 @@ pub enum Change {
 }
 
 type Listener = Box<dyn Fn(&Change) + Send + Sync>;
+type FailureHook = Box<dyn Fn(&str) + Send + Sync>;
 
 const SCHEMA_VERSION: &[u8] = b"1";
 /// The file in sled's directory that holds its log (sled 0.34 layout).
@@ -96,7 +104,15 @@ pub struct Store {
     /// of a write only, never across a flush, so it does not serialise fsyncs.
     write_lock: Mutex<()>,
     commit: GroupCommit,
+    /// Changes applied but not yet told to the listeners, by ticket: a change is told
+    /// only once the flush covering its ticket succeeded.
+    untold: Mutex<VecDeque<(u64, Change)>>,
     listeners: RwLock<Vec<Listener>>,
+    /// Why a flush failed, once one has: from then on the store refuses changes.
+    failure: OnceLock<String>,
+    failure_hooks: RwLock<Vec<FailureHook>>,
+    #[cfg(test)]
+    sync_probe: tests::SyncProbe,
     /// The slice names in creation order: the answer to the most frequent read, kept in
     /// memory so that listing slices costs no scan. Changed only under `write_lock`,
     /// together with the tree.
@@ -147,7 +163,12 @@ impl Store {
             log_file,
             write_lock: Mutex::new(()),
             commit: GroupCommit::default(),
+            untold: Mutex::new(VecDeque::new()),
             listeners: RwLock::new(Vec::new()),
+            failure: OnceLock::new(),
+            failure_hooks: RwLock::new(Vec::new()),
+            #[cfg(test)]
+            sync_probe: tests::SyncProbe::default(),
             slice_names: RwLock::new(SliceNames {
                 names: slice_names,
                 version: 0,
@@ -155,13 +176,30 @@ impl Store {
         })
     }
 
-    /// Registers a function called with every committed change, in commit order. It runs
-    /// while the write lock is held, so it must be quick: send on a channel and return.
+    /// Registers a function called with every committed change, in commit order, once
+    /// the change is on disk and before its writer returns. It may run on another
+    /// writer's thread, while a lock that keeps deliveries in order is held, so it must be
+    /// quick: send on a channel and return.
     pub fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
         self.listeners
             .write()
             .unwrap_or_else(|poison| poison.into_inner())
             .push(Box::new(listener));
+    }
+
+    /// Registers a function called once, with the reason, when a flush fails. The store
+    /// then holds changes that are applied in memory but not on disk, and refuses every
+    /// later write; a process serving its contents should stop.
+    pub fn on_failure(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
+        self.failure_hooks
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(Box::new(hook));
+    }
+
+    /// Why a flush failed, if one has.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
     }
 
     // ---- reads -------------------------------------------------------------------------
@@ -385,17 +423,18 @@ impl Store {
         })
     }
 
-    /// Flushes everything written so far to disk.
+    /// Flushes everything written so far to disk. Refused once a flush has failed: a
+    /// second fsync may succeed without the lost pages (see the commit module).
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
-        self.log_file.sync_data().map_err(StoreError::Sync)
+        self.refuse_if_failed()?;
+        self.sync().map_err(|err| self.fail(err))
     }
 
     // ---- internals ---------------------------------------------------------------------
 
     /// Runs one write: `plan` reads what it needs and returns a batch, the change it makes
-    /// and the caller's result; the batch is applied atomically under the write lock,
-    /// listeners hear of the change, and the call returns once a flush has covered it.
+    /// and the caller's result; the batch is applied atomically under the write lock, and
+    /// once a flush has covered it the listeners hear of the change and the call returns.
     fn write<F, T>(&self, plan: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), StoreError>,
@@ -405,21 +444,94 @@ impl Store {
                 .write_lock
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
+            self.refuse_if_failed()?;
             let (batch, change, output) = plan(self)?;
             self.tree.apply_batch(batch)?;
             self.track_slice_names(&change);
+            // Ticket and queue under the write lock, so that both follow commit order.
             let ticket = self.commit.applied();
-            let listeners = self
-                .listeners
-                .read()
-                .unwrap_or_else(|poison| poison.into_inner());
-            for listener in listeners.iter() {
-                listener(&change);
-            }
+            self.lock_untold().push_back((ticket, change));
             (output, ticket)
         };
-        self.commit.wait_durable(ticket, || self.flush())?;
-        Ok(output)
+        match self.commit.wait_durable(ticket, || self.sync()) {
+            Ok(()) => {
+                self.tell_durable_changes();
+                Ok(output)
+            }
+            Err(CommitError::Flush(err)) => Err(self.fail(err)),
+            Err(CommitError::Failed) => Err(self.failed_error()),
+        }
+    }
+
+    /// Makes everything sled has applied durable: its flush, then the fdatasync that
+    /// its flush leaves out.
+    fn sync(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        #[cfg(test)]
+        self.sync_probe.before_fdatasync()?;
+        self.log_file.sync_data().map_err(StoreError::Sync)?;
+        #[cfg(test)]
+        self.sync_probe.synced();
+        Ok(())
+    }
+
+    /// Tells the listeners every change that the last flush made durable, oldest first.
+    /// The queue stays locked while they run, so that a writer returning after this finds
+    /// its change told, by itself or by whoever held the queue.
+    fn tell_durable_changes(&self) {
+        let mut untold = self.lock_untold();
+        let durable = self.commit.durable();
+        let listeners = self
+            .listeners
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        while untold.front().is_some_and(|(ticket, _)| *ticket <= durable) {
+            if let Some((_, change)) = untold.pop_front() {
+                for listener in listeners.iter() {
+                    listener(&change);
+                }
+            }
+        }
+    }
+
+    /// Records that a flush failed, so that nothing more is written or told, and lets
+    /// the failure hooks know once. Returns the error for the writer that saw it.
+    fn fail(&self, err: StoreError) -> StoreError {
+        let reason = err.to_string();
+        if self.failure.set(reason.clone()).is_ok() {
+            // The changes waiting in the queue are not on disk: nobody must act on them.
+            self.lock_untold().clear();
+            let hooks = self
+                .failure_hooks
+                .read()
+                .unwrap_or_else(|poison| poison.into_inner());
+            for hook in hooks.iter() {
+                hook(&reason);
+            }
+        }
+        err
+    }
+
+    fn refuse_if_failed(&self) -> Result<(), StoreError> {
+        match self.failure.get() {
+            Some(_) => Err(self.failed_error()),
+            None => Ok(()),
+        }
+    }
+
+    fn failed_error(&self) -> StoreError {
+        // The leader of a failed flush records the reason just after waking its followers.
+        let reason = self
+            .failure
+            .get()
+            .map_or("a flush covering this write failed", String::as_str);
+        StoreError::Failed(reason.to_owned())
+    }
+
+    fn lock_untold(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Change)>> {
+        self.untold
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Keeps the in-memory slice list in step with a change just applied to the tree.
