@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use slice_store::{Store, StoreError};
+use slice_store::{DataDir, Opened, Store, StoreError, LOCKED_WAIT};
 
 use crate::config::{Args, Config};
 
@@ -41,14 +41,7 @@ fn main() -> ExitCode {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let data_dir = &config.data_dir;
     create_private_dir(data_dir.root())?;
-    let store = match Store::open(&data_dir.store_path()) {
-        Err(StoreError::Locked(_)) => anyhow::bail!(
-            "another sliced already runs on {} (its socket is {})",
-            data_dir.root().display(),
-            data_dir.socket_path().display()
-        ),
-        other => Arc::new(other.context("cannot open the database")?),
-    };
+    let store = Arc::new(open_store(data_dir)?);
 
     let session_key =
         slice_http::load_or_create_key(&config.session_key_file).with_context(|| {
@@ -134,6 +127,38 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     served.context("the HTTP server failed")?;
     flushed.context("the final flush failed")?;
     Ok(())
+}
+
+/// Opens the database, waiting out a short-lived holder such as a `slice` command. Only a
+/// daemon that answers on the socket is reported as another sliced.
+fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
+    let store_path = data_dir.store_path();
+    let socket = data_dir.socket_path();
+    let holder = || match Store::lock_holder(&store_path) {
+        Some(holder) => format!(" ({holder})"),
+        None => String::new(),
+    };
+    let another_daemon = || slice_cli::daemon_answers(&socket).then_some(());
+    match Store::open_waiting(&store_path, LOCKED_WAIT, another_daemon) {
+        Ok(Opened::Store(store)) => Ok(*store),
+        Ok(Opened::Elsewhere(())) => anyhow::bail!(
+            "another sliced already runs on {}{} (it answers on {})",
+            data_dir.root().display(),
+            holder(),
+            socket.display()
+        ),
+        Err(StoreError::Locked(_)) => anyhow::bail!(
+            "the database {} is held by another process{} and no sliced answers on {}; \
+             waited {} s",
+            store_path.display(),
+            holder(),
+            socket.display(),
+            LOCKED_WAIT.as_secs()
+        ),
+        Err(err) => {
+            Err(err).with_context(|| format!("cannot open the database {}", store_path.display()))
+        }
+    }
 }
 
 fn controller_config(config: &Config) -> slice_controller::ControllerConfig {

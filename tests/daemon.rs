@@ -217,7 +217,17 @@ fn a_second_daemon_on_one_database_is_refused_and_the_first_keeps_serving() {
     let output = sliced_on(dir.path(), free_port(), &[]).output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("another sliced already runs"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "another sliced already runs on {}",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("(pid {}, sliced)", first.pid())),
+        "{stderr}"
+    );
     assert!(
         dir.path().join("sliced.sock").exists(),
         "the first one's socket stays"
@@ -251,4 +261,43 @@ fn a_bare_sliced_serves_on_the_defaults() {
     assert_eq!(listing, Some(json!([])));
     assert!(status.is_some_and(|s| s.success()));
     assert!(home.path().join("xdg/sliced/store").is_dir());
+}
+
+/// A `slice` command holds the database for a moment; a sliced starting then waits it
+/// out rather than take it for another daemon. The holder here is this test process,
+/// which has the database open before sliced starts and lets go after a fixed 300 ms.
+#[test]
+fn a_database_held_for_a_moment_is_waited_for_at_start() {
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(holder);
+        });
+        let daemon = Daemon::start(dir.path());
+        create_slice(daemon.http, "after-the-wait");
+        release.join().unwrap();
+    }
+}
+
+/// Past the wait, a database held by something that is not a daemon is reported as
+/// such, with the holder's pid, and never as "another sliced".
+#[test]
+fn a_database_held_by_a_process_that_is_no_daemon_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let _holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
+    let output = sliced_on(dir.path(), free_port(), &[]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("another sliced"), "{stderr}");
+    let store = dir.path().join("store");
+    assert!(
+        stderr.contains(&format!(
+            "the database {} is held by another process (pid {}",
+            store.display(),
+            std::process::id()
+        )),
+        "{stderr}"
+    );
 }

@@ -23,16 +23,19 @@
 
 mod commit;
 mod data_dir;
+mod holder;
 mod keys;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
 pub use crate::data_dir::DataDir;
+pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 
 /// Why a store operation failed.
@@ -82,6 +85,21 @@ pub enum Change {
         port: PortId,
         mac: MacAddress,
     },
+}
+
+/// How long to keep trying to open a database that another process holds: a `slice`
+/// command holds it for well under this, a daemon starting up holds it before it listens,
+/// and one stopping stops listening before it lets go.
+pub const LOCKED_WAIT: Duration = Duration::from_secs(3);
+
+const LOCKED_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// What [`Store::open_waiting`] came to.
+pub enum Opened<T> {
+    /// The database, opened by this process.
+    Store(Box<Store>),
+    /// The look elsewhere found what it looked for, such as a daemon that answers.
+    Elsewhere(T),
 }
 
 type Listener = Box<dyn Fn(&Change) + Send + Sync>;
@@ -174,6 +192,34 @@ impl Store {
                 version: 0,
             }),
         })
+    }
+
+    /// Opens the database like [`Store::open`], but while another process holds it, keeps
+    /// trying for up to `wait`. Before each try, `look_elsewhere` may end the wait with its
+    /// own answer: the tool looks for a daemon to send its command to, the daemon for
+    /// another daemon already serving. Past the wait, the error is `Locked`.
+    pub fn open_waiting<T>(
+        path: &Path,
+        wait: Duration,
+        mut look_elsewhere: impl FnMut() -> Option<T>,
+    ) -> Result<Opened<T>, StoreError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(found) = look_elsewhere() {
+                return Ok(Opened::Elsewhere(found));
+            }
+            match Self::open(path) {
+                Err(StoreError::Locked(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(LOCKED_RETRY_PAUSE);
+                }
+                opened => return opened.map(|store| Opened::Store(Box::new(store))),
+            }
+        }
+    }
+
+    /// The process holding the database in `path`, when the system can tell.
+    pub fn lock_holder(path: &Path) -> Option<LockHolder> {
+        holder::lock_holder(&path.join(SLED_LOG_FILE))
     }
 
     /// Registers a function called with every committed change, in commit order, once
