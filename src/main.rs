@@ -40,7 +40,15 @@ fn main() -> ExitCode {
 /// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
 async fn serve(config: Config) -> anyhow::Result<()> {
     let data_dir = &config.data_dir;
-    create_private_dir(data_dir.root())?;
+    let tightened = data_dir.make_private().with_context(|| {
+        format!(
+            "cannot make the data directory {} owner-only",
+            data_dir.root().display()
+        )
+    })?;
+    for change in tightened {
+        log::warn!("{change}");
+    }
     let store = Arc::new(open_store(data_dir)?);
 
     let session_key =
@@ -167,19 +175,6 @@ fn controller_config(config: &Config) -> slice_controller::ControllerConfig {
     controller.engine.idle_timeout = config.idle_timeout;
     controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
     controller
-}
-
-/// The data directory holds the session key and the database: owner only.
-fn create_private_dir(path: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if !path.is_dir() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-            .with_context(|| format!("cannot create the data directory {}", path.display()))?;
-    }
-    Ok(())
 }
 
 fn remove_if_exists(path: &std::path::Path) -> anyhow::Result<()> {

@@ -301,3 +301,32 @@ fn a_database_held_by_a_process_that_is_no_daemon_is_named_as_such() {
         "{stderr}"
     );
 }
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// A data directory and database that others can read, as an earlier release left them,
+/// are owner-only once sliced has started on them.
+#[test]
+fn sliced_makes_an_existing_data_dir_and_database_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = data.join("store");
+    drop(slice_store::Store::open(&store).unwrap());
+    let chmod = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    chmod(&data, 0o755);
+    chmod(&store, 0o755);
+    chmod(&store.join("db"), 0o644);
+    chmod(&store.join("conf"), 0o644);
+    let daemon = Daemon::start(&data);
+    assert_eq!(mode_of(&data), 0o700);
+    assert_eq!(mode_of(&store), 0o700);
+    assert_eq!(mode_of(&store.join("db")), 0o600);
+    assert_eq!(mode_of(&store.join("conf")), 0o600);
+    assert!(daemon.terminate().success());
+}

@@ -1,9 +1,7 @@
 //! Finding whoever may work on the database: sled admits one process, so either a running
 //! `sliced` holds it and takes commands on its socket, or this process opens it.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::time::Duration;
 
 use slice_store::{DataDir, Opened, Store, StoreError};
@@ -27,7 +25,7 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
         }
         // Made only once no daemon answers: with one, the database is left alone.
         if !data_dir_made {
-            if let Err(err) = create_data_dir(data_dir.root()) {
+            if let Err(err) = create_data_dir(data_dir) {
                 return Some(Err(err));
             }
             data_dir_made = true;
@@ -36,7 +34,12 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
     });
     match opened {
         Ok(Opened::Elsewhere(stream)) => Ok(Box::new(DaemonClient::new(socket, stream?))),
-        Ok(Opened::Store(store)) => Ok(Box::new(Direct::new(*store, store_path))),
+        Ok(Opened::Store(store)) => {
+            for change in store.tightened() {
+                eprintln!("slice: {change}");
+            }
+            Ok(Box::new(Direct::new(*store, store_path)))
+        }
         Err(StoreError::Locked(_)) => Err(CliError::Unavailable {
             socket,
             store: store_path,
@@ -51,25 +54,22 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
 }
 
 /// Makes the data directory owner-only, as `sliced` does, for it holds the session key.
-fn create_data_dir(root: &Path) -> Result<(), CliError> {
-    if root.is_dir() {
-        return Ok(());
-    }
+fn create_data_dir(data_dir: &DataDir) -> Result<(), CliError> {
+    let root = data_dir.root();
     let fail = |source| CliError::DataDir {
         path: root.to_owned(),
         source,
     };
-    if root.exists() {
+    if root.exists() && !root.is_dir() {
         return Err(fail(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             "it exists and is not a directory",
         )));
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(root)
-        .map_err(fail)
+    for change in data_dir.make_private().map_err(fail)? {
+        eprintln!("slice: {change}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

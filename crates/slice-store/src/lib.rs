@@ -27,6 +27,7 @@ mod holder;
 mod keys;
 
 use std::collections::VecDeque;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
-pub use crate::data_dir::DataDir;
+pub use crate::data_dir::{DataDir, Tightened};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 
@@ -52,6 +53,12 @@ pub enum StoreError {
     Corrupt(String),
     #[error("database error: {0}")]
     Db(#[from] sled::Error),
+    /// The database directory or its files could not be made owner-only.
+    #[error("cannot make the database {} owner-only: {source}", path.display())]
+    Permissions {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The database file could not be made durable.
     #[error("cannot sync the database to disk: {0}")]
     Sync(std::io::Error),
@@ -129,6 +136,8 @@ pub struct Store {
     /// Why a flush failed, once one has: from then on the store refuses changes.
     failure: OnceLock<String>,
     failure_hooks: RwLock<Vec<FailureHook>>,
+    /// The permissions that opening took away from what was there before.
+    tightened: Vec<Tightened>,
     #[cfg(test)]
     sync_probe: tests::SyncProbe,
     /// The slice names in creation order: the answer to the most frequent read, kept in
@@ -144,8 +153,34 @@ struct SliceNames {
 }
 
 impl Store {
-    /// Opens (creating when missing) the database in the directory `path`.
+    /// Opens (creating when missing) the database in the directory `path`, owner-only:
+    /// sled creates its files with the process's umask, and a database made by an earlier
+    /// release may be readable by all. What was loosened before is logged and kept for
+    /// [`Store::tightened`].
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let permissions = |source| StoreError::Permissions {
+            path: path.to_owned(),
+            source,
+        };
+        let tightened = if path.is_dir() {
+            let mut tightened = data_dir::tighten_tree(path).map_err(permissions)?;
+            // sled writes its snapshots with the umask's permissions, inside a directory
+            // that is owner-only: only files others could reach are worth a report.
+            if tightened.first().is_some_and(|change| change.path != path) {
+                tightened.clear();
+            }
+            tightened
+        } else {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(path)
+                .map_err(permissions)?;
+            Vec::new()
+        };
+        for change in &tightened {
+            log::warn!("{change}");
+        }
         let db = sled::Config::new()
             .path(path)
             .open()
@@ -153,6 +188,8 @@ impl Store {
                 sled::Error::Io(io) if is_lock_conflict(&io) => StoreError::Locked(path.to_owned()),
                 other => StoreError::Db(other),
             })?;
+        // What sled has just created, with the umask's permissions.
+        data_dir::tighten_tree(path).map_err(permissions)?;
         let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(StoreError::Sync)?;
         let tree = db.open_tree("slices")?;
         match tree.get(Key::meta("schema"))? {
@@ -185,6 +222,7 @@ impl Store {
             listeners: RwLock::new(Vec::new()),
             failure: OnceLock::new(),
             failure_hooks: RwLock::new(Vec::new()),
+            tightened,
             #[cfg(test)]
             sync_probe: tests::SyncProbe::default(),
             slice_names: RwLock::new(SliceNames {
@@ -241,6 +279,12 @@ impl Store {
             .write()
             .unwrap_or_else(|poison| poison.into_inner())
             .push(Box::new(hook));
+    }
+
+    /// The permissions that opening took away from files and directories that were there
+    /// before; empty when everything was owner-only already.
+    pub fn tightened(&self) -> &[Tightened] {
+        &self.tightened
     }
 
     /// Why a flush failed, if one has.
