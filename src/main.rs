@@ -163,6 +163,8 @@ fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
             socket.display(),
             LOCKED_WAIT.as_secs()
         ),
+        // Names the database already, and must not read as "cannot open": it was left alone.
+        Err(damaged @ StoreError::Damaged { .. }) => Err(damaged.into()),
         Err(err) => {
             Err(err).with_context(|| format!("cannot open the database {}", store_path.display()))
         }

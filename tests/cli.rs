@@ -981,3 +981,49 @@ fn a_database_readable_by_others_is_made_owner_only_and_the_change_reported() {
     // Tight now: the next command has nothing to say.
     assert_eq!(list(&d), "blue\n");
 }
+
+/// A database whose start was overwritten must not list as "no slices": the tool says it
+/// is corrupt, naming it, and leaves every byte as it found it.
+#[test]
+fn a_damaged_database_is_reported_and_left_untouched_never_listed_as_empty() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["add", "blue"]);
+    let damaged = common::damage_start_of_log(d);
+    let run = run(d, &["list"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "");
+    let expected = format!(
+        "slice: the database {} is corrupt: ",
+        d.join("store").display()
+    );
+    assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        common::files_with_bytes(d) == damaged,
+        "the damaged database was rewritten"
+    );
+}
+
+/// The same once sled has written a snapshot (every open after the first does): sled
+/// itself finds the damage then, and the tool reports it alike.
+#[test]
+fn a_damaged_database_with_a_snapshot_is_reported_too() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["add", "blue"]);
+    ok(d, &["add", "red"]);
+    let damaged = common::damage_start_of_log(d);
+    let run = run(d, &["list"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "");
+    let expected = format!(
+        "slice: the database {} is corrupt: ",
+        d.join("store").display()
+    );
+    assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+    assert!(
+        common::files_with_bytes(d) == damaged,
+        "the damaged database was rewritten"
+    );
+}

@@ -328,5 +328,38 @@ fn sliced_makes_an_existing_data_dir_and_database_owner_only() {
     assert_eq!(mode_of(&store), 0o700);
     assert_eq!(mode_of(&store.join("db")), 0o600);
     assert_eq!(mode_of(&store.join("conf")), 0o600);
-    assert!(daemon.terminate().success());
+    let status = daemon.terminate();
+    assert!(status.success(), "{status}");
+}
+
+/// sliced refuses a database whose start was overwritten, naming it, rather than serve
+/// it as empty, and leaves every byte as it found it.
+#[test]
+fn sliced_refuses_a_damaged_database_and_leaves_it_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = common::slice(dir.path(), &["add", "blue"]).status;
+    assert!(status.success());
+    let damaged = common::damage_start_of_log(dir.path());
+    let mut child = sliced_on(dir.path(), free_port(), &[])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_with_timeout(&mut child, WAIT);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("sliced serves a damaged database");
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(1));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let expected = format!(
+        "sliced: the database {} is corrupt: ",
+        dir.path().join("store").display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(
+        common::files_with_bytes(dir.path()) == damaged,
+        "the damaged database was rewritten"
+    );
 }

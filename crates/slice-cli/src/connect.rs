@@ -46,6 +46,7 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
             connect: connect_error
                 .unwrap_or_else(|| std::io::Error::other("no connection was tried")),
         }),
+        Err(damaged @ StoreError::Damaged { .. }) => Err(CliError::Corrupt(damaged)),
         Err(source) => Err(CliError::Store {
             path: store_path,
             source,

@@ -24,6 +24,7 @@
 mod commit;
 mod data_dir;
 mod holder;
+mod integrity;
 mod keys;
 
 use std::collections::VecDeque;
@@ -51,8 +52,17 @@ pub enum StoreError {
     /// The database holds something this version cannot read.
     #[error("the database is corrupt or of another version: {0}")]
     Corrupt(String),
+    /// The database cannot be read back as it was written; nothing was changed in it.
+    #[error("the database {} is corrupt: {detail}", path.display())]
+    Damaged { path: PathBuf, detail: String },
     #[error("database error: {0}")]
     Db(#[from] sled::Error),
+    /// A file of the store's own, beside sled's, could not be read or written.
+    #[error("cannot use {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The database directory or its files could not be made owner-only.
     #[error("cannot make the database {} owner-only: {source}", path.display())]
     Permissions {
@@ -113,6 +123,8 @@ type Listener = Box<dyn Fn(&Change) + Send + Sync>;
 type FailureHook = Box<dyn Fn(&str) + Send + Sync>;
 
 const SCHEMA_VERSION: &[u8] = b"1";
+/// The sled tree that holds everything.
+const TREE: &str = "slices";
 /// The file in sled's directory that holds its log (sled 0.34 layout).
 const SLED_LOG_FILE: &str = "db";
 
@@ -181,17 +193,32 @@ impl Store {
         for change in &tightened {
             log::warn!("{change}");
         }
+        let marked = integrity::is_marked(path)?;
+        // Read before sled's open, which writes to a log it cannot recover.
+        let unmarked_log_written = !marked && integrity::log_was_written(path)?;
+        if marked {
+            integrity::check_before_open(path)?;
+        }
         let db = sled::Config::new()
             .path(path)
             .open()
             .map_err(|err| match err {
                 sled::Error::Io(io) if is_lock_conflict(&io) => StoreError::Locked(path.to_owned()),
-                other => StoreError::Db(other),
+                other => integrity::sled_damage(path, other),
             })?;
+        if marked {
+            integrity::verify(&db, path)?;
+        } else if unmarked_log_written && !db.was_recovered() {
+            // Made by an earlier release, which left no marker, and unreadable to sled.
+            return Err(StoreError::Damaged {
+                path: path.to_owned(),
+                detail: "its log holds data, but sled finds none".to_owned(),
+            });
+        }
         // What sled has just created, with the umask's permissions.
         data_dir::tighten_tree(path).map_err(permissions)?;
         let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(StoreError::Sync)?;
-        let tree = db.open_tree("slices")?;
+        let tree = db.open_tree(TREE)?;
         match tree.get(Key::meta("schema"))? {
             Some(version) if version.as_ref() != SCHEMA_VERSION => {
                 return Err(StoreError::Corrupt(format!(
@@ -206,6 +233,10 @@ impl Store {
                 db.flush()?;
                 log_file.sync_data().map_err(StoreError::Sync)?;
             }
+        }
+        if !marked {
+            // A new database, or one from a release that left no marker (migrated here).
+            integrity::mark(path)?;
         }
         let slice_names = tree
             .scan_prefix(Key::tag(Tag::SliceOrder))

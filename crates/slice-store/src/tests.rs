@@ -21,15 +21,7 @@ fn open() -> (tempfile::TempDir, Store) {
 /// lets go of its file lock only when its last background task has dropped the file,
 /// which can be a moment after the `Db` is gone; a new process never sees this.
 fn reopen(path: &std::path::Path) -> Store {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Store::open(path) {
-            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            opened => return opened.unwrap(),
-        }
-    }
+    reopen_result(path).unwrap()
 }
 
 fn slice_error(result: Result<impl std::fmt::Debug, StoreError>) -> SliceError {
@@ -423,4 +415,101 @@ fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
         assert!(writer.join().unwrap().is_err());
     }
     assert!(heard.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    {
+        let store = Store::open(&store_dir).unwrap();
+        store.create_slice(&name("kept")).unwrap();
+    }
+    assert!(store_dir.join(integrity::FORMAT_MARKER).is_file());
+    // No snapshot yet: this open checks a scratch copy first, and leaves none behind.
+    let store = reopen(&store_dir);
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+fn a_database_from_before_the_marker_is_migrated_on_first_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.create_slice(&name("old")).unwrap();
+    }
+    std::fs::remove_file(dir.path().join(integrity::FORMAT_MARKER)).unwrap();
+    let store = reopen(dir.path());
+    assert_eq!(store.slices().unwrap(), [name("old")]);
+    assert!(dir.path().join(integrity::FORMAT_MARKER).is_file());
+}
+
+#[test]
+fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
+    use std::io::{Seek, Write};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.create_slice(&name("blue")).unwrap();
+    }
+    drop(reopen(dir.path()));
+    // The open above wrote a snapshot; without one sled rebuilds from the log alone.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("snap.")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let log_path = dir.path().join(SLED_LOG_FILE);
+    let mut log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log_path)
+        .unwrap();
+    log.seek(std::io::SeekFrom::Start(0)).unwrap();
+    log.write_all(&[0xa5; 64]).unwrap();
+    drop(log);
+    let before = std::fs::read(&log_path).unwrap();
+    match reopen_result(dir.path()) {
+        Err(StoreError::Damaged { path, detail }) => {
+            assert_eq!(path, dir.path());
+            assert!(detail.contains("sled finds none"), "{detail}");
+        }
+        other => panic!("expected damage, got {:?}", other.map(|_| ())),
+    }
+    assert!(std::fs::read(&log_path).unwrap() == before, "rewritten");
+}
+
+#[test]
+fn a_marker_of_another_format_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    std::fs::write(
+        dir.path().join(integrity::FORMAT_MARKER),
+        "something else\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        reopen_result(dir.path()),
+        Err(StoreError::Damaged { .. })
+    ));
+}
+
+/// [`reopen`] for an open that may fail for another reason than the lock.
+fn reopen_result(path: &std::path::Path) -> Result<Store, StoreError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Store::open(path) {
+            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened,
+        }
+    }
 }
