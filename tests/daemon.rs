@@ -328,6 +328,9 @@ fn sliced_makes_an_existing_data_dir_and_database_owner_only() {
     assert_eq!(mode_of(&store), 0o700);
     assert_eq!(mode_of(&store.join("db")), 0o600);
     assert_eq!(mode_of(&store.join("conf")), 0o600);
+    // An answer first: the server installs its signal handlers once it runs, a moment
+    // after its sockets accept connections.
+    assert_eq!(slice_names(daemon.http), json!([]));
     let status = daemon.terminate();
     assert!(status.success(), "{status}");
 }
