@@ -548,7 +548,9 @@ impl Store {
     /// second fsync may succeed without the lost pages (see the commit module).
     pub fn flush(&self) -> Result<(), StoreError> {
         self.refuse_if_failed()?;
-        self.sync().map_err(|err| self.fail(err))
+        // A ticket of its own, so that the flush counts in the group commit: its failure
+        // fails the writers waiting on it too.
+        self.make_durable(self.commit.applied())
     }
 
     // ---- internals ---------------------------------------------------------------------
@@ -574,10 +576,17 @@ impl Store {
             self.lock_untold().push_back((ticket, change));
             (output, ticket)
         };
+        self.make_durable(ticket)?;
+        Ok(output)
+    }
+
+    /// Returns once the write with `ticket` is on disk and its change, with every earlier
+    /// one, has been told to the listeners.
+    fn make_durable(&self, ticket: u64) -> Result<(), StoreError> {
         match self.commit.wait_durable(ticket, || self.sync()) {
             Ok(()) => {
                 self.tell_durable_changes();
-                Ok(output)
+                Ok(())
             }
             Err(CommitError::Flush(err)) => Err(self.fail(err)),
             Err(CommitError::Failed) => Err(self.failed_error()),
