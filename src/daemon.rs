@@ -16,7 +16,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn spawn_background(config: &Config) -> anyhow::Result<()> {
     let root = config.data_dir.root();
-    std::fs::create_dir_all(root)
+    // Owner-only before the log file goes in; the daemon reports any tightening itself.
+    config
+        .data_dir
+        .make_private()
         .with_context(|| format!("cannot create the data directory {}", root.display()))?;
     let pid_file = config
         .pid_file

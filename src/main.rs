@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use slice_store::{Store, StoreError};
+use slice_store::{DataDir, Opened, Store, StoreError, LOCKED_WAIT};
 
 use crate::config::{Args, Config};
 
@@ -40,15 +40,16 @@ fn main() -> ExitCode {
 /// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
 async fn serve(config: Config) -> anyhow::Result<()> {
     let data_dir = &config.data_dir;
-    create_private_dir(data_dir.root())?;
-    let store = match Store::open(&data_dir.store_path()) {
-        Err(StoreError::Locked(_)) => anyhow::bail!(
-            "another sliced already runs on {} (its socket is {})",
-            data_dir.root().display(),
-            data_dir.socket_path().display()
-        ),
-        other => Arc::new(other.context("cannot open the database")?),
-    };
+    let tightened = data_dir.make_private().with_context(|| {
+        format!(
+            "cannot make the data directory {} owner-only",
+            data_dir.root().display()
+        )
+    })?;
+    for change in tightened {
+        log::warn!("{change}");
+    }
+    let store = Arc::new(open_store(data_dir)?);
 
     let session_key =
         slice_http::load_or_create_key(&config.session_key_file).with_context(|| {
@@ -99,6 +100,17 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .listen_uds(local_listener)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     let server = server.run();
+    // A failed flush leaves changes in memory that are not on disk; serving on would show
+    // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
+    let stopper = server.handle();
+    store.on_failure(move |reason| {
+        log::error!(
+            "the database could not be flushed: {reason}; stopping to avoid serving state \
+             that is not on disk"
+        );
+        // The stop command is sent at once; its future only reports completion.
+        drop(stopper.stop(true));
+    });
 
     if let Some(pid_file) = &config.pid_file {
         std::fs::write(pid_file, format!("{}\n", std::process::id()))
@@ -121,9 +133,49 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(pid_file) = &config.pid_file {
         let _ = std::fs::remove_file(pid_file);
     }
+    if let Some(reason) = store.failure() {
+        anyhow::bail!(
+            "stopped because the database {} could not be flushed: {reason}",
+            data_dir.store_path().display()
+        );
+    }
     served.context("the HTTP server failed")?;
     flushed.context("the final flush failed")?;
     Ok(())
+}
+
+/// Opens the database, waiting out a short-lived holder such as a `slice` command. Only a
+/// daemon that answers on the socket is reported as another sliced.
+fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
+    let store_path = data_dir.store_path();
+    let socket = data_dir.socket_path();
+    let holder = || match Store::lock_holder(&store_path) {
+        Some(holder) => format!(" ({holder})"),
+        None => String::new(),
+    };
+    let another_daemon = || slice_cli::daemon_answers(&socket).then_some(());
+    match Store::open_waiting(&store_path, LOCKED_WAIT, another_daemon) {
+        Ok(Opened::Store(store)) => Ok(*store),
+        Ok(Opened::Elsewhere(())) => anyhow::bail!(
+            "another sliced already runs on {}{} (it answers on {})",
+            data_dir.root().display(),
+            holder(),
+            socket.display()
+        ),
+        Err(StoreError::Locked(_)) => anyhow::bail!(
+            "the database {} is held by another process{} and no sliced answers on {}; \
+             waited {} s",
+            store_path.display(),
+            holder(),
+            socket.display(),
+            LOCKED_WAIT.as_secs()
+        ),
+        // Names the database already, and must not read as "cannot open": it was left alone.
+        Err(damaged @ StoreError::Damaged { .. }) => Err(damaged.into()),
+        Err(err) => {
+            Err(err).with_context(|| format!("cannot open the database {}", store_path.display()))
+        }
+    }
 }
 
 fn controller_config(config: &Config) -> anyhow::Result<slice_controller::ControllerConfig> {
@@ -170,19 +222,6 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
         controller.packet_in_port_rate = value;
     }
     Ok(controller)
-}
-
-/// The data directory holds the session key and the database: owner only.
-fn create_private_dir(path: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if !path.is_dir() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-            .with_context(|| format!("cannot create the data directory {}", path.display()))?;
-    }
-    Ok(())
 }
 
 fn remove_if_exists(path: &std::path::Path) -> anyhow::Result<()> {

@@ -13,6 +13,15 @@ use serde_json::{json, Value};
 
 // ---- helpers ------------------------------------------------------------------------------
 
+/// A temporary data directory as sliced keeps one: owner-only, so that the tool has no
+/// permission to tighten and nothing to say about it.
+fn private_tempdir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
 /// What one run of `slice` did.
 #[derive(Debug)]
 struct Run {
@@ -304,7 +313,7 @@ fn check_usage_errors(dir: &Path) {
 
 #[test]
 fn an_empty_database_lists_nothing_at_all() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let run = run(dir.path(), &["list"]);
     assert_eq!(run.code, Some(0));
     assert_eq!(run.stdout, "");
@@ -314,21 +323,21 @@ fn an_empty_database_lists_nothing_at_all() {
 
 #[test]
 fn one_slice_is_one_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     assert_eq!(ok(dir.path(), &["add", "blue"]), "");
     assert_eq!(list(dir.path()), "blue\n");
 }
 
 #[test]
 fn the_spec_example_lists_exactly() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     assert_eq!(list(dir.path()), EXAMPLE_LIST);
 }
 
 #[test]
 fn slices_ports_and_hosts_list_in_the_order_they_were_added() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     for slice in ["zeta", "alpha", "mid.1"] {
         ok(d, &["add", slice]);
@@ -415,7 +424,7 @@ fn slices_ports_and_hosts_list_in_the_order_they_were_added() {
 
 #[test]
 fn add_host_creates_its_port() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     ok(dir.path(), &["add", "blue"]);
     ok(
         dir.path(),
@@ -431,7 +440,7 @@ fn add_host_creates_its_port() {
 
 #[test]
 fn deletes_remove_what_they_name_and_leave_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     make_example(d);
     ok(d, &["add_host", "-m", MAC2, "-p", "0x1:1", "-s", "blue"]);
@@ -468,28 +477,28 @@ fn deletes_remove_what_they_name_and_leave_the_rest() {
 
 #[test]
 fn contract_errors_print_the_spec_messages_and_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     check_contract_errors(dir.path());
 }
 
 #[test]
 fn invalid_identifiers_are_named_with_what_is_wrong() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     check_invalid_values(dir.path());
 }
 
 #[test]
 fn usage_errors_exit_2_and_name_the_problem() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     check_usage_errors(dir.path());
 }
 
 #[test]
 fn list_json_is_the_same_tree() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     assert_eq!(
         list_json(dir.path()),
@@ -506,7 +515,7 @@ fn list_json_is_the_same_tree() {
 
 #[test]
 fn large_identifiers_survive_the_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     let name = "A".repeat(64);
     ok(d, &["add", &name]);
@@ -531,7 +540,7 @@ fn large_identifiers_survive_the_round_trip() {
 
 #[test]
 fn changes_persist_across_invocations() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     make_example(dir.path());
     // Each run is its own process opening the database afresh.
     for _ in 0..2 {
@@ -543,7 +552,7 @@ fn changes_persist_across_invocations() {
 
 #[test]
 fn concurrent_invocations_take_turns_on_the_database() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let children: Vec<_> = ["s1", "s2", "s3", "s4"]
         .iter()
         .map(|name| {
@@ -569,7 +578,7 @@ fn concurrent_invocations_take_turns_on_the_database() {
 
 #[test]
 fn a_dead_daemons_socket_file_is_ignored() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     // A socket file nobody listens on, as a killed daemon leaves behind.
     drop(std::os::unix::net::UnixListener::bind(dir.path().join("sliced.sock")).unwrap());
     ok(dir.path(), &["add", "blue"]);
@@ -578,8 +587,8 @@ fn a_dead_daemons_socket_file_is_ignored() {
 
 #[test]
 fn sliced_db_names_the_data_directory_and_db_wins_over_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let other = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
+    let other = private_tempdir().unwrap();
     let run = slice_with_env(&[("SLICED_DB", dir.path())], &["add", "from-env"]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(list(dir.path()), "from-env\n");
@@ -596,8 +605,8 @@ fn sliced_db_names_the_data_directory_and_db_wins_over_it() {
 
 #[test]
 fn without_db_the_per_user_data_directory_is_used() {
-    let home = tempfile::tempdir().unwrap();
-    let xdg = tempfile::tempdir().unwrap();
+    let home = private_tempdir().unwrap();
+    let xdg = private_tempdir().unwrap();
 
     let run = slice_with_env(&[("HOME", home.path())], &["add", "in-home"]);
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -615,7 +624,7 @@ fn without_db_the_per_user_data_directory_is_used() {
 
 #[test]
 fn an_unusable_data_directory_is_named() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let file = dir.path().join("plain-file");
     std::fs::write(&file, "not a directory").unwrap();
     for db in [file.join("db"), file.clone()] {
@@ -636,7 +645,7 @@ fn an_unusable_data_directory_is_named() {
 
 #[test]
 fn help_shows_an_example_for_every_command() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let help = ok(dir.path(), &["--help"]);
     for name in [
         "list",
@@ -682,7 +691,7 @@ fn help_shows_an_example_for_every_command() {
 
 #[test]
 fn completion_scripts_are_printed_without_touching_the_database() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let db = dir.path().join("db");
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let script = ok(&db, &["completions", shell]);
@@ -694,7 +703,7 @@ fn completion_scripts_are_printed_without_touching_the_database() {
 
 #[test]
 fn a_database_held_by_another_process_is_waited_for() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     ok(dir.path(), &["add", "blue"]);
     // A holder that is no daemon, like one still starting: it lets go after a moment.
     let holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
@@ -721,7 +730,7 @@ fn post(daemon: &Daemon, path: &str, body: Value) -> (u16, Value) {
 
 #[test]
 fn tool_writes_are_visible_through_the_rest_api_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
     let d = dir.path();
     make_example(d);
@@ -774,7 +783,7 @@ fn tool_writes_are_visible_through_the_rest_api_at_once() {
 
 #[test]
 fn rest_writes_appear_in_slice_list() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
     assert_eq!(ok(dir.path(), &["list"]), "");
     assert_eq!(post(&daemon, "/slices", json!({"name": "blue"})).0, 201);
@@ -815,7 +824,7 @@ fn rest_writes_appear_in_slice_list() {
 
 #[test]
 fn errors_through_the_daemon_are_the_same() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let _daemon = Daemon::start(dir.path());
     make_example(dir.path());
     check_contract_errors(dir.path());
@@ -825,7 +834,7 @@ fn errors_through_the_daemon_are_the_same() {
 
 #[test]
 fn both_modes_list_the_same_tree() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
     make_example(dir.path());
     let (text, json) = (list(dir.path()), list_json(dir.path()));
@@ -837,7 +846,7 @@ fn both_modes_list_the_same_tree() {
 
 #[test]
 fn after_the_daemon_stops_the_tool_works_directly_on_the_same_data() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     let daemon = Daemon::start(d);
     ok(d, &["add", "blue"]);
@@ -862,7 +871,7 @@ fn after_the_daemon_stops_the_tool_works_directly_on_the_same_data() {
 
 #[test]
 fn after_a_daemon_is_killed_its_socket_file_is_passed_over() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     let daemon = Daemon::start(d);
     ok(d, &["add", "blue"]);
@@ -877,7 +886,7 @@ fn after_a_daemon_is_killed_its_socket_file_is_passed_over() {
 
 #[test]
 fn dot_names_reach_the_daemon_literally() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     let _daemon = Daemon::start(d);
     for name in [".", "..", "..."] {
@@ -893,7 +902,7 @@ fn dot_names_reach_the_daemon_literally() {
 
 #[test]
 fn a_daemon_without_its_socket_is_reported_with_both_paths() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = private_tempdir().unwrap();
     let d = dir.path();
     let _daemon = Daemon::start(d);
     ok(d, &["add", "blue"]);
@@ -915,5 +924,106 @@ fn a_daemon_without_its_socket_is_reported_with_both_paths() {
             && run.stderr.contains(store.to_str().unwrap()),
         "{}",
         run.stderr
+    );
+}
+
+/// Sets a file's permission bits.
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_database_readable_by_others_is_made_owner_only_and_the_change_reported() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path().join("data");
+    ok(&d, &["add", "blue"]);
+    // As an earlier release, or a careless hand, left them.
+    let store = d.join("store");
+    for (path, mode) in [(&d, 0o755), (&store, 0o755), (&store.join("db"), 0o644)] {
+        chmod(path, mode);
+    }
+    let run = run(&d, &["list"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "blue\n");
+    for expected in [
+        format!(
+            "slice: tightened the permissions of {} from 0755 to 0700",
+            d.display()
+        ),
+        format!(
+            "slice: tightened the permissions of {} from 0755 to 0700",
+            store.display()
+        ),
+        format!(
+            "slice: tightened the permissions of {} from 0644 to 0600",
+            store.join("db").display()
+        ),
+    ] {
+        assert!(
+            run.stderr.contains(&expected),
+            "{expected} not in {}",
+            run.stderr
+        );
+    }
+    assert_eq!(mode_of(&d), 0o700);
+    assert_eq!(mode_of(&store), 0o700);
+    for entry in std::fs::read_dir(&store).unwrap() {
+        let path = entry.unwrap().path();
+        let expected = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode_of(&path), expected, "{}", path.display());
+    }
+    // Tight now: the next command has nothing to say.
+    assert_eq!(list(&d), "blue\n");
+}
+
+/// A database whose start was overwritten must not list as "no slices": the tool says it
+/// is corrupt, naming it, and leaves every byte as it found it.
+#[test]
+fn a_damaged_database_is_reported_and_left_untouched_never_listed_as_empty() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["add", "blue"]);
+    let damaged = common::damage_start_of_log(d);
+    let run = run(d, &["list"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "");
+    let expected = format!(
+        "slice: the database {} is corrupt: ",
+        d.join("store").display()
+    );
+    assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        common::files_with_bytes(d) == damaged,
+        "the damaged database was rewritten"
+    );
+}
+
+/// The same once sled has written a snapshot (every open after the first does): sled
+/// itself finds the damage then, and the tool reports it alike.
+#[test]
+fn a_damaged_database_with_a_snapshot_is_reported_too() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["add", "blue"]);
+    ok(d, &["add", "red"]);
+    let damaged = common::damage_start_of_log(d);
+    let run = run(d, &["list"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "");
+    let expected = format!(
+        "slice: the database {} is corrupt: ",
+        d.join("store").display()
+    );
+    assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+    assert!(
+        common::files_with_bytes(d) == damaged,
+        "the damaged database was rewritten"
     );
 }

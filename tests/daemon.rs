@@ -217,7 +217,17 @@ fn a_second_daemon_on_one_database_is_refused_and_the_first_keeps_serving() {
     let output = sliced_on(dir.path(), free_port(), &[]).output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("another sliced already runs"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "another sliced already runs on {}",
+            dir.path().display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("(pid {}, sliced)", first.pid())),
+        "{stderr}"
+    );
     assert!(
         dir.path().join("sliced.sock").exists(),
         "the first one's socket stays"
@@ -251,4 +261,108 @@ fn a_bare_sliced_serves_on_the_defaults() {
     assert_eq!(listing, Some(json!([])));
     assert!(status.is_some_and(|s| s.success()));
     assert!(home.path().join("xdg/sliced/store").is_dir());
+}
+
+/// A `slice` command holds the database for a moment; a sliced starting then waits it
+/// out rather than take it for another daemon. The holder here is this test process,
+/// which has the database open before sliced starts and lets go after a fixed 300 ms.
+#[test]
+fn a_database_held_for_a_moment_is_waited_for_at_start() {
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(holder);
+        });
+        let daemon = Daemon::start(dir.path());
+        create_slice(daemon.http, "after-the-wait");
+        release.join().unwrap();
+    }
+}
+
+/// Past the wait, a database held by something that is not a daemon is reported as
+/// such, with the holder's pid, and never as "another sliced".
+#[test]
+fn a_database_held_by_a_process_that_is_no_daemon_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let _holder = slice_store::Store::open(&dir.path().join("store")).unwrap();
+    let output = sliced_on(dir.path(), free_port(), &[]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("another sliced"), "{stderr}");
+    let store = dir.path().join("store");
+    assert!(
+        stderr.contains(&format!(
+            "the database {} is held by another process (pid {}",
+            store.display(),
+            std::process::id()
+        )),
+        "{stderr}"
+    );
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// A data directory and database that others can read, as an earlier release left them,
+/// are owner-only once sliced has started on them.
+#[test]
+fn sliced_makes_an_existing_data_dir_and_database_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = data.join("store");
+    drop(slice_store::Store::open(&store).unwrap());
+    let chmod = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    chmod(&data, 0o755);
+    chmod(&store, 0o755);
+    chmod(&store.join("db"), 0o644);
+    chmod(&store.join("conf"), 0o644);
+    let daemon = Daemon::start(&data);
+    assert_eq!(mode_of(&data), 0o700);
+    assert_eq!(mode_of(&store), 0o700);
+    assert_eq!(mode_of(&store.join("db")), 0o600);
+    assert_eq!(mode_of(&store.join("conf")), 0o600);
+    // An answer first: the server installs its signal handlers once it runs, a moment
+    // after its sockets accept connections.
+    assert_eq!(slice_names(daemon.http), json!([]));
+    let status = daemon.terminate();
+    assert!(status.success(), "{status}");
+}
+
+/// sliced refuses a database whose start was overwritten, naming it, rather than serve
+/// it as empty, and leaves every byte as it found it.
+#[test]
+fn sliced_refuses_a_damaged_database_and_leaves_it_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = common::slice(dir.path(), &["add", "blue"]).status;
+    assert!(status.success());
+    let damaged = common::damage_start_of_log(dir.path());
+    let mut child = sliced_on(dir.path(), free_port(), &[])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_with_timeout(&mut child, WAIT);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("sliced serves a damaged database");
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(1));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let expected = format!(
+        "sliced: the database {} is corrupt: ",
+        dir.path().join("store").display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(
+        common::files_with_bytes(dir.path()) == damaged,
+        "the damaged database was rewritten"
+    );
 }

@@ -223,3 +223,48 @@ pub fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_j
         serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
     )
 }
+
+/// Overwrites the first 4 KiB of the database's log (`<data dir>/store/db`, sled's one data
+/// file) with noise, as a failing disk or a stray `dd` would, and returns every file of
+/// the store with its bytes, to show later that nothing was rewritten.
+pub fn damage_start_of_log(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            // xorshift64: fixed, so that every run damages alike.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect();
+    let store = data_dir.join("store");
+    let mut log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(store.join("db"))
+        .expect("the database's log exists");
+    log.seek(SeekFrom::Start(0)).unwrap();
+    log.write_all(&noise).unwrap();
+    log.sync_all().unwrap();
+    files_with_bytes(data_dir)
+}
+
+/// Every file under `dir`, sorted, with its bytes.
+pub fn files_with_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path, bytes));
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -1,78 +1,76 @@
 //! Finding whoever may work on the database: sled admits one process, so either a running
 //! `sliced` holds it and takes commands on its socket, or this process opens it.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use slice_store::{DataDir, Store, StoreError};
+use slice_store::{DataDir, Opened, Store, StoreError};
 
 use crate::backend::{Backend, Direct};
 use crate::daemon::DaemonClient;
 use crate::CliError;
 
-/// How long to keep trying when the database is held but no daemon answers: a daemon
-/// starting up holds the database before it listens, one stopping stops listening before
-/// it lets go, and another `slice` command holds it for well under this.
-pub(crate) const LOCKED_WAIT: Duration = Duration::from_secs(3);
-
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
-
-/// The daemon when one answers on the socket, else the database opened here. A socket
-/// file that refuses connections is a dead daemon's and is ignored.
+/// The daemon when one answers on the socket, else the database opened here, waiting
+/// while another process holds it (see [`slice_store::LOCKED_WAIT`]). A socket file that
+/// refuses connections is a dead daemon's and is ignored.
 pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend>, CliError> {
     let socket = data_dir.socket_path();
     let store_path = data_dir.store_path();
-    let deadline = Instant::now() + wait;
-    loop {
-        let connect_error = match UnixStream::connect(&socket) {
-            Ok(stream) => return Ok(Box::new(DaemonClient::new(socket, stream))),
-            Err(err) => err,
-        };
-        create_data_dir(data_dir.root())?;
-        match Store::open(&store_path) {
-            Ok(store) => return Ok(Box::new(Direct::new(store, store_path))),
-            Err(StoreError::Locked(_)) if Instant::now() < deadline => {
-                std::thread::sleep(RETRY_PAUSE);
-            }
-            Err(StoreError::Locked(_)) => {
-                return Err(CliError::Unavailable {
-                    socket,
-                    store: store_path,
-                    connect: connect_error,
-                })
-            }
-            Err(source) => {
-                return Err(CliError::Store {
-                    path: store_path,
-                    source,
-                })
-            }
+    let mut connect_error = None;
+    let mut data_dir_made = false;
+    let opened = Store::open_waiting(&store_path, wait, || {
+        match UnixStream::connect(&socket) {
+            Ok(stream) => return Some(Ok(stream)),
+            Err(err) => connect_error = Some(err),
         }
+        // Made only once no daemon answers: with one, the database is left alone.
+        if !data_dir_made {
+            if let Err(err) = create_data_dir(data_dir) {
+                return Some(Err(err));
+            }
+            data_dir_made = true;
+        }
+        None
+    });
+    match opened {
+        Ok(Opened::Elsewhere(stream)) => Ok(Box::new(DaemonClient::new(socket, stream?))),
+        Ok(Opened::Store(store)) => {
+            for change in store.tightened() {
+                eprintln!("slice: {change}");
+            }
+            Ok(Box::new(Direct::new(*store, store_path)))
+        }
+        Err(StoreError::Locked(_)) => Err(CliError::Unavailable {
+            socket,
+            store: store_path,
+            connect: connect_error
+                .unwrap_or_else(|| std::io::Error::other("no connection was tried")),
+        }),
+        Err(damaged @ StoreError::Damaged { .. }) => Err(CliError::Corrupt(damaged)),
+        Err(source) => Err(CliError::Store {
+            path: store_path,
+            source,
+        }),
     }
 }
 
 /// Makes the data directory owner-only, as `sliced` does, for it holds the session key.
-fn create_data_dir(root: &Path) -> Result<(), CliError> {
-    if root.is_dir() {
-        return Ok(());
-    }
+fn create_data_dir(data_dir: &DataDir) -> Result<(), CliError> {
+    let root = data_dir.root();
     let fail = |source| CliError::DataDir {
         path: root.to_owned(),
         source,
     };
-    if root.exists() {
+    if root.exists() && !root.is_dir() {
         return Err(fail(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             "it exists and is not a directory",
         )));
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(root)
-        .map_err(fail)
+    for change in data_dir.make_private().map_err(fail)? {
+        eprintln!("slice: {change}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -80,12 +78,13 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::net::UnixListener;
+    use std::time::Instant;
 
     #[test]
     fn without_a_daemon_the_database_is_opened_here_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path().join("a/b"));
-        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         assert!(data_dir.store_path().is_dir());
         let mode = std::fs::metadata(data_dir.root())
@@ -102,7 +101,7 @@ mod tests {
         // Binding leaves the file behind when the listener goes: connections are refused.
         drop(UnixListener::bind(data_dir.socket_path()).unwrap());
         assert!(data_dir.socket_path().exists());
-        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
         backend.create_slice(&"a".parse().unwrap()).unwrap();
     }
 
@@ -111,7 +110,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path());
         let _listener = UnixListener::bind(data_dir.socket_path()).unwrap();
-        let _backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        let _backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
         assert!(!data_dir.store_path().exists());
     }
 
@@ -146,7 +145,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(300));
             drop(holder);
         });
-        let backend = open(&data_dir, LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         release.join().unwrap();
     }
@@ -157,7 +156,7 @@ mod tests {
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
         for root in [file.clone(), file.join("db")] {
-            let err = match open(&DataDir::new(&root), LOCKED_WAIT) {
+            let err = match open(&DataDir::new(&root), slice_store::LOCKED_WAIT) {
                 Err(err) => err.to_string(),
                 Ok(_) => panic!("{} used as a data directory", root.display()),
             };

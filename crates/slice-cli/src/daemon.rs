@@ -94,6 +94,22 @@ impl DaemonClient {
     }
 }
 
+/// How long [`daemon_answers`] waits for an answer: a serving daemon answers at once.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a `sliced` answers HTTP on `socket`: any response counts, an error status too.
+/// A socket file nobody listens on, or a peer that does not speak HTTP, does not.
+pub fn daemon_answers(socket: &std::path::Path) -> bool {
+    let Ok(stream) = UnixStream::connect(socket) else {
+        return false;
+    };
+    let limits = Limits {
+        timeout: PROBE_TIMEOUT,
+        ..Limits::default()
+    };
+    http::exchange(stream, "GET", "/slices", None, limits).is_ok()
+}
+
 /// The error a non-2xx answer stands for: a slice-contract error when the message is one
 /// of the specification's (so that both modes fail alike), otherwise the message as sent.
 fn refusal(response: Response) -> CliError {

@@ -24,6 +24,9 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The database is damaged: it was left as it was, and nothing is read from it.
+    #[error(transparent)]
+    Corrupt(StoreError),
     /// The database could not be opened or failed while in use.
     #[error("cannot use the database {}: {source}", path.display())]
     Store { path: PathBuf, source: StoreError },

@@ -37,6 +37,7 @@ use slice_store::DataDir;
 
 use crate::backend::Backend;
 pub use crate::cli::{Cli, Command};
+pub use crate::daemon::daemon_answers;
 pub use crate::error::CliError;
 pub use crate::http::HttpError;
 
@@ -65,7 +66,7 @@ pub fn main() -> ExitCode {
 /// Runs one parsed command line, writing what it prints to `out`.
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     let data_dir = DataDir::resolve(cli.db);
-    let backend = || connect::open(&data_dir, connect::LOCKED_WAIT);
+    let backend = || connect::open(&data_dir, slice_store::LOCKED_WAIT);
     match cli.command {
         Command::List { json } => list(backend()?.as_ref(), json, out),
         Command::Add { slice } => backend()?.create_slice(&slice),

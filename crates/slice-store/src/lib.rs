@@ -5,7 +5,10 @@
 //! next fsync covers all of them (group commit). Readers never wait for writers.
 //!
 //! Listeners registered with [`Store::subscribe`] hear of every committed change, in
-//! commit order; the controller keeps its membership index current that way.
+//! commit order, once it is on disk; the controller keeps its membership index current
+//! that way. A flush that fails is final: the changes it covered are never told, the
+//! writers waiting on it get an error, and the store refuses every later write (see
+//! [`Store::on_failure`]).
 //!
 //! ```
 //! use slice_store::Store;
@@ -20,15 +23,21 @@
 
 mod commit;
 mod data_dir;
+mod holder;
+mod integrity;
 mod keys;
 
+use std::collections::VecDeque;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
-use crate::commit::GroupCommit;
-pub use crate::data_dir::DataDir;
+use crate::commit::{CommitError, GroupCommit};
+pub use crate::data_dir::{DataDir, Tightened};
+pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 
 /// Why a store operation failed.
@@ -43,11 +52,29 @@ pub enum StoreError {
     /// The database holds something this version cannot read.
     #[error("the database is corrupt or of another version: {0}")]
     Corrupt(String),
+    /// The database cannot be read back as it was written; nothing was changed in it.
+    #[error("the database {} is corrupt: {detail}", path.display())]
+    Damaged { path: PathBuf, detail: String },
     #[error("database error: {0}")]
     Db(#[from] sled::Error),
+    /// A file of the store's own, beside sled's, could not be read or written.
+    #[error("cannot use {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The database directory or its files could not be made owner-only.
+    #[error("cannot make the database {} owner-only: {source}", path.display())]
+    Permissions {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The database file could not be made durable.
     #[error("cannot sync the database to disk: {0}")]
     Sync(std::io::Error),
+    /// A flush failed, this write's or an earlier one's: the store takes no more changes.
+    #[error("the database could not be flushed ({0}); it takes no more changes")]
+    Failed(String),
 }
 
 /// A committed change, as told to listeners.
@@ -77,9 +104,27 @@ pub enum Change {
     },
 }
 
+/// How long to keep trying to open a database that another process holds: a `slice`
+/// command holds it for well under this, a daemon starting up holds it before it listens,
+/// and one stopping stops listening before it lets go.
+pub const LOCKED_WAIT: Duration = Duration::from_secs(3);
+
+const LOCKED_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// What [`Store::open_waiting`] came to.
+pub enum Opened<T> {
+    /// The database, opened by this process.
+    Store(Box<Store>),
+    /// The look elsewhere found what it looked for, such as a daemon that answers.
+    Elsewhere(T),
+}
+
 type Listener = Box<dyn Fn(&Change) + Send + Sync>;
+type FailureHook = Box<dyn Fn(&str) + Send + Sync>;
 
 const SCHEMA_VERSION: &[u8] = b"1";
+/// The sled tree that holds everything.
+const TREE: &str = "slices";
 /// The file in sled's directory that holds its log (sled 0.34 layout).
 const SLED_LOG_FILE: &str = "db";
 
@@ -96,7 +141,17 @@ pub struct Store {
     /// of a write only, never across a flush, so it does not serialise fsyncs.
     write_lock: Mutex<()>,
     commit: GroupCommit,
+    /// Changes applied but not yet told to the listeners, by ticket: a change is told
+    /// only once the flush covering its ticket succeeded.
+    untold: Mutex<VecDeque<(u64, Change)>>,
     listeners: RwLock<Vec<Listener>>,
+    /// Why a flush failed, once one has: from then on the store refuses changes.
+    failure: OnceLock<String>,
+    failure_hooks: RwLock<Vec<FailureHook>>,
+    /// The permissions that opening took away from what was there before.
+    tightened: Vec<Tightened>,
+    #[cfg(test)]
+    sync_probe: tests::SyncProbe,
     /// The slice names in creation order: the answer to the most frequent read, kept in
     /// memory so that listing slices costs no scan. Changed only under `write_lock`,
     /// together with the tree.
@@ -110,17 +165,60 @@ struct SliceNames {
 }
 
 impl Store {
-    /// Opens (creating when missing) the database in the directory `path`.
+    /// Opens (creating when missing) the database in the directory `path`, owner-only:
+    /// sled creates its files with the process's umask, and a database made by an earlier
+    /// release may be readable by all. What was loosened before is logged and kept for
+    /// [`Store::tightened`].
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let permissions = |source| StoreError::Permissions {
+            path: path.to_owned(),
+            source,
+        };
+        let tightened = if path.is_dir() {
+            let mut tightened = data_dir::tighten_tree(path).map_err(permissions)?;
+            // sled writes its snapshots with the umask's permissions, inside a directory
+            // that is owner-only: only files others could reach are worth a report.
+            if tightened.first().is_some_and(|change| change.path != path) {
+                tightened.clear();
+            }
+            tightened
+        } else {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(path)
+                .map_err(permissions)?;
+            Vec::new()
+        };
+        for change in &tightened {
+            log::warn!("{change}");
+        }
+        let marked = integrity::is_marked(path)?;
+        // Read before sled's open, which writes to a log it cannot recover.
+        let unmarked_log_written = !marked && integrity::log_was_written(path)?;
+        if marked {
+            integrity::check_before_open(path)?;
+        }
         let db = sled::Config::new()
             .path(path)
             .open()
             .map_err(|err| match err {
                 sled::Error::Io(io) if is_lock_conflict(&io) => StoreError::Locked(path.to_owned()),
-                other => StoreError::Db(other),
+                other => integrity::sled_damage(path, other),
             })?;
+        if marked {
+            integrity::verify(&db, path)?;
+        } else if unmarked_log_written && !db.was_recovered() {
+            // Made by an earlier release, which left no marker, and unreadable to sled.
+            return Err(StoreError::Damaged {
+                path: path.to_owned(),
+                detail: "its log holds data, but sled finds none".to_owned(),
+            });
+        }
+        // What sled has just created, with the umask's permissions.
+        data_dir::tighten_tree(path).map_err(permissions)?;
         let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(StoreError::Sync)?;
-        let tree = db.open_tree("slices")?;
+        let tree = db.open_tree(TREE)?;
         match tree.get(Key::meta("schema"))? {
             Some(version) if version.as_ref() != SCHEMA_VERSION => {
                 return Err(StoreError::Corrupt(format!(
@@ -136,6 +234,10 @@ impl Store {
                 log_file.sync_data().map_err(StoreError::Sync)?;
             }
         }
+        if !marked {
+            // A new database, or one from a release that left no marker (migrated here).
+            integrity::mark(path)?;
+        }
         let slice_names = tree
             .scan_prefix(Key::tag(Tag::SliceOrder))
             .values()
@@ -147,7 +249,13 @@ impl Store {
             log_file,
             write_lock: Mutex::new(()),
             commit: GroupCommit::default(),
+            untold: Mutex::new(VecDeque::new()),
             listeners: RwLock::new(Vec::new()),
+            failure: OnceLock::new(),
+            failure_hooks: RwLock::new(Vec::new()),
+            tightened,
+            #[cfg(test)]
+            sync_probe: tests::SyncProbe::default(),
             slice_names: RwLock::new(SliceNames {
                 names: slice_names,
                 version: 0,
@@ -155,13 +263,64 @@ impl Store {
         })
     }
 
-    /// Registers a function called with every committed change, in commit order. It runs
-    /// while the write lock is held, so it must be quick: send on a channel and return.
+    /// Opens the database like [`Store::open`], but while another process holds it, keeps
+    /// trying for up to `wait`. Before each try, `look_elsewhere` may end the wait with its
+    /// own answer: the tool looks for a daemon to send its command to, the daemon for
+    /// another daemon already serving. Past the wait, the error is `Locked`.
+    pub fn open_waiting<T>(
+        path: &Path,
+        wait: Duration,
+        mut look_elsewhere: impl FnMut() -> Option<T>,
+    ) -> Result<Opened<T>, StoreError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(found) = look_elsewhere() {
+                return Ok(Opened::Elsewhere(found));
+            }
+            match Self::open(path) {
+                Err(StoreError::Locked(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(LOCKED_RETRY_PAUSE);
+                }
+                opened => return opened.map(|store| Opened::Store(Box::new(store))),
+            }
+        }
+    }
+
+    /// The process holding the database in `path`, when the system can tell.
+    pub fn lock_holder(path: &Path) -> Option<LockHolder> {
+        holder::lock_holder(&path.join(SLED_LOG_FILE))
+    }
+
+    /// Registers a function called with every committed change, in commit order, once
+    /// the change is on disk and before its writer returns. It may run on another
+    /// writer's thread, while a lock that keeps deliveries in order is held, so it must be
+    /// quick: send on a channel and return.
     pub fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
         self.listeners
             .write()
             .unwrap_or_else(|poison| poison.into_inner())
             .push(Box::new(listener));
+    }
+
+    /// Registers a function called once, with the reason, when a flush fails. The store
+    /// then holds changes that are applied in memory but not on disk, and refuses every
+    /// later write; a process serving its contents should stop.
+    pub fn on_failure(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
+        self.failure_hooks
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(Box::new(hook));
+    }
+
+    /// The permissions that opening took away from files and directories that were there
+    /// before; empty when everything was owner-only already.
+    pub fn tightened(&self) -> &[Tightened] {
+        &self.tightened
+    }
+
+    /// Why a flush failed, if one has.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
     }
 
     // ---- reads -------------------------------------------------------------------------
@@ -385,17 +544,20 @@ impl Store {
         })
     }
 
-    /// Flushes everything written so far to disk.
+    /// Flushes everything written so far to disk. Refused once a flush has failed: a
+    /// second fsync may succeed without the lost pages (see the commit module).
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
-        self.log_file.sync_data().map_err(StoreError::Sync)
+        self.refuse_if_failed()?;
+        // A ticket of its own, so that the flush counts in the group commit: its failure
+        // fails the writers waiting on it too.
+        self.make_durable(self.commit.applied())
     }
 
     // ---- internals ---------------------------------------------------------------------
 
     /// Runs one write: `plan` reads what it needs and returns a batch, the change it makes
-    /// and the caller's result; the batch is applied atomically under the write lock,
-    /// listeners hear of the change, and the call returns once a flush has covered it.
+    /// and the caller's result; the batch is applied atomically under the write lock, and
+    /// once a flush has covered it the listeners hear of the change and the call returns.
     fn write<F, T>(&self, plan: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), StoreError>,
@@ -405,21 +567,101 @@ impl Store {
                 .write_lock
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
+            self.refuse_if_failed()?;
             let (batch, change, output) = plan(self)?;
             self.tree.apply_batch(batch)?;
             self.track_slice_names(&change);
+            // Ticket and queue under the write lock, so that both follow commit order.
             let ticket = self.commit.applied();
-            let listeners = self
-                .listeners
-                .read()
-                .unwrap_or_else(|poison| poison.into_inner());
-            for listener in listeners.iter() {
-                listener(&change);
-            }
+            self.lock_untold().push_back((ticket, change));
             (output, ticket)
         };
-        self.commit.wait_durable(ticket, || self.flush())?;
+        self.make_durable(ticket)?;
         Ok(output)
+    }
+
+    /// Returns once the write with `ticket` is on disk and its change, with every earlier
+    /// one, has been told to the listeners.
+    fn make_durable(&self, ticket: u64) -> Result<(), StoreError> {
+        match self.commit.wait_durable(ticket, || self.sync()) {
+            Ok(()) => {
+                self.tell_durable_changes();
+                Ok(())
+            }
+            Err(CommitError::Flush(err)) => Err(self.fail(err)),
+            Err(CommitError::Failed) => Err(self.failed_error()),
+        }
+    }
+
+    /// Makes everything sled has applied durable: its flush, then the fdatasync that
+    /// its flush leaves out.
+    fn sync(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        #[cfg(test)]
+        self.sync_probe.before_fdatasync()?;
+        self.log_file.sync_data().map_err(StoreError::Sync)?;
+        #[cfg(test)]
+        self.sync_probe.synced();
+        Ok(())
+    }
+
+    /// Tells the listeners every change that the last flush made durable, oldest first.
+    /// The queue stays locked while they run, so that a writer returning after this finds
+    /// its change told, by itself or by whoever held the queue.
+    fn tell_durable_changes(&self) {
+        let mut untold = self.lock_untold();
+        let durable = self.commit.durable();
+        let listeners = self
+            .listeners
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        while untold.front().is_some_and(|(ticket, _)| *ticket <= durable) {
+            if let Some((_, change)) = untold.pop_front() {
+                for listener in listeners.iter() {
+                    listener(&change);
+                }
+            }
+        }
+    }
+
+    /// Records that a flush failed, so that nothing more is written or told, and lets
+    /// the failure hooks know once. Returns the error for the writer that saw it.
+    fn fail(&self, err: StoreError) -> StoreError {
+        let reason = err.to_string();
+        if self.failure.set(reason.clone()).is_ok() {
+            // The changes waiting in the queue are not on disk: nobody must act on them.
+            self.lock_untold().clear();
+            let hooks = self
+                .failure_hooks
+                .read()
+                .unwrap_or_else(|poison| poison.into_inner());
+            for hook in hooks.iter() {
+                hook(&reason);
+            }
+        }
+        err
+    }
+
+    fn refuse_if_failed(&self) -> Result<(), StoreError> {
+        match self.failure.get() {
+            Some(_) => Err(self.failed_error()),
+            None => Ok(()),
+        }
+    }
+
+    fn failed_error(&self) -> StoreError {
+        // The leader of a failed flush records the reason just after waking its followers.
+        let reason = self
+            .failure
+            .get()
+            .map_or("a flush covering this write failed", String::as_str);
+        StoreError::Failed(reason.to_owned())
+    }
+
+    fn lock_untold(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Change)>> {
+        self.untold
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Keeps the in-memory slice list in step with a change just applied to the tree.

@@ -1,3 +1,4 @@
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::*;
@@ -20,15 +21,7 @@ fn open() -> (tempfile::TempDir, Store) {
 /// lets go of its file lock only when its last background task has dropped the file,
 /// which can be a moment after the `Db` is gone; a new process never sees this.
 fn reopen(path: &std::path::Path) -> Store {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Store::open(path) {
-            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            opened => return opened.unwrap(),
-        }
-    }
+    reopen_result(path).unwrap()
 }
 
 fn slice_error(result: Result<impl std::fmt::Debug, StoreError>) -> SliceError {
@@ -317,4 +310,206 @@ fn the_slice_list_follows_deletes_recreates_and_reopening() {
         expected,
         "the list is rebuilt in order"
     );
+}
+
+/// Counts the store's fdatasyncs and fails the next one on request: a disk that fails
+/// cannot be had without root, and the flush path is the store's own.
+#[derive(Default)]
+pub(super) struct SyncProbe {
+    fail_next: std::sync::atomic::AtomicBool,
+    syncs: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SyncProbe {
+    pub(super) fn before_fdatasync(&self) -> Result<(), StoreError> {
+        if self.fail_next.swap(false, Ordering::SeqCst) {
+            return Err(StoreError::Sync(std::io::Error::other(
+                "injected fdatasync failure",
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn synced(&self) {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn listeners_hear_a_change_only_after_the_fdatasync_that_covers_it() {
+    let (_dir, store) = open();
+    let syncs = store.sync_probe.syncs.clone();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(move |change| {
+        sink.lock()
+            .unwrap()
+            .push((change.clone(), syncs.load(Ordering::SeqCst)))
+    });
+    let s = name("s");
+    let before_create = store.sync_probe.syncs.load(Ordering::SeqCst);
+    store.create_slice(&s).unwrap();
+    let before_add = store.sync_probe.syncs.load(Ordering::SeqCst);
+    store.add_port(&s, PortId::new(1, 1)).unwrap();
+    let heard = heard.lock().unwrap();
+    assert_eq!(heard.len(), 2);
+    assert_eq!(heard[0].0, Change::SliceCreated(s.clone()));
+    assert!(heard[0].1 > before_create, "told before its fdatasync");
+    assert!(heard[1].1 > before_add, "told before its fdatasync");
+}
+
+#[test]
+fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
+    let (_dir, store) = open();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let hook_sink = failures.clone();
+    store.on_failure(move |reason| hook_sink.lock().unwrap().push(reason.to_owned()));
+
+    store.create_slice(&name("kept")).unwrap();
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    match store.create_slice(&name("lost")) {
+        Err(StoreError::Sync(err)) => assert!(err.to_string().contains("injected")),
+        other => panic!("expected the fdatasync error, got {other:?}"),
+    }
+    // The probe fails only once: a retry would succeed, and must not be made.
+    for refused in [
+        store.create_slice(&name("later")),
+        store.add_port(&name("kept"), PortId::new(1, 1)),
+        store.flush(),
+    ] {
+        match refused {
+            Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(*heard.lock().unwrap(), [Change::SliceCreated(name("kept"))]);
+    let failures = failures.lock().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("injected fdatasync failure"));
+    assert!(store.failure().is_some());
+}
+
+#[test]
+fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
+    const WRITERS: usize = 16;
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    let start = Arc::new(std::sync::Barrier::new(WRITERS));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|i| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                store.create_slice(&name(&format!("s{i}")))
+            })
+        })
+        .collect();
+    for writer in writers {
+        assert!(writer.join().unwrap().is_err());
+    }
+    assert!(heard.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    {
+        let store = Store::open(&store_dir).unwrap();
+        store.create_slice(&name("kept")).unwrap();
+    }
+    assert!(store_dir.join(integrity::FORMAT_MARKER).is_file());
+    // No snapshot yet: this open checks a scratch copy first, and leaves none behind.
+    let store = reopen(&store_dir);
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+fn a_database_from_before_the_marker_is_migrated_on_first_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.create_slice(&name("old")).unwrap();
+    }
+    std::fs::remove_file(dir.path().join(integrity::FORMAT_MARKER)).unwrap();
+    let store = reopen(dir.path());
+    assert_eq!(store.slices().unwrap(), [name("old")]);
+    assert!(dir.path().join(integrity::FORMAT_MARKER).is_file());
+}
+
+#[test]
+fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
+    use std::io::{Seek, Write};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.create_slice(&name("blue")).unwrap();
+    }
+    drop(reopen(dir.path()));
+    // The open above wrote a snapshot; without one sled rebuilds from the log alone.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("snap.")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let log_path = dir.path().join(SLED_LOG_FILE);
+    let mut log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log_path)
+        .unwrap();
+    log.seek(std::io::SeekFrom::Start(0)).unwrap();
+    log.write_all(&[0xa5; 64]).unwrap();
+    drop(log);
+    let before = std::fs::read(&log_path).unwrap();
+    match reopen_result(dir.path()) {
+        Err(StoreError::Damaged { path, detail }) => {
+            assert_eq!(path, dir.path());
+            assert!(detail.contains("sled finds none"), "{detail}");
+        }
+        other => panic!("expected damage, got {:?}", other.map(|_| ())),
+    }
+    assert!(std::fs::read(&log_path).unwrap() == before, "rewritten");
+}
+
+#[test]
+fn a_marker_of_another_format_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    std::fs::write(
+        dir.path().join(integrity::FORMAT_MARKER),
+        "something else\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        reopen_result(dir.path()),
+        Err(StoreError::Damaged { .. })
+    ));
+}
+
+/// [`reopen`] for an open that may fail for another reason than the lock.
+fn reopen_result(path: &std::path::Path) -> Result<Store, StoreError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Store::open(path) {
+            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened,
+        }
+    }
 }
