@@ -21,6 +21,7 @@
 mod commit;
 mod data_dir;
 mod keys;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
@@ -30,6 +31,7 @@ use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 use crate::commit::GroupCommit;
 pub use crate::data_dir::DataDir;
 use crate::keys::{Key, Tag};
+pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
