@@ -2,6 +2,7 @@
 //! `--config` over built-in defaults.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -10,6 +11,7 @@ use slice_store::DataDir;
 
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
+pub const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
 
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
 #[derive(Debug, Parser)]
@@ -51,6 +53,19 @@ pub struct Args {
     /// Turn the developer login off (production)
     #[arg(long)]
     pub no_developer_login: bool,
+    /// Another name clients may use for the daemon in Host (repeatable) [default: the
+    /// --http address, localhost, 127.0.0.1, [::1]]
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Most HTTP connections served at once; more wait to be accepted [default: 512]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_http_connections: Option<u64>,
+    /// Seconds a client may take to send a request's head, and then its body [default: 10]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub request_timeout: Option<u64>,
+    /// Session lifetime in seconds, instead of auth.session_ttl_hours [default: 43200]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_ttl_seconds: Option<u64>,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -69,6 +84,9 @@ struct FileConfig {
     pid_file: Option<PathBuf>,
     log_file: Option<PathBuf>,
     slicing: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    max_http_connections: Option<u64>,
+    request_timeout: Option<u64>,
     #[serde(default)]
     auth: AuthFile,
     #[serde(default)]
@@ -90,6 +108,7 @@ struct AuthFile {
     secure_cookie: Option<bool>,
     session_key_file: Option<PathBuf>,
     session_ttl_hours: Option<i64>,
+    session_ttl_seconds: Option<u64>,
 }
 
 /// Everything the daemon needs to know, resolved.
@@ -107,7 +126,10 @@ pub struct Config {
     pub developer_login: bool,
     pub secure_cookie: bool,
     pub session_key_file: PathBuf,
-    pub session_ttl_hours: i64,
+    pub session_ttl: Duration,
+    pub allowed_hosts: Vec<String>,
+    pub max_http_connections: usize,
+    pub request_timeout: Duration,
 }
 
 impl Config {
@@ -117,7 +139,29 @@ impl Config {
             None => FileConfig::default(),
         };
         let data_dir = DataDir::resolve(args.db.clone().or(file.db));
-        let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
+        let session_ttl = session_ttl(args, &file.auth)?;
+        let max_http_connections = args
+            .max_http_connections
+            .or(file.max_http_connections)
+            .map_or(Ok(DEFAULT_MAX_HTTP_CONNECTIONS), usize::try_from)
+            .context("max_http_connections is too large")?;
+        anyhow::ensure!(
+            max_http_connections > 0,
+            "max_http_connections must be at least 1"
+        );
+        let request_timeout = match args.request_timeout.or(file.request_timeout) {
+            Some(seconds) => Duration::from_secs(seconds),
+            None => slice_http::DEFAULT_REQUEST_TIMEOUT,
+        };
+        anyhow::ensure!(
+            (Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&request_timeout),
+            "request_timeout must be between 1 and 3600 seconds"
+        );
+        let allowed_hosts = if args.allowed_hosts.is_empty() {
+            file.allowed_hosts.clone().unwrap_or_default()
+        } else {
+            args.allowed_hosts.clone()
+        };
         let lldp_interval_ms = args
             .lldp_interval_ms
             .or(file.controller.lldp_interval_ms)
@@ -133,10 +177,6 @@ impl Config {
         anyhow::ensure!(
             idle_timeout > 0,
             "controller.idle_timeout must be at least 1"
-        );
-        anyhow::ensure!(
-            (1..=24 * 365).contains(&session_ttl_hours),
-            "auth.session_ttl_hours must be between 1 and 8760"
         );
         Ok(Self {
             http: args
@@ -161,10 +201,43 @@ impl Config {
                 .auth
                 .session_key_file
                 .unwrap_or_else(|| data_dir.session_key_path()),
-            session_ttl_hours,
+            session_ttl,
+            allowed_hosts,
+            max_http_connections,
+            request_timeout,
             data_dir,
         })
     }
+}
+
+/// The session lifetime: `--session-ttl-seconds`, or one of `auth.session_ttl_seconds`
+/// and `auth.session_ttl_hours`, at most a year.
+fn session_ttl(args: &Args, auth: &AuthFile) -> anyhow::Result<Duration> {
+    const HOUR: u64 = 3600;
+    const YEAR: u64 = 24 * 365 * HOUR;
+    let seconds = match (
+        args.session_ttl_seconds,
+        auth.session_ttl_seconds,
+        auth.session_ttl_hours,
+    ) {
+        (Some(seconds), _, _) | (None, Some(seconds), None) => seconds,
+        (None, Some(_), Some(_)) => {
+            anyhow::bail!("set auth.session_ttl_hours or auth.session_ttl_seconds, not both")
+        }
+        (None, None, Some(hours)) => {
+            anyhow::ensure!(
+                (1..=24 * 365).contains(&hours),
+                "auth.session_ttl_hours must be between 1 and 8760"
+            );
+            hours.unsigned_abs() * HOUR
+        }
+        (None, None, None) => return Ok(slice_http::DEFAULT_SESSION_TTL),
+    };
+    anyhow::ensure!(
+        (1..=YEAR).contains(&seconds),
+        "the session lifetime must be between 1 second and 8760 hours"
+    );
+    Ok(Duration::from_secs(seconds))
 }
 
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
