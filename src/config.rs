@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -14,6 +15,7 @@ pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
 /// The `--openflow` value that turns plain TCP off.
 pub const OPENFLOW_OFF: &str = "none";
+pub const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
 
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
 #[derive(Debug, Parser)]
@@ -72,6 +74,19 @@ pub struct Args {
     /// Turn the developer login off (production)
     #[arg(long)]
     pub no_developer_login: bool,
+    /// Another name clients may use for the daemon in Host (repeatable) [default: the
+    /// --http address, localhost, 127.0.0.1, [::1]]
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Most HTTP connections served at once; more wait to be accepted [default: 512]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_http_connections: Option<u64>,
+    /// Seconds a client may take to send a request's head, and then its body [default: 10]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub request_timeout: Option<u64>,
+    /// Session lifetime in seconds, instead of auth.session_ttl_hours [default: 43200]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_ttl_seconds: Option<u64>,
     #[command(flatten)]
     pub switch_limits: SwitchLimitArgs,
 }
@@ -176,6 +191,9 @@ struct FileConfig {
     pid_file: Option<PathBuf>,
     log_file: Option<PathBuf>,
     slicing: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+    max_http_connections: Option<u64>,
+    request_timeout: Option<u64>,
     #[serde(default)]
     auth: AuthFile,
     #[serde(default)]
@@ -220,6 +238,7 @@ struct AuthFile {
     secure_cookie: Option<bool>,
     session_key_file: Option<PathBuf>,
     session_ttl_hours: Option<i64>,
+    session_ttl_seconds: Option<u64>,
 }
 
 /// Everything the daemon needs to know, resolved.
@@ -238,7 +257,10 @@ pub struct Config {
     pub developer_login: bool,
     pub secure_cookie: bool,
     pub session_key_file: PathBuf,
-    pub session_ttl_hours: i64,
+    pub session_ttl: Duration,
+    pub allowed_hosts: Vec<String>,
+    pub max_http_connections: usize,
+    pub request_timeout: Duration,
     /// Unset limits keep the controller's defaults.
     pub switch_limits: SwitchLimitArgs,
 }
@@ -254,7 +276,29 @@ impl Config {
         let data_dir = DataDir::resolve(args.db.clone().or(file.db));
         let lldp_interval_ms_file = file.controller.lldp_interval_ms;
         let idle_timeout_file = file.controller.idle_timeout;
-        let session_ttl_hours = file.auth.session_ttl_hours.unwrap_or(12);
+        let session_ttl = session_ttl(args, &file.auth)?;
+        let max_http_connections = args
+            .max_http_connections
+            .or(file.max_http_connections)
+            .map_or(Ok(DEFAULT_MAX_HTTP_CONNECTIONS), usize::try_from)
+            .context("max_http_connections is too large")?;
+        anyhow::ensure!(
+            max_http_connections > 0,
+            "max_http_connections must be at least 1"
+        );
+        let request_timeout = match args.request_timeout.or(file.request_timeout) {
+            Some(seconds) => Duration::from_secs(seconds),
+            None => slice_http::DEFAULT_REQUEST_TIMEOUT,
+        };
+        anyhow::ensure!(
+            (Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&request_timeout),
+            "request_timeout must be between 1 and 3600 seconds"
+        );
+        let allowed_hosts = if args.allowed_hosts.is_empty() {
+            file.allowed_hosts.clone().unwrap_or_default()
+        } else {
+            args.allowed_hosts.clone()
+        };
         let lldp_interval_ms = args
             .lldp_interval_ms
             .or(lldp_interval_ms_file)
@@ -267,10 +311,6 @@ impl Config {
         anyhow::ensure!(
             idle_timeout > 0,
             "controller.idle_timeout must be at least 1"
-        );
-        anyhow::ensure!(
-            (1..=24 * 365).contains(&session_ttl_hours),
-            "auth.session_ttl_hours must be between 1 and 8760"
         );
         let switch_limits = args.switch_limits.or(file.controller);
         switch_limits.check()?;
@@ -294,7 +334,10 @@ impl Config {
                 .auth
                 .session_key_file
                 .unwrap_or_else(|| data_dir.session_key_path()),
-            session_ttl_hours,
+            session_ttl,
+            allowed_hosts,
+            max_http_connections,
+            request_timeout,
             switch_limits,
             data_dir,
         })
@@ -377,6 +420,36 @@ fn parse_dpid(text: &str) -> Result<u64, String> {
         None => None,
     };
     parsed.ok_or_else(|| format!("{text:?} is not a datapath id (0x<hex> or decimal, 64 bits)"))
+}
+
+/// The session lifetime: `--session-ttl-seconds`, or one of `auth.session_ttl_seconds`
+/// and `auth.session_ttl_hours`, at most a year.
+fn session_ttl(args: &Args, auth: &AuthFile) -> anyhow::Result<Duration> {
+    const HOUR: u64 = 3600;
+    const YEAR: u64 = 24 * 365 * HOUR;
+    let seconds = match (
+        args.session_ttl_seconds,
+        auth.session_ttl_seconds,
+        auth.session_ttl_hours,
+    ) {
+        (Some(seconds), _, _) | (None, Some(seconds), None) => seconds,
+        (None, Some(_), Some(_)) => {
+            anyhow::bail!("set auth.session_ttl_hours or auth.session_ttl_seconds, not both")
+        }
+        (None, None, Some(hours)) => {
+            anyhow::ensure!(
+                (1..=24 * 365).contains(&hours),
+                "auth.session_ttl_hours must be between 1 and 8760"
+            );
+            hours.unsigned_abs() * HOUR
+        }
+        (None, None, None) => return Ok(slice_http::DEFAULT_SESSION_TTL),
+    };
+    anyhow::ensure!(
+        (1..=YEAR).contains(&seconds),
+        "the session lifetime must be between 1 second and 8760 hours"
+    );
+    Ok(Duration::from_secs(seconds))
 }
 
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {

@@ -2,6 +2,7 @@
 
 mod config;
 mod daemon;
+mod logging;
 mod network;
 
 use std::os::unix::fs::PermissionsExt;
@@ -16,10 +17,7 @@ use crate::config::{Args, Config};
 
 fn main() -> ExitCode {
     // The access log (target sliced::http) is opt-in: a line per request costs throughput.
-    env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,actix_server=warn,sliced::http=warn"),
-    )
-    .init();
+    logging::init("info,actix_server=warn,sliced::http=warn");
     let args = Args::parse();
     let result = Config::resolve(&args).and_then(|config| {
         if args.daemon {
@@ -39,6 +37,7 @@ fn main() -> ExitCode {
 
 /// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
 async fn serve(config: Config) -> anyhow::Result<()> {
+    let fd_limit = raise_fd_limit();
     let data_dir = &config.data_dir;
     let tightened = data_dir.make_private().with_context(|| {
         format!(
@@ -62,7 +61,13 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.require_auth_for_slices = config.require_auth;
     settings.developer_login = config.developer_login;
     settings.secure_cookie = config.secure_cookie;
-    settings.session_ttl_hours = config.session_ttl_hours;
+    settings.session_ttl = config.session_ttl;
+    settings.request_timeout = config.request_timeout;
+    let http_addrs = std::net::ToSocketAddrs::to_socket_addrs(config.http.as_str())
+        .with_context(|| format!("cannot resolve the HTTP address {}", config.http))?
+        .collect::<Vec<_>>();
+    settings.host_policy =
+        slice_http::HostPolicy::new(&http_addrs, Some(&config.http), &config.allowed_hosts);
 
     let controller =
         slice_controller::Controller::start(&config.openflow, &store, controller_config(&config)?)?;
@@ -85,31 +90,44 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     let app_store = Arc::clone(&store);
-    let server = actix_web::HttpServer::new(move || {
+    let make_app = move || {
         slice_http::app(
             Arc::clone(&app_store),
             Some(Arc::clone(&network)),
             settings.clone(),
         )
-    })
-    .on_connect(slice_http::mark_local_peer)
-    .bind(&config.http)
-    .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
+    };
+    // actix caps connections per worker, so the total is shared out among them.
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let http_connections = http_connection_cap(config.max_http_connections, fd_limit);
+    let server = actix_web::HttpServer::new(make_app.clone())
+        .workers(workers)
+        .max_connections((http_connections / workers).max(1))
+        .client_request_timeout(config.request_timeout)
+        .bind(&config.http)
+        .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
     let http_addrs: Vec<String> = server.addrs().iter().map(ToString::to_string).collect();
-    let server = server
+    // A server of its own, so that the slice tool gets through while the TCP listener is
+    // at its connection cap: actix stops accepting on all of a server's sockets then.
+    let local_server = actix_web::HttpServer::new(make_app)
+        .workers(1)
+        .on_connect(slice_http::mark_local_peer)
         .listen_uds(local_listener)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        .with_context(|| format!("cannot listen on {}", socket.display()))?
+        .run();
     let server = server.run();
     // A failed flush leaves changes in memory that are not on disk; serving on would show
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
-    let stopper = server.handle();
+    let stoppers = [server.handle(), local_server.handle()];
     store.on_failure(move |reason| {
         log::error!(
             "the database could not be flushed: {reason}; stopping to avoid serving state \
              that is not on disk"
         );
-        // The stop command is sent at once; its future only reports completion.
-        drop(stopper.stop(true));
+        // The stop commands are sent at once; their futures only report completion.
+        for stopper in &stoppers {
+            drop(stopper.stop(true));
+        }
     });
 
     if let Some(pid_file) = &config.pid_file {
@@ -125,7 +143,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         if config.slicing { "on" } else { "off" },
     );
 
-    let served = server.await;
+    let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
     controller.stop();
     let flushed = store.flush();
@@ -140,6 +158,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         );
     }
     served.context("the HTTP server failed")?;
+    served_locally.context("the local socket's server failed")?;
     flushed.context("the final flush failed")?;
     Ok(())
 }
@@ -176,6 +195,36 @@ fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
             Err(err).with_context(|| format!("cannot open the database {}", store_path.display()))
         }
     }
+}
+
+/// Raises the soft limit on open files to the hard limit and returns the limit in force.
+/// Every connection costs a descriptor, and the usual soft limit of 1024 is soon reached;
+/// the hard limit is what the administrator granted. (rlimit wraps getrlimit and
+/// setrlimit, and knows macOS's extra cap.)
+fn raise_fd_limit() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => {
+            log::debug!("open files limit: {limit}");
+            limit
+        }
+        Err(err) => {
+            let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap_or((1024, 1024));
+            log::warn!("cannot raise the open files limit ({err}); it stays at {soft}");
+            soft
+        }
+    }
+}
+
+/// The HTTP connection cap, kept to half the descriptors so that OpenFlow switches, the
+/// local socket and the database always find one.
+fn http_connection_cap(configured: usize, fd_limit: u64) -> usize {
+    let half = usize::try_from(fd_limit / 2).unwrap_or(usize::MAX).max(1);
+    if configured > half {
+        log::warn!(
+            "max_http_connections {configured} lowered to {half}: the open files limit is {fd_limit}"
+        );
+    }
+    configured.min(half)
 }
 
 fn controller_config(config: &Config) -> anyhow::Result<slice_controller::ControllerConfig> {

@@ -611,23 +611,23 @@ fn unknown_paths_and_wrong_methods_answer_in_json() {
         (404, error("not found"))
     );
     for (method, path, allow) in [
-        ("PUT", "/slices", "GET, POST, DELETE"),
-        ("PATCH", "/slices/s", "GET"),
-        ("POST", "/slices/s", "GET"),
-        ("PUT", "/slices/s/ports", "GET, POST, DELETE"),
-        ("DELETE", "/slices/s/ports/0x1:1", "GET"),
+        ("PUT", "/slices", "GET, HEAD, POST, DELETE"),
+        ("PATCH", "/slices/s", "GET, HEAD"),
+        ("POST", "/slices/s", "GET, HEAD"),
+        ("PUT", "/slices/s/ports", "GET, HEAD, POST, DELETE"),
+        ("DELETE", "/slices/s/ports/0x1:1", "GET, HEAD"),
         (
             "PUT",
             "/slices/s/ports/0x1:1/mac_addresses",
-            "GET, POST, DELETE",
+            "GET, HEAD, POST, DELETE",
         ),
         (
             "POST",
             "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:01",
-            "GET",
+            "GET, HEAD",
         ),
         ("GET", "/auth/developer/callback", "POST"),
-        ("POST", "/topology/links", "GET"),
+        ("POST", "/topology/links", "GET, HEAD"),
     ] {
         let response = match api
             .agent

@@ -164,8 +164,8 @@ fn parse_slice_error(message: &str) -> Option<SliceError> {
 }
 
 // The identifiers' alphabets need no percent-encoding in a path segment (a colon may
-// appear in any segment but the first); see slice_core. "." and ".." are valid slice
-// names, and the daemon's router takes them literally, as the black-box tests show.
+// appear in any segment but the first); see slice_core, which refuses "." and "..", the
+// two segments a URL path would resolve away.
 fn slice_path(slice: &SliceName) -> String {
     format!("/slices/{slice}")
 }

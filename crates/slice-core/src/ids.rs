@@ -11,7 +11,8 @@ use crate::ParseError;
 /// The longest slice name accepted, in characters (all of them ASCII).
 pub const SLICE_NAME_MAX_LEN: usize = 64;
 
-/// The name of a slice: 1 to 64 ASCII letters, digits, `-`, `_` or `.`.
+/// The name of a slice: 1 to 64 ASCII letters, digits, `-`, `_` or `.`, other than `.`
+/// and `..`.
 ///
 /// The alphabet keeps names safe as URL path segments and as lines of `slice list`
 /// without any quoting. Names are case-sensitive.
@@ -21,6 +22,7 @@ pub const SLICE_NAME_MAX_LEN: usize = 64;
 /// assert!("lab.42_a-b".parse::<SliceName>().is_ok());
 /// assert!("".parse::<SliceName>().is_err());
 /// assert!("has space".parse::<SliceName>().is_err());
+/// assert!("..".parse::<SliceName>().is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SliceName(String);
@@ -52,6 +54,11 @@ impl FromStr for SliceName {
         let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
         if !input.bytes().all(allowed) {
             return Err(fail("may contain only letters, digits, '-', '_' and '.'"));
+        }
+        // A URL path normalises these segments away, so such a slice could not be named
+        // in `/slices/{slice}`.
+        if input == "." || input == ".." {
+            return Err(fail("must not be '.' or '..'"));
         }
         Ok(Self(input.to_owned()))
     }
@@ -221,10 +228,20 @@ mod tests {
 
     #[test]
     fn slice_names_follow_the_alphabet_and_length() {
-        for ok in ["a", "A-b_c.d", "0", &"x".repeat(64)] {
+        for ok in ["a", "A-b_c.d", "0", "...", ".a", &"x".repeat(64)] {
             assert_eq!(ok.parse::<SliceName>().unwrap().as_str(), ok);
         }
-        for bad in ["", &"x".repeat(65), "a b", "a/b", "é", "a:b", "a\n"] {
+        for bad in [
+            "",
+            &"x".repeat(65),
+            "a b",
+            "a/b",
+            "é",
+            "a:b",
+            "a\n",
+            ".",
+            "..",
+        ] {
             assert!(bad.parse::<SliceName>().is_err(), "{bad:?} accepted");
         }
     }

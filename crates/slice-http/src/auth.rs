@@ -3,6 +3,8 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_session::{Session, SessionExt};
 use actix_web::body::{BoxBody, MessageBody};
@@ -12,12 +14,18 @@ use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
+use slice_store::Store;
 
 use crate::body::Body;
-use crate::{ApiError, Settings};
+use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.
 const USER_KEY: &str = "user";
+/// The session entry with the session's random id, the handle a logout revokes.
+const SESSION_ID_KEY: &str = "sid";
+/// The session entry with the login time, in seconds since the epoch. The cookie is
+/// encrypted and signed, so the client can neither read nor change it.
+const ISSUED_AT_KEY: &str = "iat";
 
 /// Who is logged in, as kept in the session.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -34,8 +42,8 @@ pub struct LocalPeer;
 pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/auth/developer")
-            .get(login_form)
-            .default_service(crate::slices::method_not_allowed("GET")),
+            .route(crate::slices::readable(login_form))
+            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
     )
     .service(
         web::resource("/auth/developer/callback")
@@ -77,21 +85,94 @@ async fn developer_callback(
     }
     // A new session id on login, so that a session planted before it is worthless.
     session.renew();
-    session
-        .insert(
-            USER_KEY,
-            User {
-                name: name.to_owned(),
-                email: email.to_owned(),
-            },
-        )
-        .map_err(|err| ApiError::Internal(err.to_string()))?;
+    let user = User {
+        name: name.to_owned(),
+        email: email.to_owned(),
+    };
+    let id = new_session_id()?;
+    let inserted = session
+        .insert(USER_KEY, user)
+        .and_then(|()| session.insert(SESSION_ID_KEY, id))
+        .and_then(|()| session.insert(ISSUED_AT_KEY, seconds_now()));
+    inserted.map_err(|err| ApiError::Internal(err.to_string()))?;
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-async fn logout(session: Session) -> HttpResponse {
+/// Ends the session for good: its id is revoked on disk before the answer, so the cookie
+/// is worthless even to a client that kept a copy, and the cookie is cleared.
+async fn logout(
+    req: HttpRequest,
+    session: Session,
+    settings: web::Data<Settings>,
+    store: web::Data<Arc<Store>>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(live) = live_session(&req)? {
+        let expires_at = live
+            .issued_at
+            .saturating_add(settings.session_ttl.as_secs());
+        let store = Arc::clone(store.get_ref());
+        web::block(move || store.revoke_session(live.id.as_bytes(), expires_at, seconds_now()))
+            .await??;
+    }
     session.purge();
-    HttpResponse::Ok().json(Status { status: "ok" })
+    Ok(HttpResponse::Ok().json(Status { status: "ok" }))
+}
+
+/// 128 random bits in hex: unguessable, and unique across restarts without a counter.
+fn new_session_id() -> Result<String, ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|err| ApiError::Internal(format!("no randomness for a session id: {err}")))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+fn seconds_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// A session that the guard accepts.
+struct LiveSession {
+    user: User,
+    id: String,
+    issued_at: u64,
+}
+
+/// The request's session if it is logged in, younger than the session lifetime and not
+/// logged out. Cookies carry their own expiry too, but only a browser heeds that.
+fn live_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
+    let session = req.get_session();
+    let field = |key| session.get::<serde_json::Value>(key).ok().flatten();
+    let (Some(user), Some(id), Some(issued_at)) =
+        (field(USER_KEY), field(SESSION_ID_KEY), field(ISSUED_AT_KEY))
+    else {
+        return Ok(None);
+    };
+    let (Ok(user), Some(id), Some(issued_at)) = (
+        serde_json::from_value::<User>(user),
+        id.as_str().map(str::to_owned),
+        issued_at.as_u64(),
+    ) else {
+        return Ok(None);
+    };
+    let ttl = req
+        .app_data::<web::Data<Settings>>()
+        .map_or(DEFAULT_SESSION_TTL, |settings| settings.session_ttl);
+    if seconds_now() >= issued_at.saturating_add(ttl.as_secs()) {
+        return Ok(None);
+    }
+    let store = req
+        .app_data::<web::Data<Arc<Store>>>()
+        .ok_or_else(|| ApiError::Internal("the application has no store".into()))?;
+    if store.session_revoked(id.as_bytes(), issued_at)? {
+        return Ok(None);
+    }
+    Ok(Some(LiveSession {
+        user,
+        id,
+        issued_at,
+    }))
 }
 
 /// The page a browser is sent to when it needs to log in.
@@ -146,8 +227,8 @@ pub fn is_email(text: &str) -> bool {
 }
 
 /// The logged-in user of a request, if any.
-pub(crate) fn user_of(req: &HttpRequest) -> Option<User> {
-    req.get_session().get::<User>(USER_KEY).ok().flatten()
+pub(crate) fn user_of(req: &HttpRequest) -> Result<Option<User>, ApiError> {
+    Ok(live_session(req)?.map(|live| live.user))
 }
 
 /// Lets a request through when it comes over the local socket or carries a session;
@@ -158,14 +239,11 @@ pub(crate) async fn require_session(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let local = req.conn_data::<LocalPeer>().is_some();
-    if local
-        || req
-            .get_session()
-            .get::<User>(USER_KEY)
-            .ok()
-            .flatten()
-            .is_some()
-    {
+    let logged_in = match live_session(req.request()) {
+        Ok(live) => live.is_some(),
+        Err(err) => return Ok(req.error_response(err)),
+    };
+    if local || logged_in {
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
     let (req, _payload) = req.into_parts();
@@ -194,14 +272,14 @@ fn wants_html(req: &HttpRequest) -> bool {
     accept.contains("text/html") && !accept.contains("application/json")
 }
 
-pub(crate) async fn whoami(req: HttpRequest) -> HttpResponse {
-    match user_of(&req) {
+pub(crate) async fn whoami(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Ok(match user_of(&req)? {
         Some(user) => HttpResponse::Ok().json(user),
         None => HttpResponse::Ok().json(User {
             name: "local".into(),
             email: String::new(),
         }),
-    }
+    })
 }
 
 pub(crate) async fn api_status() -> HttpResponse {
@@ -209,8 +287,26 @@ pub(crate) async fn api_status() -> HttpResponse {
 }
 
 /// Reads the session key from `path`, or makes one and keeps it there (owner-only), so
-/// that sessions survive a restart.
+/// that sessions survive a restart. Like ssh with a private key, it refuses a key file
+/// that others may read or write: whoever reads it can mint sessions, and tightening the
+/// mode ourselves would hide that it may already have leaked.
 pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
+    use std::os::unix::fs::PermissionsExt;
+
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "session key {path} is open to other users (mode {mode:o}): \
+                     run `chmod 600 {path}`, or delete it to make a new one \
+                     (which logs everyone out)",
+                    path = path.display()
+                ),
+            ));
+        }
+    }
     match std::fs::read(path) {
         Ok(bytes) => Key::try_from(bytes.as_slice()).map_err(|err| {
             std::io::Error::new(
@@ -283,9 +379,11 @@ mod tests {
 
     #[test]
     fn a_short_key_file_is_an_error() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("session.key");
         std::fs::write(&path, b"short").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(load_or_create_key(&path).is_err());
     }
 }

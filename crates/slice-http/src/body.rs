@@ -7,10 +7,10 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::web::{Bytes, BytesMut};
-use actix_web::{FromRequest, HttpRequest};
+use actix_web::{web, FromRequest, HttpRequest};
 use serde::de::DeserializeOwned;
 
-use crate::ApiError;
+use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 
 /// The largest body accepted. The biggest legitimate body is a 64-character slice name
 /// in JSON; this leaves room for whitespace and unknown fields without inviting abuse.
@@ -25,10 +25,19 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let kind = BodyKind::of(req);
+        let timeout = req
+            .app_data::<web::Data<Settings>>()
+            .map_or(DEFAULT_REQUEST_TIMEOUT, |settings| settings.request_timeout);
         let mut payload = payload.take();
         Box::pin(async move {
             let kind = kind?;
-            let bytes = read_limited(&mut payload).await?;
+            // actix's client_request_timeout covers the request head only: without this a
+            // client that never sends its body holds the connection forever.
+            let bytes = actix_web::rt::time::timeout(timeout, read_limited(&mut payload))
+                .await
+                .map_err(|_| ApiError::RequestTimeout {
+                    seconds: timeout.as_secs(),
+                })??;
             kind.decode(&bytes).map(Body)
         })
     }
@@ -42,6 +51,11 @@ enum BodyKind {
 impl BodyKind {
     fn of(req: &HttpRequest) -> Result<Self, ApiError> {
         let Some(value) = req.headers().get(CONTENT_TYPE) else {
+            // A page can send an unlabelled body cross-site without a preflight; scripts
+            // and the slice tool never send browser headers and keep the JSON default.
+            if crate::browser::from_browser(req) {
+                return Err(ApiError::MissingContentType);
+            }
             return Ok(Self::Json);
         };
         let value = value.to_str().unwrap_or_default();

@@ -20,6 +20,18 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("unsupported content type {0:?}: send application/json or application/x-www-form-urlencoded")]
     UnsupportedMediaType(String),
+    /// The request is not one this daemon takes from this client (a foreign `Host`, a
+    /// cross-origin write).
+    #[error("{0}")]
+    Forbidden(String),
+    /// A browser sent a body without saying what it is.
+    #[error(
+        "missing content type: a request from a browser must send Content-Type: application/json"
+    )]
+    MissingContentType,
+    /// The body did not arrive in time; the connection is closed after the answer.
+    #[error("the request body did not arrive within {seconds} s")]
+    RequestTimeout { seconds: u64 },
     /// A part of the daemon that the request needs is not running.
     #[error("{0}")]
     Unavailable(String),
@@ -57,7 +69,11 @@ impl ResponseError for ApiError {
             Self::Slice(_) | Self::NoRoute => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMediaType(_) | Self::MissingContentType => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -67,7 +83,12 @@ impl ResponseError for ApiError {
         if let Self::Internal(detail) = self {
             log::error!("request failed: {detail}");
         }
-        HttpResponse::build(self.status_code()).json(ErrorBody {
+        let mut response = HttpResponse::build(self.status_code());
+        if let Self::RequestTimeout { .. } = self {
+            // The rest of the body may still come; the connection cannot be reused.
+            response.force_close();
+        }
+        response.json(ErrorBody {
             error: self.to_string(),
         })
     }

@@ -7,6 +7,7 @@
 
 mod auth;
 mod body;
+mod browser;
 mod error;
 mod network;
 mod slices;
@@ -24,6 +25,7 @@ use slice_store::Store;
 
 pub use auth::{is_email, load_or_create_key, LocalPeer, User};
 pub use body::BODY_LIMIT;
+pub use browser::HostPolicy;
 pub use error::ApiError;
 pub use network::{NetworkView, ViewFuture, ViewKind};
 
@@ -32,6 +34,13 @@ pub const ACCESS_LOG: &str = "sliced::http";
 
 /// The name of the session cookie.
 pub const SESSION_COOKIE: &str = "sliced_session";
+
+/// How long a session lasts after login, unless configured.
+pub const DEFAULT_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
+/// How long a client may take to send a request head, and then its body, unless
+/// configured.
+pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How the application treats clients.
 #[derive(Clone)]
@@ -44,8 +53,12 @@ pub struct Settings {
     pub developer_login: bool,
     /// Send the session cookie over HTTPS only (set it behind a TLS proxy).
     pub secure_cookie: bool,
-    /// How long a session lasts after login.
-    pub session_ttl_hours: i64,
+    /// How long a session lasts after login; the server refuses it after that.
+    pub session_ttl: std::time::Duration,
+    /// The names clients may use for the daemon in `Host`.
+    pub host_policy: HostPolicy,
+    /// How long a request body may take to arrive.
+    pub request_timeout: std::time::Duration,
 }
 
 impl Settings {
@@ -55,7 +68,9 @@ impl Settings {
             require_auth_for_slices: false,
             developer_login: true,
             secure_cookie: false,
-            session_ttl_hours: 12,
+            session_ttl: DEFAULT_SESSION_TTL,
+            host_policy: HostPolicy::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -91,10 +106,9 @@ pub fn app(
             .cookie_same_site(SameSite::Lax)
             .cookie_secure(settings.secure_cookie)
             .cookie_content_security(CookieContentSecurity::Private)
-            .session_lifecycle(
-                PersistentSession::default()
-                    .session_ttl(time::Duration::hours(settings.session_ttl_hours)),
-            )
+            .session_lifecycle(PersistentSession::default().session_ttl(
+                time::Duration::try_from(settings.session_ttl).unwrap_or(time::Duration::MAX),
+            ))
             .build();
     let guard_slices = settings.require_auth_for_slices;
     App::new()
@@ -105,7 +119,7 @@ pub fn app(
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
-                .route("/session", web::get().to(auth::whoami))
+                .route("/session", slices::readable(auth::whoami))
                 .configure(slices::routes)
                 .configure(network::routes)
                 .default_service(web::to(api_fallback)),
@@ -122,6 +136,7 @@ pub fn app(
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
+        .wrap(middleware::from_fn(browser::refuse_foreign_requests))
         // The Logger renders every request as it arrives, whether or not the line is then
         // filtered out: wrap it only when the access log is on.
         .wrap(middleware::Condition::new(
@@ -130,9 +145,11 @@ pub fn app(
         ))
 }
 
-/// Any other GET under `/api/` answers a small status; other methods find nothing.
+/// Any other GET (or HEAD) under `/api/` answers a small status; other methods find
+/// nothing.
 async fn api_fallback(req: actix_web::HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
-    if req.method() == actix_web::http::Method::GET {
+    use actix_web::http::Method;
+    if matches!(*req.method(), Method::GET | Method::HEAD) {
         Ok(auth::api_status().await)
     } else {
         Err(ApiError::NoRoute)

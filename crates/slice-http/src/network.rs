@@ -39,8 +39,10 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     ] {
         cfg.service(
             web::resource(path)
-                .get(move |network: NetworkData| show(network, kind))
-                .default_service(crate::slices::method_not_allowed("GET")),
+                .route(crate::slices::readable(move |network: NetworkData| {
+                    show(network, kind)
+                }))
+                .default_service(crate::slices::method_not_allowed("GET, HEAD")),
         );
     }
 }

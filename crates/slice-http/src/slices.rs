@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_core::{MacAddress, PortId, SliceName};
 use slice_store::Store;
@@ -21,40 +21,53 @@ use crate::ApiError;
 pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/slices")
-            .get(list_slices)
+            .route(readable(list_slices))
             .post(create_slice)
             .delete(delete_slice)
-            .default_service(method_not_allowed("GET, POST, DELETE")),
+            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}")
-            .get(get_slice)
-            .default_service(method_not_allowed("GET")),
+            .route(readable(get_slice))
+            .default_service(method_not_allowed("GET, HEAD")),
     )
     .service(
         web::resource("/slices/{slice}/ports")
-            .get(list_ports)
+            .route(readable(list_ports))
             .post(add_port)
             .delete(delete_port)
-            .default_service(method_not_allowed("GET, POST, DELETE")),
+            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}")
-            .get(get_port)
-            .default_service(method_not_allowed("GET")),
+            .route(readable(get_port))
+            .default_service(method_not_allowed("GET, HEAD")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}/mac_addresses")
-            .get(list_macs)
+            .route(readable(list_macs))
             .post(add_mac)
             .delete(delete_mac)
-            .default_service(method_not_allowed("GET, POST, DELETE")),
+            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
     )
     .service(
         web::resource("/slices/{slice}/ports/{port}/mac_addresses/{mac}")
-            .get(get_mac)
-            .default_service(method_not_allowed("GET")),
+            .route(readable(get_mac))
+            .default_service(method_not_allowed("GET, HEAD")),
     );
+}
+
+/// The route of a resource's GET, which answers HEAD too: HEAD is GET without the body
+/// (RFC 9110), and actix's encoder leaves the body out of a HEAD response.
+pub(crate) fn readable<F, Args>(handler: F) -> actix_web::Route
+where
+    F: actix_web::Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    web::route()
+        .guard(guard::Any(guard::Get()).or(guard::Head()))
+        .to(handler)
 }
 
 /// The answer to a method a resource does not have: 405 with the error body, and the

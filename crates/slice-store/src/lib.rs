@@ -26,6 +26,7 @@ mod data_dir;
 mod holder;
 mod integrity;
 mod keys;
+mod sessions;
 
 use std::collections::VecDeque;
 use std::os::unix::fs::DirBuilderExt;
@@ -39,6 +40,7 @@ use crate::commit::{CommitError, GroupCommit};
 pub use crate::data_dir::{DataDir, Tightened};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
+pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]

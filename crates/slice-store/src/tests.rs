@@ -20,7 +20,7 @@ fn open() -> (tempfile::TempDir, Store) {
 /// Opens the database again in this process after dropping the previous `Store`. sled
 /// lets go of its file lock only when its last background task has dropped the file,
 /// which can be a moment after the `Db` is gone; a new process never sees this.
-fn reopen(path: &std::path::Path) -> Store {
+pub(crate) fn reopen(path: &std::path::Path) -> Store {
     reopen_result(path).unwrap()
 }
 

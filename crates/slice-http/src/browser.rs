@@ -1,0 +1,292 @@
+//! Defences against web pages that the operator's browser visits: DNS rebinding (a foreign
+//! name resolving to the daemon) and cross-site requests (a page posting to the API).
+//!
+//! Scripts, curl and the `slice` tool send no `Origin` and no `Sec-Fetch-*` headers and
+//! name the daemon by an address it listens on, so none of this changes anything for
+//! them. Browsers always label a cross-origin POST with `Origin`, and modern ones add
+//! `Sec-Fetch-Site`; that is what tells a page's request from the operator's own.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderMap, HOST, ORIGIN};
+use actix_web::http::{Method, Version};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpRequest};
+
+use crate::{ApiError, LocalPeer, Settings};
+
+/// Which names a client may use for the daemon in its `Host` header.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    /// Lowercase host names and address literals (IPv6 in brackets), without ports.
+    names: HashSet<String>,
+    /// Set when listening on a wildcard address: then every address literal names the
+    /// daemon, and rebinding needs a name, which must still be on the list.
+    any_address: bool,
+}
+
+/// Names every daemon answers to: the loopback ones.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+impl Default for HostPolicy {
+    fn default() -> Self {
+        Self::new(&[], None, &[])
+    }
+}
+
+impl HostPolicy {
+    /// The loopback names, the addresses in `bound`, the host part of `configured` (the
+    /// `--http` setting as written, which may be a name) and `extra` names.
+    pub fn new(bound: &[SocketAddr], configured: Option<&str>, extra: &[String]) -> Self {
+        let mut names: HashSet<String> = LOOPBACK_NAMES.iter().map(|n| n.to_string()).collect();
+        for addr in bound {
+            names.insert(address_literal(addr.ip()));
+        }
+        for name in configured
+            .into_iter()
+            .chain(extra.iter().map(String::as_str))
+        {
+            if let Some(host) = host_part(name) {
+                names.insert(host);
+            }
+        }
+        Self {
+            names,
+            any_address: bound.iter().any(|addr| addr.ip().is_unspecified()),
+        }
+    }
+
+    /// Whether a `Host` header value names this daemon.
+    pub fn allows(&self, host: &str) -> bool {
+        let Some(name) = host_part(host) else {
+            return false;
+        };
+        self.names.contains(&name) || (self.any_address && is_address_literal(&name))
+    }
+}
+
+fn address_literal(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+fn is_address_literal(name: &str) -> bool {
+    match name
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        Some(v6) => v6.parse::<Ipv6Addr>().is_ok(),
+        None => name.parse::<std::net::Ipv4Addr>().is_ok(),
+    }
+}
+
+/// The host of an authority (`host[:port]`), lowercased and without a trailing dot; None
+/// when it is not a well-formed authority.
+fn host_part(authority: &str) -> Option<String> {
+    let (host, port) = if authority.starts_with('[') {
+        let end = authority.find(']')?;
+        (&authority[..=end], &authority[end + 1..])
+    } else {
+        match authority.rfind(':') {
+            Some(colon) => (&authority[..colon], &authority[colon..]),
+            None => (authority, ""),
+        }
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let host_ok = !host.is_empty()
+        && host.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
+        });
+    (port_ok && host_ok).then(|| host.to_ascii_lowercase())
+}
+
+/// Whether the request was made by a browser on behalf of a page: it carries `Origin` or
+/// a `Sec-Fetch-*` header, which only browsers send.
+pub(crate) fn from_browser(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    headers.contains_key(ORIGIN)
+        || headers
+            .keys()
+            .any(|name| name.as_str().starts_with("sec-fetch-"))
+}
+
+/// Middleware: refuses, before anything else runs, a request whose `Host` does not name
+/// the daemon, and a state-changing request that a browser sent from another origin.
+/// Requests over the local socket are the owner's and pass.
+pub(crate) async fn refuse_foreign_requests(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    if req.conn_data::<LocalPeer>().is_none() {
+        let policy = req
+            .app_data::<web::Data<Settings>>()
+            .map(|settings| settings.host_policy.clone())
+            .unwrap_or_default();
+        if let Err(err) = check(req.method(), req.version(), req.headers(), &policy) {
+            log::debug!("refused {} {}: {err}", req.method(), req.path());
+            return Ok(req.error_response(err));
+        }
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
+}
+
+fn check(
+    method: &Method,
+    version: Version,
+    headers: &HeaderMap,
+    policy: &HostPolicy,
+) -> Result<(), ApiError> {
+    let mut hosts = headers.get_all(HOST);
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(host), None) => Some(host.to_str().map_err(|_| bad_host())?),
+        (Some(_), Some(_)) => return Err(ApiError::BadRequest("more than one Host header".into())),
+        // HTTP/1.0 has no Host; browsers, the only rebinding vehicle, always send one.
+        (None, _) if version == Version::HTTP_10 => None,
+        (None, _) => return Err(ApiError::BadRequest("missing Host header".into())),
+    };
+    if let Some(host) = host {
+        if !policy.allows(host) {
+            return Err(ApiError::Forbidden(format!(
+                "host {host:?} is not allowed: name the daemon by an address it listens on, \
+                 or add the name with --allowed-host"
+            )));
+        }
+    }
+    let changes_state = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if !changes_state {
+        return Ok(());
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let same = match (origin.to_str(), host) {
+            (Ok(origin), Some(host)) => is_same_origin(origin, host),
+            _ => false,
+        };
+        if !same {
+            return Err(cross_origin());
+        }
+    }
+    if let Some(site) = headers.get("sec-fetch-site") {
+        // `same-site` includes other ports of the same host, such as any local web server.
+        if !matches!(site.as_bytes(), b"same-origin" | b"none") {
+            return Err(cross_origin());
+        }
+    }
+    Ok(())
+}
+
+fn bad_host() -> ApiError {
+    ApiError::BadRequest("malformed Host header".into())
+}
+
+fn cross_origin() -> ApiError {
+    ApiError::Forbidden("cross-origin request refused".into())
+}
+
+/// Whether `origin` (`scheme://host[:port]`, as a browser sends it) is the origin of a
+/// page served by this daemon under the name `host`. Either scheme is accepted so that a
+/// TLS proxy in front keeps working; `null` and anything with a path are foreign.
+fn is_same_origin(origin: &str, host: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "http" => ":80",
+        "https" => ":443",
+        _ => return false,
+    };
+    let normalise = |authority: &str| {
+        let lower = authority.to_ascii_lowercase();
+        match lower.strip_suffix(default_port) {
+            Some(bare) => bare.to_owned(),
+            None => lower,
+        }
+    };
+    !authority.contains('/') && normalise(authority) == normalise(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listening_on(addr: &str, extra: &[&str]) -> HostPolicy {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        HostPolicy::new(&[addr.parse().unwrap()], Some(addr), &extra)
+    }
+
+    #[test]
+    fn the_listeners_and_loopback_names_are_allowed_with_or_without_a_port() {
+        let policy = listening_on("10.0.0.5:9292", &["Sliced.Example.com"]);
+        for host in [
+            "10.0.0.5:9292",
+            "10.0.0.5",
+            "localhost:9292",
+            "LOCALHOST",
+            "127.0.0.1:9292",
+            "[::1]:9292",
+            "sliced.example.com",
+            "sliced.example.com.:9292",
+        ] {
+            assert!(policy.allows(host), "{host} refused");
+        }
+        for host in [
+            "attacker.example:9292",
+            "10.0.0.6:9292",
+            "",
+            "localhost:",
+            "localhost:x",
+            "local host",
+            "[::2]:9292",
+        ] {
+            assert!(!policy.allows(host), "{host:?} allowed");
+        }
+    }
+
+    #[test]
+    fn a_wildcard_listener_allows_any_address_but_not_any_name() {
+        let policy = listening_on("0.0.0.0:9292", &[]);
+        assert!(policy.allows("192.0.2.7:9292"));
+        assert!(policy.allows("[2001:db8::1]:9292"));
+        assert!(!policy.allows("rebind.attacker.example:9292"));
+        assert!(!policy.allows("1.2.3.4.attacker.example"));
+    }
+
+    #[test]
+    fn only_the_exact_origin_of_the_host_is_the_same_origin() {
+        assert!(is_same_origin("http://127.0.0.1:9292", "127.0.0.1:9292"));
+        assert!(is_same_origin(
+            "https://Sliced.example",
+            "sliced.example:443"
+        ));
+        assert!(is_same_origin("http://sliced.example:80", "sliced.example"));
+        for foreign in [
+            "null",
+            "http://evil.example",
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1",
+            "ftp://127.0.0.1:9292",
+            "http://127.0.0.1:9292/path",
+        ] {
+            assert!(!is_same_origin(foreign, "127.0.0.1:9292"), "{foreign}");
+        }
+    }
+
+    #[test]
+    fn http_1_1_without_a_host_is_a_bad_request_but_http_1_0_is_not() {
+        let policy = HostPolicy::default();
+        let empty = HeaderMap::new();
+        assert!(matches!(
+            check(&Method::GET, Version::HTTP_11, &empty, &policy),
+            Err(ApiError::BadRequest(_))
+        ));
+        assert!(check(&Method::GET, Version::HTTP_10, &empty, &policy).is_ok());
+    }
+}

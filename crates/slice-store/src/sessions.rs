@@ -1,0 +1,107 @@
+//! Revoked login sessions, so that a session cookie saved before a logout stops working,
+//! also after a restart.
+//!
+//! The sessions themselves live in the clients' cookies; the daemon keeps only the ids of
+//! those that were logged out before they expired, each with its expiry time, in a sled
+//! tree of its own. Entries past their expiry are pruned: the session check refuses an
+//! expired session anyway. The set is bounded: when it is full of unexpired entries, every
+//! session issued so far is cut off at once (a "not before" time) and the set is emptied,
+//! which never lets a revoked session back in and costs the others a new login.
+
+use crate::{Store, StoreError};
+
+const TREE: &str = "revoked_sessions";
+/// Sessions issued before this time (seconds since the epoch, big-endian) are refused.
+/// Shorter than any session id, so it cannot collide with one.
+const NOT_BEFORE_KEY: &[u8] = b"!not_before";
+/// The most revocations kept. Each costs a login and a logout, so only a client that can
+/// log in at will reaches it, and then all it achieves is a new login for everyone.
+pub const MAX_REVOKED_SESSIONS: usize = 10_000;
+
+impl Store {
+    /// Records that the session `id`, valid until `expires_at`, was ended; returns once
+    /// that is on disk. `now` is the current time; both are seconds since the epoch.
+    pub fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
+        let tree = self.db.open_tree(TREE)?;
+        let mut live = 0;
+        for entry in tree.iter() {
+            let (key, value) = entry?;
+            if key.as_ref() == NOT_BEFORE_KEY {
+                continue;
+            }
+            if decode_time(&value)? <= now {
+                tree.remove(key)?;
+            } else {
+                live += 1;
+            }
+        }
+        if live >= MAX_REVOKED_SESSIONS {
+            log::warn!(
+                "{live} sessions were logged out within their lifetime: \
+                 ending every session issued so far"
+            );
+            tree.clear()?;
+            tree.insert(NOT_BEFORE_KEY, &(now + 1).to_be_bytes())?;
+        } else {
+            tree.insert(id, &expires_at.to_be_bytes())?;
+        }
+        self.flush()
+    }
+
+    /// Whether the session `id`, issued at `issued_at` (seconds since the epoch), was ended.
+    pub fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
+        let tree = self.db.open_tree(TREE)?;
+        if let Some(not_before) = tree.get(NOT_BEFORE_KEY)? {
+            if issued_at < decode_time(&not_before)? {
+                return Ok(true);
+            }
+        }
+        Ok(id != NOT_BEFORE_KEY && tree.contains_key(id)?)
+    }
+}
+
+fn decode_time(bytes: &[u8]) -> Result<u64, StoreError> {
+    let bytes: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("malformed session revocation".into()))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revoked_session_stays_revoked_across_a_reopen_until_it_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert!(!store.session_revoked(b"session-a", 100).unwrap());
+            store.revoke_session(b"session-a", 200, 150).unwrap();
+            assert!(store.session_revoked(b"session-a", 100).unwrap());
+            assert!(!store.session_revoked(b"session-b", 100).unwrap());
+        }
+        let store = crate::tests::reopen(dir.path());
+        assert!(store.session_revoked(b"session-a", 100).unwrap());
+        // Past its expiry the entry goes with the next revocation.
+        store.revoke_session(b"session-b", 400, 300).unwrap();
+        assert!(!store.session_revoked(b"session-a", 100).unwrap());
+        assert!(store.session_revoked(b"session-b", 250).unwrap());
+    }
+
+    #[test]
+    fn a_full_set_ends_every_earlier_session_instead_of_growing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tree = store.db.open_tree(TREE).unwrap();
+        for n in 0..MAX_REVOKED_SESSIONS as u64 {
+            tree.insert(n.to_be_bytes(), &1_000u64.to_be_bytes())
+                .unwrap();
+        }
+        store.revoke_session(b"one-more", 1_000, 500).unwrap();
+        assert_eq!(tree.len(), 1, "only the cut-off time is left");
+        assert!(store.session_revoked(b"never-revoked", 500).unwrap());
+        assert!(store.session_revoked(b"one-more", 400).unwrap());
+        assert!(!store.session_revoked(b"issued-later", 501).unwrap());
+    }
+}
