@@ -16,7 +16,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_store::Store;
 
-use crate::body::Body;
+use crate::body::{Body, Credentials};
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.
@@ -55,12 +55,6 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
             .post(logout)
             .default_service(crate::slices::method_not_allowed("POST")),
     );
-}
-
-#[derive(Deserialize)]
-struct Credentials {
-    name: String,
-    email: String,
 }
 
 async fn developer_callback(

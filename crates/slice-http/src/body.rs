@@ -9,6 +9,8 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::web::{Bytes, BytesMut};
 use actix_web::{web, FromRequest, HttpRequest};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use slice_core::{MacAddress, SliceName};
 
 use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 
@@ -16,8 +18,47 @@ use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 /// in JSON; this leaves room for whitespace and unknown fields without inviting abuse.
 pub const BODY_LIMIT: usize = 16 * 1024;
 
+/// `{"name": ...}`: the body of POST and DELETE `/slices`, and of a slice's GET.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct SliceBody {
+    pub name: SliceName,
+}
+
+/// `{"dpid": ..., "port_no": ...}`: the body of POST and DELETE `/slices/<s>/ports`.
+#[derive(Debug, Deserialize)]
+pub struct PortRequest {
+    pub dpid: u64,
+    pub port_no: u32,
+}
+
+/// `{"name": ...}`: the body of POST and DELETE `.../mac_addresses`, and of a MAC
+/// address's GET.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct MacBody {
+    pub name: MacAddress,
+}
+
+/// The form of `POST /auth/developer/callback`.
+#[derive(Debug, Deserialize)]
+pub struct Credentials {
+    pub name: String,
+    pub email: String,
+}
+
 /// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`.
 pub struct Body<T>(pub T);
+
+/// Decodes `bytes` as the body of a request with this Content-Type from a script (not a
+/// browser), as the handlers do once the body has arrived: everything but the I/O.
+pub fn decode_body<T: DeserializeOwned>(
+    content_type: Option<&str>,
+    bytes: &[u8],
+) -> Result<T, ApiError> {
+    if bytes.len() > BODY_LIMIT {
+        return Err(ApiError::PayloadTooLarge { limit: BODY_LIMIT });
+    }
+    BodyKind::of_content_type(content_type, false)?.decode(bytes)
+}
 
 impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
     type Error = ApiError;
@@ -50,15 +91,23 @@ enum BodyKind {
 
 impl BodyKind {
     fn of(req: &HttpRequest) -> Result<Self, ApiError> {
-        let Some(value) = req.headers().get(CONTENT_TYPE) else {
+        // A header that is not text is no media type we know: the error names it empty.
+        let content_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|value| value.to_str().unwrap_or_default());
+        Self::of_content_type(content_type, crate::browser::from_browser(req))
+    }
+
+    fn of_content_type(content_type: Option<&str>, from_browser: bool) -> Result<Self, ApiError> {
+        let Some(value) = content_type else {
             // A page can send an unlabelled body cross-site without a preflight; scripts
             // and the slice tool never send browser headers and keep the JSON default.
-            if crate::browser::from_browser(req) {
+            if from_browser {
                 return Err(ApiError::MissingContentType);
             }
             return Ok(Self::Json);
         };
-        let value = value.to_str().unwrap_or_default();
         let essence = value.split(';').next().unwrap_or_default().trim();
         if essence.eq_ignore_ascii_case("application/json") || essence.ends_with("+json") {
             Ok(Self::Json)

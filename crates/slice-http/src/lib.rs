@@ -24,7 +24,7 @@ use actix_web::{middleware, web, App};
 use slice_store::Store;
 
 pub use auth::{is_email, load_or_create_key, LocalPeer, User};
-pub use body::BODY_LIMIT;
+pub use body::{decode_body, Credentials, MacBody, PortRequest, SliceBody, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use error::ApiError;
 pub use network::{NetworkView, ViewFuture, ViewKind};

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{guard, web, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use slice_core::{MacAddress, PortId, SliceName};
 use slice_store::Store;
 
-use crate::body::Body;
+use crate::body::{Body, MacBody, PortRequest, SliceBody};
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
@@ -86,17 +86,6 @@ type StoreData = web::Data<Arc<Store>>;
 
 // ---- bodies ------------------------------------------------------------------------------
 
-#[derive(Deserialize, Serialize)]
-struct SliceBody {
-    name: SliceName,
-}
-
-#[derive(Deserialize)]
-struct PortRequest {
-    dpid: u64,
-    port_no: u32,
-}
-
 #[derive(Serialize)]
 struct PortBody {
     name: PortId,
@@ -112,11 +101,6 @@ impl From<PortId> for PortBody {
             port_no: port.port_no,
         }
     }
-}
-
-#[derive(Deserialize, Serialize)]
-struct MacBody {
-    name: MacAddress,
 }
 
 // ---- path segments -----------------------------------------------------------------------

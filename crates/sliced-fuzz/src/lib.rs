@@ -9,6 +9,11 @@
 //! A harness fails by panicking: on any input the decoders must return, and what they
 //! return must be self-consistent.
 
+use actix_web::ResponseError;
+use serde::de::DeserializeOwned;
+use slice_core::{PortId, SliceName};
+use slice_http::{decode_body, ApiError, Credentials, MacBody, PortRequest, SliceBody};
+
 use openflow::packet::{
     self, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, LldpRepr,
     VlanRepr, VlanTag,
@@ -16,12 +21,13 @@ use openflow::packet::{
 use openflow::{frame_len, Message};
 
 /// The names of the targets, as `cargo xtask fuzz` and the corpus folders know them.
-pub const TARGETS: &[&str] = &["openflow_stream"];
+pub const TARGETS: &[&str] = &["openflow_stream", "request_body"];
 
 /// Runs the harness called `target` on `data`; false when there is no such target.
 pub fn run(target: &str, data: &[u8]) -> bool {
     match target {
         "openflow_stream" => openflow_stream(data),
+        "request_body" => request_body(data),
         _ => return false,
     }
     true
@@ -74,4 +80,70 @@ fn inspect_network_layer(payload: &[u8]) {
     let _ = ArpRepr::parse(&ArpPacket::new_unchecked(payload));
     let _ = Ipv4Repr::parse(&Ipv4Packet::new_unchecked(payload));
     let _ = LldpRepr::parse(payload);
+}
+
+/// The Content-Types a request body comes with, the first byte of an input picking one.
+const CONTENT_TYPES: &[Option<&str>] = &[
+    None,
+    Some("application/json"),
+    Some("application/x-www-form-urlencoded"),
+    Some("application/json; charset=utf-8"),
+    Some("application/merge-patch+json"),
+    Some("text/plain"),
+];
+
+/// What the REST API does with a request body: the first byte picks the Content-Type,
+/// the rest is the body, read as each endpoint's body type. Bad input is a 4xx, never a
+/// 5xx; and what decodes names a valid resource that survives its own JSON.
+pub fn request_body(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    let content_type = CONTENT_TYPES[usize::from(selector) % CONTENT_TYPES.len()];
+    if let Some(slice) = decoded::<SliceBody>(content_type, body) {
+        assert_eq!(
+            slice.name.to_string().parse::<SliceName>(),
+            Ok(slice.name.clone())
+        );
+        let again: SliceBody = reencoded(&slice);
+        assert_eq!(again.name, slice.name);
+    }
+    if let Some(mac) = decoded::<MacBody>(content_type, body) {
+        let again: MacBody = reencoded(&mac);
+        assert_eq!(again.name, mac.name);
+    }
+    if let Some(port) = decoded::<PortRequest>(content_type, body) {
+        let id = PortId {
+            dpid: port.dpid,
+            port_no: port.port_no,
+        };
+        assert_eq!(id.to_string().parse::<PortId>(), Ok(id));
+    }
+    let _ = decoded::<Credentials>(content_type, body);
+}
+
+fn decoded<T: DeserializeOwned>(content_type: Option<&str>, body: &[u8]) -> Option<T> {
+    match decode_body::<T>(content_type, body) {
+        Ok(value) => Some(value),
+        Err(err) => {
+            assert_client_error(&err);
+            None
+        }
+    }
+}
+
+fn assert_client_error(err: &ApiError) {
+    let status = err.status_code();
+    assert!(
+        status.is_client_error(),
+        "a request body got {status} ({err}), not a 4xx"
+    );
+}
+
+fn reencoded<T: serde::Serialize + DeserializeOwned>(value: &T) -> T {
+    let json = serde_json::to_vec(value).expect("a decoded body encodes as JSON");
+    match decode_body(Some("application/json"), &json) {
+        Ok(again) => again,
+        Err(err) => panic!("a decoded body does not decode from its own JSON: {err}"),
+    }
 }

@@ -79,3 +79,29 @@ fn targets_match_the_fuzz_binaries() {
     targets.sort_unstable();
     assert_eq!(binaries, targets);
 }
+
+/// The request-body seeds reach every body type as a valid body: a fuzzer that starts
+/// from errors only would take long to find the success paths.
+#[test]
+fn request_body_seeds_decode_to_every_body_type() {
+    use slice_http::{decode_body, Credentials, MacBody, PortRequest, SliceBody};
+    const CONTENT_TYPES: [Option<&str>; 3] = [
+        None,
+        Some("application/json"),
+        Some("application/x-www-form-urlencoded"),
+    ];
+    let mut reached = [false; 4];
+    for (_, bytes) in seeds("request_body") {
+        let Some((&selector, body)) = bytes.split_first() else {
+            continue;
+        };
+        let Some(&content_type) = CONTENT_TYPES.get(usize::from(selector)) else {
+            continue;
+        };
+        reached[0] |= decode_body::<SliceBody>(content_type, body).is_ok();
+        reached[1] |= decode_body::<PortRequest>(content_type, body).is_ok();
+        reached[2] |= decode_body::<MacBody>(content_type, body).is_ok();
+        reached[3] |= decode_body::<Credentials>(content_type, body).is_ok();
+    }
+    assert_eq!(reached, [true; 4], "slice, port, MAC address, credentials");
+}
