@@ -29,20 +29,6 @@ fn delete(daemon: &Daemon, path: &str, body: Value) {
     assert_eq!(status, 200, "DELETE {path}: {response}");
 }
 
-fn add_host(daemon: &Daemon, slice: &str, port: &str, mac: &str) {
-    let (status, _) = status_json(
-        agent()
-            .post(&daemon.url("/slices"))
-            .send_json(json!({"name": slice})),
-    );
-    assert!(status == 201 || status == 409);
-    post(
-        daemon,
-        &format!("/slices/{slice}/ports/{port}/mac_addresses"),
-        json!({"name": mac}),
-    );
-}
-
 /// Host `last` speaks up (a broadcast) on `port` of `switch`; returns once the controller
 /// has learned it, so that a unicast sent next, on another switch's connection, cannot
 /// overtake it.
@@ -161,8 +147,8 @@ fn links_are_discovered_by_lldp() {
 fn path_installed_hop_by_hop(version: u8) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
     let network = line(&daemon, version);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
 
@@ -205,9 +191,9 @@ fn a_path_is_installed_hop_by_hop_on_1_3() {
 fn slices_are_isolated_and_broadcasts_stay_inside() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
-    add_host(&daemon, "red", "0x2:1", "00:00:00:00:00:02");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
+    daemon.add_host("red", "0x2:1", "00:00:00:00:00:02");
     let network = line(&daemon, OFP13);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
 
@@ -241,8 +227,8 @@ fn slices_are_isolated_and_broadcasts_stay_inside() {
 fn removing_a_member_deletes_its_flows_from_every_switch() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
     let network = line(&daemon, OFP10);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
     announce(&daemon, &s3, 1, 3);
@@ -311,8 +297,8 @@ fn a_slice_made_with_the_tool_through_the_daemon_reaches_the_controller() {
 fn a_failed_link_withdraws_its_paths() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x3:1", "00:00:00:00:00:03");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
     let network = line(&daemon, OFP13);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
     announce(&daemon, &s3, 1, 3);
@@ -481,8 +467,8 @@ fn triangle(daemon: &Daemon, version: u8) -> Network {
 fn after_a_link_fails_new_packets_take_another_path() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x2:1", "00:00:00:00:00:02");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
     let network = triangle(&daemon, OFP13);
     let (s1, s2) = (network.switch(1), network.switch(2));
     announce(&daemon, &s2, 1, 2);
@@ -514,8 +500,8 @@ fn after_a_link_fails_new_packets_take_another_path() {
 fn a_pair_allowed_later_is_routed_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "red", "0x3:1", "00:00:00:00:00:03");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("red", "0x3:1", "00:00:00:00:00:03");
     let network = line(&daemon, OFP10);
     let (s1, s3) = (network.switch(1), network.switch(3));
     announce(&daemon, &s3, 1, 3);

@@ -10,9 +10,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{agent, status_json, Daemon};
+use common::Daemon;
 use openflow::{Message, PacketOut, PortDesc, OFP13};
-use serde_json::{json, Value};
+use serde_json::Value;
 use switch::{eventually, frame, host, Network, BROADCAST};
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
@@ -22,22 +22,6 @@ fn daemon(dir: &std::path::Path, extra: &[&str]) -> Daemon {
     let mut args = vec!["--lldp-interval-ms", "100"];
     args.extend_from_slice(extra);
     Daemon::start_with(dir, &args)
-}
-
-fn add_host(daemon: &Daemon, slice: &str, port: &str, mac: &str) {
-    let (status, _) = status_json(
-        agent()
-            .post(&daemon.url("/slices"))
-            .send_json(json!({"name": slice})),
-    );
-    assert!(status == 201 || status == 409);
-    let path = format!("/slices/{slice}/ports/{port}/mac_addresses");
-    let (status, body) = status_json(
-        agent()
-            .post(&daemon.url(&path))
-            .send_json(json!({"name": mac})),
-    );
-    assert_eq!(status, 201, "POST {path}: {body}");
 }
 
 /// The `dropped` counters of switch `dpid`, or None while it is not connected.
@@ -107,8 +91,8 @@ fn probes_out_of(switch: &switch::Switch, port: u32) -> Vec<Vec<u8>> {
 fn forged_and_relayed_lldp_makes_no_link_and_moves_no_traffic() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path(), &[]);
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x2:1", "00:00:00:00:00:02");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
     let mut network = Network::new();
     network.cable((1, 3), (2, 3));
     let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
@@ -427,8 +411,8 @@ fn a_packet_in_flood_is_rate_limited_and_slows_no_other_switch() {
         dir.path(),
         &["--packet-in-rate", "50", "--packet-in-burst", "50"],
     );
-    add_host(&daemon, "blue", "0x2:1", "00:00:00:00:00:01");
-    add_host(&daemon, "blue", "0x2:2", "00:00:00:00:00:02");
+    daemon.add_host("blue", "0x2:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x2:2", "00:00:00:00:00:02");
     let mut network = Network::new();
     let s1 = network.connect(daemon.openflow, 1, OFP13, 1);
     let s2 = network.connect(daemon.openflow, 2, OFP13, 2);
@@ -531,8 +515,8 @@ fn a_flooding_host_leaves_room_for_the_others_on_its_switch() {
             "20",
         ],
     );
-    add_host(&daemon, "blue", "0x1:2", "00:00:00:00:00:02");
-    add_host(&daemon, "blue", "0x1:3", "00:00:00:00:00:03");
+    daemon.add_host("blue", "0x1:2", "00:00:00:00:00:02");
+    daemon.add_host("blue", "0x1:3", "00:00:00:00:00:03");
     let mut network = Network::new();
     let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
@@ -579,7 +563,7 @@ fn a_flooding_host_leaves_room_for_the_others_on_its_switch() {
 fn idle_hosts_age_out_but_bound_hosts_stay() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path(), &["--host-idle-timeout", "1"]);
-    add_host(&daemon, "blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     let mut network = Network::new();
     let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));

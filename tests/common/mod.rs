@@ -119,6 +119,23 @@ impl Daemon {
         body
     }
 
+    /// Puts `mac` on `port` of `slice` through REST, creating the slice if needed.
+    pub fn add_host(&self, slice: &str, port: &str, mac: &str) {
+        let (status, body) = status_json(
+            agent()
+                .post(&self.url("/slices"))
+                .send_json(serde_json::json!({ "name": slice })),
+        );
+        assert!(status == 201 || status == 409, "POST /slices: {body}");
+        let path = format!("/slices/{slice}/ports/{port}/mac_addresses");
+        let (status, body) = status_json(
+            agent()
+                .post(&self.url(&path))
+                .send_json(serde_json::json!({ "name": mac })),
+        );
+        assert_eq!(status, 201, "POST {path}: {body}");
+    }
+
     /// `GET /topology/switches` without each switch's drop counters, for the tests that
     /// compare the switches exactly and cause no drops.
     pub fn switches_without_drops(&self) -> serde_json::Value {

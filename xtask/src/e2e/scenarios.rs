@@ -73,6 +73,52 @@ fn mac(host: u8) -> String {
     net::mac(host)
 }
 
+/// In the scenarios with two slices, hosts 1 and 2 are red, 3 and 4 blue.
+fn slice_of(host: u8) -> &'static str {
+    if host <= 2 {
+        "red"
+    } else {
+        "blue"
+    }
+}
+
+/// No red host reaches a blue one by ping, nor the other way round.
+fn red_and_blue_isolated(stage: &mut Stage) -> anyhow::Result<()> {
+    let across: Vec<(u8, u8)> = [(1, 3), (1, 4), (2, 3), (2, 4)]
+        .into_iter()
+        .flat_map(|(a, b)| [(a, b), (b, a)])
+        .collect();
+    stage.isolated(&across)
+}
+
+/// Fails if `receiver` captured a frame from a host of the other slice.
+fn ensure_no_foreign_frame(receiver: u8, seen: &[net::Seen]) -> anyhow::Result<()> {
+    for frame in seen {
+        for sender in [1, 2, 3, 4] {
+            ensure!(
+                !(frame.src == mac(sender) && slice_of(sender) != slice_of(receiver)),
+                "h{receiver} ({}) received a frame of h{sender} ({}): {}",
+                slice_of(receiver),
+                slice_of(sender),
+                frame.line
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Puts a host's MAC address on its port in `slice` through REST.
+fn add_member(stage: &mut Stage, slice: &str, host: u8) -> anyhow::Result<()> {
+    let port = port_of(stage, host)?;
+    stage.rest(
+        "POST",
+        &format!("/slices/{slice}/ports/{port}/mac_addresses"),
+        Some(json!({ "name": mac(host) })),
+        201,
+    )?;
+    Ok(())
+}
+
 /// The slice port name of a host's port.
 fn port_of(stage: &Stage, host: u8) -> anyhow::Result<String> {
     Ok(stage.net()?.host_port(host)?.slice_name())
@@ -169,13 +215,7 @@ fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
             201,
         )?;
         for host in hosts {
-            let port = port_of(stage, host)?;
-            stage.rest(
-                "POST",
-                &format!("/slices/{slice}/ports/{port}/mac_addresses"),
-                Some(json!({ "name": mac(host) })),
-                201,
-            )?;
+            add_member(stage, slice, host)?;
         }
     }
     let slices = stage.rest("GET", "/slices", None, 200)?;
@@ -191,28 +231,12 @@ fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
     }
     stage.reach_both(1, 2)?;
     stage.reach_both(3, 4)?;
-    let across: Vec<(u8, u8)> = [(1, 3), (1, 4), (2, 3), (2, 4)]
-        .into_iter()
-        .flat_map(|(a, b)| [(a, b), (b, a)])
-        .collect();
-    stage.isolated(&across)?;
+    red_and_blue_isolated(stage)?;
 
-    let slice_of = |host: u8| if host <= 2 { "red" } else { "blue" };
     for capture in captures {
         let receiver = capture.host;
         let seen = capture.finish()?;
-        for frame in &seen {
-            for sender in [1, 2, 3, 4] {
-                if frame.src == mac(sender) && slice_of(sender) != slice_of(receiver) {
-                    anyhow::bail!(
-                        "h{receiver} ({}) received a frame of h{sender} ({}): {}",
-                        slice_of(receiver),
-                        slice_of(sender),
-                        frame.line
-                    );
-                }
-            }
-        }
+        ensure_no_foreign_frame(receiver, &seen)?;
         // The own slice's broadcasts do arrive: the check above is not vacuous.
         let partner = match receiver {
             1 => 2,
@@ -437,13 +461,7 @@ fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
     for (slice, hosts) in [("red", [1u8, 2]), ("blue", [3, 4])] {
         stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;
         for host in hosts {
-            let port = port_of(stage, host)?;
-            stage.rest(
-                "POST",
-                &format!("/slices/{slice}/ports/{port}/mac_addresses"),
-                Some(json!({ "name": mac(host) })),
-                201,
-            )?;
+            add_member(stage, slice, host)?;
         }
     }
     let mut captures = Vec::new();
@@ -481,23 +499,13 @@ fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
         stage.attack(replayer, &["replay", "eth0", &file, "5", "200"])?;
     }
 
-    let links = stage.ctl()?.view("/topology/links")?;
-    let mut found: Vec<(String, String)> = links
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|l| {
-            let src = l.get("src")?.as_str()?.to_ascii_lowercase();
-            let dst = l.get("dst")?.as_str()?.to_ascii_lowercase();
-            Some((src, dst))
-        })
-        .collect();
-    found.sort();
-    let expected = vec![
-        ("0x1:3".to_string(), "0x2:3".to_string()),
-        ("0x2:3".to_string(), "0x1:3".to_string()),
-    ];
-    ensure!(found == expected, "GET /topology/links gave {links}");
+    let found = stage.ctl()?.links()?;
+    let expected =
+        [("0x1:3", "0x2:3"), ("0x2:3", "0x1:3")].map(|(src, dst)| (src.into(), dst.into()));
+    ensure!(
+        found == expected.into(),
+        "the controller knows the links {found:?}, not only the cable"
+    );
     stage.step("sliced knows only the cable");
 
     let switches = stage.ctl()?.view("/topology/switches")?;
@@ -540,21 +548,9 @@ fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
     stage.reach_both(1, 2)?;
     stage.expect_path(1, 2, &[(1, 1, 3), (2, 3, 1)])?;
     stage.expect_path(2, 1, &[(2, 1, 3), (1, 3, 1)])?;
-    let across: Vec<(u8, u8)> = [(1, 3), (1, 4), (2, 3), (2, 4)]
-        .into_iter()
-        .flat_map(|(a, b)| [(a, b), (b, a)])
-        .collect();
-    stage.isolated(&across)?;
-    let slice_of = |host: u8| if host <= 2 { "red" } else { "blue" };
+    red_and_blue_isolated(stage)?;
     for capture in captures {
-        let receiver = capture.host;
-        for frame in capture.finish()? {
-            for sender in [1, 2, 3, 4] {
-                if frame.src == mac(sender) && slice_of(sender) != slice_of(receiver) {
-                    anyhow::bail!("h{receiver} received a frame of h{sender}: {}", frame.line);
-                }
-            }
-        }
+        ensure_no_foreign_frame(capture.host, &capture.finish()?)?;
     }
     stage.step("no host received a frame of the other slice");
     Ok(())

@@ -210,6 +210,21 @@ impl Controller {
         serde_json::from_str(&text).with_context(|| format!("GET {path} is not JSON: {text}"))
     }
 
+    /// The links the controller knows, as (source, destination) port names in lowercase.
+    pub fn links(&self) -> anyhow::Result<std::collections::BTreeSet<(String, String)>> {
+        let links = self.view("/topology/links")?;
+        Ok(links
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|link| {
+                let src = link.get("src")?.as_str()?.to_ascii_lowercase();
+                let dst = link.get("dst")?.as_str()?.to_ascii_lowercase();
+                Some((src, dst))
+            })
+            .collect())
+    }
+
     /// Runs the `slice` tool on this daemon's data directory; returns what it printed.
     pub fn tool(&self, args: &[&str]) -> anyhow::Result<String> {
         let mut command = sys::command(&self.bins.slice.display().to_string(), &["--db"]);

@@ -178,17 +178,7 @@ impl<'a> Stage<'a> {
                 .flatten()
                 .filter_map(|s| Some((s.get("dpid")?.as_u64()?, s.get("version")?.as_u64()?)))
                 .collect();
-            let links = ctl.view("/topology/links")?;
-            let found: BTreeSet<(String, String)> = links
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|l| {
-                    let src = l.get("src")?.as_str()?.to_ascii_lowercase();
-                    let dst = l.get("dst")?.as_str()?.to_ascii_lowercase();
-                    Some((src, dst))
-                })
-                .collect();
+            let found = ctl.links()?;
             let absent_switches: Vec<String> = topo
                 .switches
                 .iter()
