@@ -366,3 +366,115 @@ fn sliced_refuses_a_damaged_database_and_leaves_it_untouched() {
         "the damaged database was rewritten"
     );
 }
+
+/// A small tmpfs of our own, unmounted on drop: a disk that really fills up.
+struct SmallDisk {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `size` (mount(8)'s syntax), or None when this process may not
+    /// mount: only root can. In CI (`CI=true`, as root) that is a failure, as it is for
+    /// the end-to-end lab; elsewhere the test says loudly that it did not run.
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "cannot mount a tmpfs: CI must run this test as root"
+            );
+            eprintln!("FULL-DISK TEST NOT RUN: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Self { path, _dir: dir })
+    }
+
+    fn resize(&self, size: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+/// A disk that fills up makes a flush fail: the write that needed it is not acknowledged,
+/// the daemon stops with a clear line and status 1 instead of serving what is not on
+/// disk, and every write it acknowledged before is there when the disk has room again.
+#[test]
+fn a_full_disk_stops_the_daemon_and_keeps_every_acknowledged_write() {
+    let Some(disk) = SmallDisk::mount("512k") else {
+        return;
+    };
+    let db = disk.path.join("db");
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("sliced.log");
+    let mut daemon = Daemon::start_logged(&db, &[], true, &log);
+
+    let mut acknowledged = Vec::new();
+    let refused = loop {
+        let name = format!("slice-{:05}-{}", acknowledged.len(), "x".repeat(40));
+        let (status, body) = status_json(
+            agent()
+                .post(&daemon.url("/slices"))
+                .send_json(json!({ "name": name })),
+        );
+        if status != 201 {
+            assert_eq!(status, 500, "{body}");
+            break body;
+        }
+        acknowledged.push(name);
+        assert!(
+            acknowledged.len() < 100_000,
+            "a 512 KiB disk never filled up"
+        );
+    };
+    assert!(
+        !acknowledged.is_empty(),
+        "the first write failed: {refused}"
+    );
+
+    let status = daemon.exit_within(WAIT).expect("sliced stops by itself");
+    assert_eq!(status.code(), Some(1));
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("the database could not be flushed")
+            && log.contains("stopping to avoid serving state that is not on disk"),
+        "{log}"
+    );
+
+    disk.resize("64m");
+    let listed = common::slice(&db, &["list"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let listed: Vec<&str> = listed.lines().collect();
+    // The refused write may or may not have reached the disk; every acknowledged one did.
+    assert!(
+        listed.len() >= acknowledged.len() && listed[..acknowledged.len()] == acknowledged[..],
+        "{} acknowledged, {} listed",
+        acknowledged.len(),
+        listed.len()
+    );
+}

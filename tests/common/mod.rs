@@ -163,6 +163,15 @@ impl Daemon {
         wait_with_timeout(&mut child, START_TIMEOUT).expect("sliced stops on SIGTERM")
     }
 
+    /// Waits up to `timeout` for the daemon to exit by itself; it is killed on drop if it
+    /// has not.
+    pub fn exit_within(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut().expect("daemon still running");
+        let status = wait_with_timeout(child, timeout)?;
+        self.child = None;
+        Some(status)
+    }
+
     /// Hands over the process, for a test that stops it some other way.
     pub fn into_child(mut self) -> Child {
         self.child.take().expect("daemon still running")
