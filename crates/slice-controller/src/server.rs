@@ -809,6 +809,7 @@ fn flow_mod_defaults() -> FlowMod {
         out_port: port::ANY,
         out_group: port::ANY,
         flags: 0,
+        meter_id: None,
         actions: Vec::new(),
     }
 }
