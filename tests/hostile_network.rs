@@ -578,3 +578,138 @@ fn idle_hosts_age_out_but_bound_hosts_stay() {
     assert!(!has_host(&daemon, 2), "the idle host is forgotten");
     assert!(has_host(&daemon, 1), "the bound host stays");
 }
+
+// ---- the PACKET_IN meter on OpenFlow 1.3 ------------------------------------------------
+
+/// Whether switch `dpid` reports a PACKET_IN meter, or None while it is not connected.
+fn packet_in_meter(daemon: &Daemon, dpid: u64) -> Option<bool> {
+    daemon
+        .get_json("/topology/switches")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|switch| switch["dpid"] == dpid)
+        .and_then(|switch| switch["packet_in_meter"].as_bool())
+}
+
+/// Where in what the switch received the table-miss flow is, and its meter.
+fn table_misses(switch: &switch::Switch) -> Vec<(usize, Option<u32>)> {
+    switch
+        .received()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(at, message)| match message {
+            Message::FlowMod(flow) if flow.priority == 0 && flow.r#match == Default::default() => {
+                (flow.command == openflow::FlowModCommand::Add).then_some((at, flow.meter_id))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// On a 1.3 switch with meters, a flood is dropped in the switch: the controller
+/// installs a meter whose drop band is the PACKET_IN rate, and only then the table-miss
+/// flow through it. Old sliced sent the table-miss flow without a meter and never a
+/// METER_MOD.
+#[test]
+fn a_1_3_switch_with_meters_gets_a_metered_table_miss_flow() {
+    use openflow::meter::{METER_FLAG_BURST, METER_FLAG_PKTPS, METER_FLAG_STATS};
+    use openflow::{MeterBand, MeterModCommand};
+
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(
+        dir.path(),
+        &["--packet-in-rate", "300", "--packet-in-burst", "600"],
+    );
+    let mut network = Network::new();
+    let s1 = network.connect_with_meters(
+        daemon.openflow,
+        1,
+        2,
+        switch::Meters::Offered(switch::OVS_METERS),
+    );
+    assert!(
+        eventually(WAIT, || packet_in_meter(&daemon, 1) == Some(true)),
+        "{}",
+        daemon.get_json("/topology/switches")
+    );
+    assert!(eventually(WAIT, || !table_misses(&s1).is_empty()));
+
+    let received = s1.received();
+    let add = received
+        .iter()
+        .position(|m| matches!(m, Message::MeterMod(m) if m.command == MeterModCommand::Add))
+        .expect("a meter is added");
+    let Message::MeterMod(meter) = &received[add] else {
+        unreachable!()
+    };
+    assert_eq!(meter.meter_id, 1);
+    assert_eq!(
+        meter.flags,
+        METER_FLAG_PKTPS | METER_FLAG_BURST | METER_FLAG_STATS
+    );
+    assert_eq!(
+        meter.bands,
+        [MeterBand::Drop {
+            rate: 300,
+            burst_size: 600
+        }]
+    );
+    let misses = table_misses(&s1);
+    assert_eq!(misses.len(), 1, "{received:?}");
+    let (at, meter_id) = misses[0];
+    assert_eq!(meter_id, Some(1), "the table-miss flow passes the meter");
+    assert!(add < at, "the meter goes in before the flow that uses it");
+}
+
+/// Switches that cannot meter get today's table-miss flow (1.3) or none (1.0) and the
+/// controller's token buckets: a 1.3 switch that refuses the meter features request, one
+/// that refuses the meter itself, and a 1.0 switch. Each says `"packet_in_meter": false`,
+/// which old sliced did not report at all.
+#[test]
+fn switches_without_meters_get_the_plain_table_miss_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &[]);
+    let mut network = Network::new();
+    let absent = network.connect_with_meters(daemon.openflow, 1, 2, switch::Meters::Absent);
+    let refused = network.connect_with_meters(
+        daemon.openflow,
+        2,
+        2,
+        switch::Meters::Refused(switch::OVS_METERS),
+    );
+    let old = network.connect(daemon.openflow, 3, openflow::OFP10, 2);
+    for (dpid, switch) in [(1, &absent), (2, &refused)] {
+        assert!(
+            eventually(WAIT, || packet_in_meter(&daemon, dpid) == Some(false)
+                && !table_misses(switch).is_empty()),
+            "switch {dpid}: {}",
+            daemon.get_json("/topology/switches")
+        );
+        assert_eq!(
+            table_misses(switch)
+                .into_iter()
+                .map(|(_, meter)| meter)
+                .collect::<Vec<_>>(),
+            [None]
+        );
+    }
+    assert!(absent.meter_mods().is_empty());
+    // The refusing switch was asked, refused, and the flow went in without the meter.
+    assert!(refused
+        .meter_mods()
+        .iter()
+        .any(|m| m.command == openflow::MeterModCommand::Add));
+
+    assert!(eventually(WAIT, || packet_in_meter(&daemon, 3)
+        == Some(false)
+        && !old.flow_mods().is_empty()));
+    assert!(
+        table_misses(&old).is_empty(),
+        "1.0 sends misses to the controller by itself"
+    );
+    assert!(!old
+        .received()
+        .iter()
+        .any(|m| matches!(m, Message::MeterMod(_) | Message::MeterFeaturesRequest)));
+}

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use openflow::{FlowMod, FlowModCommand, Message, PacketIn, PortDesc};
+use openflow::{FlowMod, FlowModCommand, Message, MeterFeatures, MeterMod, PacketIn, PortDesc};
 
 /// Where a port leads: another switch's port.
 type Cables = Arc<Mutex<HashMap<(u64, u32), (u64, u32)>>>;
@@ -28,9 +28,31 @@ pub struct Network {
     cables: Cables,
 }
 
+/// What a 1.3 switch says about meters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meters {
+    /// It refuses the meter features request, as a switch without meters may.
+    Absent,
+    /// It offers these features and takes any METER_MOD.
+    Offered(MeterFeatures),
+    /// It offers these features but refuses every METER_MOD (OFPMMFC_OUT_OF_METERS).
+    Refused(MeterFeatures),
+}
+
+/// Meter features like Open vSwitch's userspace datapath: drop bands, packets per
+/// second, bursts and statistics.
+pub const OVS_METERS: MeterFeatures = MeterFeatures {
+    max_meter: 65536,
+    band_types: 1 << openflow::meter::METER_BAND_DROP,
+    capabilities: 0x0f,
+    max_bands: 1,
+    max_color: 0,
+};
+
 pub struct Switch {
     pub dpid: u64,
     pub version: u8,
+    meters: Meters,
     writer: Mutex<TcpStream>,
     received: Mutex<Vec<Message>>,
     /// Frames delivered to hosts: (port, bytes).
@@ -63,6 +85,18 @@ impl Network {
         self.connect_over(stream, dpid, version, ports)
     }
 
+    /// Connects a 1.3 switch that answers the meter requests as `meters` says.
+    pub fn connect_with_meters(
+        &mut self,
+        controller: SocketAddr,
+        dpid: u64,
+        ports: u32,
+        meters: Meters,
+    ) -> Arc<Switch> {
+        let stream = TcpStream::connect(controller).expect("the controller accepts");
+        self.start(stream, dpid, openflow::OFP13, ports, meters)
+    }
+
     /// Like [`Network::connect`], over a stream the test opened itself (a TLS bridge).
     pub fn connect_over(
         &mut self,
@@ -71,10 +105,22 @@ impl Network {
         version: u8,
         ports: u32,
     ) -> Arc<Switch> {
+        self.start(stream, dpid, version, ports, Meters::Absent)
+    }
+
+    fn start(
+        &mut self,
+        stream: TcpStream,
+        dpid: u64,
+        version: u8,
+        ports: u32,
+        meters: Meters,
+    ) -> Arc<Switch> {
         stream.set_nodelay(true).unwrap();
         let switch = Arc::new(Switch {
             dpid,
             version,
+            meters,
             writer: Mutex::new(stream.try_clone().unwrap()),
             received: Mutex::default(),
             delivered: Mutex::default(),
@@ -123,6 +169,15 @@ impl Switch {
             .emit(self.version, xid, &mut bytes)
             .expect("encodable");
         let _ = self.writer.lock().unwrap().write_all(&bytes);
+    }
+
+    fn send_error(&self, err_type: u16, code: u16, xid: u32) {
+        let error = Message::Error {
+            err_type,
+            code,
+            data: Vec::new(),
+        };
+        self.send_with_xid(&error, xid);
     }
 
     /// Sends raw bytes, as a hostile or broken switch would.
@@ -176,6 +231,17 @@ impl Switch {
                     _ => None,
                 });
                 (f.r#match.in_port.unwrap_or_default(), out)
+            })
+            .collect()
+    }
+
+    /// The METER_MODs received, in order.
+    pub fn meter_mods(&self) -> Vec<MeterMod> {
+        self.received()
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::MeterMod(meter_mod) => Some(meter_mod),
+                _ => None,
             })
             .collect()
     }
@@ -268,6 +334,22 @@ impl Switch {
             Message::EchoRequest(data) => {
                 self.send_with_xid(&Message::EchoReply(data.clone()), header.xid)
             }
+            Message::BarrierRequest => self.send_with_xid(&Message::BarrierReply, header.xid),
+            Message::MeterFeaturesRequest => match self.meters {
+                Meters::Absent => self.send_error(
+                    openflow::error_msg::ERROR_TYPE_BAD_REQUEST,
+                    openflow::error_msg::BAD_REQUEST_BAD_MULTIPART,
+                    header.xid,
+                ),
+                Meters::Offered(features) | Meters::Refused(features) => {
+                    self.send_with_xid(&Message::MeterFeaturesReply(features), header.xid)
+                }
+            },
+            Message::MeterMod(_) if matches!(self.meters, Meters::Refused(_)) => self.send_error(
+                openflow::error_msg::ERROR_TYPE_METER_MOD_FAILED,
+                openflow::error_msg::METER_MOD_FAILED_OUT_OF_METERS,
+                header.xid,
+            ),
             Message::PacketOut(packet) => {
                 for action in &packet.actions {
                     let openflow::Action::Output { port, .. } = action else {

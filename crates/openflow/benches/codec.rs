@@ -38,6 +38,7 @@ fn flow_mod() -> Message {
         out_port: port::ANY,
         out_group: port::ANY,
         flags: 1,
+        meter_id: None,
         actions: vec![Action::Output {
             port: 2,
             max_len: 0,

@@ -190,8 +190,11 @@ impl<T: AsRef<[u8]>> FlowModV13<T> {
 ///
 /// Per version: 1.0 has no `cookie_mask`, `table_id` or `out_group` (not sent; 0, 0 and
 /// [`port::ANY`] after parsing). On 1.3 the actions travel in one `APPLY_ACTIONS`
-/// instruction, and no actions means no instruction (a drop flow); parsing collects
-/// the actions of every `APPLY_ACTIONS` instruction and skips other instructions.
+/// instruction, and no actions means no instruction (a drop flow); a meter travels in a
+/// `METER` instruction before it. Parsing collects the actions of every `APPLY_ACTIONS`
+/// instruction, takes the first `METER` instruction's meter and skips other
+/// instructions. 1.0 has no meters: `meter_id` is None after parsing 1.0, and emitting
+/// a FLOW_MOD with a meter on 1.0 fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowMod {
     /// What to do.
@@ -218,6 +221,8 @@ pub struct FlowMod {
     pub out_group: u32,
     /// `OFPFF_*` flags.
     pub flags: u16,
+    /// Meter for matching packets to pass first (1.3).
+    pub meter_id: Option<u32>,
     /// Actions for matching packets (empty: drop).
     pub actions: Vec<Action>,
 }
@@ -239,6 +244,7 @@ impl FlowMod {
             out_port: port::from_v10(view.out_port()),
             out_group: port::ANY,
             flags: view.flags(),
+            meter_id: None,
             actions: action::parse_list(OFP10, view.actions())?,
         })
     }
@@ -249,11 +255,17 @@ impl FlowMod {
     }
 
     /// Writes the 1.0 body into a zeroed view of [`Self::buffer_len_v10`] bytes. Fails
-    /// when a port has no 1.0 form or the match cannot be expressed.
+    /// when a port has no 1.0 form, the match cannot be expressed, or there is a meter.
     pub fn emit_v10<T: AsRef<[u8]> + AsMut<[u8]>>(
         &self,
         view: &mut FlowModV10<T>,
     ) -> Result<(), Error> {
+        if self.meter_id.is_some() {
+            return Err(Error::NotInVersion {
+                what: "FLOW_MOD meter",
+                version: OFP10,
+            });
+        }
         view.set_cookie(self.cookie);
         view.set_command(u16::from(self.command.to_wire()));
         view.set_idle_timeout(self.idle_timeout);
@@ -275,6 +287,7 @@ impl FlowMod {
     pub fn parse_v13<T: AsRef<[u8]>>(view: &FlowModV13<T>) -> Result<Self, Error> {
         view.check_len()?;
         let (r#match, _) = flow_match::parse_prefix_v13(view.match_bytes())?;
+        let instructions = instruction::parse_list(view.instructions())?;
         Ok(FlowMod {
             command: FlowModCommand::from_wire(u16::from(view.command()))?,
             r#match,
@@ -288,7 +301,8 @@ impl FlowMod {
             out_port: view.out_port(),
             out_group: view.out_group(),
             flags: view.flags(),
-            actions: instruction::parse_apply_actions(view.instructions())?,
+            meter_id: instructions.meter_id,
+            actions: instructions.actions,
         })
     }
 
@@ -296,7 +310,7 @@ impl FlowMod {
     pub fn buffer_len_v13(&self) -> usize {
         FLOW_MOD_V13_LEN
             .saturating_add(self.r#match.buffer_len_v13())
-            .saturating_add(instruction::apply_actions_len(&self.actions))
+            .saturating_add(instruction::list_len(self.meter_id, &self.actions))
     }
 
     /// Writes the 1.3 body into a zeroed view of [`Self::buffer_len_v13`] bytes.
@@ -319,6 +333,6 @@ impl FlowMod {
         self.r#match
             .emit_v13(&mut OxmMatch::new_unchecked(&mut *buffer))?;
         let instructions = tail_mut(buffer, self.r#match.buffer_len_v13());
-        instruction::emit_apply_actions(&self.actions, instructions)
+        instruction::emit_list(self.meter_id, &self.actions, instructions)
     }
 }

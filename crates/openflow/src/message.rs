@@ -6,8 +6,11 @@ use crate::flow_mod::{FlowMod, FlowModV10, FlowModV13};
 use crate::flow_removed::{FlowRemoved, FlowRemovedV10, FlowRemovedV13};
 use crate::header::{Header, HeaderRepr, HEADER_LEN};
 use crate::hello::HelloRepr;
+use crate::meter::{MeterFeatures, MeterFeaturesView, MeterMod, MeterModView, METER_FEATURES_LEN};
 use crate::msg_type::{v10, v13};
-use crate::multipart::{Multipart, FLAG_MORE, MULTIPART_HEADER_LEN, MULTIPART_PORT_DESC};
+use crate::multipart::{
+    Multipart, FLAG_MORE, MULTIPART_HEADER_LEN, MULTIPART_METER_FEATURES, MULTIPART_PORT_DESC,
+};
 use crate::packet_in::{PacketIn, PacketInV10, PacketInV13};
 use crate::packet_out::{PacketOut, PacketOutV10, PacketOutV13};
 use crate::port_desc::{self, PhyPortV10, PortDesc, PortV13, PHY_PORT_V10_LEN, PORT_V13_LEN};
@@ -81,6 +84,12 @@ pub enum Message {
         /// `OFPMPF_REPLY_MORE`: more parts follow.
         more: bool,
     },
+    /// 1.3 METER_MOD. 1.0 has no meters.
+    MeterMod(MeterMod),
+    /// 1.3 MULTIPART_REQUEST of type `OFPMP_METER_FEATURES`. 1.0 has no such request.
+    MeterFeaturesRequest,
+    /// 1.3 MULTIPART_REPLY of type `OFPMP_METER_FEATURES`. 1.0 has no such reply.
+    MeterFeaturesReply(MeterFeatures),
     /// Any message type not modelled above (vendor and experimenter messages, other
     /// statistics and multipart types, ...), so that callers can skip it. `body` is
     /// everything after the 8-byte header. Emitted verbatim; an `Other` whose type is a
@@ -174,7 +183,19 @@ impl Message {
                     version,
                 })
             }
-            Message::PortDescRequest => (0, v13::MULTIPART_REQUEST),
+            Message::MeterMod(_)
+            | Message::MeterFeaturesRequest
+            | Message::MeterFeaturesReply(_)
+                if version == OFP10 =>
+            {
+                return Err(Error::NotInVersion {
+                    what: "meter message",
+                    version,
+                })
+            }
+            Message::MeterMod(_) => (0, v13::METER_MOD),
+            Message::PortDescRequest | Message::MeterFeaturesRequest => (0, v13::MULTIPART_REQUEST),
+            Message::MeterFeaturesReply(_) => (0, v13::MULTIPART_REPLY),
             Message::PortDescReply { .. } => (0, v13::MULTIPART_REPLY),
             Message::Other { msg_type, .. } => (*msg_type, *msg_type),
         };
@@ -214,7 +235,11 @@ impl Message {
                 return PORT_STATUS_HEADER_LEN + PHY_PORT_V10_LEN;
             }
             Message::PortStatus { .. } => return PORT_STATUS_HEADER_LEN + PORT_V13_LEN,
-            Message::PortDescRequest => return MULTIPART_HEADER_LEN,
+            Message::PortDescRequest | Message::MeterFeaturesRequest => {
+                return MULTIPART_HEADER_LEN
+            }
+            Message::MeterFeaturesReply(_) => return MULTIPART_HEADER_LEN + METER_FEATURES_LEN,
+            Message::MeterMod(meter_mod) => return meter_mod.buffer_len(),
             Message::PortDescReply { ports, .. } => {
                 return MULTIPART_HEADER_LEN
                     .saturating_add(ports.len().saturating_mul(PORT_V13_LEN));
@@ -305,6 +330,19 @@ impl Message {
                 view.set_multipart_type(MULTIPART_PORT_DESC);
                 view.set_flags(if *more { FLAG_MORE } else { 0 });
                 port_desc::emit_list_v13(ports, tail_mut(frame, MULTIPART_HEADER_LEN));
+            }
+            Message::MeterMod(meter_mod) => {
+                meter_mod.emit(&mut MeterModView::new_unchecked(frame))?;
+            }
+            Message::MeterFeaturesRequest => {
+                Multipart::new_unchecked(frame).set_multipart_type(MULTIPART_METER_FEATURES);
+            }
+            Message::MeterFeaturesReply(features) => {
+                Multipart::new_unchecked(&mut *frame).set_multipart_type(MULTIPART_METER_FEATURES);
+                features.emit(&mut MeterFeaturesView::new_unchecked(tail_mut(
+                    frame,
+                    MULTIPART_HEADER_LEN,
+                )));
             }
         }
         Ok(())
@@ -412,9 +450,14 @@ fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
                     ports: port_desc::parse_list_v13(view.body())?,
                     more: view.flags() & FLAG_MORE != 0,
                 },
+                (MULTIPART_METER_FEATURES, v13::MULTIPART_REQUEST) => Message::MeterFeaturesRequest,
+                (MULTIPART_METER_FEATURES, _) => Message::MeterFeaturesReply(MeterFeatures::parse(
+                    &MeterFeaturesView::new_checked(view.body())?,
+                )?),
                 _ => other(msg_type, frame),
             }
         }
+        v13::METER_MOD => Message::MeterMod(MeterMod::parse(&MeterModView::new_checked(frame)?)?),
         v13::BARRIER_REQUEST => Message::BarrierRequest,
         v13::BARRIER_REPLY => Message::BarrierReply,
         _ => other(msg_type, frame),

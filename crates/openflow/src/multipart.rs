@@ -1,5 +1,5 @@
-//! 1.3 MULTIPART_REQUEST / MULTIPART_REPLY framing. Only `OFPMP_PORT_DESC` is modelled;
-//! other multipart types are handed on as [`crate::Message::Other`].
+//! 1.3 MULTIPART_REQUEST / MULTIPART_REPLY framing. `OFPMP_PORT_DESC` and
+//! `OFPMP_METER_FEATURES` are modelled; other multipart types are handed on as [`crate::Message::Other`].
 
 use crate::wire::tail;
 use crate::Error;
@@ -15,6 +15,8 @@ mod field {
 /// Length of the multipart header, OpenFlow header included.
 pub const MULTIPART_HEADER_LEN: usize = field::BODY;
 
+/// `OFPMP_METER_FEATURES`.
+pub const MULTIPART_METER_FEATURES: u16 = 11;
 /// `OFPMP_PORT_DESC`.
 pub const MULTIPART_PORT_DESC: u16 = 13;
 /// `OFPMPF_REQ_MORE` / `OFPMPF_REPLY_MORE`: more parts follow.

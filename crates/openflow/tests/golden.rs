@@ -4,7 +4,8 @@
 
 use openflow::{
     frame_len, negotiate, port, Action, Error, FeaturesReply, FlowMod, FlowModCommand, HeaderRepr,
-    Match, Message, PacketIn, PortDesc, OFP10, OFP13,
+    Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PortDesc, OFP10,
+    OFP13,
 };
 
 /// Parses `bytes` and emits `message`, checking both directions.
@@ -91,6 +92,7 @@ fn flow_mod_v10() {
         out_port: port::ANY,
         out_group: port::ANY,
         flags: 1,
+        meter_id: None,
         actions: vec![Action::Output {
             port: 2,
             max_len: 0,
@@ -142,6 +144,7 @@ fn flow_mod_v13() {
         out_port: port::ANY,
         out_group: 0xffff_ffff,
         flags: 1,
+        meter_id: None,
         actions: vec![Action::Output {
             port: 2,
             max_len: 0xffff,
@@ -435,6 +438,167 @@ fn packet_in_v13_without_in_port_is_an_error() {
     assert!(matches!(
         Message::parse(&bytes),
         Err(Error::MissingField { .. })
+    ));
+}
+
+/// The table-miss flow sliced installs on a switch with meters: OFPIT_METER first,
+/// then the actions.
+#[test]
+fn flow_mod_v13_with_a_meter_instruction() {
+    let bytes = [
+        0x04, 0x0e, 0x00, 0x58, 0x00, 0x00, 0x00, 0x05, // 1.3, FLOW_MOD, length 88, xid 5
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // cookie
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // cookie_mask
+        0x00, 0x00, // table_id 0, command OFPFC_ADD
+        0x00, 0x00, 0x00, 0x00, // idle_timeout, hard_timeout
+        0x00, 0x00, // priority 0
+        0xff, 0xff, 0xff, 0xff, // buffer_id OFP_NO_BUFFER
+        0xff, 0xff, 0xff, 0xff, // out_port OFPP_ANY
+        0xff, 0xff, 0xff, 0xff, // out_group OFPG_ANY
+        0x00, 0x00, 0x00, 0x00, // flags, pad
+        // ofp_match
+        0x00, 0x01, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, // OFPMT_OXM, length 4, pad to 8
+        // ofp_instruction_meter
+        0x00, 0x06, 0x00, 0x08, // OFPIT_METER, length 8
+        0x00, 0x00, 0x00, 0x01, // meter_id 1
+        // ofp_instruction_actions
+        0x00, 0x04, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, // APPLY_ACTIONS, length 24, pad
+        // ofp_action_output
+        0x00, 0x00, 0x00, 0x10, // OFPAT_OUTPUT, length 16
+        0xff, 0xff, 0xff, 0xfd, // port OFPP_CONTROLLER
+        0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // max_len OFPCML_NO_BUFFER, pad
+    ];
+    let flow_mod = FlowMod {
+        command: FlowModCommand::Add,
+        r#match: Match::default(),
+        cookie: 0,
+        cookie_mask: 0,
+        table_id: 0,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 0,
+        buffer_id: None,
+        out_port: port::ANY,
+        out_group: 0xffff_ffff,
+        flags: 0,
+        meter_id: Some(1),
+        actions: vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 0xffff,
+        }],
+    };
+    assert_golden(&bytes, OFP13, 5, &Message::FlowMod(flow_mod.clone()));
+
+    // 1.0 has no meters: the FLOW_MOD does not emit there, and nothing is written.
+    let mut out = vec![0xaa];
+    let error = Message::FlowMod(flow_mod)
+        .emit(OFP10, 5, &mut out)
+        .unwrap_err();
+    assert_eq!(
+        error,
+        Error::NotInVersion {
+            what: "FLOW_MOD meter",
+            version: OFP10
+        }
+    );
+    assert_eq!(out, [0xaa]);
+}
+
+#[test]
+fn meter_mod_with_a_drop_band() {
+    let bytes = [
+        0x04, 0x1d, 0x00, 0x20, 0x00, 0x00, 0x00, 0x09, // 1.3, METER_MOD, length 32, xid 9
+        0x00, 0x00, // command OFPMC_ADD
+        0x00, 0x0e, // flags OFPMF_PKTPS | OFPMF_BURST | OFPMF_STATS
+        0x00, 0x00, 0x00, 0x01, // meter_id 1
+        // ofp_meter_band_drop
+        0x00, 0x01, 0x00, 0x10, // OFPMBT_DROP, length 16
+        0x00, 0x00, 0x03, 0xe8, // rate 1000
+        0x00, 0x00, 0x07, 0xd0, // burst_size 2000
+        0x00, 0x00, 0x00, 0x00, // pad
+    ];
+    let meter_mod = MeterMod {
+        command: MeterModCommand::Add,
+        flags: openflow::meter::METER_FLAG_PKTPS
+            | openflow::meter::METER_FLAG_BURST
+            | openflow::meter::METER_FLAG_STATS,
+        meter_id: 1,
+        bands: vec![MeterBand::Drop {
+            rate: 1000,
+            burst_size: 2000,
+        }],
+    };
+    assert_golden(&bytes, OFP13, 9, &Message::MeterMod(meter_mod.clone()));
+
+    let delete = [
+        0x04, 0x1d, 0x00, 0x10, 0x00, 0x00, 0x00, 0x0a, // 1.3, METER_MOD, length 16, xid 10
+        0x00, 0x02, 0x00, 0x00, // command OFPMC_DELETE, flags 0
+        0x00, 0x00, 0x00, 0x01, // meter_id 1
+    ];
+    let message = Message::MeterMod(MeterMod {
+        command: MeterModCommand::Delete,
+        flags: 0,
+        meter_id: 1,
+        bands: Vec::new(),
+    });
+    assert_golden(&delete, OFP13, 10, &message);
+
+    // A band shorter than ofp_meter_band_drop is refused, and 1.0 has no METER_MOD.
+    let mut short = bytes;
+    short[19] = 0x08;
+    assert!(matches!(
+        Message::parse(&short),
+        Err(Error::BadLength {
+            what: "meter band",
+            length: 8
+        })
+    ));
+    let mut out = Vec::new();
+    assert!(Message::MeterMod(meter_mod)
+        .emit(OFP10, 1, &mut out)
+        .is_err());
+    assert!(out.is_empty());
+}
+
+#[test]
+fn meter_features_request_and_reply() {
+    let request = [
+        0x04, 0x12, 0x00, 0x10, 0x00, 0x00, 0x00, 0x0b, // 1.3, MULTIPART_REQUEST, 16, xid 11
+        0x00, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // OFPMP_METER_FEATURES, flags, pad
+    ];
+    assert_golden(&request, OFP13, 11, &Message::MeterFeaturesRequest);
+
+    let reply = [
+        0x04, 0x13, 0x00, 0x20, 0x00, 0x00, 0x00, 0x0b, // 1.3, MULTIPART_REPLY, 32, xid 11
+        0x00, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // OFPMP_METER_FEATURES, flags, pad
+        // ofp_meter_features
+        0x00, 0x01, 0x00, 0x00, // max_meter 65536
+        0x00, 0x00, 0x00, 0x02, // band_types: 1 << OFPMBT_DROP
+        0x00, 0x00, 0x00, 0x0f, // capabilities KBPS | PKTPS | BURST | STATS
+        0x01, 0x00, 0x00, 0x00, // max_bands 1, max_color 0, pad
+    ];
+    let features = MeterFeatures {
+        max_meter: 65536,
+        band_types: 2,
+        capabilities: 0x0f,
+        max_bands: 1,
+        max_color: 0,
+    };
+    assert!(features.supports_band(openflow::meter::METER_BAND_DROP));
+    assert!(!features.supports_band(openflow::meter::METER_BAND_DSCP_REMARK));
+    assert!(!features.supports_band(openflow::meter::METER_BAND_EXPERIMENTER));
+    assert!(features.supports_flags(openflow::meter::METER_FLAG_PKTPS));
+    assert_golden(&reply, OFP13, 11, &Message::MeterFeaturesReply(features));
+
+    // A reply too short for ofp_meter_features is an error, not zeros.
+    let mut short = reply[..24].to_vec();
+    short[3] = 24;
+    assert!(matches!(
+        Message::parse(&short),
+        Err(Error::Truncated {
+            what: "ofp_meter_features",
+            ..
+        })
     ));
 }
 

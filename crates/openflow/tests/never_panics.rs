@@ -9,7 +9,8 @@ use openflow::packet::{
     VlanRepr, VlanTag,
 };
 use openflow::{
-    frame_len, Action, FlowMod, FlowModCommand, Match, Message, PacketIn, OFP10, OFP13,
+    frame_len, Action, FlowMod, FlowModCommand, Match, Message, MeterBand, MeterFeatures, MeterMod,
+    MeterModCommand, PacketIn, OFP10, OFP13,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -44,6 +45,7 @@ fn sample_messages() -> Vec<Vec<u8>> {
         out_port: openflow::port::ANY,
         out_group: openflow::port::ANY,
         flags: 1,
+        meter_id: None,
         actions: vec![
             Action::Output {
                 port: 2,
@@ -71,6 +73,42 @@ fn sample_messages() -> Vec<Vec<u8>> {
             message.emit(version, 1, &mut bytes).unwrap();
             out.push(bytes);
         }
+    }
+    let Message::FlowMod(mut metered) = flow_mod else {
+        unreachable!("built as a FLOW_MOD above")
+    };
+    metered.meter_id = Some(1);
+    let meter_messages = [
+        Message::FlowMod(metered),
+        Message::MeterMod(MeterMod {
+            command: MeterModCommand::Add,
+            flags: 0x0f,
+            meter_id: 1,
+            bands: vec![
+                MeterBand::Drop {
+                    rate: 1000,
+                    burst_size: 2000,
+                },
+                MeterBand::Other {
+                    band_type: 0xffff,
+                    rate: 1,
+                    burst_size: 2,
+                    body: vec![0; 12],
+                },
+            ],
+        }),
+        Message::MeterFeaturesReply(MeterFeatures {
+            max_meter: 7,
+            band_types: 2,
+            capabilities: 0x0f,
+            max_bands: 1,
+            max_color: 0,
+        }),
+    ];
+    for message in &meter_messages {
+        let mut bytes = Vec::new();
+        message.emit(OFP13, 1, &mut bytes).unwrap();
+        out.push(bytes);
     }
     out
 }
@@ -115,7 +153,7 @@ proptest! {
 
     #[test]
     fn parse_never_panics_on_damaged_messages(
-        which in 0usize..4,
+        which in 0usize..7,
         flips in vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
         cut in any::<prop::sample::Index>(),
     ) {

@@ -5,11 +5,13 @@
 //! ([`normalise`]): on 1.0 the 1.3-only fields (features `auxiliary_id`, port speeds,
 //! packet-in `table_id`/`cookie`, flow-mod `cookie_mask`/`table_id`/`out_group`,
 //! flow-removed `table_id`/`hard_timeout`), on 1.3 the features reply's port list.
-//! PORT_DESC messages do not exist on 1.0 and must fail to emit there.
+//! PORT_DESC and meter messages, and FLOW_MODs with a meter, do not exist on 1.0 and
+//! must fail to emit there.
 
 use openflow::{
     frame_len, port, Action, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved, Match, Message,
-    PacketIn, PacketOut, PortDesc, OFP10, OFP13,
+    MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PacketOut, PortDesc, OFP10,
+    OFP13,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -102,13 +104,13 @@ fn flow_mod() -> impl Strategy<Value = FlowMod> {
             any::<u8>(),
         ),
         (any::<[u16; 4]>(), buffer_id(), port_no(), any::<u32>()),
-        vec(action(), 0..4),
+        (option::of(any::<u32>()), vec(action(), 0..4)),
     )
         .prop_map(
             |(
                 (command, r#match, cookie, cookie_mask, table_id),
                 ([idle_timeout, hard_timeout, priority, flags], buffer_id, out_port, out_group),
-                actions,
+                (meter_id, actions),
             )| FlowMod {
                 command,
                 r#match,
@@ -122,9 +124,67 @@ fn flow_mod() -> impl Strategy<Value = FlowMod> {
                 out_port,
                 out_group,
                 flags,
+                meter_id,
                 actions,
             },
         )
+}
+
+fn meter_band() -> impl Strategy<Value = MeterBand> {
+    prop_oneof![
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
+        (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(|(rate, burst_size, prec_level)| {
+            MeterBand::DscpRemark {
+                rate,
+                burst_size,
+                prec_level,
+            }
+        }),
+        // Any other type, with a body that makes the band a multiple of 8 long.
+        (
+            3u16..=u16::MAX,
+            any::<u32>(),
+            any::<u32>(),
+            0usize..3,
+            any::<u8>()
+        )
+            .prop_map(
+                |(band_type, rate, burst_size, words, fill)| MeterBand::Other {
+                    band_type,
+                    rate,
+                    burst_size,
+                    body: vec![fill; 4 + 8 * words],
+                }
+            ),
+    ]
+}
+
+fn meter_mod() -> impl Strategy<Value = MeterMod> {
+    (
+        any::<u16>(),
+        any::<u16>(),
+        any::<u32>(),
+        vec(meter_band(), 0..4),
+    )
+        .prop_map(|(command, flags, meter_id, bands)| MeterMod {
+            command: MeterModCommand::from_wire(command),
+            flags,
+            meter_id,
+            bands,
+        })
+}
+
+fn meter_features() -> impl Strategy<Value = MeterFeatures> {
+    (any::<[u32; 3]>(), any::<u8>(), any::<u8>()).prop_map(
+        |([max_meter, band_types, capabilities], max_bands, max_color)| MeterFeatures {
+            max_meter,
+            band_types,
+            capabilities,
+            max_bands,
+            max_color,
+        },
+    )
 }
 
 fn flow_removed() -> impl Strategy<Value = FlowRemoved> {
@@ -244,6 +304,9 @@ fn message() -> impl Strategy<Value = Message> {
         Just(Message::BarrierRequest),
         Just(Message::BarrierReply),
         Just(Message::PortDescRequest),
+        meter_mod().prop_map(Message::MeterMod),
+        Just(Message::MeterFeaturesRequest),
+        meter_features().prop_map(Message::MeterFeaturesReply),
         (vec(port_desc(), 0..4), any::<bool>())
             .prop_map(|(ports, more)| Message::PortDescReply { ports, more }),
         (unmodelled_type(), bytes(64))
@@ -297,7 +360,15 @@ fn exists_in(message: &Message, version: u8) -> bool {
     version == OFP13
         || !matches!(
             message,
-            Message::PortDescRequest | Message::PortDescReply { .. }
+            Message::PortDescRequest
+                | Message::PortDescReply { .. }
+                | Message::MeterMod(_)
+                | Message::MeterFeaturesRequest
+                | Message::MeterFeaturesReply(_)
+                | Message::FlowMod(FlowMod {
+                    meter_id: Some(_),
+                    ..
+                })
         )
 }
 

@@ -156,6 +156,8 @@ pub struct Engine {
     host_ports: HashSet<PortId>,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
+    /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
+    packet_in_meters: HashSet<u64>,
     drop_logs: HashMap<(u64, DropCause), LogLimiter>,
     paths: HashMap<(MacAddress, MacAddress), InstalledPath>,
     /// Drop flows in place, by pair, with the ingress port they were installed at.
@@ -172,6 +174,7 @@ impl Engine {
             hosts: HostTable::default(),
             host_ports: HashSet::new(),
             dropped: HashMap::new(),
+            packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),
             paths: HashMap::new(),
             drops: HashMap::new(),
@@ -247,6 +250,19 @@ impl Engine {
         self.count_drop(dpid, DropCause::PacketInRateLimited, count, now);
     }
 
+    /// Whether the table-miss flow of `dpid` passes a meter that drops PACKET_INs over
+    /// the rate in the switch itself (OpenFlow 1.3 switches with meters).
+    pub fn set_packet_in_meter(&mut self, dpid: u64, metered: bool) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        if metered {
+            self.packet_in_meters.insert(dpid);
+        } else {
+            self.packet_in_meters.remove(&dpid);
+        }
+    }
+
     // ---- switches --------------------------------------------------------------------
 
     pub fn switch_connected(
@@ -282,6 +298,7 @@ impl Engine {
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.host_ports.retain(|port| port.dpid != dpid);
         self.dropped.remove(&dpid);
+        self.packet_in_meters.remove(&dpid);
         self.drop_logs.retain(|(switch, _), _| *switch != dpid);
         self.drops.retain(|_, port| port.dpid != dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
@@ -728,6 +745,7 @@ impl Engine {
                         live: state.live,
                     })
                     .collect(),
+                packet_in_meter: self.packet_in_meters.contains(&dpid),
                 dropped: self.dropped.get(&dpid).cloned().unwrap_or_default(),
             })
             .collect()
@@ -781,6 +799,9 @@ pub struct SwitchView {
     pub name: String,
     pub version: u8,
     pub ports: Vec<PortView>,
+    /// Whether the switch drops PACKET_INs over the rate itself, with a meter on its
+    /// table-miss flow (1.3 switches with meters), on top of the controller's limits.
+    pub packet_in_meter: bool,
     pub dropped: Dropped,
 }
 

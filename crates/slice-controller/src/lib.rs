@@ -7,6 +7,7 @@
 pub mod engine;
 mod hosts;
 pub mod limits;
+pub mod meter;
 pub mod probe;
 pub mod server;
 pub mod tls;

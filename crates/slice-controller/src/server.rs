@@ -22,6 +22,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
 use crate::limits::PacketInLimiter;
+use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -151,6 +152,12 @@ enum Event {
     PacketInsRateLimited {
         dpid: u64,
         count: u64,
+    },
+    /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
+    PacketInMeter {
+        dpid: u64,
+        connection: u64,
+        metered: bool,
     },
     PortStatus {
         port: PortId,
@@ -447,6 +454,18 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
         Event::PacketInsRateLimited { dpid, count } => {
             engine.packet_ins_rate_limited(dpid, count, Instant::now())
         }
+        Event::PacketInMeter {
+            dpid,
+            connection,
+            metered,
+        } => {
+            let current = switches
+                .get(&dpid)
+                .is_some_and(|link| link.connection == connection);
+            if current {
+                engine.set_packet_in_meter(dpid, metered);
+            }
+        }
         Event::PortStatus { port, state } => engine.port_changed(port, state, Instant::now()),
         Event::FlowRemoved {
             dpid,
@@ -719,9 +738,12 @@ impl Writer {
         Ok(())
     }
 
+    /// Queues a command; the table-miss flow waits for `meter` to decide whether it
+    /// passes the PACKET_IN meter (the setup then hands it back).
     fn queue_command(
         &mut self,
         command: Command,
+        meter: &mut MeterSetup,
         scratch: &mut Vec<u8>,
     ) -> Result<(), ConnectionError> {
         let message = match command {
@@ -734,15 +756,10 @@ impl Writer {
                 },
                 ..flow_mod_defaults()
             }),
-            Command::TableMiss => Message::FlowMod(FlowMod {
-                command: FlowModCommand::Add,
-                priority: 0,
-                actions: vec![Action::Output {
-                    port: port::CONTROLLER,
-                    max_len: 0xffff,
-                }],
-                ..flow_mod_defaults()
-            }),
+            Command::TableMiss => match meter.table_miss() {
+                Some(table_miss) => table_miss,
+                None => return Ok(()),
+            },
             Command::FlowAdd {
                 rule,
                 out_port,
@@ -809,6 +826,7 @@ fn flow_mod_defaults() -> FlowMod {
         out_port: port::ANY,
         out_group: port::ANY,
         flags: 0,
+        meter_id: None,
         actions: Vec::new(),
     }
 }
@@ -894,7 +912,7 @@ async fn serve_switch(
         .await
         .map_err(|_| ConnectionError::Dropped)?;
     let result = run_switch(
-        dpid,
+        (dpid, connection),
         &mut reader,
         &mut writer,
         Outbound {
@@ -1020,7 +1038,7 @@ struct Outbound<'a> {
 }
 
 async fn run_switch(
-    dpid: u64,
+    (dpid, connection): (u64, u64),
     reader: &mut Reader,
     writer: &mut Writer,
     outbound: Outbound<'_>,
@@ -1046,12 +1064,28 @@ async fn run_switch(
     );
     // PACKET_INs dropped and not yet reported to the engine.
     let mut unreported = 0u64;
+    let (mut meter, step) = MeterSetup::start(
+        writer.version,
+        config.packet_in_rate,
+        config.packet_in_burst,
+        last_heard,
+        config.handshake_timeout,
+    );
+    let report = MeterReport {
+        dpid,
+        connection,
+        events,
+    };
+    report.apply(step, writer).await?;
+    writer.flush(patience).await?;
     loop {
         tokio::select! {
             received = reader.next() => {
                 let (header, message) = received?;
                 last_heard = Instant::now();
-                if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
+                if let Some(step) = meter.handle(header.xid, &message) {
+                    report.apply(step, writer).await?;
+                } else if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
                     let limited = match &event {
                         Event::PacketIn { in_port, .. } => !packet_ins.admit(*in_port, last_heard),
                         _ => false,
@@ -1074,19 +1108,23 @@ async fn run_switch(
                 let mut written = 0;
                 for command in batch {
                     written += command_bytes(&command);
-                    writer.queue_command(command, &mut scratch)?;
+                    writer.queue_command(command, &mut meter, &mut scratch)?;
                 }
                 // Take whatever else is queued, so that a burst becomes one write.
                 while let Ok(batch) = commands.try_recv() {
                     for command in batch {
                         written += command_bytes(&command);
-                        writer.queue_command(command, &mut scratch)?;
+                        writer.queue_command(command, &mut meter, &mut scratch)?;
                     }
                 }
                 writer.flush(patience).await?;
                 queued_bytes.fetch_sub(written, Ordering::Relaxed);
             }
             _ = keepalive.tick() => {
+                if let Some(step) = meter.expire(Instant::now()) {
+                    report.apply(step, writer).await?;
+                    writer.flush(patience).await?;
+                }
                 if unreported > 0 {
                     let count = std::mem::take(&mut unreported);
                     let report = Event::PacketInsRateLimited { dpid, count };
@@ -1103,6 +1141,53 @@ async fn run_switch(
             }
             _ = stopped.changed() => return Ok(()),
         }
+    }
+}
+
+/// Carries out what the meter setup decided for one switch.
+struct MeterReport<'a> {
+    dpid: u64,
+    connection: u64,
+    events: &'a mpsc::Sender<Event>,
+}
+
+impl MeterReport<'_> {
+    /// Queues the step's messages (the caller flushes), and logs and reports a decision.
+    async fn apply(&self, step: MeterStep, writer: &mut Writer) -> Result<(), ConnectionError> {
+        for (xid, message) in &step.send {
+            writer.queue_reply(message, *xid)?;
+        }
+        if let Some(table_miss) = &step.table_miss {
+            writer.queue(table_miss)?;
+        }
+        let Some(decision) = step.decided else {
+            return Ok(());
+        };
+        let dpid = self.dpid;
+        match &decision {
+            MeterDecision::Metered {
+                meter_id,
+                rate,
+                burst,
+            } => log::info!(
+                "switch {dpid:#x}: PACKET_INs limited in the switch by meter {meter_id} \
+                 ({rate}/s, burst {})",
+                burst.map_or_else(|| "not supported".to_owned(), |burst| burst.to_string())
+            ),
+            MeterDecision::Unmetered(reason) => log::info!(
+                "switch {dpid:#x}: no PACKET_IN meter ({reason}); the controller's rate \
+                 limits alone apply"
+            ),
+        }
+        let event = Event::PacketInMeter {
+            dpid,
+            connection: self.connection,
+            metered: decision.is_metered(),
+        };
+        self.events
+            .send(event)
+            .await
+            .map_err(|_| ConnectionError::Dropped)
     }
 }
 

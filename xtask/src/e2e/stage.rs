@@ -303,6 +303,14 @@ impl<'a> Stage<'a> {
         Ok(flows::parse(&dump))
     }
 
+    /// The meter table of one switch as `ovs-ofctl dump-meters` prints it (1.3 only).
+    pub fn meters(&self, dpid: u64) -> anyhow::Result<String> {
+        let net = self.net()?;
+        self.shared
+            .ovs
+            .ofctl(self.version, &["dump-meters", &net.bridge(dpid)])
+    }
+
     /// Every switch's flows, with its dpid.
     pub fn all_flows(&self) -> anyhow::Result<Vec<(u64, Flow)>> {
         let mut all = Vec::new();

@@ -690,3 +690,28 @@ fn a_port_beyond_the_limit_is_ignored() {
     assert_eq!(engine.switches()[0].ports.len(), 2);
     assert_eq!(dropped(&engine, 1).ports_refused, 1);
 }
+
+fn packet_in_meter(engine: &Engine, dpid: u64) -> Option<bool> {
+    engine
+        .switches()
+        .into_iter()
+        .find(|switch| switch.dpid == dpid)
+        .map(|switch| switch.packet_in_meter)
+}
+
+#[test]
+fn the_packet_in_meter_is_shown_per_switch_until_it_reconnects() {
+    let mut engine = two_switches();
+    assert_eq!(packet_in_meter(&engine, 1), Some(false));
+    engine.set_packet_in_meter(1, true);
+    assert_eq!(packet_in_meter(&engine, 1), Some(true));
+    assert_eq!(packet_in_meter(&engine, 2), Some(false));
+    // A reconnect starts without a meter until its own setup says otherwise.
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    assert_eq!(packet_in_meter(&engine, 1), Some(false));
+    // A late report for a switch that has gone is not kept.
+    engine.switch_disconnected(2);
+    engine.set_packet_in_meter(2, true);
+    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
+    assert_eq!(packet_in_meter(&engine, 2), Some(false));
+}

@@ -1,0 +1,543 @@
+//! The switch-side PACKET_IN meter on OpenFlow 1.3.
+//!
+//! The token buckets of [`crate::limits`] drop a PACKET_IN flood only once it has crossed
+//! the control channel. A 1.3 switch with meters can drop it before: the table-miss flow
+//! (the one that sends to the controller what matches nothing) passes a meter whose drop
+//! band is the switch's PACKET_IN rate. [`MeterSetup`] is the conversation that gets it
+//! there: ask for the meter features, install the meter if they allow one, and only then
+//! install the table-miss flow with the meter instruction; on 1.0, without meter support,
+//! on an error or without an answer, the table-miss flow goes in as before and the token
+//! buckets alone do the limiting.
+//!
+//! It owns no socket and no clock: the connection feeds it what the switch says and the
+//! time, and writes what it hands back.
+
+use std::time::{Duration, Instant};
+
+use openflow::error_msg::ERROR_TYPE_METER_MOD_FAILED;
+use openflow::meter::{METER_BAND_DROP, METER_FLAG_BURST, METER_FLAG_PKTPS, METER_FLAG_STATS};
+use openflow::{
+    port, Action, FlowMod, FlowModCommand, Match, Message, MeterBand, MeterFeatures, MeterMod,
+    MeterModCommand,
+};
+
+/// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's tables: it
+/// clears every flow on connect and replaces this meter the same way.
+pub const PACKET_IN_METER_ID: u32 = 1;
+
+// Transaction ids of the setup's requests, so that replies and errors can be told apart
+// from those to the engine's commands (whose ids count up from 1). "MTR" and a step.
+const XID_FEATURES: u32 = 0x4d54_5201;
+const XID_FEATURES_BARRIER: u32 = 0x4d54_5202;
+const XID_DELETE: u32 = 0x4d54_5203;
+const XID_ADD: u32 = 0x4d54_5204;
+const XID_INSTALLED: u32 = 0x4d54_5205;
+const OUR_XIDS: [u32; 5] = [
+    XID_FEATURES,
+    XID_FEATURES_BARRIER,
+    XID_DELETE,
+    XID_ADD,
+    XID_INSTALLED,
+];
+
+/// Which way a switch went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MeterDecision {
+    /// The switch drops PACKET_INs above `rate` per second itself.
+    Metered {
+        meter_id: u32,
+        rate: u32,
+        /// The burst the switch allows, when it supports bursts.
+        burst: Option<u32>,
+    },
+    /// No meter; the reason, for the log.
+    Unmetered(String),
+}
+
+impl MeterDecision {
+    pub fn is_metered(&self) -> bool {
+        matches!(self, MeterDecision::Metered { .. })
+    }
+}
+
+/// What the connection should do after feeding the setup something.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MeterStep {
+    /// Messages to write, in order, each with its transaction id.
+    pub send: Vec<(u32, Message)>,
+    /// The table-miss flow the engine asked for before the decision, to write after
+    /// `send` with an id of the connection's own.
+    pub table_miss: Option<Message>,
+    /// Set once, when the setup comes to its decision.
+    pub decided: Option<MeterDecision>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    AskingFeatures,
+    /// The meter is on its way; `burst` is the burst it allows, if the switch has bursts.
+    Installing {
+        burst: Option<u32>,
+    },
+    Decided {
+        meter_id: Option<u32>,
+    },
+}
+
+/// The meter conversation with one switch.
+#[derive(Debug)]
+pub struct MeterSetup {
+    phase: Phase,
+    rate: u32,
+    burst: u32,
+    deadline: Instant,
+    /// The engine asked for the table-miss flow before the decision.
+    table_miss_held: bool,
+}
+
+impl MeterSetup {
+    /// Starts the setup for a switch speaking wire `version`, for a meter of `rate`
+    /// PACKET_INs per second with bursts of `burst`. A switch that has not settled it
+    /// by `now + patience` goes without a meter.
+    pub fn start(
+        version: u8,
+        rate: u32,
+        burst: u32,
+        now: Instant,
+        patience: Duration,
+    ) -> (Self, MeterStep) {
+        let mut setup = Self {
+            phase: Phase::AskingFeatures,
+            rate,
+            burst,
+            deadline: now + patience,
+            table_miss_held: false,
+        };
+        if version < openflow::OFP13 {
+            let step = setup.decide(MeterDecision::Unmetered(
+                "OpenFlow 1.0 has no meters".into(),
+            ));
+            return (setup, step);
+        }
+        // The barrier settles it for a switch that ignores the request instead of
+        // answering it or refusing it, as the specification would have it.
+        let step = MeterStep {
+            send: vec![
+                (XID_FEATURES, Message::MeterFeaturesRequest),
+                (XID_FEATURES_BARRIER, Message::BarrierRequest),
+            ],
+            ..MeterStep::default()
+        };
+        (setup, step)
+    }
+
+    /// The meter of the table-miss flow, once decided (None: no meter).
+    pub fn meter_id(&self) -> Option<u32> {
+        match self.phase {
+            Phase::Decided { meter_id } => meter_id,
+            _ => None,
+        }
+    }
+
+    /// The table-miss flow, when the engine asks for it: at once when the decision is
+    /// made, else None, and the flow comes in the step that makes the decision.
+    pub fn table_miss(&mut self) -> Option<Message> {
+        match self.phase {
+            Phase::Decided { meter_id } => Some(table_miss_flow(meter_id)),
+            _ => {
+                self.table_miss_held = true;
+                None
+            }
+        }
+    }
+
+    /// Feeds the setup a message from the switch. None: not part of the setup, the
+    /// connection handles it as usual. Some: the setup took it.
+    pub fn handle(&mut self, xid: u32, message: &Message) -> Option<MeterStep> {
+        match (&self.phase, message) {
+            (Phase::AskingFeatures, Message::MeterFeaturesReply(features)) => {
+                Some(match install(features, self.rate, self.burst) {
+                    Ok(meter_mod) => {
+                        let burst = (meter_mod.flags & METER_FLAG_BURST != 0).then_some(self.burst);
+                        self.phase = Phase::Installing { burst };
+                        MeterStep {
+                            send: vec![
+                                // A meter left by an earlier connection would make the
+                                // add fail; deleting a meter that is not there is
+                                // harmless, and its error is ignored below.
+                                (
+                                    XID_DELETE,
+                                    Message::MeterMod(MeterMod {
+                                        command: MeterModCommand::Delete,
+                                        flags: 0,
+                                        meter_id: PACKET_IN_METER_ID,
+                                        bands: Vec::new(),
+                                    }),
+                                ),
+                                (XID_ADD, Message::MeterMod(meter_mod)),
+                                (XID_INSTALLED, Message::BarrierRequest),
+                            ],
+                            ..MeterStep::default()
+                        }
+                    }
+                    Err(reason) => self.decide(MeterDecision::Unmetered(reason)),
+                })
+            }
+            (Phase::AskingFeatures, Message::Error { err_type, code, .. })
+                if xid == XID_FEATURES =>
+            {
+                Some(self.decide(MeterDecision::Unmetered(format!(
+                    "the switch refused the meter features request \
+                     (error type {err_type} code {code})"
+                ))))
+            }
+            (Phase::AskingFeatures, Message::BarrierReply) if xid == XID_FEATURES_BARRIER => {
+                Some(self.decide(MeterDecision::Unmetered(
+                    "the switch did not answer the meter features request".into(),
+                )))
+            }
+            (Phase::Installing { .. }, Message::Error { err_type, code, .. }) if xid == XID_ADD => {
+                let what = if *err_type == ERROR_TYPE_METER_MOD_FAILED {
+                    "meter mod failed"
+                } else {
+                    "error"
+                };
+                Some(self.decide(MeterDecision::Unmetered(format!(
+                    "the switch refused the meter ({what}: type {err_type} code {code})"
+                ))))
+            }
+            (&Phase::Installing { burst }, Message::BarrierReply) if xid == XID_INSTALLED => {
+                let decision = MeterDecision::Metered {
+                    meter_id: PACKET_IN_METER_ID,
+                    rate: self.rate,
+                    burst,
+                };
+                Some(self.decide(decision))
+            }
+            // Late or stray answers to the setup's own requests (the delete's error, the
+            // features barrier after the features) are the setup's to swallow.
+            (_, Message::MeterFeaturesReply(_)) => Some(MeterStep::default()),
+            (_, Message::Error { .. } | Message::BarrierReply) if OUR_XIDS.contains(&xid) => {
+                Some(MeterStep::default())
+            }
+            _ => None,
+        }
+    }
+
+    /// Gives up on a switch that has not settled the setup by its deadline.
+    pub fn expire(&mut self, now: Instant) -> Option<MeterStep> {
+        if matches!(self.phase, Phase::Decided { .. }) || now < self.deadline {
+            return None;
+        }
+        Some(self.decide(MeterDecision::Unmetered(
+            "the switch did not complete the meter setup in time".into(),
+        )))
+    }
+
+    fn decide(&mut self, decision: MeterDecision) -> MeterStep {
+        let meter_id = match decision {
+            MeterDecision::Metered { meter_id, .. } => Some(meter_id),
+            MeterDecision::Unmetered(_) => None,
+        };
+        self.phase = Phase::Decided { meter_id };
+        MeterStep {
+            send: Vec::new(),
+            table_miss: std::mem::take(&mut self.table_miss_held)
+                .then(|| table_miss_flow(meter_id)),
+            decided: Some(decision),
+        }
+    }
+}
+
+/// The METER_MOD for a switch with `features`, or why there is none.
+fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, String> {
+    if features.max_meter < PACKET_IN_METER_ID {
+        return Err("the switch has no meters".into());
+    }
+    if !features.supports_band(METER_BAND_DROP) {
+        return Err("the switch's meters have no drop band".into());
+    }
+    if !features.supports_flags(METER_FLAG_PKTPS) {
+        return Err("the switch's meters do not count packets".into());
+    }
+    let mut flags = METER_FLAG_PKTPS;
+    let mut burst_size = 0;
+    if features.supports_flags(METER_FLAG_BURST) {
+        flags |= METER_FLAG_BURST;
+        burst_size = burst;
+    }
+    if features.supports_flags(METER_FLAG_STATS) {
+        // So that an operator can read what the switch dropped.
+        flags |= METER_FLAG_STATS;
+    }
+    Ok(MeterMod {
+        command: MeterModCommand::Add,
+        flags,
+        meter_id: PACKET_IN_METER_ID,
+        bands: vec![MeterBand::Drop { rate, burst_size }],
+    })
+}
+
+/// The flow that sends what matches nothing to the controller, through `meter_id`.
+pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
+    Message::FlowMod(FlowMod {
+        command: FlowModCommand::Add,
+        r#match: Match::default(),
+        cookie: 0,
+        cookie_mask: 0,
+        table_id: 0,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 0,
+        buffer_id: None,
+        out_port: port::ANY,
+        out_group: port::ANY,
+        flags: 0,
+        meter_id,
+        actions: vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 0xffff,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openflow::meter::METER_BAND_DSCP_REMARK;
+
+    const RATE: u32 = 1000;
+    const BURST: u32 = 2000;
+
+    fn ovs_like() -> MeterFeatures {
+        MeterFeatures {
+            max_meter: 65536,
+            band_types: 1 << METER_BAND_DROP,
+            capabilities: u32::from(METER_FLAG_PKTPS | METER_FLAG_BURST | METER_FLAG_STATS) | 1,
+            max_bands: 1,
+            max_color: 0,
+        }
+    }
+
+    fn start(version: u8) -> (MeterSetup, MeterStep, Instant) {
+        let now = Instant::now();
+        let (setup, step) = MeterSetup::start(version, RATE, BURST, now, Duration::from_secs(10));
+        (setup, step, now)
+    }
+
+    fn metered(table_miss: &Message) -> Option<u32> {
+        match table_miss {
+            Message::FlowMod(flow_mod) => flow_mod.meter_id,
+            other => panic!("not a FLOW_MOD: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_switch_with_meters_gets_the_meter_then_the_metered_table_miss() {
+        let (mut setup, step, _) = start(openflow::OFP13);
+        assert_eq!(
+            step.send,
+            [
+                (XID_FEATURES, Message::MeterFeaturesRequest),
+                (XID_FEATURES_BARRIER, Message::BarrierRequest),
+            ]
+        );
+        // The engine's table-miss request waits for the decision.
+        assert_eq!(setup.table_miss(), None);
+
+        let step = setup
+            .handle(XID_FEATURES, &Message::MeterFeaturesReply(ovs_like()))
+            .unwrap();
+        let add = MeterMod {
+            command: MeterModCommand::Add,
+            flags: METER_FLAG_PKTPS | METER_FLAG_BURST | METER_FLAG_STATS,
+            meter_id: PACKET_IN_METER_ID,
+            bands: vec![MeterBand::Drop {
+                rate: RATE,
+                burst_size: BURST,
+            }],
+        };
+        assert_eq!(step.send[1], (XID_ADD, Message::MeterMod(add)));
+        assert!(matches!(
+            &step.send[0],
+            (
+                XID_DELETE,
+                Message::MeterMod(MeterMod {
+                    command: MeterModCommand::Delete,
+                    ..
+                })
+            )
+        ));
+        assert_eq!(step.send[2], (XID_INSTALLED, Message::BarrierRequest));
+        assert_eq!((step.table_miss, step.decided), (None, None));
+
+        // The features barrier answers late, and the delete of an absent meter fails:
+        // neither decides anything.
+        assert_eq!(
+            setup.handle(XID_FEATURES_BARRIER, &Message::BarrierReply),
+            Some(MeterStep::default())
+        );
+        let unknown_meter = Message::Error {
+            err_type: ERROR_TYPE_METER_MOD_FAILED,
+            code: openflow::error_msg::METER_MOD_FAILED_UNKNOWN_METER,
+            data: Vec::new(),
+        };
+        assert_eq!(
+            setup.handle(XID_DELETE, &unknown_meter),
+            Some(MeterStep::default())
+        );
+
+        let step = setup.handle(XID_INSTALLED, &Message::BarrierReply).unwrap();
+        assert_eq!(
+            step.decided,
+            Some(MeterDecision::Metered {
+                meter_id: PACKET_IN_METER_ID,
+                rate: RATE,
+                burst: Some(BURST)
+            })
+        );
+        assert_eq!(step.table_miss.as_ref().and_then(metered), Some(1));
+        assert_eq!(setup.table_miss().as_ref().and_then(metered), Some(1));
+        assert_eq!(setup.meter_id(), Some(1));
+    }
+
+    #[test]
+    fn without_burst_support_the_meter_has_no_burst() {
+        let (mut setup, _, _) = start(openflow::OFP13);
+        let features = MeterFeatures {
+            capabilities: u32::from(METER_FLAG_PKTPS),
+            ..ovs_like()
+        };
+        let step = setup
+            .handle(1, &Message::MeterFeaturesReply(features))
+            .unwrap();
+        let Message::MeterMod(add) = &step.send[1].1 else {
+            panic!("{step:?}")
+        };
+        assert_eq!(add.flags, METER_FLAG_PKTPS);
+        assert_eq!(
+            add.bands,
+            [MeterBand::Drop {
+                rate: RATE,
+                burst_size: 0
+            }]
+        );
+    }
+
+    fn unmetered_after(features: MeterFeatures) -> MeterStep {
+        let (mut setup, _, _) = start(openflow::OFP13);
+        setup.table_miss();
+        let step = setup
+            .handle(XID_FEATURES, &Message::MeterFeaturesReply(features))
+            .unwrap();
+        assert!(step.send.is_empty(), "{step:?}");
+        assert_eq!(setup.meter_id(), None);
+        step
+    }
+
+    #[test]
+    fn switches_whose_meters_cannot_do_it_get_the_plain_table_miss() {
+        let cases = [
+            MeterFeatures::default(),
+            MeterFeatures {
+                max_meter: 0,
+                ..ovs_like()
+            },
+            MeterFeatures {
+                band_types: 1 << METER_BAND_DSCP_REMARK,
+                ..ovs_like()
+            },
+            MeterFeatures {
+                capabilities: 1, // OFPMF_KBPS only
+                ..ovs_like()
+            },
+        ];
+        for features in cases {
+            let step = unmetered_after(features);
+            assert!(
+                matches!(step.decided, Some(MeterDecision::Unmetered(_))),
+                "{features:?}"
+            );
+            assert_eq!(step.table_miss.as_ref().and_then(metered), None);
+            assert!(step.table_miss.is_some());
+        }
+    }
+
+    #[test]
+    fn openflow_1_0_decides_at_once_without_a_word() {
+        let (mut setup, step, _) = start(openflow::OFP10);
+        assert!(step.send.is_empty());
+        assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
+        assert_eq!(setup.table_miss().as_ref().and_then(metered), None);
+    }
+
+    #[test]
+    fn a_refused_request_or_meter_falls_back() {
+        let error = Message::Error {
+            err_type: 1,
+            code: 2,
+            data: Vec::new(),
+        };
+        let (mut setup, _, _) = start(openflow::OFP13);
+        let step = setup.handle(XID_FEATURES, &error).unwrap();
+        assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
+
+        let (mut setup, _, _) = start(openflow::OFP13);
+        assert!(setup
+            .handle(XID_FEATURES_BARRIER, &Message::BarrierReply)
+            .unwrap()
+            .decided
+            .is_some());
+
+        let (mut setup, _, _) = start(openflow::OFP13);
+        setup.handle(XID_FEATURES, &Message::MeterFeaturesReply(ovs_like()));
+        setup.table_miss();
+        let bad_rate = Message::Error {
+            err_type: ERROR_TYPE_METER_MOD_FAILED,
+            code: openflow::error_msg::METER_MOD_FAILED_BAD_RATE,
+            data: Vec::new(),
+        };
+        let step = setup.handle(XID_ADD, &bad_rate).unwrap();
+        assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
+        assert_eq!(step.table_miss.as_ref().and_then(metered), None);
+        // The barrier after the refused meter changes nothing.
+        assert_eq!(
+            setup.handle(XID_INSTALLED, &Message::BarrierReply),
+            Some(MeterStep::default())
+        );
+        assert_eq!(setup.meter_id(), None);
+    }
+
+    #[test]
+    fn a_silent_switch_goes_unmetered_at_the_deadline() {
+        let (mut setup, _, now) = start(openflow::OFP13);
+        setup.table_miss();
+        assert_eq!(setup.expire(now + Duration::from_secs(9)), None);
+        let step = setup.expire(now + Duration::from_secs(10)).unwrap();
+        assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
+        assert!(step.table_miss.is_some());
+        assert_eq!(setup.expire(now + Duration::from_secs(20)), None);
+        // A reply after the deadline changes nothing.
+        assert_eq!(
+            setup.handle(XID_FEATURES, &Message::MeterFeaturesReply(ovs_like())),
+            Some(MeterStep::default())
+        );
+        assert_eq!(setup.meter_id(), None);
+    }
+
+    #[test]
+    fn messages_not_for_the_setup_are_left_to_the_connection() {
+        let (mut setup, _, _) = start(openflow::OFP13);
+        assert_eq!(setup.handle(7, &Message::BarrierReply), None);
+        let error = Message::Error {
+            err_type: 4,
+            code: 0,
+            data: Vec::new(),
+        };
+        assert_eq!(setup.handle(7, &error), None);
+        assert_eq!(
+            setup.handle(XID_FEATURES, &Message::EchoRequest(Vec::new())),
+            None
+        );
+    }
+}
