@@ -37,6 +37,10 @@ fn main() -> ExitCode {
 
 /// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
 async fn serve(config: Config) -> anyhow::Result<()> {
+    // Before anything listens: a signal that came between a listener's first answer and
+    // the registration of its handler would go to one server and not the other, or
+    // kill the daemon without its final flush.
+    let stop_signal = StopSignal::register().context("cannot handle SIGINT and SIGTERM")?;
     let fd_limit = raise_fd_limit();
     let data_dir = &config.data_dir;
     let tightened = data_dir.make_private().with_context(|| {
@@ -104,6 +108,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .workers(workers)
         .max_connections((http_connections / workers).max(1))
         .client_request_timeout(config.request_timeout)
+        .disable_signals()
         .bind(&config.http)
         .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
     let http_addrs: Vec<String> = server.addrs().iter().map(ToString::to_string).collect();
@@ -111,6 +116,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // at its connection cap: actix stops accepting on all of a server's sockets then.
     let local_server = actix_web::HttpServer::new(make_app)
         .workers(1)
+        .disable_signals()
         .on_connect(slice_http::mark_local_peer)
         .listen_uds(local_listener)
         .with_context(|| format!("cannot listen on {}", socket.display()))?
@@ -119,6 +125,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // A failed flush leaves changes in memory that are not on disk; serving on would show
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
     let stoppers = [server.handle(), local_server.handle()];
+    actix_web::rt::spawn(stop_signal.stop_on_signal(stoppers.clone()));
     store.on_failure(move |reason| {
         log::error!(
             "the database could not be flushed: {reason}; stopping to avoid serving state \
@@ -161,6 +168,38 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     served_locally.context("the local socket's server failed")?;
     flushed.context("the final flush failed")?;
     Ok(())
+}
+
+/// SIGINT and SIGTERM, handled once for both HTTP servers: each actix server would
+/// otherwise register its own handler when it first runs, and a signal between the two
+/// registrations would stop one of them only.
+struct StopSignal {
+    interrupt: actix_web::rt::signal::unix::Signal,
+    terminate: actix_web::rt::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn register() -> std::io::Result<Self> {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for either signal, then stops every server gracefully.
+    async fn stop_on_signal(mut self, servers: [actix_web::dev::ServerHandle; 2]) {
+        let interrupt = Box::pin(self.interrupt.recv());
+        let terminate = Box::pin(self.terminate.recv());
+        let name = match futures_util::future::select(interrupt, terminate).await {
+            futures_util::future::Either::Left(_) => "SIGINT",
+            futures_util::future::Either::Right(_) => "SIGTERM",
+        };
+        log::info!("{name} received; stopping");
+        for server in &servers {
+            server.stop(true).await;
+        }
+    }
 }
 
 /// Opens the database, waiting out a short-lived holder such as a `slice` command. Only a
