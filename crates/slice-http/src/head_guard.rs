@@ -403,14 +403,14 @@ fn check_head(bytes: &[u8]) -> Result<Option<(usize, Framing)>, Refusal> {
                 "Content-Length and Transfer-Encoding together",
             ));
         }
-        if coding.eq_ignore_ascii_case("chunked") {
-            return Ok(Some((len, Framing::Unchecked)));
-        }
-        if !coding.eq_ignore_ascii_case("identity") {
+        // actix-http accepts `identity` in the header and then refuses it for not being
+        // chunked: chunked is the only coding that passes.
+        if !coding.eq_ignore_ascii_case("chunked") {
             return Err(Refusal::bad(
                 "the only Transfer-Encoding accepted is chunked",
             ));
         }
+        return Ok(Some((len, Framing::Unchecked)));
     }
     if http10 && method == "POST" && content_length.is_none() {
         return Err(Refusal::bad("an HTTP/1.0 POST needs a Content-Length"));
@@ -495,6 +495,10 @@ mod tests {
         assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400);
         assert_eq!(
             status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n"),
             400
         );
         assert_eq!(status("POST / HTTP/1.0\r\n\r\n"), 400);
