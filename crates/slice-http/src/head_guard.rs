@@ -521,6 +521,103 @@ mod tests {
         assert_eq!(checked(text), Ok((text.len(), Framing::Unchecked)));
     }
 
+    /// A connection that delivers the given pieces one read at a time and records what
+    /// is written to it.
+    #[derive(Default)]
+    struct Scripted {
+        pieces: std::collections::VecDeque<Vec<u8>>,
+        written: Vec<u8>,
+        shut: bool,
+    }
+
+    impl AsyncRead for Scripted {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(mut piece) = self.pieces.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.pieces.push_front(piece.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Scripted {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.written.extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.shut = true;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Reads the guarded stream to its end in reads of at most `chunk` bytes.
+    async fn read_all(pieces: &[&str], chunk: usize) -> (Vec<u8>, Scripted) {
+        use tokio::io::AsyncReadExt;
+        let mut guard = HeadGuard::new(Scripted {
+            pieces: pieces
+                .iter()
+                .map(|piece| piece.as_bytes().to_vec())
+                .collect(),
+            ..Scripted::default()
+        });
+        let mut passed = Vec::new();
+        let mut buf = vec![0u8; chunk];
+        loop {
+            let n = guard.read(&mut buf).await.unwrap();
+            if n == 0 {
+                return (passed, guard.io);
+            }
+            passed.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_head_in_pieces_is_passed_on_whole_once_checked() {
+        let pieces = [
+            "GET /sli",
+            "ces HTTP/1.1\r\nHo",
+            "st: a\r\nContent-Length: 3\r\n\r\nab",
+            "cGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        ];
+        // A reader's buffer smaller than the head takes it in several reads.
+        for chunk in [5, 8192] {
+            let (passed, io) = read_all(&pieces, chunk).await;
+            assert_eq!(String::from_utf8(passed).unwrap(), pieces.concat());
+            assert!(io.written.is_empty() && !io.shut);
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_bad_head_in_pieces_is_answered_and_never_passed_on() {
+        let pieces = [
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nCont",
+            "ent-Length: x\r\n\r\n",
+        ];
+        let (passed, io) = read_all(&pieces, 8192).await;
+        assert_eq!(passed, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        let answer = String::from_utf8(io.written).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(answer.ends_with("{\"error\":\"Content-Length is not a number of bytes\"}"));
+        assert!(io.shut);
+    }
+
     #[test]
     fn the_refusal_is_a_complete_json_response() {
         let answer = String::from_utf8(Refusal::bad("no").answer()).unwrap();
