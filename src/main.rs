@@ -88,40 +88,27 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // We hold the database lock, so a socket file left here is a dead daemon's.
     let socket = data_dir.socket_path();
     remove_if_exists(&socket)?;
-    // Bound here rather than with `bind_uds`, which skips the `on_connect` hook that marks
-    // local peers; binding first also lets the mode be set before anyone can connect.
+    // Bound here so that the mode is set before anyone can connect.
     let local_listener = std::os::unix::net::UnixListener::bind(&socket)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-    let app_store = Arc::clone(&store);
-    let make_app = move || {
-        slice_http::app(
-            Arc::clone(&app_store),
-            Some(Arc::clone(&network)),
-            settings.clone(),
-        )
+    let parts = slice_http::serve::AppParts {
+        store: Arc::clone(&store),
+        network: Some(network),
+        settings,
     };
-    // actix caps connections per worker, so the total is shared out among them.
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let http_connections = http_connection_cap(config.max_http_connections, fd_limit);
-    let server = actix_web::HttpServer::new(make_app.clone())
-        .workers(workers)
-        .max_connections((http_connections / workers).max(1))
-        .client_request_timeout(config.request_timeout)
-        .disable_signals()
-        .bind(&config.http)
+    let listeners = slice_http::serve::bind_tcp(&http_addrs)
         .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
-    let http_addrs: Vec<String> = server.addrs().iter().map(ToString::to_string).collect();
-    // A server of its own, so that the slice tool gets through while the TCP listener is
-    // at its connection cap: actix stops accepting on all of a server's sockets then.
-    let local_server = actix_web::HttpServer::new(make_app)
-        .workers(1)
-        .disable_signals()
-        .on_connect(slice_http::mark_local_peer)
-        .listen_uds(local_listener)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?
-        .run();
-    let server = server.run();
+    let http_addrs = listeners
+        .iter()
+        .map(|listener| listener.local_addr().map(|addr| addr.to_string()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let server = slice_http::serve::tcp_server(&parts, listeners, workers, http_connections)
+        .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
+    let local_server = slice_http::serve::local_server(&parts, local_listener)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
     // A failed flush leaves changes in memory that are not on disk; serving on would show
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
     let stoppers = [server.handle(), local_server.handle()];

@@ -1,15 +1,17 @@
 //! The REST application of sliced: the slice API of the specification, its `/api/` twin
 //! behind a session, and the developer login that starts the session.
 //!
-//! [`app`] builds the actix-web application around a shared [`Store`]; the `sliced`
-//! binary serves it on TCP and on its local Unix socket, marking local connections with
-//! [`LocalPeer`] (see [`mark_local_peer`]) so that they pass the session guard.
+//! [`app`] builds the actix-web application around a shared [`Store`]; [`serve`] builds
+//! the servers the `sliced` binary runs it on, TCP and its local Unix socket, marking local
+//! connections with [`LocalPeer`] so that they pass the session guard.
 
 mod auth;
 mod body;
 mod browser;
 mod error;
+mod head_guard;
 mod network;
+pub mod serve;
 mod slices;
 
 use std::sync::Arc;
@@ -27,6 +29,7 @@ pub use auth::{is_email, load_or_create_key, LocalPeer, User};
 pub use body::{decode_body, Credentials, MacBody, PortRequest, SliceBody, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use error::ApiError;
+pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
 
 /// The log target of the access log (one line per request, at info level).
@@ -72,16 +75,6 @@ impl Settings {
             host_policy: HostPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
-    }
-}
-
-/// `HttpServer::on_connect` hook that marks connections over a Unix socket as local.
-pub fn mark_local_peer(connection: &dyn std::any::Any, data: &mut actix_web::dev::Extensions) {
-    if connection
-        .downcast_ref::<actix_web::rt::net::UnixStream>()
-        .is_some()
-    {
-        data.insert(LocalPeer);
     }
 }
 

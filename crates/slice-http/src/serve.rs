@@ -1,0 +1,152 @@
+//! The HTTP servers that run the application: actix-server accepting connections and
+//! actix-http's HTTP/1 service answering them, as actix-web's `HttpServer` would build
+//! them, but with each connection wrapped in a [`HeadGuard`] so that a malformed request
+//! head is answered with a JSON error rather than actix-http's empty one. `HttpServer`
+//! offers no way to wrap the connection, hence building the two parts here.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_http::{error::DispatchError, HttpService, Protocol};
+use actix_server::{GracefulShutdownSignal, Server};
+use actix_service::{fn_service, map_config, ServiceFactory, ServiceFactoryExt};
+use actix_web::dev::{AppConfig, Extensions};
+use actix_web::rt::net::{TcpStream, UnixStream};
+use slice_store::Store;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::head_guard::HeadGuard;
+use crate::{app, LocalPeer, NetworkView, Settings};
+
+/// How long a closing connection is given to take its last bytes (actix-web's default).
+const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Pending connections the kernel queues for each TCP listener (actix-web's default).
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// What each worker builds its copy of the application from.
+#[derive(Clone)]
+pub struct AppParts {
+    pub store: Arc<Store>,
+    pub network: Option<Arc<dyn NetworkView>>,
+    pub settings: Settings,
+}
+
+/// Binds a TCP listener on each address, as actix-web does; fails only if none binds.
+pub fn bind_tcp(addrs: &[SocketAddr]) -> io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut last_error = None;
+    for addr in addrs {
+        match bind_one(*addr) {
+            Ok(listener) => listeners.push(listener),
+            Err(err) => last_error = Some(err),
+        }
+    }
+    match (listeners.is_empty(), last_error) {
+        (true, Some(err)) => Err(err),
+        (true, None) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no address to listen on",
+        )),
+        (false, _) => Ok(listeners),
+    }
+}
+
+fn bind_one(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// The server for TCP clients: `workers` threads sharing `max_connections` among them.
+/// It handles no signals: the caller stops it through its handle, letting requests in
+/// progress finish.
+pub fn tcp_server(
+    parts: &AppParts,
+    listeners: Vec<TcpListener>,
+    workers: usize,
+    max_connections: usize,
+) -> io::Result<Server> {
+    let mut builder = Server::build()
+        .workers(workers)
+        // The daemon handles SIGINT and SIGTERM once for all its servers.
+        .disable_signals()
+        // actix caps connections per worker, so the total is shared out among them.
+        .max_concurrent_connections((max_connections / workers).max(1));
+    let shutdown = builder.graceful_shutdown_signal();
+    for listener in listeners {
+        let parts = parts.clone();
+        let shutdown = shutdown.clone();
+        builder = builder.listen("http", listener, move || {
+            fn_service(|io: TcpStream| async move {
+                let peer = io.peer_addr().ok();
+                Ok((HeadGuard::new(io), Protocol::Http1, peer))
+            })
+            .and_then(http_service(&parts, shutdown.clone(), false))
+        })?;
+    }
+    Ok(builder.run())
+}
+
+/// The server for the local Unix socket, whose clients all count as [`LocalPeer`]s. It is
+/// a server of its own so that the slice tool gets through while the TCP server is at its
+/// connection cap (actix stops accepting on all of a server's sockets then).
+pub fn local_server(parts: &AppParts, listener: UnixListener) -> io::Result<Server> {
+    let builder = Server::build().workers(1).disable_signals();
+    let shutdown = builder.graceful_shutdown_signal();
+    let parts = parts.clone();
+    Ok(builder
+        .listen_uds("local", listener, move || {
+            fn_service(
+                |io: UnixStream| async move { Ok((HeadGuard::new(io), Protocol::Http1, None)) },
+            )
+            .and_then(http_service(&parts, shutdown.clone(), true))
+        })?
+        .run())
+}
+
+/// actix-http's HTTP/1 service over one kind of guarded connection.
+fn http_service<T>(
+    parts: &AppParts,
+    shutdown: GracefulShutdownSignal,
+    local: bool,
+) -> impl ServiceFactory<
+    (HeadGuard<T>, Protocol, Option<SocketAddr>),
+    Config = (),
+    Response = (),
+    Error = DispatchError,
+    InitError = (),
+>
+where
+    T: AsyncRead + AsyncWrite + Unpin + 'static,
+{
+    let application = app(
+        Arc::clone(&parts.store),
+        parts.network.clone(),
+        parts.settings.clone(),
+    );
+    let mut service = HttpService::build()
+        // Ends idle keep-alive connections as soon as a graceful stop begins, as
+        // `HttpServer` does (the hook is hidden from actix-http's docs but is what
+        // actix-web itself calls).
+        .graceful_shutdown_signal(move || {
+            let shutdown = shutdown.clone();
+            async move { shutdown.notified().await }
+        })
+        .client_request_timeout(parts.settings.request_timeout)
+        .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT);
+    if local {
+        service = service.on_connect_ext(|_: &HeadGuard<T>, data: &mut Extensions| {
+            data.insert(LocalPeer);
+        });
+    }
+    // The application reads neither the configured host nor the local address (the Host
+    // policy reads the header itself), so the default configuration serves.
+    service.finish(map_config(application, |()| AppConfig::default()))
+}
