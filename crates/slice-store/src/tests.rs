@@ -418,6 +418,60 @@ fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
 }
 
 #[test]
+fn a_write_between_a_failed_flush_and_its_report_is_refused_and_changes_nothing() {
+    let (_dir, store) = open();
+    store.create_slice(&name("kept")).unwrap();
+    // A leader whose flush just failed, stopped before it reports back to the store: the
+    // group commit knows, `Store::failure` does not yet.
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    let ticket = store.commit.applied();
+    assert!(store.commit.wait_durable(ticket, || store.sync()).is_err());
+    assert!(store.failure().is_none());
+    match store.create_slice(&name("slipped-in")) {
+        Err(StoreError::Failed(_)) => {}
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(matches!(
+        store.revoke_session(b"session", 200, 100),
+        Err(StoreError::Failed(_))
+    ));
+    // Nothing reached sled's memory, where GETs would have seen it.
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    assert!(!store.session_revoked(b"session", 50).unwrap());
+}
+
+#[test]
+fn a_revocation_on_a_failed_store_is_refused_and_changes_nothing() {
+    let (_dir, store) = open();
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    assert!(store.create_slice(&name("lost")).is_err());
+    match store.revoke_session(b"session", 200, 100) {
+        Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(!store.session_revoked(b"session", 50).unwrap());
+}
+
+#[test]
+fn a_revocation_is_made_durable_by_the_group_commit() {
+    let (_dir, store) = open();
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let sink = failures.clone();
+    store.on_failure(move |reason| sink.lock().unwrap().push(reason.to_owned()));
+    let syncs = store.sync_probe.syncs.load(Ordering::SeqCst);
+    store.revoke_session(b"session", 200, 100).unwrap();
+    assert!(store.sync_probe.syncs.load(Ordering::SeqCst) > syncs);
+    // Its failed flush fails the store like any other write's.
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    assert!(store.revoke_session(b"other", 200, 100).is_err());
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    assert!(matches!(
+        store.create_slice(&name("later")),
+        Err(StoreError::Failed(_))
+    ));
+}
+
+#[test]
 fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join("store");
