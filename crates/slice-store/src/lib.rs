@@ -134,6 +134,9 @@ const SLED_LOG_FILE: &str = "db";
 pub struct Store {
     db: sled::Db,
     tree: sled::Tree,
+    /// The revoked login sessions (see the sessions module), opened once: the session
+    /// check reads it on every guarded request.
+    revoked_sessions: sled::Tree,
     /// sled's log file, for the fsync that its own flush leaves out: on Linux sled 0.34
     /// ends a flush with `sync_file_range`, which neither empties the drive's write
     /// cache nor records a grown file's new size. fsync acts on the file, not on the
@@ -245,9 +248,11 @@ impl Store {
             .values()
             .map(|value| decode_name(&value?))
             .collect::<Result<Vec<_>, _>>()?;
+        let revoked_sessions = db.open_tree(sessions::TREE)?;
         Ok(Self {
             db,
             tree,
+            revoked_sessions,
             log_file,
             write_lock: Mutex::new(()),
             commit: GroupCommit::default(),

@@ -10,7 +10,7 @@
 
 use crate::{Store, StoreError};
 
-const TREE: &str = "revoked_sessions";
+pub(crate) const TREE: &str = "revoked_sessions";
 /// Sessions issued before this time (seconds since the epoch, big-endian) are refused.
 /// Shorter than any session id, so it cannot collide with one.
 const NOT_BEFORE_KEY: &[u8] = b"!not_before";
@@ -28,7 +28,7 @@ impl Store {
     /// sled's background flusher persist the empty set without the cut-off, and a crash
     /// then would forget every revocation.
     pub fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
-        let tree = self.db.open_tree(TREE)?;
+        let tree = &self.revoked_sessions;
         let ((), ticket) = self.apply_locked(|_| {
             let mut batch = sled::Batch::default();
             let mut live = Vec::new();
@@ -64,7 +64,7 @@ impl Store {
 
     /// Whether the session `id`, issued at `issued_at` (seconds since the epoch), was ended.
     pub fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
-        let tree = self.db.open_tree(TREE)?;
+        let tree = &self.revoked_sessions;
         if let Some(not_before) = tree.get(NOT_BEFORE_KEY)? {
             if issued_at < decode_time(&not_before)? {
                 return Ok(true);
