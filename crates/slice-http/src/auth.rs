@@ -1,7 +1,6 @@
 //! Client authentication (spec section 5): a developer login that starts a session kept
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -356,27 +355,11 @@ pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
         }),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             let key = Key::generate();
-            write_private(path, key.master())?;
+            slice_store::write_private_durably(path, key.master())?;
             Ok(key)
         }
         Err(err) => Err(err),
     }
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-
-    // Written beside the target and renamed, so a crash never leaves half a key.
-    let partial = path.with_extension("partial");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&partial)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&partial, path)
 }
 
 #[cfg(test)]
@@ -413,6 +396,21 @@ mod tests {
         let second = load_or_create_key(&path).unwrap();
         assert_eq!(first.master(), second.master());
         use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_key_is_owner_only_even_over_a_loose_leftover_of_an_earlier_attempt() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        // What a crash in the middle of writing the key left behind, by an older release
+        // or with a loose umask.
+        let leftover = path.with_extension("partial");
+        std::fs::write(&leftover, b"half a key").unwrap();
+        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+        load_or_create_key(&path).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

@@ -7,9 +7,7 @@
 //! before sled opens a marked database that has no snapshot, a scratch copy is opened
 //! first: if sled finds nothing in the copy, the database is reported, untouched.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::{Key, StoreError, SCHEMA_VERSION, SLED_LOG_FILE, TREE};
 
@@ -36,24 +34,13 @@ pub(crate) fn is_marked(dir: &Path) -> Result<bool, StoreError> {
 
 /// Marks `dir` durably: the file, then its directory entry.
 pub(crate) fn mark(dir: &Path) -> Result<(), StoreError> {
-    let io = |path: PathBuf| move |source| StoreError::Io { path, source };
     let marker = dir.join(FORMAT_MARKER);
-    let staged = dir.join(format!("{FORMAT_MARKER}.new"));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&staged)
-        .and_then(|mut file| {
-            file.write_all(FORMAT_MARKER_TEXT.as_bytes())?;
-            file.sync_all()
-        })
-        .map_err(io(staged.clone()))?;
-    std::fs::rename(&staged, &marker).map_err(io(marker.clone()))?;
-    std::fs::File::open(dir)
-        .and_then(|file| file.sync_all())
-        .map_err(io(dir.to_owned()))
+    crate::private_file::write_private_durably(&marker, FORMAT_MARKER_TEXT.as_bytes()).map_err(
+        |source| StoreError::Io {
+            path: marker,
+            source,
+        },
+    )
 }
 
 /// For a marked database without a snapshot, sled's view of a copy: an error when sled

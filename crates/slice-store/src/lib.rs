@@ -26,6 +26,7 @@ mod data_dir;
 mod holder;
 mod integrity;
 mod keys;
+mod private_file;
 mod sessions;
 
 use std::collections::VecDeque;
@@ -40,6 +41,7 @@ use crate::commit::{CommitError, GroupCommit};
 pub use crate::data_dir::{DataDir, Tightened};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
+pub use crate::private_file::write_private_durably;
 pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
 /// Why a store operation failed.
