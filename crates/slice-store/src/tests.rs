@@ -480,11 +480,55 @@ fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
         store.create_slice(&name("kept")).unwrap();
     }
     assert!(store_dir.join(integrity::FORMAT_MARKER).is_file());
-    // No snapshot yet: this open checks a scratch copy first, and leaves none behind.
+    // No snapshot yet: this open checks the first segment header, and leaves nothing.
     let store = reopen(&store_dir);
     assert_eq!(store.slices().unwrap(), [name("kept")]);
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "{left:?}");
+}
+
+/// Closes the store at `dir` and removes sled's snapshots, as a database that sled has not
+/// snapshotted yet looks; sled then rebuilds from the log alone.
+fn without_snapshots(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("snap.")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_sound_database_without_a_snapshot_opens_without_a_scratch_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    drop(Store::open(&store_dir).unwrap());
+    drop(reopen(&store_dir));
+    without_snapshots(&store_dir);
+    let before = integrity::SCRATCH_COPIES.with(std::cell::Cell::get);
+    let store = reopen(&store_dir);
+    assert_eq!(integrity::SCRATCH_COPIES.with(std::cell::Cell::get), before);
+    assert!(store.slices().unwrap().is_empty());
+}
+
+#[test]
+fn a_scratch_copy_left_by_an_interrupted_check_goes_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    drop(Store::open(&store_dir).unwrap());
+    let leftover = dir.path().join(".sliced-check-store-crashed");
+    std::fs::create_dir(&leftover).unwrap();
+    std::fs::write(leftover.join("db"), [1u8; 4096]).unwrap();
+    let unrelated = dir.path().join(".sliced-check-other-store-x");
+    std::fs::create_dir(&unrelated).unwrap();
+    drop(reopen(&store_dir));
+    assert!(!leftover.exists(), "the leftover copy is still there");
+    assert!(unrelated.exists(), "another store's copy was removed");
 }
 
 #[test]
@@ -510,17 +554,7 @@ fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
     }
     drop(reopen(dir.path()));
     // The open above wrote a snapshot; without one sled rebuilds from the log alone.
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("snap.")
-        {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    without_snapshots(dir.path());
     let log_path = dir.path().join(SLED_LOG_FILE);
     let mut log = std::fs::OpenOptions::new()
         .write(true)
