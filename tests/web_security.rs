@@ -434,6 +434,55 @@ fn the_server_refuses_a_session_past_its_lifetime() {
     }
 }
 
+/// Logs in again from a client that sends `cookie`, and returns the new session cookie.
+fn login_again(daemon: &Daemon, cookie: &str) -> String {
+    let response = ureq::post(&daemon.url("/auth/developer/callback"))
+        .set("Content-Type", FORM)
+        .set("Cookie", cookie)
+        .send_string("name=Ada&email=ada%40example.com")
+        .unwrap();
+    let renewed = response.header("set-cookie").unwrap();
+    renewed.split(';').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_new_login_revokes_the_session_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let copied = login_cookie(&daemon);
+    let renewed = login_again(&daemon, &copied);
+    assert_ne!(renewed, copied);
+    assert_eq!(with_cookie(&daemon, &renewed), 200);
+    assert_eq!(
+        with_cookie(&daemon, &copied),
+        403,
+        "the replaced session lives on"
+    );
+}
+
+#[test]
+fn a_longer_lifetime_after_a_restart_does_not_revive_a_logged_out_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(dir.path(), &["--session-ttl-seconds", "1"]);
+    let stolen = login_cookie(&daemon);
+    let witness = login_cookie(&daemon);
+    logout(&daemon, &stolen);
+    // Both sessions were issued together: once the witness has expired, so has the
+    // stolen one, and its revocation may be pruned.
+    let deadline = Instant::now() + PATIENCE;
+    while with_cookie(&daemon, &witness) != 403 {
+        assert!(Instant::now() < deadline, "the session never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(daemon.terminate().success());
+    let daemon = Daemon::start_with(dir.path(), &["--session-ttl-seconds", "3600"]);
+    // Another logout prunes the revocations past their expiry.
+    let other = login_cookie(&daemon);
+    logout(&daemon, &other);
+    assert_eq!(with_cookie(&daemon, &stolen), 403);
+    assert_eq!(with_cookie(&daemon, &witness), 403);
+}
+
 // ---- stalled bodies and the connection cap (finding 5) ------------------------------------
 
 /// Opens a connection that sends a POST head and part of its body, then nothing.

@@ -1,7 +1,6 @@
 //! Client authentication (spec section 5): a developer login that starts a session kept
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,7 +11,7 @@ use actix_web::cookie::Key;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_store::Store;
 
@@ -26,6 +25,10 @@ const SESSION_ID_KEY: &str = "sid";
 /// The session entry with the login time, in seconds since the epoch. The cookie is
 /// encrypted and signed, so the client can neither read nor change it.
 const ISSUED_AT_KEY: &str = "iat";
+/// The session entry with the expiry fixed at login, in seconds since the epoch. Sealed
+/// in the cookie so that a longer lifetime configured later never extends a session
+/// issued before, and so that a revocation kept until this time outlives the session.
+const EXPIRES_AT_KEY: &str = "exp";
 
 /// Who is logged in, as kept in the session.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -58,7 +61,9 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 async fn developer_callback(
+    req: HttpRequest,
     settings: web::Data<Settings>,
+    store: web::Data<Arc<Store>>,
     session: Session,
     Body(credentials): Body<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
@@ -77,6 +82,11 @@ async fn developer_callback(
             "invalid e-mail address {email:?}"
         )));
     }
+    // The session this client had is revoked, not just replaced: a copy of its cookie
+    // taken before this login must not outlive it.
+    if let Some(previous) = live_session(&req)? {
+        revoke(store.get_ref(), previous).await?;
+    }
     // A new session id on login, so that a session planted before it is worthless.
     session.renew();
     let user = User {
@@ -84,10 +94,17 @@ async fn developer_callback(
         email: email.to_owned(),
     };
     let id = new_session_id()?;
+    let now = seconds_now();
     let inserted = session
         .insert(USER_KEY, user)
         .and_then(|()| session.insert(SESSION_ID_KEY, id))
-        .and_then(|()| session.insert(ISSUED_AT_KEY, seconds_now()));
+        .and_then(|()| session.insert(ISSUED_AT_KEY, now))
+        .and_then(|()| {
+            session.insert(
+                EXPIRES_AT_KEY,
+                now.saturating_add(settings.session_ttl.as_secs()),
+            )
+        });
     inserted.map_err(|err| ApiError::Internal(err.to_string()))?;
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
@@ -97,19 +114,22 @@ async fn developer_callback(
 async fn logout(
     req: HttpRequest,
     session: Session,
-    settings: web::Data<Settings>,
     store: web::Data<Arc<Store>>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(live) = live_session(&req)? {
-        let expires_at = live
-            .issued_at
-            .saturating_add(settings.session_ttl.as_secs());
-        let store = Arc::clone(store.get_ref());
-        web::block(move || store.revoke_session(live.id.as_bytes(), expires_at, seconds_now()))
-            .await??;
+        revoke(store.get_ref(), live).await?;
     }
     session.purge();
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
+}
+
+/// Revokes a session until the expiry sealed in its cookie, and returns once that is on
+/// disk. No later lifetime setting can make the cookie outlive the revocation.
+async fn revoke(store: &Arc<Store>, live: LiveSession) -> Result<(), ApiError> {
+    let store = Arc::clone(store);
+    web::block(move || store.revoke_session(live.id.as_bytes(), live.expires_at, seconds_now()))
+        .await??;
+    Ok(())
 }
 
 /// 128 random bits in hex: unguessable, and unique across restarts without a counter.
@@ -127,33 +147,58 @@ fn seconds_now() -> u64 {
 }
 
 /// A session that the guard accepts.
+#[derive(Clone)]
 struct LiveSession {
     user: User,
     id: String,
-    issued_at: u64,
+    /// The expiry sealed in the cookie at login.
+    expires_at: u64,
 }
 
-/// The request's session if it is logged in, younger than the session lifetime and not
-/// logged out. Cookies carry their own expiry too, but only a browser heeds that.
+/// The outcome of the session check, kept in the request's extensions so that the guard
+/// and the handler behind it share one check (and one store read).
+#[derive(Clone)]
+struct CheckedSession(Option<LiveSession>);
+
+/// The request's session if it is logged in, before both the expiry sealed at login and
+/// the lifetime configured now, and not logged out. Cookies carry their own expiry too,
+/// but only a browser heeds that.
 fn live_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
+    if let Some(CheckedSession(checked)) = req.extensions().get::<CheckedSession>() {
+        return Ok(checked.clone());
+    }
+    let checked = check_session(req)?;
+    req.extensions_mut().insert(CheckedSession(checked.clone()));
+    Ok(checked)
+}
+
+fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
     let session = req.get_session();
     let field = |key| session.get::<serde_json::Value>(key).ok().flatten();
-    let (Some(user), Some(id), Some(issued_at)) =
-        (field(USER_KEY), field(SESSION_ID_KEY), field(ISSUED_AT_KEY))
-    else {
+    let (Some(user), Some(id), Some(issued_at), Some(expires_at)) = (
+        field(USER_KEY),
+        field(SESSION_ID_KEY),
+        field(ISSUED_AT_KEY),
+        field(EXPIRES_AT_KEY),
+    ) else {
+        // Cookies from before the sealed expiry have none, and are refused: a new login.
         return Ok(None);
     };
-    let (Ok(user), Some(id), Some(issued_at)) = (
+    let (Ok(user), Some(id), Some(issued_at), Some(expires_at)) = (
         serde_json::from_value::<User>(user),
         id.as_str().map(str::to_owned),
         issued_at.as_u64(),
+        expires_at.as_u64(),
     ) else {
         return Ok(None);
     };
     let ttl = req
         .app_data::<web::Data<Settings>>()
         .map_or(DEFAULT_SESSION_TTL, |settings| settings.session_ttl);
-    if seconds_now() >= issued_at.saturating_add(ttl.as_secs()) {
+    // A lifetime shortened since the login ends the session early; a longer one never
+    // extends it past the sealed expiry, up to which its revocation is kept.
+    let ends_at = expires_at.min(issued_at.saturating_add(ttl.as_secs()));
+    if seconds_now() >= ends_at {
         return Ok(None);
     }
     let store = req
@@ -165,7 +210,7 @@ fn live_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
     Ok(Some(LiveSession {
         user,
         id,
-        issued_at,
+        expires_at,
     }))
 }
 
@@ -310,27 +355,11 @@ pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
         }),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             let key = Key::generate();
-            write_private(path, key.master())?;
+            slice_store::write_private_durably(path, key.master())?;
             Ok(key)
         }
         Err(err) => Err(err),
     }
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-
-    // Written beside the target and renamed, so a crash never leaves half a key.
-    let partial = path.with_extension("partial");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&partial)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&partial, path)
 }
 
 #[cfg(test)]
@@ -367,6 +396,21 @@ mod tests {
         let second = load_or_create_key(&path).unwrap();
         assert_eq!(first.master(), second.master());
         use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_key_is_owner_only_even_over_a_loose_leftover_of_an_earlier_attempt() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        // What a crash in the middle of writing the key left behind, by an older release
+        // or with a loose umask.
+        let leftover = path.with_extension("partial");
+        std::fs::write(&leftover, b"half a key").unwrap();
+        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+        load_or_create_key(&path).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

@@ -51,6 +51,12 @@ impl GroupCommit {
         self.lock().durable
     }
 
+    /// Whether a flush has failed. Set before any waiter wakes, so a writer that checks it
+    /// under the store's write lock never applies a change after the failure is known.
+    pub(crate) fn failed(&self) -> bool {
+        self.lock().failed
+    }
+
     /// Returns once the write with `ticket` is on disk, running `flush` as the leader when
     /// no flush that covers it is already under way.
     pub(crate) fn wait_durable<E>(

@@ -38,9 +38,7 @@ pub fn lock_holder(file: &Path) -> Option<LockHolder> {
 /// major:minor, then the inode in decimal. Waiting requests (`1: -> FLOCK ...`) are not
 /// holders.
 fn holder_in(locks: &str, dev: u64, ino: u64) -> Option<u32> {
-    // Linux's dev_t encoding (see `gnu_dev_major` and `gnu_dev_minor`).
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
     let wanted = format!("{major:02x}:{minor:02x}:{ino}");
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();

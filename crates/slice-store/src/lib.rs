@@ -26,6 +26,7 @@ mod data_dir;
 mod holder;
 mod integrity;
 mod keys;
+mod private_file;
 mod sessions;
 
 use std::collections::VecDeque;
@@ -40,6 +41,7 @@ use crate::commit::{CommitError, GroupCommit};
 pub use crate::data_dir::{DataDir, Tightened};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
+pub use crate::private_file::write_private_durably;
 pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
 /// Why a store operation failed.
@@ -134,6 +136,9 @@ const SLED_LOG_FILE: &str = "db";
 pub struct Store {
     db: sled::Db,
     tree: sled::Tree,
+    /// The revoked login sessions (see the sessions module), opened once: the session
+    /// check reads it on every guarded request.
+    revoked_sessions: sled::Tree,
     /// sled's log file, for the fsync that its own flush leaves out: on Linux sled 0.34
     /// ends a flush with `sync_file_range`, which neither empties the drive's write
     /// cache nor records a grown file's new size. fsync acts on the file, not on the
@@ -245,9 +250,11 @@ impl Store {
             .values()
             .map(|value| decode_name(&value?))
             .collect::<Result<Vec<_>, _>>()?;
+        let revoked_sessions = db.open_tree(sessions::TREE)?;
         Ok(Self {
             db,
             tree,
+            revoked_sessions,
             log_file,
             write_lock: Mutex::new(()),
             commit: GroupCommit::default(),
@@ -564,22 +571,36 @@ impl Store {
     where
         F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), StoreError>,
     {
-        let (output, ticket) = {
-            let _guard = self
-                .write_lock
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
-            self.refuse_if_failed()?;
-            let (batch, change, output) = plan(self)?;
-            self.tree.apply_batch(batch)?;
-            self.track_slice_names(&change);
-            // Ticket and queue under the write lock, so that both follow commit order.
-            let ticket = self.commit.applied();
-            self.lock_untold().push_back((ticket, change));
-            (output, ticket)
-        };
+        let (output, ticket) = self.apply_locked(|store| {
+            let (batch, change, output) = plan(store)?;
+            store.tree.apply_batch(batch)?;
+            store.track_slice_names(&change);
+            Ok((output, Some(change)))
+        })?;
         self.make_durable(ticket)?;
         Ok(output)
+    }
+
+    /// The in-memory half of every write: under the write lock, refuses when a flush has
+    /// failed, runs `apply` (which applies one atomic sled batch) and takes the ticket that
+    /// the caller then waits on with [`Store::make_durable`]. A change returned by `apply`
+    /// is queued for the listeners.
+    fn apply_locked<T>(
+        &self,
+        apply: impl FnOnce(&Self) -> Result<(T, Option<Change>), StoreError>,
+    ) -> Result<(T, u64), StoreError> {
+        let _guard = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        self.refuse_if_failed()?;
+        let (output, change) = apply(self)?;
+        // Ticket and queue under the write lock, so that both follow commit order.
+        let ticket = self.commit.applied();
+        if let Some(change) = change {
+            self.lock_untold().push_back((ticket, change));
+        }
+        Ok((output, ticket))
     }
 
     /// Returns once the write with `ticket` is on disk and its change, with every earlier
@@ -644,11 +665,14 @@ impl Store {
         err
     }
 
+    /// Refuses once a flush has failed. The group commit's own flag counts too: it is set
+    /// before the failed flush's leader gets back here to record `failure`, and a writer
+    /// that slipped into that gap would apply a change that GETs see and then get an error.
     fn refuse_if_failed(&self) -> Result<(), StoreError> {
-        match self.failure.get() {
-            Some(_) => Err(self.failed_error()),
-            None => Ok(()),
+        if self.failure.get().is_some() || self.commit.failed() {
+            return Err(self.failed_error());
         }
+        Ok(())
     }
 
     fn failed_error(&self) -> StoreError {

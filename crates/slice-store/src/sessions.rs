@@ -10,7 +10,7 @@
 
 use crate::{Store, StoreError};
 
-const TREE: &str = "revoked_sessions";
+pub(crate) const TREE: &str = "revoked_sessions";
 /// Sessions issued before this time (seconds since the epoch, big-endian) are refused.
 /// Shorter than any session id, so it cannot collide with one.
 const NOT_BEFORE_KEY: &[u8] = b"!not_before";
@@ -21,36 +21,50 @@ pub const MAX_REVOKED_SESSIONS: usize = 10_000;
 impl Store {
     /// Records that the session `id`, valid until `expires_at`, was ended; returns once
     /// that is on disk. `now` is the current time; both are seconds since the epoch.
+    ///
+    /// A write like any other: refused once the store has failed, applied as one atomic
+    /// batch under the write lock, and made durable by the group commit. One batch
+    /// matters for the full set: emptying it and writing the cut-off as two steps would let
+    /// sled's background flusher persist the empty set without the cut-off, and a crash
+    /// then would forget every revocation.
     pub fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
-        let tree = self.db.open_tree(TREE)?;
-        let mut live = 0;
-        for entry in tree.iter() {
-            let (key, value) = entry?;
-            if key.as_ref() == NOT_BEFORE_KEY {
-                continue;
+        let tree = &self.revoked_sessions;
+        let ((), ticket) = self.apply_locked(|_| {
+            let mut batch = sled::Batch::default();
+            let mut live = Vec::new();
+            for entry in tree.iter() {
+                let (key, value) = entry?;
+                if key.as_ref() == NOT_BEFORE_KEY {
+                    continue;
+                }
+                if decode_time(&value)? <= now {
+                    batch.remove(key);
+                } else {
+                    live.push(key);
+                }
             }
-            if decode_time(&value)? <= now {
-                tree.remove(key)?;
+            if live.len() >= MAX_REVOKED_SESSIONS {
+                log::warn!(
+                    "{} sessions were logged out within their lifetime: \
+                     ending every session issued so far",
+                    live.len()
+                );
+                for key in live {
+                    batch.remove(key);
+                }
+                batch.insert(NOT_BEFORE_KEY, &(now + 1).to_be_bytes()[..]);
             } else {
-                live += 1;
+                batch.insert(id, &expires_at.to_be_bytes()[..]);
             }
-        }
-        if live >= MAX_REVOKED_SESSIONS {
-            log::warn!(
-                "{live} sessions were logged out within their lifetime: \
-                 ending every session issued so far"
-            );
-            tree.clear()?;
-            tree.insert(NOT_BEFORE_KEY, &(now + 1).to_be_bytes())?;
-        } else {
-            tree.insert(id, &expires_at.to_be_bytes())?;
-        }
-        self.flush()
+            tree.apply_batch(batch)?;
+            Ok(((), None))
+        })?;
+        self.make_durable(ticket)
     }
 
     /// Whether the session `id`, issued at `issued_at` (seconds since the epoch), was ended.
     pub fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
-        let tree = self.db.open_tree(TREE)?;
+        let tree = &self.revoked_sessions;
         if let Some(not_before) = tree.get(NOT_BEFORE_KEY)? {
             if issued_at < decode_time(&not_before)? {
                 return Ok(true);

@@ -418,6 +418,60 @@ fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
 }
 
 #[test]
+fn a_write_between_a_failed_flush_and_its_report_is_refused_and_changes_nothing() {
+    let (_dir, store) = open();
+    store.create_slice(&name("kept")).unwrap();
+    // A leader whose flush just failed, stopped before it reports back to the store: the
+    // group commit knows, `Store::failure` does not yet.
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    let ticket = store.commit.applied();
+    assert!(store.commit.wait_durable(ticket, || store.sync()).is_err());
+    assert!(store.failure().is_none());
+    match store.create_slice(&name("slipped-in")) {
+        Err(StoreError::Failed(_)) => {}
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(matches!(
+        store.revoke_session(b"session", 200, 100),
+        Err(StoreError::Failed(_))
+    ));
+    // Nothing reached sled's memory, where GETs would have seen it.
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    assert!(!store.session_revoked(b"session", 50).unwrap());
+}
+
+#[test]
+fn a_revocation_on_a_failed_store_is_refused_and_changes_nothing() {
+    let (_dir, store) = open();
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    assert!(store.create_slice(&name("lost")).is_err());
+    match store.revoke_session(b"session", 200, 100) {
+        Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(!store.session_revoked(b"session", 50).unwrap());
+}
+
+#[test]
+fn a_revocation_is_made_durable_by_the_group_commit() {
+    let (_dir, store) = open();
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let sink = failures.clone();
+    store.on_failure(move |reason| sink.lock().unwrap().push(reason.to_owned()));
+    let syncs = store.sync_probe.syncs.load(Ordering::SeqCst);
+    store.revoke_session(b"session", 200, 100).unwrap();
+    assert!(store.sync_probe.syncs.load(Ordering::SeqCst) > syncs);
+    // Its failed flush fails the store like any other write's.
+    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    assert!(store.revoke_session(b"other", 200, 100).is_err());
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    assert!(matches!(
+        store.create_slice(&name("later")),
+        Err(StoreError::Failed(_))
+    ));
+}
+
+#[test]
 fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join("store");
@@ -426,11 +480,55 @@ fn a_new_database_is_marked_and_a_marked_one_reopens_with_its_data() {
         store.create_slice(&name("kept")).unwrap();
     }
     assert!(store_dir.join(integrity::FORMAT_MARKER).is_file());
-    // No snapshot yet: this open checks a scratch copy first, and leaves none behind.
+    // No snapshot yet: this open checks the first segment header, and leaves nothing.
     let store = reopen(&store_dir);
     assert_eq!(store.slices().unwrap(), [name("kept")]);
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "{left:?}");
+}
+
+/// Closes the store at `dir` and removes sled's snapshots, as a database that sled has not
+/// snapshotted yet looks; sled then rebuilds from the log alone.
+fn without_snapshots(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("snap.")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_sound_database_without_a_snapshot_opens_without_a_scratch_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    drop(Store::open(&store_dir).unwrap());
+    drop(reopen(&store_dir));
+    without_snapshots(&store_dir);
+    let before = integrity::SCRATCH_COPIES.with(std::cell::Cell::get);
+    let store = reopen(&store_dir);
+    assert_eq!(integrity::SCRATCH_COPIES.with(std::cell::Cell::get), before);
+    assert!(store.slices().unwrap().is_empty());
+}
+
+#[test]
+fn a_scratch_copy_left_by_an_interrupted_check_goes_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    drop(Store::open(&store_dir).unwrap());
+    let leftover = dir.path().join(".sliced-check-store-crashed");
+    std::fs::create_dir(&leftover).unwrap();
+    std::fs::write(leftover.join("db"), [1u8; 4096]).unwrap();
+    let unrelated = dir.path().join(".sliced-check-other-store-x");
+    std::fs::create_dir(&unrelated).unwrap();
+    drop(reopen(&store_dir));
+    assert!(!leftover.exists(), "the leftover copy is still there");
+    assert!(unrelated.exists(), "another store's copy was removed");
 }
 
 #[test]
@@ -456,17 +554,7 @@ fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
     }
     drop(reopen(dir.path()));
     // The open above wrote a snapshot; without one sled rebuilds from the log alone.
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("snap.")
-        {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    without_snapshots(dir.path());
     let log_path = dir.path().join(SLED_LOG_FILE);
     let mut log = std::fs::OpenOptions::new()
         .write(true)
