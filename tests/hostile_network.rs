@@ -579,6 +579,43 @@ fn idle_hosts_age_out_but_bound_hosts_stay() {
     assert!(has_host(&daemon, 1), "the bound host stays");
 }
 
+/// A frame with the MAC of a host bound at 0x1:1, sent from 0x1:2, is an impostor: the
+/// victim stays where it is bound and its peer keeps reaching it. Old sliced "moved" the
+/// victim to the attacker's port, deleted its paths and dropped its peer's traffic.
+#[test]
+fn a_spoofed_frame_does_not_move_a_bound_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &[]);
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x1:3", "00:00:00:00:00:03");
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+    s1.packet_in(1, frame(1, BROADCAST));
+    s1.packet_in(3, frame(3, host(1)));
+    assert!(eventually(WAIT, || s1.path_flows() == vec![(3, Some(1))]));
+    // The attacker on 0x1:2 speaks with the victim's MAC.
+    s1.packet_in(2, frame(1, BROADCAST));
+    assert!(
+        eventually(WAIT, || dropped(&daemon, 1).unwrap()["hosts_spoofed"] == 1),
+        "{}",
+        daemon.get_json("/topology/switches")
+    );
+    s1.forget();
+    s1.packet_in(3, frame(3, host(1)));
+    assert!(
+        eventually(WAIT, || s1.path_flows() == vec![(3, Some(1))]),
+        "the peer still reaches the victim: {:?}",
+        s1.path_flows()
+    );
+    let victim: Vec<Value> = hosts(&daemon)
+        .into_iter()
+        .filter(|host| host["mac"] == "00:00:00:00:00:01")
+        .collect();
+    assert_eq!(victim.len(), 1);
+    assert_eq!(victim[0]["port"], "0x1:1", "{victim:?}");
+}
+
 // ---- the PACKET_IN meter on OpenFlow 1.3 ------------------------------------------------
 
 /// Whether switch `dpid` reports a PACKET_IN meter, or None while it is not connected.
