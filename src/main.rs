@@ -270,6 +270,12 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     if let Some(value) = limits.packet_in_port_rate {
         controller.packet_in_port_rate = value;
     }
+    if let Some(value) = limits.max_switch_connections {
+        controller.max_switch_connections = size(value);
+    }
+    if let Some(value) = limits.max_pending_handshakes {
+        controller.max_pending_handshakes = size(value);
+    }
     Ok(controller)
 }
 

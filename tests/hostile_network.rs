@@ -616,6 +616,51 @@ fn a_spoofed_frame_does_not_move_a_bound_host() {
     assert_eq!(victim[0]["port"], "0x1:1", "{victim:?}");
 }
 
+/// Opens a TCP connection to the OpenFlow port that says nothing; returns it once the
+/// controller has taken it on (its HELLO arrived).
+fn silent_peer(daemon: &Daemon) -> TcpStream {
+    let mut stream = TcpStream::connect(daemon.openflow).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut hello = [0u8; 8];
+    stream.read_exact(&mut hello).unwrap();
+    stream
+}
+
+/// Sockets that open and say nothing hold a place for the whole handshake timeout; past
+/// the cap of pending handshakes a new one is closed at once, the connected switch keeps
+/// working, and switches get in again once the silent ones are gone.
+#[test]
+fn connections_beyond_the_handshake_cap_are_closed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &["--max-pending-handshakes", "2"]);
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+    let silent = [silent_peer(&daemon), silent_peer(&daemon)];
+    let mut refused = TcpStream::connect(daemon.openflow).unwrap();
+    refused.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        refused.read(&mut byte).unwrap(),
+        0,
+        "closed without a HELLO"
+    );
+    s1.packet_in(1, frame(1, BROADCAST));
+    assert!(eventually(WAIT, || has_host(&daemon, 1)), "0x1 works on");
+    assert!(!s1.is_closed());
+    drop(silent);
+    // The daemon frees their places when it reads their end; until then a switch may
+    // still be turned away, and tries again, as a real one does.
+    let mut attempts = Vec::new();
+    let admitted = eventually(WAIT, || {
+        let switch = network.connect(daemon.openflow, 2, OFP13, 2);
+        let settled = eventually(WAIT, || has_switch(&daemon, 2) || switch.is_closed());
+        attempts.push(switch);
+        settled && has_switch(&daemon, 2)
+    });
+    assert!(admitted, "room again after {} attempts", attempts.len());
+}
+
 // ---- the PACKET_IN meter on OpenFlow 1.3 ------------------------------------------------
 
 /// Whether switch `dpid` reports a PACKET_IN meter, or None while it is not connected.

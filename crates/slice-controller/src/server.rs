@@ -17,11 +17,11 @@ use slice_core::{MacAddress, Membership, PortId};
 use slice_store::{Change, Store};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
-use crate::limits::PacketInLimiter;
+use crate::limits::{LogLimiter, PacketInLimiter};
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
@@ -63,6 +63,12 @@ pub struct ControllerConfig {
     /// PACKET_INs per second from any one ingress port (burst twice that), so that one
     /// flooding host leaves the rest of the switch's budget to the others.
     pub packet_in_port_rate: u32,
+    /// OpenFlow connections open at once, over both listeners; more are closed at once.
+    /// Never more than a quarter of the open-files limit, whatever is configured.
+    pub max_switch_connections: usize,
+    /// Of those, connections still in their TLS or OpenFlow handshake: a peer that
+    /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
+    pub max_pending_handshakes: usize,
 }
 
 impl Default for ControllerConfig {
@@ -79,6 +85,8 @@ impl Default for ControllerConfig {
             packet_in_rate: 1000,
             packet_in_burst: 2000,
             packet_in_port_rate: 250,
+            max_switch_connections: 1024,
+            max_pending_handshakes: 64,
         };
         config.set_lldp_interval(Duration::from_secs(1));
         config
@@ -136,6 +144,8 @@ enum Event {
         connection: u64,
         commands: mpsc::Sender<Vec<Command>>,
         queued_bytes: Arc<AtomicUsize>,
+        /// Came over TLS with a CA-signed certificate.
+        authenticated: bool,
     },
     SwitchDown {
         dpid: u64,
@@ -256,6 +266,7 @@ impl Controller {
                     let config = Arc::new(config);
                     tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
                     let connections = Arc::new(AtomicU64::new(0));
+                    let caps = ConnectionCaps::new(&config);
                     let listening = plain
                         .map(|(listener, _)| (listener, None))
                         .into_iter()
@@ -272,6 +283,7 @@ impl Controller {
                             listener,
                             acceptor,
                             Arc::clone(&connections),
+                            caps.clone(),
                             events_tx.clone(),
                             Arc::clone(&config),
                             stopped.clone(),
@@ -364,6 +376,7 @@ struct SwitchLink {
     commands: mpsc::Sender<Vec<Command>>,
     /// Bytes handed to the connection and not yet written, by [`command_bytes`].
     queued_bytes: Arc<AtomicUsize>,
+    authenticated: bool,
 }
 
 async fn run_engine(
@@ -403,7 +416,21 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             connection,
             commands,
             queued_bytes,
+            authenticated,
         } => {
+            // Anyone who reaches the plain listener can claim any datapath id: such a
+            // claim never displaces a switch that proved itself with a certificate.
+            // Dropping `commands` here ends the newcomer's connection.
+            if let Some(current) = switches.get(&dpid) {
+                if current.authenticated && !authenticated {
+                    log::warn!(
+                        "switch {dpid:#x}: unauthenticated connection {connection} refused; \
+                         the switch is connected over TLS (connection {})",
+                        current.connection
+                    );
+                    return;
+                }
+            }
             // A second connection with the same datapath id replaces the first; dropping
             // the old sender ends the old connection. On plain TCP this is how an impostor
             // would take a switch over, so it is always told.
@@ -413,6 +440,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     connection,
                     commands,
                     queued_bytes,
+                    authenticated,
                 },
             );
             if let Some(old) = replaced {
@@ -549,10 +577,12 @@ async fn accept_switches(
     listener: TcpListener,
     acceptor: Option<TlsAcceptor>,
     connections: Arc<AtomicU64>,
+    caps: ConnectionCaps,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let mut refusals = LogLimiter::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -560,6 +590,20 @@ async fn accept_switches(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let Some((open, handshaking)) = caps.admit() else {
+                    // Dropping the stream closes it before it costs a task or a buffer.
+                    drop(stream);
+                    if let Some(count) = refusals.note(1, Instant::now()) {
+                        log::warn!(
+                            "OpenFlow connection from {peer} closed: at the cap of {} \
+                             connections or {} in their handshake ({count} refused since \
+                             the last report)",
+                            caps.max_open,
+                            caps.max_handshaking
+                        );
+                    }
+                    continue;
+                };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let (acceptor, events, config, stopped) = (
                     acceptor.clone(),
@@ -568,13 +612,21 @@ async fn accept_switches(
                     stopped.clone(),
                 );
                 tokio::spawn(async move {
+                    // Held for the connection's life.
+                    let _open = open;
+                    let authenticated = acceptor.is_some();
                     let Some((reader, writer)) = open_stream(stream, peer, acceptor, &config).await
                     else {
                         return;
                     };
+                    let opened = OpenedConnection {
+                        peer,
+                        connection,
+                        authenticated,
+                        handshaking,
+                    };
                     if let Err(err) =
-                        serve_switch(reader, writer, peer, connection, events, config, stopped)
-                            .await
+                        serve_switch(reader, writer, opened, events, config, stopped).await
                     {
                         log::info!("switch connection from {peer} closed: {err}");
                     }
@@ -587,6 +639,62 @@ async fn accept_switches(
             }
         }
     }
+}
+
+/// The caps on OpenFlow connections, shared by both listeners.
+#[derive(Clone)]
+struct ConnectionCaps {
+    open: Arc<Semaphore>,
+    handshaking: Arc<Semaphore>,
+    max_open: usize,
+    max_handshaking: usize,
+}
+
+impl ConnectionCaps {
+    fn new(config: &ControllerConfig) -> Self {
+        let max_open = config
+            .max_switch_connections
+            .min(quarter_of_open_files())
+            .max(1);
+        if max_open < config.max_switch_connections {
+            log::warn!(
+                "max_switch_connections {} lowered to {max_open}: a quarter of the open \
+                 files limit",
+                config.max_switch_connections
+            );
+        }
+        let max_handshaking = config.max_pending_handshakes.clamp(1, max_open);
+        Self {
+            open: Arc::new(Semaphore::new(max_open)),
+            handshaking: Arc::new(Semaphore::new(max_handshaking)),
+            max_open,
+            max_handshaking,
+        }
+    }
+
+    /// A place for a new connection and for its handshake, or None at either cap.
+    fn admit(&self) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let open = Arc::clone(&self.open).try_acquire_owned().ok()?;
+        let handshaking = Arc::clone(&self.handshaking).try_acquire_owned().ok()?;
+        Some((open, handshaking))
+    }
+}
+
+/// A quarter of the soft limit on open files (which the daemon raises to the hard limit
+/// at start), so that HTTP, the database and the log always find a descriptor.
+fn quarter_of_open_files() -> usize {
+    let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft / 4).unwrap_or(usize::MAX)
+}
+
+/// An accepted connection, past its TLS handshake where there is one.
+struct OpenedConnection {
+    peer: SocketAddr,
+    connection: u64,
+    /// Over TLS, with a certificate the CA signed.
+    authenticated: bool,
+    /// Released once the OpenFlow handshake is over.
+    handshaking: OwnedSemaphorePermit,
 }
 
 /// The connection's two directions, after the TLS handshake where there is one. A peer
@@ -868,8 +976,7 @@ fn is_physical(port_no: u32) -> bool {
 async fn serve_switch(
     read_half: SwitchRead,
     write_half: SwitchWrite,
-    peer: SocketAddr,
-    connection: u64,
+    opened: OpenedConnection,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
@@ -886,9 +993,16 @@ async fn serve_switch(
         config.handshake_timeout,
         handshake(&mut reader, &mut writer, &config),
     );
+    let OpenedConnection {
+        peer,
+        connection,
+        authenticated,
+        handshaking,
+    } = opened;
     let (dpid, ports) = handshake
         .await
         .map_err(|_| ConnectionError::HandshakeTimeout(config.handshake_timeout))??;
+    drop(handshaking);
     if let Some(allowed) = &config.allowed_dpids {
         if !allowed.contains(&dpid) {
             log::warn!("switch from {peer} refused: datapath id {dpid:#x} is not allowed");
@@ -908,6 +1022,7 @@ async fn serve_switch(
             connection,
             commands: commands_tx,
             queued_bytes: Arc::clone(&queued_bytes),
+            authenticated,
         })
         .await
         .map_err(|_| ConnectionError::Dropped)?;
