@@ -165,12 +165,12 @@ pub struct Engine {
     /// Live edge ports that have carried host traffic since they last came up: LLDP
     /// arriving there, or claiming to have left from there, is not a link.
     host_ports: HashSet<PortId>,
-    /// Ports that may be a link end whose link is not (yet, or again) confirmed: their
-    /// switch just connected, they just came up, or their link just went. Until the
-    /// instant stored here, traffic does not make them host ports, so that a frame in
-    /// that window (a standalone switch's flood, a flow's tail) cannot keep a link away
-    /// for good. Bounded by the ports of the connected switches.
-    classify_after: HashMap<PortId, Instant>,
+    /// Ends of links that went lately (expired, a switch or port went down), with the
+    /// other end and until when: traffic there in the meantime (a standalone switch's
+    /// flood, a flow's tail) still makes them host ports, but a genuine probe between
+    /// the same two ends overrides that, so that such a frame cannot keep the link away
+    /// for good. Bounded by the links there were; entries go after the grace.
+    former_link_ends: HashMap<PortId, (PortId, Instant)>,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
@@ -193,7 +193,7 @@ impl Engine {
             membership,
             hosts: HostTable::default(),
             host_ports: HashSet::new(),
-            classify_after: HashMap::new(),
+            former_link_ends: HashMap::new(),
             dropped: HashMap::new(),
             packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),
@@ -286,21 +286,32 @@ impl Engine {
         }
     }
 
-    /// How long after a port may have become an unconfirmed link end its traffic does
-    /// not classify it: two rounds of LLDP (the link's maximum age, twice), enough for
-    /// the neighbour's probes to arrive first.
-    fn classification_grace(&self) -> Duration {
+    /// How long after a link went a genuine probe between its two ends wins over the
+    /// host traffic seen there meanwhile: two rounds of LLDP (the link's maximum age,
+    /// twice), enough for the neighbour's probes to arrive.
+    fn link_return_grace(&self) -> Duration {
         self.config.link_max_age.max(MIN_PROBE_AGE) * 2
     }
 
-    fn start_grace(&mut self, port: PortId, now: Instant) {
-        let until = now + self.classification_grace();
-        self.classify_after.insert(port, until);
+    fn link_went(&mut self, link: &Link, now: Instant) {
+        let until = now + self.link_return_grace();
+        self.former_link_ends.insert(link.src, (link.dst, until));
+        self.former_link_ends.insert(link.dst, (link.src, until));
     }
 
-    /// Whether traffic at `port` may classify it as a host port at `now`.
-    fn may_classify(&self, port: PortId, now: Instant) -> bool {
-        !matches!(self.classify_after.get(&port), Some(until) if now < *until)
+    /// Whether `port` and `other` were the two ends of a link that went within the grace.
+    fn were_linked(&self, port: PortId, other: PortId, now: Instant) -> bool {
+        self.former_link_ends
+            .get(&port)
+            .is_some_and(|(partner, until)| *partner == other && now < *until)
+    }
+
+    /// Whether LLDP from `from` arriving at `at` touches a host port that is not one end
+    /// of a link, between these two ports, that went lately.
+    fn touches_host_port(&self, from: PortId, at: PortId, now: Instant) -> bool {
+        [(at, from), (from, at)].iter().any(|(port, other)| {
+            self.host_ports.contains(port) && !self.were_linked(*port, *other, now)
+        })
     }
 
     // ---- switches --------------------------------------------------------------------
@@ -325,9 +336,7 @@ impl Engine {
         }
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {
-            let port = PortId::new(dpid, port_no);
-            self.start_grace(port, now);
-            self.probe(port, now);
+            self.probe(PortId::new(dpid, port_no), now);
         }
     }
 
@@ -344,10 +353,8 @@ impl Engine {
         let removed_links = self.topology.remove_switch(dpid);
         for link in &removed_links {
             // The neighbour's end is an edge port now, until the switch is back.
-            self.start_grace(link.src, now);
-            self.start_grace(link.dst, now);
+            self.link_went(link, now);
         }
-        self.classify_after.retain(|port, _| port.dpid != dpid);
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.host_ports.retain(|port| port.dpid != dpid);
         self.dropped.remove(&dpid);
@@ -368,7 +375,6 @@ impl Engine {
         let was_live = self.topology.is_live(port);
         let removed_links = self.topology.update_port(port, state);
         if live && !was_live {
-            self.start_grace(port, now);
             self.probe(port, now);
         }
         if !live {
@@ -393,9 +399,7 @@ impl Engine {
         if !self.topology.is_edge(at) {
             return;
         }
-        if self.may_classify(at, now) {
-            self.host_ports.insert(at);
-        }
+        self.host_ports.insert(at);
         let src = Host {
             port: at,
             mac: frame.src,
@@ -428,7 +432,7 @@ impl Engine {
     /// probe nor relay a genuine one into a link.
     fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
-        let refused = if self.host_ports.contains(&at) || self.host_ports.contains(&from) {
+        let refused = if self.touches_host_port(from, at, now) {
             Some(DropCause::LldpAtHostPort)
         } else {
             let key = &self.config.probe_key;
@@ -449,6 +453,14 @@ impl Engine {
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);
             return;
+        }
+        for end in [from, at] {
+            if self.host_ports.remove(&end) {
+                // The link is back: what was learned there meanwhile was passing traffic.
+                for mac in self.hosts.at(|port| port == end) {
+                    self.forget_host(mac);
+                }
+            }
         }
         let (new, replaced) = self.topology.link_seen(from, at, now);
         if let Some(old) = replaced {
@@ -726,7 +738,7 @@ impl Engine {
             }
             self.links_removed(&expired, now);
         }
-        self.classify_after.retain(|_, until| *until > now);
+        self.former_link_ends.retain(|_, (_, until)| *until > now);
         self.expire_drops(now);
         self.age_hosts(now);
     }
@@ -758,8 +770,7 @@ impl Engine {
     fn links_removed(&mut self, links: &[Link], now: Instant) {
         for link in links {
             // Both ends look like edge ports now; the link may well come back.
-            self.start_grace(link.src, now);
-            self.start_grace(link.dst, now);
+            self.link_went(link, now);
             self.delete_paths_where(|path| path.uses_link(link));
         }
     }

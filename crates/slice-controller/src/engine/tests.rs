@@ -9,12 +9,6 @@ fn key() -> ProbeKey {
 /// The made-up clock's start, shared so that expected probes can be computed.
 static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
-/// A connection time long enough ago that the ports' classification grace is over, for
-/// tests about classified ports.
-fn settled() -> Instant {
-    Instant::now() - Duration::from_secs(60)
-}
-
 fn config() -> EngineConfig {
     EngineConfig {
         probe_key: key(),
@@ -77,7 +71,7 @@ fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
 fn line(config: EngineConfig, index: Membership) -> Engine {
     let mut engine = Engine::new(config, index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]), settled());
+        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 3), p(3, 2))] {
@@ -564,8 +558,8 @@ fn dropped(engine: &Engine, dpid: u64) -> Dropped {
 /// Two switches, not cabled, each with host ports 1 and 2.
 fn two_switches() -> Engine {
     let mut engine = Engine::new(config(), Membership::default());
-    engine.switch_connected(1, 0x04, ports(&[1, 2]), settled());
-    engine.switch_connected(2, 0x04, ports(&[1, 2]), settled());
+    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
     engine.take_commands();
     engine
 }
@@ -761,7 +755,7 @@ fn a_link_port_with_traffic_right_after_its_link_went_still_gets_its_link_back()
 }
 
 #[test]
-fn a_reconnecting_neighbour_finds_its_link_port_unclassified() {
+fn a_reconnecting_neighbour_gets_its_link_back_despite_a_flows_tail() {
     let mut engine = line(config(), Membership::default());
     let now = Instant::now();
     engine.switch_disconnected_at(2, now);
