@@ -100,6 +100,14 @@ impl ControllerConfig {
         self.lldp_interval = interval;
         self.engine.link_max_age = interval * 7 / 2;
     }
+
+    /// LLDP PACKET_INs per second one port may send (burst twice that), outside the
+    /// switch's PACKET_IN budget: a link port receives one probe per interval, so two
+    /// per interval leave room for a late one and still bound a forged-LLDP flood.
+    pub fn lldp_port_rate(&self) -> u32 {
+        let interval_ms = self.lldp_interval.as_millis().max(1);
+        u32::try_from(2000 / interval_ms).unwrap_or(u32::MAX).max(2)
+    }
 }
 
 /// Why the controller could not start.
@@ -1174,6 +1182,7 @@ async fn run_switch(
         config.packet_in_rate,
         config.packet_in_burst,
         config.packet_in_port_rate,
+        config.lldp_port_rate(),
         config.engine.max_ports_per_switch,
         last_heard,
     );
@@ -1202,7 +1211,9 @@ async fn run_switch(
                     report.apply(step, writer).await?;
                 } else if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
                     let limited = match &event {
-                        Event::PacketIn { in_port, .. } => !packet_ins.admit(*in_port, last_heard),
+                        Event::PacketIn { in_port, data, .. } => {
+                            !packet_ins.admit(*in_port, data, last_heard)
+                        }
                         _ => false,
                     };
                     if limited {
