@@ -235,10 +235,7 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
     let limits = &config.switch_limits;
     if let Some(path) = &limits.lldp_secret_file {
-        let secret = std::fs::read(path)
-            .with_context(|| format!("cannot read the LLDP secret file {}", path.display()))?;
-        controller.engine.probe_key = slice_controller::ProbeKey::from_secret(&secret)
-            .with_context(|| format!("LLDP secret file {}", path.display()))?;
+        controller.engine.probe_key = slice_controller::ProbeKey::from_file(path)?;
     }
     let engine = &mut controller.engine;
     let size = |value: u32| usize::try_from(value).unwrap_or(usize::MAX);

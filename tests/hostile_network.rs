@@ -445,6 +445,7 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("lldp.key");
     std::fs::write(&secret, b"a secret shared by a cluster").unwrap();
+    owner_only(&secret);
     let config = dir.path().join("sliced.toml");
     std::fs::write(
         &config,
@@ -659,6 +660,60 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
         settled && has_switch(&daemon, 2)
     });
     assert!(admitted, "room again after {} attempts", attempts.len());
+}
+
+fn owner_only(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Runs `sliced` with `--lldp-secret-file FILE`, which must stop it; returns its stderr.
+fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> String {
+    let mut child = std::process::Command::new(common::SLICED)
+        .arg("--db")
+        .arg(dir.join("db"))
+        .args(["--http", &common::free_port().to_string()])
+        .args(["--openflow", &common::free_port().to_string()])
+        .arg("--lldp-secret-file")
+        .arg(secret)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
+}
+
+/// Whoever reads the LLDP secret can forge links, and a short one can be guessed: the
+/// daemon refuses a file others may read, or one under 16 bytes, naming it.
+#[test]
+fn an_open_or_short_lldp_secret_file_stops_the_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("lldp.key");
+    std::fs::write(&secret, b"a secret shared by a cluster\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let stderr = refused_with_secret(dir.path(), &secret);
+    assert!(
+        stderr.contains(&format!("chmod 600 {}", secret.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mode 644"), "{stderr}");
+
+    std::fs::write(&secret, b"too short\n").unwrap();
+    owner_only(&secret);
+    let stderr = refused_with_secret(dir.path(), &secret);
+    assert!(stderr.contains("holds 9 bytes"), "{stderr}");
+    assert!(stderr.contains(&secret.display().to_string()), "{stderr}");
 }
 
 // ---- the PACKET_IN meter on OpenFlow 1.3 ------------------------------------------------

@@ -61,7 +61,7 @@ impl Default for EngineConfig {
             // Three and a half of the server's default one-second LLDP intervals.
             link_max_age: Duration::from_millis(3500),
             link_missed_probes: 3,
-            probe_key: ProbeKey::random(),
+            probe_key: ProbeKey::random_or_refused(),
             max_ports_per_switch: 4096,
             max_hosts_per_port: 256,
             max_hosts_per_switch: 16384,

@@ -23,6 +23,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
 use crate::limits::{LogLimiter, PacketInLimiter};
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+use crate::probe::ProbeKeyError;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -127,6 +128,8 @@ pub enum StartError {
     Tls(#[from] TlsError),
     #[error("no OpenFlow listener: neither plain TCP nor TLS is on")]
     NoListener,
+    #[error(transparent)]
+    ProbeKey(#[from] ProbeKeyError),
 }
 
 /// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
@@ -231,6 +234,8 @@ impl Controller {
         store: &Store,
         config: ControllerConfig,
     ) -> Result<Self, StartError> {
+        // No random secret means probes anyone could forge: better not to start.
+        config.engine.probe_key.check()?;
         if listeners.plain.is_none() && listeners.tls.is_none() {
             return Err(StartError::NoListener);
         }
