@@ -662,6 +662,28 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
     assert!(admitted, "room again after {} attempts", attempts.len());
 }
 
+/// The caps come from the settings file too.
+#[test]
+fn the_connection_caps_come_from_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        "[controller]\nmax_switch_connections = 8\nmax_pending_handshakes = 1\n",
+    )
+    .unwrap();
+    let daemon = daemon(dir.path(), &["--config", config.to_str().unwrap()]);
+    let _silent = silent_peer(&daemon);
+    let mut refused = TcpStream::connect(daemon.openflow).unwrap();
+    refused.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        refused.read(&mut byte).unwrap(),
+        0,
+        "closed without a HELLO"
+    );
+}
+
 fn owner_only(path: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
