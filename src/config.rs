@@ -125,6 +125,13 @@ pub struct SwitchLimitArgs {
     /// PACKET_INs per second from one switch port, burst twice that [default: 250]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub packet_in_port_rate: Option<u32>,
+    /// OpenFlow connections open at once; more are closed at once (never more than a
+    /// quarter of the open files limit) [default: 1024]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_switch_connections: Option<u32>,
+    /// OpenFlow connections still in their TLS or OpenFlow handshake [default: 64]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pending_handshakes: Option<u32>,
 }
 
 impl SwitchLimitArgs {
@@ -138,6 +145,8 @@ impl SwitchLimitArgs {
             ("packet_in_rate", self.packet_in_rate),
             ("packet_in_burst", self.packet_in_burst),
             ("packet_in_port_rate", self.packet_in_port_rate),
+            ("max_switch_connections", self.max_switch_connections),
+            ("max_pending_handshakes", self.max_pending_handshakes),
         ];
         for (key, value) in counts {
             anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
@@ -168,6 +177,8 @@ impl SwitchLimitArgs {
             packet_in_rate: self.packet_in_rate.or(file.packet_in_rate),
             packet_in_burst: self.packet_in_burst.or(file.packet_in_burst),
             packet_in_port_rate: self.packet_in_port_rate.or(file.packet_in_port_rate),
+            max_switch_connections: self.max_switch_connections.or(file.max_switch_connections),
+            max_pending_handshakes: self.max_pending_handshakes.or(file.max_pending_handshakes),
         }
     }
 }
@@ -219,6 +230,8 @@ struct ControllerFile {
     packet_in_rate: Option<u32>,
     packet_in_burst: Option<u32>,
     packet_in_port_rate: Option<u32>,
+    max_switch_connections: Option<u32>,
+    max_pending_handshakes: Option<u32>,
 }
 
 /// A datapath id in the settings file: an integer, or a string for the ids beyond

@@ -261,10 +261,7 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
     let limits = &config.switch_limits;
     if let Some(path) = &limits.lldp_secret_file {
-        let secret = std::fs::read(path)
-            .with_context(|| format!("cannot read the LLDP secret file {}", path.display()))?;
-        controller.engine.probe_key = slice_controller::ProbeKey::from_secret(&secret)
-            .with_context(|| format!("LLDP secret file {}", path.display()))?;
+        controller.engine.probe_key = slice_controller::ProbeKey::from_file(path)?;
     }
     let engine = &mut controller.engine;
     let size = |value: u32| usize::try_from(value).unwrap_or(usize::MAX);
@@ -295,6 +292,12 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     }
     if let Some(value) = limits.packet_in_port_rate {
         controller.packet_in_port_rate = value;
+    }
+    if let Some(value) = limits.max_switch_connections {
+        controller.max_switch_connections = size(value);
+    }
+    if let Some(value) = limits.max_pending_handshakes {
+        controller.max_pending_handshakes = size(value);
     }
     Ok(controller)
 }

@@ -85,13 +85,17 @@ fn every_flag_in_the_security_page_is_a_flag_of_sliced() {
     assert!(unknown.is_empty(), "not flags of sliced: {unknown:?}");
 }
 
-/// Where a test named `file::test` may live: the root package's black-box tests, or a
-/// crate's integration tests.
+/// Where a test named `file::test` may live: the root package's black-box tests, a
+/// crate's integration tests, or a unit-test module `file::tests::test` of a crate's
+/// `src/` (in `file.rs` or `file/tests.rs`).
 fn test_files(file: &str) -> Vec<PathBuf> {
     let mut candidates = vec![root().join("tests").join(format!("{file}.rs"))];
     if let Ok(crates) = std::fs::read_dir(root().join("crates")) {
         for krate in crates.flatten() {
-            candidates.push(krate.path().join("tests").join(format!("{file}.rs")));
+            let krate = krate.path();
+            candidates.push(krate.join("tests").join(format!("{file}.rs")));
+            candidates.push(krate.join("src").join(format!("{file}.rs")));
+            candidates.push(krate.join("src").join(file).join("tests.rs"));
         }
     }
     candidates
@@ -105,7 +109,11 @@ fn every_test_the_security_page_cites_exists() {
     let doc = security_md();
     let cited: Vec<(&str, &str)> = code_spans(&doc)
         .into_iter()
-        .filter_map(|span| span.split_once("::"))
+        .filter_map(|span| {
+            let (file, test) = span.split_once("::")?;
+            // A unit test cited as `module::tests::name`.
+            Some((file, test.strip_prefix("tests::").unwrap_or(test)))
+        })
         .filter(|(file, test)| {
             let word = |s: &str| {
                 !s.is_empty() && s.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric())

@@ -445,6 +445,7 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("lldp.key");
     std::fs::write(&secret, b"a secret shared by a cluster").unwrap();
+    owner_only(&secret);
     let config = dir.path().join("sliced.toml");
     std::fs::write(
         &config,
@@ -577,6 +578,164 @@ fn idle_hosts_age_out_but_bound_hosts_stay() {
     );
     assert!(!has_host(&daemon, 2), "the idle host is forgotten");
     assert!(has_host(&daemon, 1), "the bound host stays");
+}
+
+/// A frame with the MAC of a host bound at 0x1:1, sent from 0x1:2, is an impostor: the
+/// victim stays where it is bound and its peer keeps reaching it. Old sliced "moved" the
+/// victim to the attacker's port, deleted its paths and dropped its peer's traffic.
+#[test]
+fn a_spoofed_frame_does_not_move_a_bound_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &[]);
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x1:3", "00:00:00:00:00:03");
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+    s1.packet_in(1, frame(1, BROADCAST));
+    s1.packet_in(3, frame(3, host(1)));
+    assert!(eventually(WAIT, || s1.path_flows() == vec![(3, Some(1))]));
+    // The attacker on 0x1:2 speaks with the victim's MAC.
+    s1.packet_in(2, frame(1, BROADCAST));
+    assert!(
+        eventually(WAIT, || dropped(&daemon, 1).unwrap()["hosts_spoofed"] == 1),
+        "{}",
+        daemon.get_json("/topology/switches")
+    );
+    s1.forget();
+    s1.packet_in(3, frame(3, host(1)));
+    assert!(
+        eventually(WAIT, || s1.path_flows() == vec![(3, Some(1))]),
+        "the peer still reaches the victim: {:?}",
+        s1.path_flows()
+    );
+    let victim: Vec<Value> = hosts(&daemon)
+        .into_iter()
+        .filter(|host| host["mac"] == "00:00:00:00:00:01")
+        .collect();
+    assert_eq!(victim.len(), 1);
+    assert_eq!(victim[0]["port"], "0x1:1", "{victim:?}");
+}
+
+/// Opens a TCP connection to the OpenFlow port that says nothing; returns it once the
+/// controller has taken it on (its HELLO arrived).
+fn silent_peer(daemon: &Daemon) -> TcpStream {
+    let mut stream = TcpStream::connect(daemon.openflow).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut hello = [0u8; 8];
+    stream.read_exact(&mut hello).unwrap();
+    stream
+}
+
+/// Sockets that open and say nothing hold a place for the whole handshake timeout; past
+/// the cap of pending handshakes a new one is closed at once, the connected switch keeps
+/// working, and switches get in again once the silent ones are gone.
+#[test]
+fn connections_beyond_the_handshake_cap_are_closed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &["--max-pending-handshakes", "2"]);
+    let mut network = Network::new();
+    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
+    let silent = [silent_peer(&daemon), silent_peer(&daemon)];
+    let mut refused = TcpStream::connect(daemon.openflow).unwrap();
+    refused.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        refused.read(&mut byte).unwrap(),
+        0,
+        "closed without a HELLO"
+    );
+    s1.packet_in(1, frame(1, BROADCAST));
+    assert!(eventually(WAIT, || has_host(&daemon, 1)), "0x1 works on");
+    assert!(!s1.is_closed());
+    drop(silent);
+    // The daemon frees their places when it reads their end; until then a switch may
+    // still be turned away, and tries again, as a real one does.
+    let mut attempts = Vec::new();
+    let admitted = eventually(WAIT, || {
+        let switch = network.connect(daemon.openflow, 2, OFP13, 2);
+        let settled = eventually(WAIT, || has_switch(&daemon, 2) || switch.is_closed());
+        attempts.push(switch);
+        settled && has_switch(&daemon, 2)
+    });
+    assert!(admitted, "room again after {} attempts", attempts.len());
+}
+
+/// The caps come from the settings file too.
+#[test]
+fn the_connection_caps_come_from_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        "[controller]\nmax_switch_connections = 8\nmax_pending_handshakes = 1\n",
+    )
+    .unwrap();
+    let daemon = daemon(dir.path(), &["--config", config.to_str().unwrap()]);
+    let _silent = silent_peer(&daemon);
+    let mut refused = TcpStream::connect(daemon.openflow).unwrap();
+    refused.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        refused.read(&mut byte).unwrap(),
+        0,
+        "closed without a HELLO"
+    );
+}
+
+fn owner_only(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Runs `sliced` with `--lldp-secret-file FILE`, which must stop it; returns its stderr.
+fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> String {
+    let mut child = std::process::Command::new(common::SLICED)
+        .arg("--db")
+        .arg(dir.join("db"))
+        .args(["--http", &common::free_port().to_string()])
+        .args(["--openflow", &common::free_port().to_string()])
+        .arg("--lldp-secret-file")
+        .arg(secret)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
+}
+
+/// Whoever reads the LLDP secret can forge links, and a short one can be guessed: the
+/// daemon refuses a file others may read, or one under 16 bytes, naming it.
+#[test]
+fn an_open_or_short_lldp_secret_file_stops_the_daemon() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("lldp.key");
+    std::fs::write(&secret, b"a secret shared by a cluster\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let stderr = refused_with_secret(dir.path(), &secret);
+    assert!(
+        stderr.contains(&format!("chmod 600 {}", secret.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mode 644"), "{stderr}");
+
+    std::fs::write(&secret, b"too short\n").unwrap();
+    owner_only(&secret);
+    let stderr = refused_with_secret(dir.path(), &secret);
+    assert!(stderr.contains("holds 9 bytes"), "{stderr}");
+    assert!(stderr.contains(&secret.display().to_string()), "{stderr}");
 }
 
 // ---- the PACKET_IN meter on OpenFlow 1.3 ------------------------------------------------

@@ -250,6 +250,40 @@ fn a_second_connection_for_a_datapath_id_replaces_the_first_and_is_logged() {
     assert_eq!(switch_dpids(&daemon), vec![7]);
 }
 
+/// With both listeners on, anyone who reaches the plain one could claim the datapath id
+/// of a switch that proved itself over TLS and take its place; the claim is refused.
+#[test]
+fn a_plain_connection_never_replaces_a_tls_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path(), "lab");
+    let plain_addr = free_port();
+    let plain = plain_addr.to_string();
+    let (daemon, tls_addr) = tls_daemon(dir.path(), &pki, &["--openflow", &plain]);
+    let mut network = Network::new();
+    let genuine = network.connect_over(tls::bridge(tls_addr, pki.client("s7")), 7, OFP13, 1);
+    assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![7]));
+    let impostor = network.connect(plain_addr, 7, OFP13, 1);
+    let log = dir.path().join("sliced.log");
+    assert!(
+        eventually(WAIT, || impostor.is_closed()),
+        "the impostor is closed"
+    );
+    assert!(
+        eventually(WAIT, || log_text(&log)
+            .contains("switch 0x7: unauthenticated connection")),
+        "{}",
+        log_text(&log)
+    );
+    assert!(!genuine.is_closed(), "the TLS switch keeps its connection");
+    // ...and is still the one the controller talks to.
+    genuine.forget();
+    genuine.packet_in(1, frame(1, BROADCAST));
+    assert!(eventually(WAIT, || daemon
+        .get_json("/topology/hosts")
+        .as_array()
+        .is_some_and(|hosts| hosts.len() == 1)));
+}
+
 /// Runs `sliced` with arguments that must stop it during start-up; returns its stderr.
 fn refused_start(dir: &Path, args: &[&str]) -> String {
     let stderr = dir.join("stderr");

@@ -47,6 +47,9 @@ pub struct EngineConfig {
     /// A host not heard for this long (and on no installed path, and bound in no slice)
     /// is forgotten.
     pub host_idle: Duration,
+    /// Drop flows remembered per switch (to lift them when a membership change allows
+    /// the pair); beyond it a drop flow is still installed and simply times out.
+    pub max_drops_per_switch: usize,
 }
 
 impl Default for EngineConfig {
@@ -58,11 +61,12 @@ impl Default for EngineConfig {
             // Three and a half of the server's default one-second LLDP intervals.
             link_max_age: Duration::from_millis(3500),
             link_missed_probes: 3,
-            probe_key: ProbeKey::random(),
+            probe_key: ProbeKey::random_or_refused(),
             max_ports_per_switch: 4096,
             max_hosts_per_port: 256,
             max_hosts_per_switch: 16384,
             host_idle: Duration::from_secs(300),
+            max_drops_per_switch: 16384,
         }
     }
 }
@@ -107,6 +111,13 @@ pub struct Frame<'a> {
     /// The claimed sender and proof of an LLDP discovery frame, when this is one.
     pub probe: Option<Probe>,
     pub data: &'a [u8],
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InstalledDrop {
+    ingress: PortId,
+    /// When the switch removes the flow by itself (its hard timeout).
+    expires: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -154,14 +165,23 @@ pub struct Engine {
     /// Live edge ports that have carried host traffic since they last came up: LLDP
     /// arriving there, or claiming to have left from there, is not a link.
     host_ports: HashSet<PortId>,
+    /// Ends of links that went lately (expired, a switch or port went down), with the
+    /// other end and until when: traffic there in the meantime (a standalone switch's
+    /// flood, a flow's tail) still makes them host ports, but a genuine probe between
+    /// the same two ends overrides that, so that such a frame cannot keep the link away
+    /// for good. Bounded by the links there were; entries go after the grace.
+    former_link_ends: HashMap<PortId, (PortId, Instant)>,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
     packet_in_meters: HashSet<u64>,
     drop_logs: HashMap<(u64, DropCause), LogLimiter>,
     paths: HashMap<(MacAddress, MacAddress), InstalledPath>,
-    /// Drop flows in place, by pair, with the ingress port they were installed at.
-    drops: HashMap<(MacAddress, MacAddress), PortId>,
+    /// Drop flows in place, by pair, with the ingress port they were installed at and
+    /// when; an entry goes when its flow's hard timeout does, or with either host.
+    drops: HashMap<(MacAddress, MacAddress), InstalledDrop>,
+    /// How many entries of `drops` each switch holds, for the per-switch cap.
+    drops_per_switch: HashMap<u64, usize>,
     outbox: Vec<(u64, Command)>,
 }
 
@@ -173,11 +193,13 @@ impl Engine {
             membership,
             hosts: HostTable::default(),
             host_ports: HashSet::new(),
+            former_link_ends: HashMap::new(),
             dropped: HashMap::new(),
             packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),
             paths: HashMap::new(),
             drops: HashMap::new(),
+            drops_per_switch: HashMap::new(),
             outbox: Vec::new(),
         }
     }
@@ -230,6 +252,7 @@ impl Engine {
             DropCause::StaleLldp => &mut dropped.lldp_stale,
             DropCause::LldpAtHostPort => &mut dropped.lldp_at_host_port,
             DropCause::HostRefused => &mut dropped.hosts_refused,
+            DropCause::HostSpoofed => &mut dropped.hosts_spoofed,
             DropCause::HostAgedOut => &mut dropped.hosts_aged_out,
             DropCause::PortRefused => &mut dropped.ports_refused,
             DropCause::PacketInRateLimited => &mut dropped.packet_ins_rate_limited,
@@ -263,6 +286,34 @@ impl Engine {
         }
     }
 
+    /// How long after a link went a genuine probe between its two ends wins over the
+    /// host traffic seen there meanwhile: two rounds of LLDP (the link's maximum age,
+    /// twice), enough for the neighbour's probes to arrive.
+    fn link_return_grace(&self) -> Duration {
+        self.config.link_max_age.max(MIN_PROBE_AGE) * 2
+    }
+
+    fn link_went(&mut self, link: &Link, now: Instant) {
+        let until = now + self.link_return_grace();
+        self.former_link_ends.insert(link.src, (link.dst, until));
+        self.former_link_ends.insert(link.dst, (link.src, until));
+    }
+
+    /// Whether `port` and `other` were the two ends of a link that went within the grace.
+    fn were_linked(&self, port: PortId, other: PortId, now: Instant) -> bool {
+        self.former_link_ends
+            .get(&port)
+            .is_some_and(|(partner, until)| *partner == other && now < *until)
+    }
+
+    /// Whether LLDP from `from` arriving at `at` touches a host port that is not one end
+    /// of a link, between these two ports, that went lately.
+    fn touches_host_port(&self, from: PortId, at: PortId, now: Instant) -> bool {
+        [(at, from), (from, at)].iter().any(|(port, other)| {
+            self.host_ports.contains(port) && !self.were_linked(*port, *other, now)
+        })
+    }
+
     // ---- switches --------------------------------------------------------------------
 
     pub fn switch_connected(
@@ -274,7 +325,7 @@ impl Engine {
     ) {
         if self.topology.has_switch(dpid) {
             // A reconnect: forget what the old connection taught us.
-            self.switch_disconnected(dpid);
+            self.switch_disconnected_at(dpid, now);
         }
         log::info!("switch {dpid:#x} connected (OpenFlow version {version:#04x})");
         self.topology.add_switch(dpid, version, ports);
@@ -290,17 +341,27 @@ impl Engine {
     }
 
     pub fn switch_disconnected(&mut self, dpid: u64) {
+        self.switch_disconnected_at(dpid, Instant::now());
+    }
+
+    /// Like [`Engine::switch_disconnected`], with the engine's clock.
+    pub fn switch_disconnected_at(&mut self, dpid: u64, now: Instant) {
         if !self.topology.has_switch(dpid) {
             return;
         }
         log::info!("switch {dpid:#x} disconnected");
-        self.topology.remove_switch(dpid);
+        let removed_links = self.topology.remove_switch(dpid);
+        for link in &removed_links {
+            // The neighbour's end is an edge port now, until the switch is back.
+            self.link_went(link, now);
+        }
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.host_ports.retain(|port| port.dpid != dpid);
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
         self.drop_logs.retain(|(switch, _), _| *switch != dpid);
-        self.drops.retain(|_, port| port.dpid != dpid);
+        self.drops.retain(|_, drop| drop.ingress.dpid != dpid);
+        self.drops_per_switch.remove(&dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
     }
 
@@ -322,7 +383,7 @@ impl Engine {
             self.hosts.remove_at(|at| at == port);
             self.delete_paths_where(|path| path.uses_port(port));
         }
-        self.links_removed(&removed_links);
+        self.links_removed(&removed_links, now);
     }
 
     // ---- packets ---------------------------------------------------------------------
@@ -361,7 +422,7 @@ impl Engine {
                     port,
                     mac: frame.dst,
                 };
-                self.route(src, dst, frame.data);
+                self.route(src, dst, frame.data, now);
             }
         }
     }
@@ -371,7 +432,7 @@ impl Engine {
     /// probe nor relay a genuine one into a link.
     fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
-        let refused = if self.host_ports.contains(&at) || self.host_ports.contains(&from) {
+        let refused = if self.touches_host_port(from, at, now) {
             Some(DropCause::LldpAtHostPort)
         } else {
             let key = &self.config.probe_key;
@@ -393,9 +454,17 @@ impl Engine {
             self.count_drop(at.dpid, cause, 1, now);
             return;
         }
+        for end in [from, at] {
+            if self.host_ports.remove(&end) {
+                // The link is back: what was learned there meanwhile was passing traffic.
+                for mac in self.hosts.at(|port| port == end) {
+                    self.forget_host(mac);
+                }
+            }
+        }
         let (new, replaced) = self.topology.link_seen(from, at, now);
         if let Some(old) = replaced {
-            self.links_removed(&[old]);
+            self.links_removed(&[old], now);
         }
         if new {
             log::info!("link discovered: {from} -> {at}");
@@ -409,12 +478,26 @@ impl Engine {
             per_switch: self.config.max_hosts_per_switch,
         };
         let bound = self.membership.is_member(&host);
+        if let Some(home) = self.hosts.get(&host.mac) {
+            let bound_at_home = self.membership.is_member(&Host {
+                port: home,
+                mac: host.mac,
+            });
+            if home != host.port && bound_at_home && self.topology.is_live(home) {
+                // An operator bound this MAC to a port that is still up: a frame with it
+                // elsewhere is an impostor, not a move.
+                self.count_drop(host.port.dpid, DropCause::HostSpoofed, 1, now);
+                return false;
+            }
+        }
         match self.hosts.learn(host.mac, host.port, now, bound, limits) {
             Learned::Moved(old) => {
                 log::info!("host {} moved from {old} to {}", host.mac, host.port);
                 self.delete_paths_where(|path| {
                     path.src.mac == host.mac || path.dst.mac == host.mac
                 });
+                // Drops were judged at the old port; the host's peers are judged anew.
+                self.lift_drops_of(host.mac);
             }
             Learned::Known => {}
             Learned::New => log::debug!("host {} learned at {}", host.mac, host.port),
@@ -428,6 +511,7 @@ impl Engine {
 
     fn forget_host(&mut self, mac: MacAddress) {
         self.hosts.remove(&mac);
+        self.lift_drops_of(mac);
         self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
     }
 
@@ -461,9 +545,9 @@ impl Engine {
         }
     }
 
-    fn route(&mut self, src: Host, dst: Host, data: &[u8]) {
+    fn route(&mut self, src: Host, dst: Host, data: &[u8], now: Instant) {
         if !self.may_talk(&src, &dst) {
-            self.install_drop(src, dst);
+            self.install_drop(src, dst, now);
             return;
         }
         let Some(hops) = self.topology.shortest_path(src.port, dst.port) else {
@@ -509,7 +593,7 @@ impl Engine {
         self.paths.insert((src.mac, dst.mac), path);
     }
 
-    fn install_drop(&mut self, src: Host, dst: Host) {
+    fn install_drop(&mut self, src: Host, dst: Host, now: Instant) {
         self.send(
             src.port.dpid,
             Command::FlowAdd {
@@ -525,13 +609,96 @@ impl Engine {
                 notify_removal: false,
             },
         );
-        self.drops.insert((src.mac, dst.mac), src.port);
+        let drop = InstalledDrop {
+            ingress: src.port,
+            expires: now + Duration::from_secs(self.config.drop_timeout.into()),
+        };
+        let key = (src.mac, dst.mac);
+        if self.drops.contains_key(&key) {
+            self.forget_drop(key);
+        }
+        let held = self.drops_per_switch.entry(src.port.dpid).or_default();
+        if *held < self.config.max_drops_per_switch {
+            *held += 1;
+            self.drops.insert(key, drop);
+        }
+    }
+
+    /// Forgets a drop entry (not the flow), keeping the per-switch count true.
+    fn forget_drop(&mut self, key: (MacAddress, MacAddress)) -> Option<InstalledDrop> {
+        let drop = self.drops.remove(&key)?;
+        if let Some(held) = self.drops_per_switch.get_mut(&drop.ingress.dpid) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.drops_per_switch.remove(&drop.ingress.dpid);
+            }
+        }
+        Some(drop)
+    }
+
+    /// Forgets the drop entries whose flows the switches have removed by their hard
+    /// timeout (drop flows ask for no FLOW_REMOVED, so no message says so).
+    fn expire_drops(&mut self, now: Instant) {
+        let expired: Vec<(MacAddress, MacAddress)> = self
+            .drops
+            .iter()
+            .filter(|(_, drop)| drop.expires <= now)
+            .map(|(key, _)| *key)
+            .collect();
+        for key in expired {
+            self.forget_drop(key);
+        }
+    }
+
+    /// Removes the drop flows (and entries) involving `mac`, so that its next packet is
+    /// judged afresh.
+    fn lift_drops_of(&mut self, mac: MacAddress) {
+        let keys: Vec<(MacAddress, MacAddress)> = self
+            .drops
+            .keys()
+            .filter(|(src, dst)| *src == mac || *dst == mac)
+            .copied()
+            .collect();
+        for key in keys {
+            self.lift_drop(key);
+        }
+    }
+
+    fn lift_drop(&mut self, key: (MacAddress, MacAddress)) {
+        let Some(drop) = self.forget_drop(key) else {
+            return;
+        };
+        if self.topology.has_switch(drop.ingress.dpid) {
+            self.send(
+                drop.ingress.dpid,
+                Command::FlowDelete {
+                    rule: Rule {
+                        in_port: drop.ingress.port_no,
+                        eth_src: key.0,
+                        eth_dst: key.1,
+                    },
+                    priority: DROP_PRIORITY,
+                },
+            );
+        }
+    }
+
+    /// How many drop flows the engine remembers, over all switches.
+    pub fn remembered_drops(&self) -> usize {
+        self.drops.len()
     }
 
     /// A switch removed a flow (idle timeout): a path whose ingress flow went is over.
     pub fn flow_removed(&mut self, dpid: u64, rule: Rule, priority: u16) {
         if priority == DROP_PRIORITY {
-            self.drops.remove(&(rule.eth_src, rule.eth_dst));
+            let key = (rule.eth_src, rule.eth_dst);
+            if self
+                .drops
+                .get(&key)
+                .is_some_and(|drop| drop.ingress == PortId::new(dpid, rule.in_port))
+            {
+                self.forget_drop(key);
+            }
             return;
         }
         let key = (rule.eth_src, rule.eth_dst);
@@ -569,8 +736,10 @@ impl Engine {
             for link in &expired {
                 log::info!("link expired: {} -> {}", link.src, link.dst);
             }
-            self.links_removed(&expired);
+            self.links_removed(&expired, now);
         }
+        self.former_link_ends.retain(|_, (_, until)| *until > now);
+        self.expire_drops(now);
         self.age_hosts(now);
     }
 
@@ -598,8 +767,10 @@ impl Engine {
         }
     }
 
-    fn links_removed(&mut self, links: &[Link]) {
+    fn links_removed(&mut self, links: &[Link], now: Instant) {
         for link in links {
+            // Both ends look like edge ports now; the link may well come back.
+            self.link_went(link, now);
             self.delete_paths_where(|path| path.uses_link(link));
         }
     }
@@ -657,12 +828,12 @@ impl Engine {
     /// Drop flows for pairs that a new membership allows go at once, so that the next
     /// packet reaches the controller and is routed.
     fn lift_drops_now_allowed(&mut self) {
-        let allowed: Vec<((MacAddress, MacAddress), PortId)> = self
+        let allowed: Vec<(MacAddress, MacAddress)> = self
             .drops
             .iter()
-            .filter(|((src, dst), ingress)| {
+            .filter(|((src, dst), drop)| {
                 let src_host = Host {
-                    port: **ingress,
+                    port: drop.ingress,
                     mac: *src,
                 };
                 self.hosts.get(dst).is_some_and(|dst_port| {
@@ -675,21 +846,10 @@ impl Engine {
                     )
                 })
             })
-            .map(|(key, ingress)| (*key, *ingress))
+            .map(|(key, _)| *key)
             .collect();
-        for ((src, dst), ingress) in allowed {
-            self.drops.remove(&(src, dst));
-            self.send(
-                ingress.dpid,
-                Command::FlowDelete {
-                    rule: Rule {
-                        in_port: ingress.port_no,
-                        eth_src: src,
-                        eth_dst: dst,
-                    },
-                    priority: DROP_PRIORITY,
-                },
-            );
+        for key in allowed {
+            self.lift_drop(key);
         }
     }
 
@@ -818,6 +978,9 @@ pub struct Dropped {
     pub lldp_at_host_port: u64,
     /// Hosts not learned because their port or switch held its maximum.
     pub hosts_refused: u64,
+    /// Frames carrying the MAC of a host bound in a slice at another port that is up:
+    /// not learned, so the bound host keeps its place.
+    pub hosts_spoofed: u64,
     /// Hosts forgotten after being idle.
     pub hosts_aged_out: u64,
     /// Ports a PORT_STATUS added beyond the maximum.
@@ -833,6 +996,7 @@ enum DropCause {
     StaleLldp,
     LldpAtHostPort,
     HostRefused,
+    HostSpoofed,
     HostAgedOut,
     PortRefused,
     PacketInRateLimited,
@@ -846,6 +1010,7 @@ impl DropCause {
             Self::StaleLldp => "dropped a stale (replayed) LLDP probe",
             Self::LldpAtHostPort => "dropped LLDP at or from a port with host traffic",
             Self::HostRefused => "did not learn a host: port or switch at its host limit",
+            Self::HostSpoofed => "ignored a frame with a MAC bound at another live port",
             Self::HostAgedOut => "forgot an idle host",
             Self::PortRefused => "ignored a port beyond the per-switch port limit",
             Self::PacketInRateLimited => "dropped PACKET_INs over the rate limit",

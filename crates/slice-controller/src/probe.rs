@@ -15,11 +15,34 @@ type HmacSha256 = Hmac<Sha256>;
 /// The probe secret's length when the controller makes its own.
 pub const SECRET_LEN: usize = 32;
 
+/// The shortest probe secret accepted from a file: 128 bits, if it is random.
+pub const MIN_SECRET_LEN: usize = 16;
+
 /// Why a probe secret could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeKeyError {
     #[error("the probe secret is empty")]
     Empty,
+    #[error("cannot read the LLDP secret file {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "LLDP secret file {path} is open to other users (mode {mode:o}): whoever reads it \
+         can forge links; run `chmod 600 {path}`"
+    )]
+    OpenToOthers { path: std::path::PathBuf, mode: u32 },
+    #[error(
+        "LLDP secret file {path} holds {len} bytes; it needs at least {MIN_SECRET_LEN} \
+         (for example `head -c 32 /dev/urandom > {path}`)"
+    )]
+    TooShort {
+        path: std::path::PathBuf,
+        len: usize,
+    },
+    #[error("the operating system's random source failed ({0}); refusing a weaker secret")]
+    NoRandom(getrandom::Error),
 }
 
 /// What checking a probe found.
@@ -39,6 +62,9 @@ pub struct ProbeKey {
     mac: HmacSha256,
     anchor: Instant,
     anchor_unix_ms: u64,
+    /// Why this key has no secret: the OS random source failed. The controller refuses
+    /// to start with such a key, and it verifies nothing.
+    no_secret: Option<getrandom::Error>,
 }
 
 impl std::fmt::Debug for ProbeKey {
@@ -48,11 +74,72 @@ impl std::fmt::Debug for ProbeKey {
 }
 
 impl ProbeKey {
-    /// A fresh random secret, known to this process only.
-    pub fn random() -> Self {
+    /// A fresh random secret, known to this process only; an error when the operating
+    /// system has no random source, rather than a secret someone could guess.
+    pub fn random() -> Result<Self, ProbeKeyError> {
         let mut secret = [0u8; SECRET_LEN];
-        fill_random(&mut secret);
-        Self::with_clock(&secret, Instant::now(), unix_ms(SystemTime::now()))
+        getrandom::getrandom(&mut secret).map_err(ProbeKeyError::NoRandom)?;
+        Ok(Self::with_clock(
+            &secret,
+            Instant::now(),
+            unix_ms(SystemTime::now()),
+        ))
+    }
+
+    /// [`ProbeKey::random`], or a key that [`ProbeKey::check`] refuses: what a default
+    /// configuration holds, so that building one cannot fail but starting with it can.
+    pub fn random_or_refused() -> Self {
+        Self::random().unwrap_or_else(|err| {
+            let no_secret = match err {
+                ProbeKeyError::NoRandom(cause) => Some(cause),
+                _ => Some(getrandom::Error::UNSUPPORTED),
+            };
+            Self {
+                no_secret,
+                ..Self::with_clock(&[], Instant::now(), 0)
+            }
+        })
+    }
+
+    /// Whether the key has a secret to sign with.
+    pub fn check(&self) -> Result<(), ProbeKeyError> {
+        match self.no_secret {
+            Some(cause) => Err(ProbeKeyError::NoRandom(cause)),
+            None => Ok(()),
+        }
+    }
+
+    /// A key from a secret file shared by a cluster's controllers. Like an ssh private
+    /// key, the file must be the owner's alone (tightening the mode ourselves would hide
+    /// that it may have leaked) and hold at least [`MIN_SECRET_LEN`] bytes, not counting
+    /// a trailing newline.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ProbeKeyError> {
+        use std::os::unix::fs::PermissionsExt;
+        let read_error = |source| ProbeKeyError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mode = std::fs::metadata(path)
+            .map_err(read_error)?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(ProbeKeyError::OpenToOthers {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        let bytes = std::fs::read(path).map_err(read_error)?;
+        let secret = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let secret = secret.strip_suffix(b"\r").unwrap_or(secret);
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(ProbeKeyError::TooShort {
+                path: path.to_path_buf(),
+                len: secret.len(),
+            });
+        }
+        Self::from_secret(secret)
     }
 
     /// A key from a shared secret (a cluster's controllers sign alike).
@@ -77,6 +164,7 @@ impl ProbeKey {
             mac,
             anchor,
             anchor_unix_ms,
+            no_secret: None,
         }
     }
 
@@ -117,10 +205,11 @@ impl ProbeKey {
         now: Instant,
         max_age: Duration,
     ) -> Verdict {
-        if self
-            .keyed(dpid, port_no, proof.nonce)
-            .verify_truncated_left(&proof.tag)
-            .is_err()
+        if self.no_secret.is_some()
+            || self
+                .keyed(dpid, port_no, proof.nonce)
+                .verify_truncated_left(&proof.tag)
+                .is_err()
         {
             return Verdict::Forged;
         }
@@ -135,23 +224,6 @@ impl ProbeKey {
 fn unix_ms(time: SystemTime) -> u64 {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The operating system's random bytes. Should it have none, the bytes come from std's
-/// randomly keyed SipHash instead (std needs the same OS source to key its hash maps,
-/// which the engine already uses), which still keeps 128 bits of secret.
-fn fill_random(out: &mut [u8]) {
-    if let Err(err) = getrandom::getrandom(out) {
-        log::warn!("no OS random source for the probe secret ({err}); using std's hash keys");
-        use std::hash::{BuildHasher, Hasher};
-        let state = std::collections::hash_map::RandomState::new();
-        for (index, chunk) in out.chunks_mut(8).enumerate() {
-            let mut hasher = state.build_hasher();
-            hasher.write_usize(index);
-            let bytes = hasher.finish().to_be_bytes();
-            chunk.copy_from_slice(&bytes[..chunk.len()]);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -174,7 +246,7 @@ mod tests {
         assert_eq!(key.verify(7, 3, &proof, later, AGE), Verdict::Genuine);
         let too_late = start + Duration::from_millis(3600);
         assert_eq!(key.verify(7, 3, &proof, too_late, AGE), Verdict::Stale);
-        let random = ProbeKey::random();
+        let random = ProbeKey::random().unwrap();
         let now = Instant::now();
         let proof = random.sign(1, 1, now);
         assert_eq!(random.verify(1, 1, &proof, now, AGE), Verdict::Genuine);
@@ -211,6 +283,44 @@ mod tests {
         let proof = a.sign(7, 3, one + Duration::from_millis(10));
         let arrival = two + Duration::from_millis(20);
         assert_eq!(b.verify(7, 3, &proof, arrival, AGE), Verdict::Genuine);
+    }
+
+    #[test]
+    fn a_key_without_a_secret_is_refused_and_verifies_nothing() {
+        let start = Instant::now();
+        let broken = ProbeKey {
+            no_secret: Some(getrandom::Error::UNSUPPORTED),
+            ..key(b"", start)
+        };
+        assert!(matches!(broken.check(), Err(ProbeKeyError::NoRandom(_))));
+        let proof = broken.sign(7, 3, start);
+        assert_eq!(broken.verify(7, 3, &proof, start, AGE), Verdict::Forged);
+        assert!(ProbeKey::random_or_refused().check().is_ok());
+    }
+
+    #[test]
+    fn a_secret_file_must_be_long_and_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sliced-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lldp.key");
+        let write = |bytes: &[u8], mode: u32| {
+            std::fs::write(&file, bytes).unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        write(b"0123456789abcdef\n", 0o600);
+        assert!(ProbeKey::from_file(&file).is_ok());
+        write(b"0123456789abcde\n", 0o600);
+        let short = ProbeKey::from_file(&file).unwrap_err();
+        assert!(matches!(short, ProbeKeyError::TooShort { len: 15, .. }));
+        write(b"0123456789abcdef", 0o640);
+        let open = ProbeKey::from_file(&file).unwrap_err().to_string();
+        assert!(
+            open.contains("chmod 600") && open.contains("mode 640"),
+            "{open}"
+        );
+        assert!(open.contains(&file.display().to_string()), "{open}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -17,12 +17,13 @@ use slice_core::{MacAddress, Membership, PortId};
 use slice_store::{Change, Store};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
-use crate::limits::PacketInLimiter;
+use crate::limits::{LogLimiter, PacketInLimiter};
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+use crate::probe::ProbeKeyError;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -63,6 +64,12 @@ pub struct ControllerConfig {
     /// PACKET_INs per second from any one ingress port (burst twice that), so that one
     /// flooding host leaves the rest of the switch's budget to the others.
     pub packet_in_port_rate: u32,
+    /// OpenFlow connections open at once, over both listeners; more are closed at once.
+    /// Never more than a quarter of the open-files limit, whatever is configured.
+    pub max_switch_connections: usize,
+    /// Of those, connections still in their TLS or OpenFlow handshake: a peer that
+    /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
+    pub max_pending_handshakes: usize,
 }
 
 impl Default for ControllerConfig {
@@ -79,6 +86,8 @@ impl Default for ControllerConfig {
             packet_in_rate: 1000,
             packet_in_burst: 2000,
             packet_in_port_rate: 250,
+            max_switch_connections: 1024,
+            max_pending_handshakes: 64,
         };
         config.set_lldp_interval(Duration::from_secs(1));
         config
@@ -91,6 +100,14 @@ impl ControllerConfig {
     pub fn set_lldp_interval(&mut self, interval: Duration) {
         self.lldp_interval = interval;
         self.engine.link_max_age = interval * 7 / 2;
+    }
+
+    /// LLDP PACKET_INs per second one port may send (burst twice that), outside the
+    /// switch's PACKET_IN budget: a link port receives one probe per interval, so two
+    /// per interval leave room for a late one and still bound a forged-LLDP flood.
+    pub fn lldp_port_rate(&self) -> u32 {
+        let interval_ms = self.lldp_interval.as_millis().max(1);
+        u32::try_from(2000 / interval_ms).unwrap_or(u32::MAX).max(2)
     }
 }
 
@@ -111,6 +128,8 @@ pub enum StartError {
     Tls(#[from] TlsError),
     #[error("no OpenFlow listener: neither plain TCP nor TLS is on")]
     NoListener,
+    #[error(transparent)]
+    ProbeKey(#[from] ProbeKeyError),
 }
 
 /// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
@@ -136,6 +155,8 @@ enum Event {
         connection: u64,
         commands: mpsc::Sender<Vec<Command>>,
         queued_bytes: Arc<AtomicUsize>,
+        /// Came over TLS with a CA-signed certificate.
+        authenticated: bool,
     },
     SwitchDown {
         dpid: u64,
@@ -213,6 +234,8 @@ impl Controller {
         store: &Store,
         config: ControllerConfig,
     ) -> Result<Self, StartError> {
+        // No random secret means probes anyone could forge: better not to start.
+        config.engine.probe_key.check()?;
         if listeners.plain.is_none() && listeners.tls.is_none() {
             return Err(StartError::NoListener);
         }
@@ -256,6 +279,7 @@ impl Controller {
                     let config = Arc::new(config);
                     tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
                     let connections = Arc::new(AtomicU64::new(0));
+                    let caps = ConnectionCaps::new(&config);
                     let listening = plain
                         .map(|(listener, _)| (listener, None))
                         .into_iter()
@@ -272,6 +296,7 @@ impl Controller {
                             listener,
                             acceptor,
                             Arc::clone(&connections),
+                            caps.clone(),
                             events_tx.clone(),
                             Arc::clone(&config),
                             stopped.clone(),
@@ -364,6 +389,7 @@ struct SwitchLink {
     commands: mpsc::Sender<Vec<Command>>,
     /// Bytes handed to the connection and not yet written, by [`command_bytes`].
     queued_bytes: Arc<AtomicUsize>,
+    authenticated: bool,
 }
 
 async fn run_engine(
@@ -403,7 +429,21 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             connection,
             commands,
             queued_bytes,
+            authenticated,
         } => {
+            // Anyone who reaches the plain listener can claim any datapath id: such a
+            // claim never displaces a switch that proved itself with a certificate.
+            // Dropping `commands` here ends the newcomer's connection.
+            if let Some(current) = switches.get(&dpid) {
+                if current.authenticated && !authenticated {
+                    log::warn!(
+                        "switch {dpid:#x}: unauthenticated connection {connection} refused; \
+                         the switch is connected over TLS (connection {})",
+                        current.connection
+                    );
+                    return;
+                }
+            }
             // A second connection with the same datapath id replaces the first; dropping
             // the old sender ends the old connection. On plain TCP this is how an impostor
             // would take a switch over, so it is always told.
@@ -413,6 +453,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     connection,
                     commands,
                     queued_bytes,
+                    authenticated,
                 },
             );
             if let Some(old) = replaced {
@@ -549,10 +590,12 @@ async fn accept_switches(
     listener: TcpListener,
     acceptor: Option<TlsAcceptor>,
     connections: Arc<AtomicU64>,
+    caps: ConnectionCaps,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let mut refusals = LogLimiter::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -560,6 +603,20 @@ async fn accept_switches(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let Some((open, handshaking)) = caps.admit() else {
+                    // Dropping the stream closes it before it costs a task or a buffer.
+                    drop(stream);
+                    if let Some(count) = refusals.note(1, Instant::now()) {
+                        log::warn!(
+                            "OpenFlow connection from {peer} closed: at the cap of {} \
+                             connections or {} in their handshake ({count} refused since \
+                             the last report)",
+                            caps.max_open,
+                            caps.max_handshaking
+                        );
+                    }
+                    continue;
+                };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
                 let (acceptor, events, config, stopped) = (
                     acceptor.clone(),
@@ -568,13 +625,21 @@ async fn accept_switches(
                     stopped.clone(),
                 );
                 tokio::spawn(async move {
+                    // Held for the connection's life.
+                    let _open = open;
+                    let authenticated = acceptor.is_some();
                     let Some((reader, writer)) = open_stream(stream, peer, acceptor, &config).await
                     else {
                         return;
                     };
+                    let opened = OpenedConnection {
+                        peer,
+                        connection,
+                        authenticated,
+                        handshaking,
+                    };
                     if let Err(err) =
-                        serve_switch(reader, writer, peer, connection, events, config, stopped)
-                            .await
+                        serve_switch(reader, writer, opened, events, config, stopped).await
                     {
                         log::info!("switch connection from {peer} closed: {err}");
                     }
@@ -587,6 +652,62 @@ async fn accept_switches(
             }
         }
     }
+}
+
+/// The caps on OpenFlow connections, shared by both listeners.
+#[derive(Clone)]
+struct ConnectionCaps {
+    open: Arc<Semaphore>,
+    handshaking: Arc<Semaphore>,
+    max_open: usize,
+    max_handshaking: usize,
+}
+
+impl ConnectionCaps {
+    fn new(config: &ControllerConfig) -> Self {
+        let max_open = config
+            .max_switch_connections
+            .min(quarter_of_open_files())
+            .max(1);
+        if max_open < config.max_switch_connections {
+            log::warn!(
+                "max_switch_connections {} lowered to {max_open}: a quarter of the open \
+                 files limit",
+                config.max_switch_connections
+            );
+        }
+        let max_handshaking = config.max_pending_handshakes.clamp(1, max_open);
+        Self {
+            open: Arc::new(Semaphore::new(max_open)),
+            handshaking: Arc::new(Semaphore::new(max_handshaking)),
+            max_open,
+            max_handshaking,
+        }
+    }
+
+    /// A place for a new connection and for its handshake, or None at either cap.
+    fn admit(&self) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let open = Arc::clone(&self.open).try_acquire_owned().ok()?;
+        let handshaking = Arc::clone(&self.handshaking).try_acquire_owned().ok()?;
+        Some((open, handshaking))
+    }
+}
+
+/// A quarter of the soft limit on open files (which the daemon raises to the hard limit
+/// at start), so that HTTP, the database and the log always find a descriptor.
+fn quarter_of_open_files() -> usize {
+    let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft / 4).unwrap_or(usize::MAX)
+}
+
+/// An accepted connection, past its TLS handshake where there is one.
+struct OpenedConnection {
+    peer: SocketAddr,
+    connection: u64,
+    /// Over TLS, with a certificate the CA signed.
+    authenticated: bool,
+    /// Released once the OpenFlow handshake is over.
+    handshaking: OwnedSemaphorePermit,
 }
 
 /// The connection's two directions, after the TLS handshake where there is one. A peer
@@ -868,8 +989,7 @@ fn is_physical(port_no: u32) -> bool {
 async fn serve_switch(
     read_half: SwitchRead,
     write_half: SwitchWrite,
-    peer: SocketAddr,
-    connection: u64,
+    opened: OpenedConnection,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
@@ -886,9 +1006,16 @@ async fn serve_switch(
         config.handshake_timeout,
         handshake(&mut reader, &mut writer, &config),
     );
+    let OpenedConnection {
+        peer,
+        connection,
+        authenticated,
+        handshaking,
+    } = opened;
     let (dpid, ports) = handshake
         .await
         .map_err(|_| ConnectionError::HandshakeTimeout(config.handshake_timeout))??;
+    drop(handshaking);
     if let Some(allowed) = &config.allowed_dpids {
         if !allowed.contains(&dpid) {
             log::warn!("switch from {peer} refused: datapath id {dpid:#x} is not allowed");
@@ -908,6 +1035,7 @@ async fn serve_switch(
             connection,
             commands: commands_tx,
             queued_bytes: Arc::clone(&queued_bytes),
+            authenticated,
         })
         .await
         .map_err(|_| ConnectionError::Dropped)?;
@@ -1059,6 +1187,7 @@ async fn run_switch(
         config.packet_in_rate,
         config.packet_in_burst,
         config.packet_in_port_rate,
+        config.lldp_port_rate(),
         config.engine.max_ports_per_switch,
         last_heard,
     );
@@ -1087,7 +1216,9 @@ async fn run_switch(
                     report.apply(step, writer).await?;
                 } else if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
                     let limited = match &event {
-                        Event::PacketIn { in_port, .. } => !packet_ins.admit(*in_port, last_heard),
+                        Event::PacketIn { in_port, data, .. } => {
+                            !packet_ins.admit(*in_port, data, last_heard)
+                        }
                         _ => false,
                     };
                     if limited {

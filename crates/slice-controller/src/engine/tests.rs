@@ -516,8 +516,12 @@ fn an_idle_path_is_forgotten_when_its_ingress_flow_expires() {
 
 #[test]
 fn a_host_that_moves_loses_its_old_paths() {
-    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3), (2, 1, 1)])]);
-    let mut engine = line(EngineConfig::default(), index);
+    // Unbound hosts move freely (bound ones only when their port is down).
+    let routing = EngineConfig {
+        slicing: false,
+        ..config()
+    };
+    let mut engine = line(routing, Membership::default());
     send(&mut engine, p(3, 1), 3, BROADCAST);
     send(&mut engine, p(1, 1), 1, mac(3));
     let commands = send(&mut engine, p(2, 1), 1, BROADCAST);
@@ -714,4 +718,126 @@ fn the_packet_in_meter_is_shown_per_switch_until_it_reconnects() {
     engine.set_packet_in_meter(2, true);
     engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
     assert_eq!(packet_in_meter(&engine, 2), Some(false));
+}
+
+/// Lets every link of `engine` expire: rounds of probes nobody answers, past the age.
+fn expire_all_links(engine: &mut Engine, from: Instant) -> Instant {
+    let mut now = from;
+    for _ in 0..5 {
+        now += Duration::from_secs(2);
+        engine.tick(now);
+    }
+    assert!(engine.links().is_empty());
+    engine.take_commands();
+    now
+}
+
+#[test]
+fn a_link_port_with_traffic_right_after_its_link_went_still_gets_its_link_back() {
+    let mut engine = line(config(), Membership::default());
+    let now = expire_all_links(&mut engine, Instant::now());
+    // A standalone switch's flood arrives at the former link ends meanwhile.
+    engine.packet_in(1, 2, frame(9, BROADCAST), now);
+    engine.packet_in(2, 2, frame(9, BROADCAST), now);
+    let later = now + Duration::from_millis(500);
+    let (from_1, from_2) = (
+        engine.probe_from(p(1, 2), later),
+        engine.probe_from(p(2, 2), later),
+    );
+    engine.packet_in(2, 2, discovery(from_1), later);
+    engine.packet_in(1, 2, discovery(from_2), later);
+    assert_eq!(
+        engine.links().len(),
+        2,
+        "the link between 0x1 and 0x2 is back"
+    );
+    assert_eq!(dropped(&engine, 1).lldp_at_host_port, 0);
+}
+
+#[test]
+fn a_reconnecting_neighbour_gets_its_link_back_despite_a_flows_tail() {
+    let mut engine = line(config(), Membership::default());
+    let now = Instant::now();
+    engine.switch_disconnected_at(2, now);
+    // 0x1:2 is an edge port now, and carries a flow's tail before 0x2 is back.
+    engine.packet_in(1, 2, frame(9, BROADCAST), now);
+    let back = now + Duration::from_secs(1);
+    engine.switch_connected(2, 0x04, ports(&[1, 2, 3]), back);
+    let probe = engine.probe_from(p(2, 2), back);
+    engine.packet_in(1, 2, discovery(probe), back);
+    let probe = engine.probe_from(p(1, 2), back);
+    engine.packet_in(2, 2, discovery(probe), back);
+    assert_eq!(engine.links().len(), 2);
+}
+
+#[test]
+fn hosts_that_talk_past_the_grace_still_cannot_relay_a_link() {
+    let mut engine = line(config(), Membership::default());
+    let now = expire_all_links(&mut engine, Instant::now());
+    // Long after the link went, the ports carry host traffic: they are host ports.
+    let late = now + Duration::from_secs(30);
+    engine.packet_in(1, 2, frame(8, BROADCAST), late);
+    engine.packet_in(2, 2, frame(9, BROADCAST), late);
+    let relayed = engine.probe_from(p(1, 2), late);
+    engine.packet_in(2, 2, discovery(relayed), late);
+    assert!(engine.links().is_empty());
+    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 1);
+}
+
+#[test]
+fn remembered_drops_expire_with_their_flows_and_stay_under_the_cap() {
+    let capped = EngineConfig {
+        max_drops_per_switch: 50,
+        ..config()
+    };
+    // h1 and h3 share no slice: every frame between them gets a drop flow.
+    let index = membership(&[("blue", &[(1, 1, 1)]), ("red", &[(3, 1, 3)])]);
+    let mut engine = line(capped, index);
+    let start = Instant::now();
+    engine.packet_in(3, 1, frame(3, BROADCAST), start);
+    for source in 0..200u8 {
+        let rotated = Frame {
+            src: MacAddress::new([2, 0, 0, 0, 1, source]),
+            ..frame(0, mac(3))
+        };
+        engine.packet_in(1, 1, rotated, start);
+    }
+    assert_eq!(engine.remembered_drops(), 50, "capped per switch");
+    let after = start + Duration::from_secs(u64::from(engine.config.drop_timeout) + 1);
+    engine.tick(after);
+    assert_eq!(engine.remembered_drops(), 0, "gone with their hard timeout");
+}
+
+#[test]
+fn a_spoofed_frame_does_not_move_a_bound_host() {
+    let index = membership(&[("blue", &[(1, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(config(), index);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(engine.paths().len(), 1);
+    // An impostor on 0x2:1 with h1's MAC.
+    let commands = send(&mut engine, p(2, 1), 1, mac(3));
+    assert!(flow_deletes(&commands).is_empty(), "h1's path stays");
+    assert!(flow_adds(&commands).is_empty());
+    let h1 = engine
+        .hosts()
+        .into_iter()
+        .find(|h| h.mac == mac(1))
+        .unwrap();
+    assert_eq!(h1.port, p(1, 1));
+    assert_eq!(dropped(&engine, 2).hosts_spoofed, 1);
+}
+
+#[test]
+fn a_legitimate_move_lifts_the_drops_judged_at_the_old_port() {
+    // mac 1 is unbound at 0x1:1 (so h3 drops it) and bound with h3 at 0x2:1.
+    let index = membership(&[("blue", &[(2, 1, 1), (3, 1, 3)])]);
+    let mut engine = line(config(), index);
+    send(&mut engine, p(1, 1), 1, BROADCAST);
+    send(&mut engine, p(3, 1), 3, mac(1));
+    assert_eq!(engine.remembered_drops(), 1);
+    let commands = send(&mut engine, p(2, 1), 1, BROADCAST);
+    assert_eq!(engine.remembered_drops(), 0);
+    assert!(commands.iter().any(|(dpid, command)| *dpid == 3
+        && matches!(command, Command::FlowDelete { priority, .. } if *priority == DROP_PRIORITY)));
 }
