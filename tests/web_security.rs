@@ -530,6 +530,34 @@ fn a_stalled_body_is_answered_408_and_its_connection_closed() {
     assert_eq!(slices(&daemon), json!([]));
 }
 
+/// actix-http times only the first request head of a connection: without the guard's
+/// hold on partial heads, one byte of a second request kept a connection forever.
+#[test]
+fn a_second_request_that_never_completes_its_head_does_not_hold_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(dir.path(), &["--request-timeout", "1"]);
+    let mut stream = TcpStream::connect(daemon.http).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let host = daemon.http.to_string();
+    let first = format!("GET /slices HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    stream.write_all(first.as_bytes()).unwrap();
+    let mut answer = [0u8; 4096];
+    let read = stream.read(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.ends_with("[]"),
+        "the first answer arrives whole: {answer}"
+    );
+    // The start of a second request, and then nothing.
+    stream.write_all(b"G").unwrap();
+    let mut rest = Vec::new();
+    // read_to_end returns once the daemon closes the connection; a read timeout after
+    // PATIENCE is an error, and so a failure.
+    let closed = stream.read_to_end(&mut rest);
+    assert!(closed.is_ok(), "the connection was held: {closed:?}");
+}
+
 #[test]
 fn a_client_queued_behind_stalled_connections_is_served() {
     let dir = tempfile::tempdir().unwrap();
