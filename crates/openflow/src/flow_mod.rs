@@ -227,6 +227,31 @@ pub struct FlowMod {
     pub actions: Vec<Action>,
 }
 
+/// An ADD of a priority-0 flow that matches everything and does nothing: no cookie, table
+/// 0, no timeouts, no buffered packet, `out_port` and `out_group` [`port::ANY`], no flags,
+/// no meter and no actions. Callers set what differs: `FlowMod { priority: 100,
+/// ..FlowMod::default() }`.
+impl Default for FlowMod {
+    fn default() -> Self {
+        Self {
+            command: FlowModCommand::Add,
+            r#match: Match::default(),
+            cookie: 0,
+            cookie_mask: 0,
+            table_id: 0,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            priority: 0,
+            buffer_id: None,
+            out_port: port::ANY,
+            out_group: port::ANY,
+            flags: 0,
+            meter_id: None,
+            actions: Vec::new(),
+        }
+    }
+}
+
 impl FlowMod {
     /// Reads a 1.0 FLOW_MOD.
     pub fn parse_v10<T: AsRef<[u8]>>(view: &FlowModV10<T>) -> Result<Self, Error> {

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use openflow::error_msg::ERROR_TYPE_METER_MOD_FAILED;
 use openflow::meter::{METER_BAND_DROP, METER_FLAG_BURST, METER_FLAG_PKTPS, METER_FLAG_STATS};
 use openflow::{
-    port, Action, FlowMod, FlowModCommand, Match, Message, MeterBand, MeterFeatures, MeterMod,
-    MeterModCommand,
+    port, Action, FlowMod, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
 };
 
 /// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's tables: it
@@ -281,23 +280,12 @@ fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, 
 /// The flow that sends what matches nothing to the controller, through `meter_id`.
 pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
     Message::FlowMod(FlowMod {
-        command: FlowModCommand::Add,
-        r#match: Match::default(),
-        cookie: 0,
-        cookie_mask: 0,
-        table_id: 0,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        priority: 0,
-        buffer_id: None,
-        out_port: port::ANY,
-        out_group: port::ANY,
-        flags: 0,
         meter_id,
         actions: vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 0xffff,
         }],
+        ..FlowMod::default()
     })
 }
 

@@ -875,7 +875,7 @@ impl Writer {
                 } else {
                     0
                 },
-                ..flow_mod_defaults()
+                ..FlowMod::default()
             }),
             Command::TableMiss => match meter.table_miss() {
                 Some(table_miss) => table_miss,
@@ -900,13 +900,13 @@ impl Writer {
                     .map(|port| Action::Output { port, max_len: 0 })
                     .into_iter()
                     .collect(),
-                ..flow_mod_defaults()
+                ..FlowMod::default()
             }),
             Command::FlowDelete { rule, priority } => Message::FlowMod(FlowMod {
                 command: FlowModCommand::DeleteStrict,
                 r#match: rule_match(rule),
                 priority,
-                ..flow_mod_defaults()
+                ..FlowMod::default()
             }),
             Command::PacketOut { out_port, data } => packet_out(out_port, data),
             Command::Discovery { port_no, proof } => {
@@ -930,25 +930,6 @@ impl Writer {
             }
         };
         self.queue(&message)
-    }
-}
-
-fn flow_mod_defaults() -> FlowMod {
-    FlowMod {
-        command: FlowModCommand::Add,
-        r#match: Match::default(),
-        cookie: 0,
-        cookie_mask: 0,
-        table_id: 0,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        priority: 0,
-        buffer_id: None,
-        out_port: port::ANY,
-        out_group: port::ANY,
-        flags: 0,
-        meter_id: None,
-        actions: Vec::new(),
     }
 }
 
