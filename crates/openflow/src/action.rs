@@ -110,6 +110,11 @@ fn exact_length(length: u16, expected: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// `max_len` of an output to the controller that sends the whole packet and buffers
+/// nothing (`OFPCML_NO_BUFFER` on 1.3; on 1.0 the largest length, so the same effect). Also
+/// the `miss_send_len` of a SET_CONFIG that asks for whole packets.
+pub const WHOLE_PACKET: u16 = 0xffff;
+
 /// An action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -117,8 +122,7 @@ pub enum Action {
     Output {
         /// Output port, 32-bit numbering.
         port: u32,
-        /// Bytes of the packet to send to the controller (`0xffff`: all, on 1.3
-        /// `OFPCML_NO_BUFFER`).
+        /// Bytes of the packet to send to the controller ([`WHOLE_PACKET`]: all).
         max_len: u16,
     },
     /// Any other action, kept as its type and the bytes after the 4-byte header

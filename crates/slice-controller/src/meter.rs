@@ -283,7 +283,7 @@ pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
         meter_id,
         actions: vec![Action::Output {
             port: port::CONTROLLER,
-            max_len: 0xffff,
+            max_len: openflow::action::WHOLE_PACKET,
         }],
         ..FlowMod::default()
     })

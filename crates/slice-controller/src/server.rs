@@ -894,8 +894,11 @@ impl Writer {
                 priority,
                 idle_timeout,
                 hard_timeout,
-                // OFPFF_SEND_FLOW_REM
-                flags: u16::from(notify_removal),
+                flags: if notify_removal {
+                    openflow::flow_mod::FLAG_SEND_FLOW_REM
+                } else {
+                    0
+                },
                 actions: out_port
                     .map(|port| Action::Output { port, max_len: 0 })
                     .into_iter()
@@ -964,7 +967,7 @@ fn port_state(desc: &PortDesc) -> PortState {
 /// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
 /// or links can be.
 fn is_physical(port_no: u32) -> bool {
-    port_no != 0 && port_no < 0xffff_ff00
+    port_no != 0 && port_no < port::MAX
 }
 
 async fn serve_switch(
@@ -1062,12 +1065,12 @@ async fn handshake(
         )));
     };
     let Some(version) = openflow::negotiate(&ours, header.version, versions) else {
-        // OFPET_HELLO_FAILED / OFPHFC_INCOMPATIBLE, sent in the lowest common dialect.
+        // Sent in the lowest common dialect.
         writer.version = openflow::OFP10;
         writer.queue_reply(
             &Message::Error {
-                err_type: 0,
-                code: 0,
+                err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
+                code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
                 data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
             },
             header.xid,
@@ -1107,7 +1110,7 @@ async fn handshake(
                 }
                 writer.queue(&Message::SetConfig {
                     flags: 0,
-                    miss_send_len: 0xffff,
+                    miss_send_len: openflow::action::WHOLE_PACKET,
                 })?;
                 writer.flush(patience).await?;
             }
@@ -1330,8 +1333,8 @@ fn switch_event(
             })
         }
         Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
-            // OFPPR_DELETE = 1: the port is gone altogether.
-            let state = (reason != 1).then(|| port_state(&desc));
+            // A deleted port is gone altogether; an added or changed one has a state.
+            let state = (reason != openflow::port_status::REASON_DELETE).then(|| port_state(&desc));
             Some(Event::PortStatus {
                 port: PortId::new(dpid, desc.port_no),
                 state,
