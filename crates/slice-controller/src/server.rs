@@ -1319,9 +1319,10 @@ fn switch_event(
             None
         }
         Message::PacketIn(packet) => {
-            let Some((dst, src)) = ethernet_addresses(&packet.data) else {
+            let Ok(frame) = openflow::packet::EthernetFrame::new_checked(&packet.data[..]) else {
                 return Ok(None);
             };
+            let (dst, src) = (MacAddress::new(frame.dst()), MacAddress::new(frame.src()));
             let probe = openflow::packet::parse_probe(&packet.data);
             Some(Event::PacketIn {
                 dpid,
@@ -1361,10 +1362,4 @@ fn switch_event(
         }
         _ => None,
     })
-}
-
-fn ethernet_addresses(frame: &[u8]) -> Option<(MacAddress, MacAddress)> {
-    let dst: [u8; 6] = frame.get(0..6)?.try_into().ok()?;
-    let src: [u8; 6] = frame.get(6..12)?.try_into().ok()?;
-    Some((MacAddress::new(dst), MacAddress::new(src)))
 }
