@@ -264,8 +264,10 @@ pub struct Config {
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub slicing: bool,
-    pub lldp_interval_ms: u64,
-    pub idle_timeout: u16,
+    /// Unset: the controller's default.
+    pub lldp_interval_ms: Option<u64>,
+    /// Unset: the controller's default.
+    pub idle_timeout: Option<u16>,
     pub require_auth: bool,
     pub developer_login: bool,
     pub secure_cookie: bool,
@@ -312,17 +314,15 @@ impl Config {
         } else {
             args.allowed_hosts.clone()
         };
-        let lldp_interval_ms = args
-            .lldp_interval_ms
-            .or(lldp_interval_ms_file)
-            .unwrap_or(1000);
+        // Unset, they keep the controller's defaults.
+        let lldp_interval_ms = args.lldp_interval_ms.or(lldp_interval_ms_file);
         anyhow::ensure!(
-            (50..=60_000).contains(&lldp_interval_ms),
+            lldp_interval_ms.map_or(true, |ms| (50..=60_000).contains(&ms)),
             "controller.lldp_interval_ms must be between 50 and 60000"
         );
-        let idle_timeout = args.idle_timeout.or(idle_timeout_file).unwrap_or(60);
+        let idle_timeout = args.idle_timeout.or(idle_timeout_file);
         anyhow::ensure!(
-            idle_timeout > 0,
+            idle_timeout != Some(0),
             "controller.idle_timeout must be at least 1"
         );
         let switch_limits = args.switch_limits.or(file.controller);

@@ -256,9 +256,13 @@ fn http_connection_cap(configured: usize, fd_limit: u64) -> usize {
 fn controller_config(config: &Config) -> anyhow::Result<slice_controller::ControllerConfig> {
     let mut controller = slice_controller::ControllerConfig::default();
     controller.engine.slicing = config.slicing;
-    controller.engine.idle_timeout = config.idle_timeout;
+    if let Some(idle_timeout) = config.idle_timeout {
+        controller.engine.idle_timeout = idle_timeout;
+    }
     controller.allowed_dpids = config.allowed_dpids.clone();
-    controller.set_lldp_interval(std::time::Duration::from_millis(config.lldp_interval_ms));
+    if let Some(ms) = config.lldp_interval_ms {
+        controller.set_lldp_interval(std::time::Duration::from_millis(ms));
+    }
     let limits = &config.switch_limits;
     if let Some(path) = &limits.lldp_secret_file {
         controller.engine.probe_key = slice_controller::ProbeKey::from_file(path)?;

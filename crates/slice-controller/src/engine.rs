@@ -52,14 +52,22 @@ pub struct EngineConfig {
     pub max_drops_per_switch: usize,
 }
 
+/// How often LLDP goes out of every port unless configured otherwise.
+pub const DEFAULT_LLDP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a link lives without a confirming probe when probes go out every
+/// `lldp_interval`: three and a half intervals, so that one lost probe never drops a link.
+pub fn link_max_age(lldp_interval: Duration) -> Duration {
+    lldp_interval * 7 / 2
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             slicing: true,
             idle_timeout: 60,
             drop_timeout: 10,
-            // Three and a half of the server's default one-second LLDP intervals.
-            link_max_age: Duration::from_millis(3500),
+            link_max_age: link_max_age(DEFAULT_LLDP_INTERVAL),
             link_missed_probes: 3,
             probe_key: ProbeKey::random_or_refused(),
             max_ports_per_switch: 4096,

@@ -89,17 +89,17 @@ impl Default for ControllerConfig {
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
         };
-        config.set_lldp_interval(Duration::from_secs(1));
+        config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);
         config
     }
 }
 
 impl ControllerConfig {
-    /// Sets how often LLDP goes out, and with it how long an unconfirmed link lives:
-    /// three and a half intervals, so that one lost probe never drops a link.
+    /// Sets how often LLDP goes out, and with it how long an unconfirmed link lives
+    /// ([`crate::engine::link_max_age`]).
     pub fn set_lldp_interval(&mut self, interval: Duration) {
         self.lldp_interval = interval;
-        self.engine.link_max_age = interval * 7 / 2;
+        self.engine.link_max_age = crate::engine::link_max_age(interval);
     }
 
     /// LLDP PACKET_INs per second one port may send (burst twice that), outside the
