@@ -10,7 +10,7 @@
 //! reached the disk (the fsync problem PostgreSQL met in 2018). Every write not yet
 //! durable fails, and so does every later wait.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 #[derive(Default)]
 pub(crate) struct GroupCommit {
@@ -73,10 +73,7 @@ impl GroupCommit {
                 return Err(CommitError::Failed);
             }
             if state.flushing {
-                state = self
-                    .flushed
-                    .wait(state)
-                    .unwrap_or_else(|poison| poison.into_inner());
+                self.flushed.wait(&mut state);
                 continue;
             }
             state.flushing = true;
@@ -96,9 +93,7 @@ impl GroupCommit {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        self.state.lock()
     }
 }
 

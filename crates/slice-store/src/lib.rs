@@ -32,7 +32,9 @@ mod sessions;
 use std::collections::VecDeque;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::OnceLock;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
@@ -305,20 +307,14 @@ impl Store {
     /// writer's thread, while a lock that keeps deliveries in order is held, so it must be
     /// quick: send on a channel and return.
     pub fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
-        self.listeners
-            .write()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .push(Box::new(listener));
+        self.listeners.write().push(Box::new(listener));
     }
 
     /// Registers a function called once, with the reason, when a flush fails. The store
     /// then holds changes that are applied in memory but not on disk, and refuses every
     /// later write; a process serving its contents should stop.
     pub fn on_failure(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
-        self.failure_hooks
-            .write()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .push(Box::new(hook));
+        self.failure_hooks.write().push(Box::new(hook));
     }
 
     /// The permissions that opening took away from files and directories that were there
@@ -343,10 +339,7 @@ impl Store {
     /// and on the version of that list (see [`Store::slices_version`]). Writers wait while
     /// it runs, so keep it short and never await in it.
     pub fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
-        let list = self
-            .slice_names
-            .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let list = self.slice_names.read();
         look(&list.names, list.version)
     }
 
@@ -589,10 +582,7 @@ impl Store {
         &self,
         apply: impl FnOnce(&Self) -> Result<(T, Option<Change>), StoreError>,
     ) -> Result<(T, u64), StoreError> {
-        let _guard = self
-            .write_lock
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let _guard = self.write_lock.lock();
         self.refuse_if_failed()?;
         let (output, change) = apply(self)?;
         // Ticket and queue under the write lock, so that both follow commit order.
@@ -634,10 +624,7 @@ impl Store {
     fn tell_durable_changes(&self) {
         let mut untold = self.lock_untold();
         let durable = self.commit.durable();
-        let listeners = self
-            .listeners
-            .read()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let listeners = self.listeners.read();
         while untold.front().is_some_and(|(ticket, _)| *ticket <= durable) {
             if let Some((_, change)) = untold.pop_front() {
                 for listener in listeners.iter() {
@@ -654,10 +641,7 @@ impl Store {
         if self.failure.set(reason.clone()).is_ok() {
             // The changes waiting in the queue are not on disk: nobody must act on them.
             self.lock_untold().clear();
-            let hooks = self
-                .failure_hooks
-                .read()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let hooks = self.failure_hooks.read();
             for hook in hooks.iter() {
                 hook(&reason);
             }
@@ -684,19 +668,14 @@ impl Store {
         StoreError::Failed(reason.to_owned())
     }
 
-    fn lock_untold(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Change)>> {
-        self.untold
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+    fn lock_untold(&self) -> MutexGuard<'_, VecDeque<(u64, Change)>> {
+        self.untold.lock()
     }
 
     /// Keeps the in-memory slice list in step with a change just applied to the tree.
     fn track_slice_names(&self, change: &Change) {
         let edit = |apply: &mut dyn FnMut(&mut Vec<SliceName>)| {
-            let mut list = self
-                .slice_names
-                .write()
-                .unwrap_or_else(|poison| poison.into_inner());
+            let mut list = self.slice_names.write();
             apply(&mut list.names);
             list.version += 1;
         };
