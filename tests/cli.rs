@@ -832,6 +832,43 @@ fn errors_through_the_daemon_are_the_same() {
     check_usage_errors(dir.path());
 }
 
+/// Slice names made of the grammar's punctuation, or of the templates' own words, come
+/// back from the daemon as the same contract errors the tool reports on its own.
+#[test]
+fn contract_errors_on_awkward_names_are_the_same_in_both_modes() {
+    let dir = private_tempdir().unwrap();
+    let longest = "x".repeat(64);
+    let names = ["...", "-", "Slice", "found", &longest];
+    let errors = |dir: &Path| -> Vec<String> {
+        let mut seen = Vec::new();
+        for name in names {
+            seen.push(fails(dir, &["delete", name]));
+            seen.push(fails(
+                dir,
+                &[
+                    "add_port",
+                    "-p",
+                    "0xffffffffffffffff:4294967295",
+                    "-s",
+                    name,
+                ],
+            ));
+            ok(dir, &["add", name]);
+            seen.push(fails(dir, &["add", name]));
+            seen.push(fails(dir, &["delete_port", "-p", "0x0:0", "-s", name]));
+            ok(dir, &["delete", name]);
+        }
+        seen
+    };
+    let direct = errors(dir.path());
+    assert_eq!(direct[0], "slice: Slice ... not found\n");
+    assert_eq!(direct[2], "slice: Slice ... already exists\n");
+    assert_eq!(direct[3], "slice: Port 0x0:0 not found\n");
+    let daemon = Daemon::start(dir.path());
+    assert_eq!(errors(dir.path()), direct);
+    assert!(daemon.terminate().success());
+}
+
 #[test]
 fn both_modes_list_the_same_tree() {
     let dir = private_tempdir().unwrap();

@@ -6,9 +6,9 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::json;
-use slice_core::{MacAddress, PortId, SliceError, SliceName};
+use serde::Serialize;
+use slice_core::wire::{ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
+use slice_core::{MacAddress, PortId, SliceName};
 
 use crate::backend::Backend;
 use crate::http::{self, HttpError, Limits, Response};
@@ -20,22 +20,6 @@ pub(crate) struct DaemonClient {
     /// that the probe costs the daemon nothing.
     probe: Cell<Option<UnixStream>>,
     limits: Limits,
-}
-
-#[derive(Deserialize)]
-struct Named<T> {
-    name: T,
-}
-
-#[derive(Deserialize)]
-struct PortBody {
-    dpid: u64,
-    port_no: u32,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: String,
 }
 
 impl DaemonClient {
@@ -62,13 +46,7 @@ impl DaemonClient {
     }
 
     /// One request; the body of a 2xx answer, or the error the daemon reported.
-    fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<serde_json::Value>,
-    ) -> Result<Vec<u8>, CliError> {
-        let body = body.map(|value| value.to_string().into_bytes());
+    fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Result<Vec<u8>, CliError> {
         let response = http::exchange(
             self.connection()?,
             method,
@@ -82,6 +60,16 @@ impl DaemonClient {
         } else {
             Err(refusal(response))
         }
+    }
+
+    /// A write: `body` sent as JSON, the answer's body ignored.
+    fn send(&self, method: &str, path: &str, body: &impl Serialize) -> Result<(), CliError> {
+        let body = serde_json::to_vec(body).map_err(|err| CliError::Protocol {
+            socket: self.socket.clone(),
+            request: format!("{method} {path}"),
+            detail: format!("cannot encode the request: {err}"),
+        })?;
+        self.call(method, path, Some(body)).map(drop)
     }
 
     fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {
@@ -110,57 +98,29 @@ pub fn daemon_answers(socket: &std::path::Path) -> bool {
     http::exchange(stream, "GET", "/slices", None, limits).is_ok()
 }
 
-/// The error a non-2xx answer stands for: a slice-contract error when the message is one
-/// of the specification's (so that both modes fail alike), otherwise the message as sent.
+/// The error a non-2xx answer stands for: the slice-contract error it reports, read back
+/// by [`ErrorBody::slice_error`] (so that both modes fail alike), otherwise the message
+/// as sent.
 fn refusal(response: Response) -> CliError {
-    let message = match serde_json::from_slice::<ErrorBody>(&response.body) {
-        Ok(ErrorBody { error }) => error,
-        Err(_) if response.body.is_empty() => "no error message".to_owned(),
+    let body = match serde_json::from_slice::<ErrorBody>(&response.body) {
+        Ok(body) => body,
+        Err(_) if response.body.is_empty() => ErrorBody {
+            error: "no error message".to_owned(),
+        },
         Err(_) => {
             let text = String::from_utf8_lossy(&response.body);
-            text.chars().take(200).collect()
+            ErrorBody {
+                error: text.chars().take(200).collect(),
+            }
         }
     };
-    match parse_slice_error(&message) {
+    match body.slice_error(response.status) {
         Some(err) => CliError::Slice(err),
         None => CliError::Refused {
             status: response.status,
-            message,
+            message: body.error,
         },
     }
-}
-
-/// Reads a [`SliceError`] back from its `Display` text, which the specification fixes.
-fn parse_slice_error(message: &str) -> Option<SliceError> {
-    fn split<'m>(message: &'m str, kind: &str) -> Option<(&'m str, bool)> {
-        let rest = message.strip_prefix(kind)?;
-        rest.strip_suffix(" already exists")
-            .map(|id| (id, true))
-            .or_else(|| rest.strip_suffix(" not found").map(|id| (id, false)))
-    }
-    if let Some((id, exists)) = split(message, "Slice ") {
-        let name: SliceName = id.parse().ok()?;
-        return Some(if exists {
-            SliceError::SliceExists(name)
-        } else {
-            SliceError::SliceNotFound(name)
-        });
-    }
-    if let Some((id, exists)) = split(message, "Port ") {
-        let port: PortId = id.parse().ok()?;
-        return Some(if exists {
-            SliceError::PortExists(port)
-        } else {
-            SliceError::PortNotFound(port)
-        });
-    }
-    let (id, exists) = split(message, "MAC address ")?;
-    let mac: MacAddress = id.parse().ok()?;
-    Some(if exists {
-        SliceError::MacExists(mac)
-    } else {
-        SliceError::MacNotFound(mac)
-    })
 }
 
 // The identifiers' alphabets need no percent-encoding in a path segment (a colon may
@@ -176,96 +136,60 @@ fn port_path(slice: &SliceName, port: PortId) -> String {
 
 impl Backend for DaemonClient {
     fn slices(&self) -> Result<Vec<SliceName>, CliError> {
-        let slices: Vec<Named<SliceName>> = self.get("/slices")?;
+        let slices: Vec<SliceBody> = self.get("/slices")?;
         Ok(slices.into_iter().map(|slice| slice.name).collect())
     }
 
     fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, CliError> {
         let ports: Vec<PortBody> = self.get(&format!("{}/ports", slice_path(slice)))?;
-        Ok(ports
-            .into_iter()
-            .map(|port| PortId::new(port.dpid, port.port_no))
-            .collect())
+        Ok(ports.into_iter().map(PortId::from).collect())
     }
 
     fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, CliError> {
-        let macs: Vec<Named<MacAddress>> = self.get(&port_path(slice, port))?;
+        let macs: Vec<MacBody> = self.get(&port_path(slice, port))?;
         Ok(macs.into_iter().map(|mac| mac.name).collect())
     }
 
     fn create_slice(&self, slice: &SliceName) -> Result<(), CliError> {
-        self.call("POST", "/slices", Some(json!({ "name": slice })))
-            .map(drop)
+        let body = SliceBody {
+            name: slice.clone(),
+        };
+        self.send("POST", "/slices", &body)
     }
 
     fn delete_slice(&self, slice: &SliceName) -> Result<(), CliError> {
-        self.call("DELETE", "/slices", Some(json!({ "name": slice })))
-            .map(drop)
+        let body = SliceBody {
+            name: slice.clone(),
+        };
+        self.send("DELETE", "/slices", &body)
     }
 
     fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
-        let body = json!({ "dpid": port.dpid, "port_no": port.port_no });
-        self.call("POST", &format!("{}/ports", slice_path(slice)), Some(body))
-            .map(drop)
+        let path = format!("{}/ports", slice_path(slice));
+        self.send("POST", &path, &PortRequest::from(port))
     }
 
     fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
-        let body = json!({ "dpid": port.dpid, "port_no": port.port_no });
-        self.call(
-            "DELETE",
-            &format!("{}/ports", slice_path(slice)),
-            Some(body),
-        )
-        .map(drop)
+        let path = format!("{}/ports", slice_path(slice));
+        self.send("DELETE", &path, &PortRequest::from(port))
     }
 
     fn add_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
-        let body = json!({ "name": mac });
-        self.call("POST", &port_path(slice, port), Some(body))
-            .map(drop)
+        self.send("POST", &port_path(slice, port), &MacBody { name: mac })
     }
 
     fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
-        let body = json!({ "name": mac });
-        self.call("DELETE", &port_path(slice, port), Some(body))
-            .map(drop)
+        self.send("DELETE", &port_path(slice, port), &MacBody { name: mac })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use slice_core::SliceError;
     use std::io::{Read, Write};
     use std::os::unix::net::UnixListener;
     use std::thread::JoinHandle;
-
-    #[test]
-    fn every_contract_error_reads_back_from_its_message() {
-        let slice: SliceName = "lab.1".parse().unwrap();
-        let port = PortId::new(0xab, 7);
-        let mac = MacAddress::new([0xaa, 0, 0, 0, 0, 1]);
-        for err in [
-            SliceError::SliceExists(slice.clone()),
-            SliceError::SliceNotFound(slice),
-            SliceError::PortExists(port),
-            SliceError::PortNotFound(port),
-            SliceError::MacExists(mac),
-            SliceError::MacNotFound(mac),
-        ] {
-            assert_eq!(parse_slice_error(&err.to_string()), Some(err));
-        }
-        for other in [
-            "not found",
-            "Slice  not found",
-            "Slice a b not found",
-            "Port 1:1 not found",
-            "MAC address 00:00 already exists",
-            "Slice a was eaten",
-            "internal error",
-        ] {
-            assert_eq!(parse_slice_error(other), None, "{other}");
-        }
-    }
 
     /// A daemon stand-in that answers each connection with the next canned response and
     /// returns the requests it saw, heads and bodies.
@@ -408,6 +332,20 @@ mod tests {
         );
         let err = client.slices().unwrap_err().to_string();
         assert!(err.contains("unexpected answer to GET /slices"), "{err}");
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_contract_message_with_the_wrong_status_stays_the_daemons_refusal() {
+        let (_dir, client, server) = fake_daemon(vec![leak(json_reply(
+            "400 Bad Request",
+            r#"{"error":"Slice blue not found"}"#,
+        ))]);
+        let err = client.delete_slice(&"blue".parse().unwrap()).unwrap_err();
+        assert!(
+            matches!(&err, CliError::Refused { status: 400, message } if message == "Slice blue not found"),
+            "{err:?}"
+        );
         server.join().unwrap();
     }
 

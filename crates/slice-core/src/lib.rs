@@ -6,6 +6,7 @@
 //! slice ([`Slice`], [`Port`]), the errors of the slice contract ([`SliceError`]), the
 //! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
+//! [`wire`] holds the JSON bodies of the REST API, shared by the daemon and the tool.
 //!
 //! ```
 //! use slice_core::{MacAddress, PortId, SliceName};
@@ -23,6 +24,7 @@ mod error;
 mod ids;
 mod membership;
 mod model;
+pub mod wire;
 
 pub use error::{ParseError, SliceError};
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};

@@ -13,9 +13,10 @@ use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
+use slice_core::wire::Credentials;
 use slice_store::Store;
 
-use crate::body::{Body, Credentials};
+use crate::body::Body;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.

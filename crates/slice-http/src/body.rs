@@ -1,5 +1,6 @@
 //! Request bodies: JSON as the spec says, or an HTML form with the same fields, as the
-//! clients of the original service sent.
+//! clients of the original service sent. The body types themselves are
+//! [`slice_core::wire`]'s, shared with the `slice` tool.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,41 +10,12 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::web::{Bytes, BytesMut};
 use actix_web::{web, FromRequest, HttpRequest};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use slice_core::{MacAddress, SliceName};
 
 use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 
 /// The largest body accepted. The biggest legitimate body is a 64-character slice name
 /// in JSON; this leaves room for whitespace and unknown fields without inviting abuse.
 pub const BODY_LIMIT: usize = 16 * 1024;
-
-/// `{"name": ...}`: the body of POST and DELETE `/slices`, and of a slice's GET.
-#[derive(Debug, Deserialize, Serialize)]
-pub struct SliceBody {
-    pub name: SliceName,
-}
-
-/// `{"dpid": ..., "port_no": ...}`: the body of POST and DELETE `/slices/<s>/ports`.
-#[derive(Debug, Deserialize)]
-pub struct PortRequest {
-    pub dpid: u64,
-    pub port_no: u32,
-}
-
-/// `{"name": ...}`: the body of POST and DELETE `.../mac_addresses`, and of a MAC
-/// address's GET.
-#[derive(Debug, Deserialize, Serialize)]
-pub struct MacBody {
-    pub name: MacAddress,
-}
-
-/// The form of `POST /auth/developer/callback`.
-#[derive(Debug, Deserialize)]
-pub struct Credentials {
-    pub name: String,
-    pub email: String,
-}
 
 /// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`.
 pub struct Body<T>(pub T);

@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
+use slice_core::wire::ErrorBody;
 use slice_core::{ParseError, SliceError};
 use slice_store::StoreError;
 
@@ -65,8 +66,10 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Slice(err) if err.is_conflict() => StatusCode::CONFLICT,
-            Self::Slice(_) | Self::NoRoute => StatusCode::NOT_FOUND,
+            Self::Slice(err) => {
+                StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
+            Self::NoRoute => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) | Self::MissingContentType => {
@@ -92,9 +95,4 @@ impl ResponseError for ApiError {
             error: self.to_string(),
         })
     }
-}
-
-#[derive(serde::Serialize)]
-struct ErrorBody {
-    error: String,
 }

@@ -26,11 +26,12 @@ use actix_web::{middleware, web, App};
 use slice_store::Store;
 
 pub use auth::{is_email, load_or_create_key, LocalPeer, User};
-pub use body::{decode_body, Credentials, MacBody, PortRequest, SliceBody, BODY_LIMIT};
+pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use error::ApiError;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
+pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
 
 /// The log target of the access log (one line per request, at info level).
 pub const ACCESS_LOG: &str = "sliced::http";

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::Serialize;
+use slice_core::wire::{MacBody, PortBody, PortRequest, SliceBody};
 use slice_core::{MacAddress, PortId, SliceName};
 use slice_store::Store;
 
-use crate::body::{Body, MacBody, PortRequest, SliceBody};
+use crate::body::Body;
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
@@ -83,25 +84,6 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
 }
 
 type StoreData = web::Data<Arc<Store>>;
-
-// ---- bodies ------------------------------------------------------------------------------
-
-#[derive(Serialize)]
-struct PortBody {
-    name: PortId,
-    dpid: u64,
-    port_no: u32,
-}
-
-impl From<PortId> for PortBody {
-    fn from(port: PortId) -> Self {
-        Self {
-            name: port,
-            dpid: port.dpid,
-            port_no: port.port_no,
-        }
-    }
-}
 
 // ---- path segments -----------------------------------------------------------------------
 
