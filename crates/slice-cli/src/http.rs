@@ -83,7 +83,6 @@ pub(crate) fn exchange(
     let mut incoming = Incoming {
         stream,
         buf: Vec::new(),
-        pos: 0,
         received: 0,
         limit: limits.max_response,
         deadline,
@@ -104,19 +103,19 @@ fn send(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n"
     );
     if let Some(body) = body {
-        request.push_str("Content-Type: application/json\r\n");
-        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        request += &format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
     }
-    request.push_str("\r\n");
+    request += "\r\n";
     let mut bytes = request.into_bytes();
     bytes.extend_from_slice(body.unwrap_or_default());
     let left = remaining(deadline, timeout)?;
     stream.set_write_timeout(Some(left))?;
     stream
         .write_all(&bytes)
-        .map_err(|err| timed_out(err, timeout))?;
-    stream.flush()?;
-    Ok(())
+        .map_err(|err| timed_out(err, timeout))
 }
 
 /// The time left before `deadline`, or `TimedOut` when there is none.
@@ -143,7 +142,6 @@ fn timed_out(err: std::io::Error, timeout: Duration) -> HttpError {
 struct Incoming {
     stream: UnixStream,
     buf: Vec<u8>,
-    pos: usize,
     received: usize,
     limit: usize,
     deadline: Instant,
@@ -152,7 +150,6 @@ struct Incoming {
 
 /// What frames the body of a response.
 enum Framing {
-    None,
     Length(usize),
     Chunked,
     UntilClose,
@@ -182,12 +179,11 @@ impl Incoming {
                 continue;
             }
             let body = match framing {
-                Framing::None => Vec::new(),
                 Framing::Length(len) => self.take(len)?,
                 Framing::Chunked => self.chunked()?,
                 Framing::UntilClose => {
                     while self.fill()? {}
-                    self.buf.split_off(self.pos)
+                    std::mem::take(&mut self.buf)
                 }
             };
             return Ok(Response { status, body });
@@ -229,19 +225,17 @@ impl Incoming {
         &mut self,
         mut parse: impl FnMut(&[u8]) -> Result<Status<(usize, T)>, HttpError>,
     ) -> Result<T, HttpError> {
-        // Counted from `pos`, which `fill` may move when it compacts the buffer.
         let mut searched = 0;
         loop {
-            let pending = &self.buf[self.pos..];
             // Every element ends with a line end: parsing again before one arrives would
             // gain nothing and make one long line cost quadratic time.
-            if pending[searched..].contains(&b'\n') {
-                if let Status::Complete((len, value)) = parse(pending)? {
-                    self.pos += len;
+            if self.buf[searched..].contains(&b'\n') {
+                if let Status::Complete((len, value)) = parse(&self.buf)? {
+                    self.buf.drain(..len);
                     return Ok(value);
                 }
             }
-            searched = pending.len();
+            searched = self.buf.len();
             if !self.fill()? {
                 return Err(HttpError::Malformed(
                     "connection closed in the middle of the head",
@@ -251,21 +245,19 @@ impl Incoming {
     }
 
     fn take(&mut self, len: usize) -> Result<Vec<u8>, HttpError> {
-        while self.buf.len() - self.pos < len {
+        while self.buf.len() < len {
             if !self.fill()? {
                 return Err(HttpError::Malformed(
                     "connection closed before the body ended",
                 ));
             }
         }
-        self.pos += len;
-        Ok(self.buf[self.pos - len..self.pos].to_vec())
+        let rest = self.buf.split_off(len);
+        Ok(std::mem::replace(&mut self.buf, rest))
     }
 
     /// Reads what the socket has into the buffer; false at the end of the stream.
     fn fill(&mut self) -> Result<bool, HttpError> {
-        self.buf.drain(..self.pos);
-        self.pos = 0;
         let mut chunk = [0u8; 8192];
         loop {
             let left = remaining(self.deadline, self.timeout)?;
@@ -324,7 +316,7 @@ fn framing(
     let bodiless =
         method == "HEAD" || (100..200).contains(&status) || status == 204 || status == 304;
     Ok(match length {
-        _ if bodiless => Framing::None,
+        _ if bodiless => Framing::Length(0),
         _ if chunked => Framing::Chunked,
         Some(length) if length > limit => return Err(HttpError::TooLarge { limit }),
         Some(length) => Framing::Length(length),
