@@ -486,6 +486,18 @@ mod tests {
     }
 
     #[test]
+    fn a_head_with_more_fields_than_the_bound_is_rejected() {
+        let fields = |count: usize| "X: y\r\n".repeat(count);
+        let at_bound = format!("HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n", fields(63));
+        assert_eq!(run(&at_bound).unwrap(), ok(200, ""));
+        let beyond = format!("HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n", fields(64));
+        match run(&beyond) {
+            Err(HttpError::Syntax(httparse::Error::TooManyHeaders)) => {}
+            other => panic!("{MAX_HEADERS} + 1 fields gave {other:?}"),
+        }
+    }
+
+    #[test]
     fn oversized_responses_are_cut_off() {
         let limits = Limits {
             timeout: TIMEOUT,
