@@ -1068,3 +1068,70 @@ fn a_damaged_database_with_a_snapshot_is_reported_too() {
         "the damaged database was rewritten"
     );
 }
+
+// ---- a stand-in daemon that answers with chosen bytes ------------------------------------------
+
+/// Listens on the data directory's daemon socket and answers each request with what
+/// `reply` gives for its request line, then closes the connection: the tool takes it for a
+/// running sliced.
+fn scripted_daemon(dir: &Path, reply: fn(&str) -> &'static str) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(dir.join("sliced.sock")).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let mut conn = BufReader::new(conn.unwrap());
+            // The tool's requests have no body here: the head ends at the blank line.
+            let mut request_line = String::new();
+            conn.read_line(&mut request_line).unwrap();
+            let mut line = String::new();
+            while conn.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+                line.clear();
+            }
+            // Small writes, so that the tool reassembles the answer from many reads.
+            for piece in reply(&request_line).as_bytes().chunks(5) {
+                if conn.get_mut().write_all(piece).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn the_tool_reads_interim_answers_and_chunked_bodies_with_trailers() {
+    let dir = private_tempdir().unwrap();
+    scripted_daemon(dir.path(), |request_line| {
+        if request_line.starts_with("GET /slices HTTP/1.1") {
+            "HTTP/1.1 100 Continue\r\n\r\n\
+             HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+             6;note=x\r\n[{\"nam\r\n\
+             b\r\ne\":\"blue\"}]\r\n\
+             0\r\nX-Checksum: 1\r\n\r\n"
+        } else {
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n0\r\n\r\n"
+        }
+    });
+    assert_eq!(list(dir.path()), "blue\n");
+}
+
+#[test]
+fn a_malformed_answer_is_reported_as_such() {
+    for reply in [
+        |_: &str| "SSH-2.0-OpenSSH_9.6\r\n",
+        |_: &str| "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n[]",
+        |_: &str| "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        |_: &str| "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n[]",
+    ] {
+        let dir = private_tempdir().unwrap();
+        scripted_daemon(dir.path(), reply);
+        let run = run(dir.path(), &["list"]);
+        let sent = reply("");
+        assert_eq!(run.code, Some(1), "{sent:?}: {run:?}");
+        assert!(
+            run.stderr.contains("malformed response: "),
+            "{sent:?}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "", "{sent:?}");
+    }
+}

@@ -1,12 +1,16 @@
 //! Just enough HTTP/1.1 to talk to `sliced` over its Unix socket: one request per
 //! connection (`Connection: close`), a response read under a size limit and a deadline.
 //!
-//! A client crate would bring a TLS stack, a connection pool and an async runtime for
-//! what is four requests to a local socket; this is small enough to read in one sitting.
+//! httparse does the parsing (status line, header fields, chunk-size lines); what is
+//! left here is the read loop that bounds the exchange in bytes and time, and the choice
+//! of body framing. A client crate would bring a TLS stack, a connection pool and an
+//! async runtime for what is four requests to a local socket.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+
+use httparse::Status;
 
 /// How long one exchange may take, first byte sent to last byte received. The daemon
 /// answers a write only after an fsync, which on a loaded disk can take seconds: this is
@@ -16,6 +20,10 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest response accepted, status line and headers included. The biggest answer
 /// is the port list of one slice, about 50 bytes a port: room for 300 000 ports.
 pub(crate) const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// The most header (or trailer) fields one response head may carry; the daemon sends
+/// about five.
+const MAX_HEADERS: usize = 64;
 
 /// Why an exchange with the daemon failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +36,8 @@ pub enum HttpError {
     TooLarge { limit: usize },
     #[error("malformed response: {0}")]
     Malformed(&'static str),
+    #[error("malformed response: {0}")]
+    Syntax(#[from] httparse::Error),
 }
 
 /// A final (non-1xx) response.
@@ -73,7 +83,6 @@ pub(crate) fn exchange(
     let mut incoming = Incoming {
         stream,
         buf: Vec::new(),
-        pos: 0,
         received: 0,
         limit: limits.max_response,
         deadline,
@@ -94,19 +103,19 @@ fn send(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n"
     );
     if let Some(body) = body {
-        request.push_str("Content-Type: application/json\r\n");
-        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        request += &format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
     }
-    request.push_str("\r\n");
+    request += "\r\n";
     let mut bytes = request.into_bytes();
     bytes.extend_from_slice(body.unwrap_or_default());
     let left = remaining(deadline, timeout)?;
     stream.set_write_timeout(Some(left))?;
     stream
         .write_all(&bytes)
-        .map_err(|err| timed_out(err, timeout))?;
-    stream.flush()?;
-    Ok(())
+        .map_err(|err| timed_out(err, timeout))
 }
 
 /// The time left before `deadline`, or `TimedOut` when there is none.
@@ -133,7 +142,6 @@ fn timed_out(err: std::io::Error, timeout: Duration) -> HttpError {
 struct Incoming {
     stream: UnixStream,
     buf: Vec<u8>,
-    pos: usize,
     received: usize,
     limit: usize,
     deadline: Instant,
@@ -142,7 +150,6 @@ struct Incoming {
 
 /// What frames the body of a response.
 enum Framing {
-    None,
     Length(usize),
     Chunked,
     UntilClose,
@@ -151,8 +158,18 @@ enum Framing {
 impl Incoming {
     fn response(&mut self, method: &str) -> Result<Response, HttpError> {
         loop {
-            let status = self.status_line()?;
-            let framing = self.headers(status, method)?;
+            let limit = self.limit;
+            let (status, framing) = self.parse(|bytes| {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut head = httparse::Response::new(&mut headers);
+                let Status::Complete(len) = head.parse(bytes)? else {
+                    return Ok(Status::Partial);
+                };
+                // A complete parse always has a status code: httparse checked it.
+                let status = head.code.unwrap_or_default();
+                let framing = framing(status, head.headers, method, limit)?;
+                Ok(Status::Complete((len, (status, framing))))
+            })?;
             // Interim responses (100 Continue and the like) precede the real one; 101 would
             // switch protocols, which was never asked for.
             if (100..200).contains(&status) {
@@ -162,127 +179,63 @@ impl Incoming {
                 continue;
             }
             let body = match framing {
-                Framing::None => Vec::new(),
                 Framing::Length(len) => self.take(len)?,
                 Framing::Chunked => self.chunked()?,
-                Framing::UntilClose => self.rest()?,
+                Framing::UntilClose => {
+                    while self.fill()? {}
+                    std::mem::take(&mut self.buf)
+                }
             };
             return Ok(Response { status, body });
         }
     }
 
-    fn status_line(&mut self) -> Result<u16, HttpError> {
-        let line = self.line()?;
-        let line = std::str::from_utf8(&line)
-            .map_err(|_| HttpError::Malformed("status line is not text"))?;
-        let (version, rest) = line
-            .split_once(' ')
-            .ok_or(HttpError::Malformed("no status code"))?;
-        if !version.starts_with("HTTP/1.") {
-            return Err(HttpError::Malformed("not an HTTP/1.x response"));
-        }
-        let code = rest.split(' ').next().unwrap_or_default();
-        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(HttpError::Malformed("status code is not three digits"));
-        }
-        code.parse()
-            .map_err(|_| HttpError::Malformed("status code is not three digits"))
-    }
-
-    fn headers(&mut self, status: u16, method: &str) -> Result<Framing, HttpError> {
-        let mut length: Option<usize> = None;
-        let mut chunked = false;
-        loop {
-            let line = self.line()?;
-            if line.is_empty() {
-                break;
-            }
-            if line[0] == b' ' || line[0] == b'\t' {
-                return Err(HttpError::Malformed("folded header line"));
-            }
-            let line = std::str::from_utf8(&line)
-                .map_err(|_| HttpError::Malformed("header line is not text"))?;
-            let (name, value) = line
-                .split_once(':')
-                .ok_or(HttpError::Malformed("header line without a colon"))?;
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(HttpError::Malformed("invalid Content-Length"));
-                }
-                let parsed = value.parse::<usize>().unwrap_or(usize::MAX);
-                if length.is_some_and(|seen| seen != parsed) {
-                    return Err(HttpError::Malformed("conflicting Content-Length headers"));
-                }
-                length = Some(parsed);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                // Only the last coding frames the message; anything but chunked there
-                // means "read to the end", and a compression coding was never asked for.
-                let last = value.rsplit(',').next().unwrap_or_default().trim();
-                if !last.eq_ignore_ascii_case("chunked") {
-                    return Err(HttpError::Malformed("unsupported transfer coding"));
-                }
-                chunked = true;
-            }
-        }
-        let bodiless =
-            method == "HEAD" || (100..200).contains(&status) || status == 204 || status == 304;
-        Ok(if bodiless {
-            Framing::None
-        } else if chunked {
-            Framing::Chunked
-        } else if let Some(length) = length {
-            if length > self.limit {
-                return Err(HttpError::TooLarge { limit: self.limit });
-            }
-            Framing::Length(length)
-        } else {
-            Framing::UntilClose
-        })
-    }
-
     fn chunked(&mut self) -> Result<Vec<u8>, HttpError> {
         let mut body = Vec::new();
         loop {
-            let line = self.line()?;
-            let size = line.split(|&b| b == b';').next().unwrap_or_default();
-            let size = std::str::from_utf8(size)
-                .ok()
-                .map(str::trim)
-                .filter(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-                .ok_or(HttpError::Malformed("invalid chunk size"))?;
-            let size = usize::from_str_radix(size, 16).unwrap_or(usize::MAX);
+            let size = self.parse(|bytes| {
+                httparse::parse_chunk_size(bytes)
+                    .map_err(|_| HttpError::Malformed("invalid chunk size"))
+            })?;
             if size == 0 {
-                // Trailer fields carry nothing this client needs; skip to the blank line.
-                while !self.line()?.is_empty() {}
+                // Trailer fields carry nothing this client needs, but they end the body.
+                self.parse(|bytes| {
+                    let mut trailers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    Ok(match httparse::parse_headers(bytes, &mut trailers)? {
+                        Status::Complete((len, _)) => Status::Complete((len, ())),
+                        Status::Partial => Status::Partial,
+                    })
+                })?;
                 return Ok(body);
             }
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
             if size > self.limit.saturating_sub(body.len()) {
                 return Err(HttpError::TooLarge { limit: self.limit });
             }
             body.extend_from_slice(&self.take(size)?);
-            if !self.line()?.is_empty() {
+            if self.take(2)? != b"\r\n" {
                 return Err(HttpError::Malformed("chunk longer than its size"));
             }
         }
     }
 
-    /// The next line without its line ending (CRLF, or a bare LF as RFC 9112 tolerates).
-    fn line(&mut self) -> Result<Vec<u8>, HttpError> {
-        // Counted from `pos`, which `fill` may move when it compacts the buffer.
+    /// Runs `parse` over the unconsumed bytes, reading more until it finds a complete
+    /// element `(length, value)`, and consumes the element.
+    fn parse<T>(
+        &mut self,
+        mut parse: impl FnMut(&[u8]) -> Result<Status<(usize, T)>, HttpError>,
+    ) -> Result<T, HttpError> {
         let mut searched = 0;
         loop {
-            let from = self.pos + searched;
-            if let Some(at) = self.buf[from..].iter().position(|&b| b == b'\n') {
-                let end = from + at;
-                let mut line = self.buf[self.pos..end].to_vec();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
+            // Every element ends with a line end: parsing again before one arrives would
+            // gain nothing and make one long line cost quadratic time.
+            if self.buf[searched..].contains(&b'\n') {
+                if let Status::Complete((len, value)) = parse(&self.buf)? {
+                    self.buf.drain(..len);
+                    return Ok(value);
                 }
-                self.pos = end + 1;
-                return Ok(line);
             }
-            searched = self.buf.len() - self.pos;
+            searched = self.buf.len();
             if !self.fill()? {
                 return Err(HttpError::Malformed(
                     "connection closed in the middle of the head",
@@ -292,31 +245,19 @@ impl Incoming {
     }
 
     fn take(&mut self, len: usize) -> Result<Vec<u8>, HttpError> {
-        while self.buf.len() - self.pos < len {
+        while self.buf.len() < len {
             if !self.fill()? {
                 return Err(HttpError::Malformed(
                     "connection closed before the body ended",
                 ));
             }
         }
-        let bytes = self.buf[self.pos..self.pos + len].to_vec();
-        self.pos += len;
-        Ok(bytes)
-    }
-
-    fn rest(&mut self) -> Result<Vec<u8>, HttpError> {
-        while self.fill()? {}
-        let bytes = self.buf[self.pos..].to_vec();
-        self.pos = self.buf.len();
-        Ok(bytes)
+        let rest = self.buf.split_off(len);
+        Ok(std::mem::replace(&mut self.buf, rest))
     }
 
     /// Reads what the socket has into the buffer; false at the end of the stream.
     fn fill(&mut self) -> Result<bool, HttpError> {
-        if self.pos > 0 {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
         let mut chunk = [0u8; 8192];
         loop {
             let left = remaining(self.deadline, self.timeout)?;
@@ -336,6 +277,51 @@ impl Incoming {
             }
         }
     }
+}
+
+/// How the body of a response with `status` and `headers` is framed (RFC 9112 6.3).
+fn framing(
+    status: u16,
+    headers: &[httparse::Header],
+    method: &str,
+    limit: usize,
+) -> Result<Framing, HttpError> {
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    for header in headers {
+        let value = header.value.trim_ascii();
+        if header.name.eq_ignore_ascii_case("content-length") {
+            if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+                return Err(HttpError::Malformed("invalid Content-Length"));
+            }
+            // All digits: only a length beyond usize fails, and that is too large anyway.
+            let parsed = std::str::from_utf8(value)
+                .ok()
+                .and_then(|digits| digits.parse().ok())
+                .unwrap_or(usize::MAX);
+            if length.is_some_and(|seen| seen != parsed) {
+                return Err(HttpError::Malformed("conflicting Content-Length headers"));
+            }
+            length = Some(parsed);
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            // Only the last coding frames the message; anything but chunked there
+            // means "read to the end", and a compression coding was never asked for.
+            let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
+            if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
+                return Err(HttpError::Malformed("unsupported transfer coding"));
+            }
+            chunked = true;
+        }
+    }
+    let bodiless =
+        method == "HEAD" || (100..200).contains(&status) || status == 204 || status == 304;
+    Ok(match length {
+        _ if bodiless => Framing::Length(0),
+        _ if chunked => Framing::Chunked,
+        Some(length) if length > limit => return Err(HttpError::TooLarge { limit }),
+        Some(length) => Framing::Length(length),
+        None => Framing::UntilClose,
+    })
 }
 
 #[cfg(test)]
@@ -490,11 +476,24 @@ mod tests {
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n",
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n",
             "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nTrailer: x\r\n",
         ] {
             match run(reply) {
-                Err(HttpError::Malformed(_)) => {}
+                Err(HttpError::Malformed(_) | HttpError::Syntax(_)) => {}
                 other => panic!("{reply:?} gave {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_head_with_more_fields_than_the_bound_is_rejected() {
+        let fields = |count: usize| "X: y\r\n".repeat(count);
+        let at_bound = format!("HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n", fields(63));
+        assert_eq!(run(&at_bound).unwrap(), ok(200, ""));
+        let beyond = format!("HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n", fields(64));
+        match run(&beyond) {
+            Err(HttpError::Syntax(httparse::Error::TooManyHeaders)) => {}
+            other => panic!("{MAX_HEADERS} + 1 fields gave {other:?}"),
         }
     }
 
