@@ -198,7 +198,7 @@ async fn delete_slice(
 
 async fn get_slice(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
     let name = slice_of(&req)?;
-    store.slice(&name)?;
+    store.check_slice(&name)?;
     Ok(HttpResponse::Ok().json(SliceBody { name }))
 }
 
@@ -244,7 +244,7 @@ async fn delete_port(
 
 async fn get_port(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
     let (slice, port) = slice_and_port(&req)?;
-    store.port(&slice, port)?;
+    store.check_port(&slice, port)?;
     Ok(HttpResponse::Ok().json(PortBody::from(port)))
 }
 
@@ -286,6 +286,6 @@ async fn delete_mac(
 async fn get_mac(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
     let (slice, port) = slice_and_port(&req)?;
     let mac: MacAddress = segment(&req, "mac").parse()?;
-    store.mac(&slice, port, mac)?;
+    store.check_mac(&slice, port, mac)?;
     Ok(HttpResponse::Ok().json(MacBody { name: mac }))
 }

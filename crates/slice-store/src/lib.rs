@@ -350,7 +350,7 @@ impl Store {
     }
 
     /// Fails with `SliceNotFound` unless the slice exists.
-    pub fn slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+    pub fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
         self.slice_id(slice).map(drop)
     }
 
@@ -365,7 +365,7 @@ impl Store {
     }
 
     /// Fails with `SliceNotFound` or `PortNotFound` unless the port is in the slice.
-    pub fn port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+    pub fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
         let id = self.slice_id(slice)?;
         self.port_seq(id, port).map(drop)
     }
@@ -378,7 +378,12 @@ impl Store {
     }
 
     /// Fails with the first of `SliceNotFound`, `PortNotFound`, `MacNotFound` that applies.
-    pub fn mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), StoreError> {
+    pub fn check_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError> {
         let id = self.slice_id(slice)?;
         self.port_seq(id, port)?;
         match self

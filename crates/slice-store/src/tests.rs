@@ -99,7 +99,7 @@ fn checks_run_slice_then_port_then_mac() {
     let port = PortId::new(1, 1);
     store.create_slice(&s).unwrap();
     assert_eq!(
-        slice_error(store.mac(&missing, port, mac(1))),
+        slice_error(store.check_mac(&missing, port, mac(1))),
         SliceError::SliceNotFound(missing.clone())
     );
     assert_eq!(
@@ -107,7 +107,7 @@ fn checks_run_slice_then_port_then_mac() {
         SliceError::SliceNotFound(missing.clone())
     );
     assert_eq!(
-        slice_error(store.mac(&s, port, mac(1))),
+        slice_error(store.check_mac(&s, port, mac(1))),
         SliceError::PortNotFound(port)
     );
     assert_eq!(
@@ -116,7 +116,7 @@ fn checks_run_slice_then_port_then_mac() {
     );
     store.add_port(&s, port).unwrap();
     assert_eq!(
-        slice_error(store.mac(&s, port, mac(1))),
+        slice_error(store.check_mac(&s, port, mac(1))),
         SliceError::MacNotFound(mac(1))
     );
     assert_eq!(
