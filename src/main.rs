@@ -73,8 +73,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.host_policy =
         slice_http::HostPolicy::new(&http_addrs, Some(&config.http), &config.allowed_hosts);
 
-    let controller =
-        slice_controller::Controller::start(&config.openflow, &store, controller_config(&config)?)?;
+    let controller = slice_controller::Controller::start(
+        &config.openflow,
+        store.as_ref(),
+        controller_config(&config)?,
+    )?;
     let openflow_addrs: Vec<String> = [
         controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
         controller.tls_addr().map(|addr| format!("{addr} (tls)")),

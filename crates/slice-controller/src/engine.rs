@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use openflow::packet::{Probe, ProbeProof};
 use serde::Serialize;
-use slice_core::{Host, MacAddress, Membership, PortId};
-use slice_store::Change;
+use slice_core::{Change, Host, MacAddress, Membership, PortId};
 
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
@@ -787,33 +786,8 @@ impl Engine {
 
     /// Applies a committed change of slice membership and withdraws what it forbids now.
     pub fn membership_changed(&mut self, change: &Change) {
-        let index = &mut self.membership;
-        let grows = match change {
-            Change::SliceCreated(name) => {
-                index.add_slice(name);
-                true
-            }
-            Change::SliceDeleted(slice) => {
-                index.remove_slice(&slice.name);
-                false
-            }
-            Change::PortAdded { slice, port } => {
-                index.add_port(slice, *port);
-                true
-            }
-            Change::PortDeleted { slice, port } => {
-                index.remove_port(slice, port.id);
-                false
-            }
-            Change::MacAdded { slice, port, mac } => {
-                index.add_mac(slice, *port, *mac);
-                true
-            }
-            Change::MacDeleted { slice, port, mac } => {
-                index.remove_mac(slice, *port, *mac);
-                false
-            }
-        };
+        self.membership.apply(change);
+        let grows = change.grows();
         if !self.config.slicing {
             return;
         }

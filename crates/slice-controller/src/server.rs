@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc};
-use slice_core::{MacAddress, Membership, PortId};
-use slice_store::{Change, Store};
+use slice_core::{Change, MacAddress, Membership, MembershipSource, PortId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
@@ -121,7 +120,7 @@ pub enum StartError {
         reason: std::io::Error,
     },
     #[error("cannot read slice membership: {0}")]
-    Store(#[from] slice_store::StoreError),
+    Membership(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot start the controller runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -227,11 +226,12 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Binds the listeners, reads the slice membership from `store`, and starts serving
+    /// Binds the listeners, reads the slice membership from `store` (any backend), and
+    /// starts serving
     /// switches on a runtime of its own.
-    pub fn start(
+    pub fn start<S: MembershipSource>(
         listeners: &Listeners,
-        store: &Store,
+        store: &S,
         config: ControllerConfig,
     ) -> Result<Self, StartError> {
         // No random secret means probes anyone could forge: better not to start.
@@ -256,10 +256,13 @@ impl Controller {
         // Subscribe before the snapshot: a change between the two is applied twice,
         // which the membership index takes as a no-op, rather than lost.
         let (changes_tx, changes_rx) = mpsc::unbounded_channel();
-        store.subscribe(move |change| {
+        store.subscribe(Box::new(move |change| {
             let _ = changes_tx.send(change.clone());
-        });
-        let membership = Membership::from_slices(&store.snapshot()?);
+        }));
+        let slices = store
+            .snapshot()
+            .map_err(|err| StartError::Membership(Box::new(err)))?;
+        let membership = Membership::from_slices(&slices);
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -20,12 +20,14 @@
 //! # Ok::<(), slice_core::ParseError>(())
 //! ```
 
+mod change;
 mod error;
 mod ids;
 mod membership;
 mod model;
 pub mod wire;
 
+pub use change::{Change, ChangeListener, MembershipSource};
 pub use error::{ParseError, SliceError};
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
 pub use membership::{Host, Membership};

@@ -37,6 +37,8 @@ use std::sync::OnceLock;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
+pub use slice_core::Change;
+use slice_core::{ChangeListener, MembershipSource};
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
@@ -81,33 +83,6 @@ pub enum StoreError {
     /// A flush failed, this write's or an earlier one's: the store takes no more changes.
     #[error("the database could not be flushed ({0}); it takes no more changes")]
     Failed(String),
-}
-
-/// A committed change, as told to listeners.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    SliceCreated(SliceName),
-    /// The slice and everything it held, as it was just before the delete.
-    SliceDeleted(Slice),
-    PortAdded {
-        slice: SliceName,
-        port: PortId,
-    },
-    /// The port and the MAC addresses it held.
-    PortDeleted {
-        slice: SliceName,
-        port: Port,
-    },
-    MacAdded {
-        slice: SliceName,
-        port: PortId,
-        mac: MacAddress,
-    },
-    MacDeleted {
-        slice: SliceName,
-        port: PortId,
-        mac: MacAddress,
-    },
 }
 
 /// How long to keep trying to open a database that another process holds: a `slice`
@@ -771,6 +746,19 @@ fn decode_name(bytes: &[u8]) -> Result<SliceName, StoreError> {
 
 fn corrupt(what: &str) -> StoreError {
     StoreError::Corrupt(format!("malformed {what}"))
+}
+
+/// The controller follows the slices through this contract, not through `Store` itself.
+impl MembershipSource for Store {
+    type Error = StoreError;
+
+    fn subscribe(&self, listener: ChangeListener) {
+        Store::subscribe(self, listener);
+    }
+
+    fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
+        Store::snapshot(self)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,120 @@
+//! The contract between a store of slices and whoever follows its membership (the
+//! controller): a snapshot to start from, then every committed change, in commit order.
+//!
+//! A store backend implements [`MembershipSource`]; the controller depends on this trait
+//! only, so it does not know which backend keeps the slices.
+
+use crate::{MacAddress, Membership, Port, PortId, Slice, SliceName};
+
+/// A committed change of slice membership, as a store tells it to its listeners.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    SliceCreated(SliceName),
+    /// The slice and everything it held, as it was just before the delete.
+    SliceDeleted(Slice),
+    PortAdded {
+        slice: SliceName,
+        port: PortId,
+    },
+    /// The port and the MAC addresses it held.
+    PortDeleted {
+        slice: SliceName,
+        port: Port,
+    },
+    MacAdded {
+        slice: SliceName,
+        port: PortId,
+        mac: MacAddress,
+    },
+    MacDeleted {
+        slice: SliceName,
+        port: PortId,
+        mac: MacAddress,
+    },
+}
+
+impl Change {
+    /// Whether the change can only let more hosts talk (it adds), rather than fewer.
+    pub fn grows(&self) -> bool {
+        matches!(
+            self,
+            Change::SliceCreated(_) | Change::PortAdded { .. } | Change::MacAdded { .. }
+        )
+    }
+}
+
+impl Membership {
+    /// Applies a committed change. Applying one twice is harmless: the index holds sets.
+    pub fn apply(&mut self, change: &Change) {
+        match change {
+            Change::SliceCreated(name) => self.add_slice(name),
+            Change::SliceDeleted(slice) => self.remove_slice(&slice.name),
+            Change::PortAdded { slice, port } => self.add_port(slice, *port),
+            Change::PortDeleted { slice, port } => self.remove_port(slice, port.id),
+            Change::MacAdded { slice, port, mac } => self.add_mac(slice, *port, *mac),
+            Change::MacDeleted { slice, port, mac } => self.remove_mac(slice, *port, *mac),
+        }
+    }
+}
+
+/// Told every committed change, on the writer's thread, in commit order.
+pub type ChangeListener = Box<dyn Fn(&Change) + Send + Sync>;
+
+/// What the controller needs of a store: the slices as they are, and every committed
+/// change after that.
+pub trait MembershipSource {
+    /// Why a snapshot could not be read.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Registers `listener` for every change committed from now on. It must be quick (send
+    /// on a channel and return): it may run while the store keeps deliveries in order.
+    fn subscribe(&self, listener: ChangeListener);
+
+    /// Every slice with its ports and MAC addresses. Subscribe first: a change between the
+    /// two is then told as well as seen in the snapshot, and applying it twice is harmless,
+    /// where the other order could lose it.
+    fn snapshot(&self) -> Result<Vec<Slice>, Self::Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Host;
+
+    fn name(text: &str) -> SliceName {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn applying_changes_builds_the_membership_and_twice_changes_nothing() {
+        let (blue, port) = (name("blue"), PortId::new(1, 1));
+        let mac = MacAddress::new([0, 0, 0, 0, 0, 1]);
+        let host = Host { port, mac };
+        let mut index = Membership::default();
+        let changes = [
+            Change::SliceCreated(blue.clone()),
+            Change::PortAdded {
+                slice: blue.clone(),
+                port,
+            },
+            Change::MacAdded {
+                slice: blue.clone(),
+                port,
+                mac,
+            },
+        ];
+        for change in changes.iter().chain(&changes) {
+            index.apply(change);
+        }
+        assert_eq!(index.slices_of(&host), std::slice::from_ref(&blue));
+        let deleted = Change::MacDeleted {
+            slice: blue.clone(),
+            port,
+            mac,
+        };
+        assert!(!deleted.grows() && changes.iter().all(Change::grows));
+        index.apply(&deleted);
+        index.apply(&deleted);
+        assert!(!index.is_member(&host));
+    }
+}
