@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use serde::Deserialize;
+use slice_cli::DataDir;
 use slice_controller::{Listeners, TlsFiles};
-use slice_store::DataDir;
 
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use slice_store::{DataDir, Opened, Store, StoreError, LOCKED_WAIT};
+use slice_cli::DataDir;
+use slice_store::{Opened, Store, StoreError, LOCKED_WAIT};
 
 use crate::config::{Args, Config};
 

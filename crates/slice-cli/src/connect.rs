@@ -4,7 +4,9 @@
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use slice_store::{DataDir, Opened, Store, StoreError};
+use slice_store::{Opened, Store, StoreError};
+
+use crate::DataDir;
 
 use crate::backend::{Backend, Direct};
 use crate::daemon::DaemonClient;

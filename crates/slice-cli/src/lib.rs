@@ -23,6 +23,7 @@ mod backend;
 mod cli;
 mod connect;
 mod daemon;
+mod data_dir;
 mod error;
 mod http;
 mod output;
@@ -33,11 +34,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use slice_core::ParseError;
-use slice_store::DataDir;
 
 use crate::backend::Backend;
 pub use crate::cli::{Cli, Command};
 pub use crate::daemon::daemon_answers;
+pub use crate::data_dir::DataDir;
 pub use crate::error::CliError;
 pub use crate::http::HttpError;
 

@@ -22,10 +22,10 @@
 //! ```
 
 mod commit;
-mod data_dir;
 mod holder;
 mod integrity;
 mod keys;
+mod permissions;
 mod private_file;
 mod sessions;
 
@@ -42,9 +42,9 @@ use slice_core::{ChangeListener, MembershipSource};
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
-pub use crate::data_dir::{DataDir, Tightened};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
+pub use crate::permissions::{make_private_dir, Tightened};
 pub use crate::private_file::write_private_durably;
 pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
@@ -159,7 +159,7 @@ impl Store {
             source,
         };
         let tightened = if path.is_dir() {
-            let mut tightened = data_dir::tighten_tree(path).map_err(permissions)?;
+            let mut tightened = permissions::tighten_tree(path).map_err(permissions)?;
             // sled writes its snapshots with the umask's permissions, inside a directory
             // that is owner-only: only files others could reach are worth a report.
             if tightened.first().is_some_and(|change| change.path != path) {
@@ -200,7 +200,7 @@ impl Store {
             });
         }
         // What sled has just created, with the umask's permissions.
-        data_dir::tighten_tree(path).map_err(permissions)?;
+        permissions::tighten_tree(path).map_err(permissions)?;
         let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(StoreError::Sync)?;
         let tree = db.open_tree(TREE)?;
         match tree.get(Key::meta("schema"))? {
