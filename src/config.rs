@@ -268,9 +268,10 @@ pub struct Config {
     pub lldp_interval_ms: Option<u64>,
     /// Unset: the controller's default.
     pub idle_timeout: Option<u16>,
-    pub require_auth: bool,
-    pub developer_login: bool,
-    pub secure_cookie: bool,
+    /// Unset: slice-http's default (`Settings::new`), as for the two below.
+    pub require_auth: Option<bool>,
+    pub developer_login: Option<bool>,
+    pub secure_cookie: Option<bool>,
     pub session_key_file: PathBuf,
     pub session_ttl: Duration,
     pub allowed_hosts: Vec<String>,
@@ -340,9 +341,15 @@ impl Config {
             slicing: !args.no_slicing && file.slicing.unwrap_or(true),
             lldp_interval_ms,
             idle_timeout,
-            require_auth: args.require_auth || file.auth.require_for_slices.unwrap_or(false),
-            developer_login: !args.no_developer_login && file.auth.developer_login.unwrap_or(true),
-            secure_cookie: file.auth.secure_cookie.unwrap_or(false),
+            require_auth: args
+                .require_auth
+                .then_some(true)
+                .or(file.auth.require_for_slices),
+            developer_login: args
+                .no_developer_login
+                .then_some(false)
+                .or(file.auth.developer_login),
+            secure_cookie: file.auth.secure_cookie,
             session_key_file: file
                 .auth
                 .session_key_file

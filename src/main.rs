@@ -63,9 +63,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             )
         })?;
     let mut settings = slice_http::Settings::new(session_key);
-    settings.require_auth_for_slices = config.require_auth;
-    settings.developer_login = config.developer_login;
-    settings.secure_cookie = config.secure_cookie;
+    if let Some(required) = config.require_auth {
+        settings.require_auth_for_slices = required;
+    }
+    if let Some(allowed) = config.developer_login {
+        settings.developer_login = allowed;
+    }
+    if let Some(secure) = config.secure_cookie {
+        settings.secure_cookie = secure;
+    }
     settings.session_ttl = config.session_ttl;
     settings.request_timeout = config.request_timeout;
     let http_addrs = std::net::ToSocketAddrs::to_socket_addrs(config.http.as_str())
