@@ -263,6 +263,29 @@ fn the_developer_login_can_be_turned_off() {
     );
 }
 
+/// The file's `[auth]` keys do what the two flags do.
+#[test]
+fn the_settings_file_requires_sessions_and_turns_the_developer_login_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        "[auth]\nrequire_for_slices = true\ndeveloper_login = false\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let daemon = Daemon::start_with(&dir.path().join("db"), &["--config", config]);
+    let agent = agent();
+    assert_eq!(
+        get_json(&agent, &daemon, "/slices"),
+        (403, json!({"status": "forbidden"}))
+    );
+    assert_eq!(
+        login(&agent, &daemon, "ada@example.com"),
+        (404, json!({"error": "not found"}))
+    );
+}
+
 #[test]
 fn the_local_socket_needs_no_session() {
     use std::io::{Read, Write};
