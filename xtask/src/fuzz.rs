@@ -17,13 +17,13 @@ use anyhow::{bail, Context};
 pub struct Options {
     /// The harness: a binary of crates/sliced-fuzz (its src/bin/TARGET.rs)
     #[arg(value_parser = parse_target)]
-    target: String,
+    pub(crate) target: String,
     /// Stop after this many seconds
     #[arg(long = "time", value_name = "SECONDS", default_value_t = 60)]
-    seconds: u64,
+    pub(crate) seconds: u64,
     /// Stop after about this many executions
     #[arg(long, value_name = "N")]
-    execs: Option<u64>,
+    pub(crate) execs: Option<u64>,
 }
 
 fn parse_target(name: &str) -> Result<String, String> {

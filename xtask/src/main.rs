@@ -49,7 +49,7 @@ enum Task {
     /// Run a coverage-guided fuzzing campaign on one decoder
     ///
     /// Runs AFL++ (cargo-afl) on TARGET from its seed corpus in
-    /// crates/sliced-fuzz/corpus/TARGET for SECONDS (default 60), or until about N
+    /// crates/sliced-fuzz/corpus/TARGET for SECONDS, or until about N
     /// executions, then reports the executions, the corpus AFL++ grew and every crash or
     /// hang. Findings stay in target/fuzz/TARGET, AFL++'s log in target/fuzz/TARGET.log.
     /// Needs `cargo install cargo-afl`.
@@ -166,6 +166,19 @@ mod tests {
             Task::Bench { args } => assert_eq!(args, ["--help", "--peers", "ryu", "-x"]),
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn fuzz_takes_a_known_target_and_whole_numbers() {
+        let cli = parse(&["fuzz", "openflow_stream", "--execs", "1000"]).unwrap();
+        let Task::Fuzz(options) = cli.task else {
+            panic!("parsed as {:?}", cli.task);
+        };
+        assert_eq!(options.target, "openflow_stream");
+        assert_eq!((options.seconds, options.execs), (60, Some(1000)));
+        assert!(parse(&["fuzz", "no_such_harness"]).is_err());
+        assert!(parse(&["fuzz", "request_body", "--time", "soon"]).is_err());
+        assert!(parse(&["fuzz"]).is_err());
     }
 
     #[test]
