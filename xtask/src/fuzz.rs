@@ -11,24 +11,46 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-const USAGE: &str = "usage: cargo xtask fuzz TARGET [--time SECONDS] [--execs N]
-
-Runs AFL++ (cargo-afl) on TARGET from its seed corpus in crates/sliced-fuzz/corpus/TARGET
-for SECONDS (default 60), or until about N executions, then reports the executions,
-the corpus AFL++ grew and every crash or hang. Findings stay in target/fuzz/TARGET,
-AFL++'s log in target/fuzz/TARGET.log.
-Needs `cargo install cargo-afl`.
-
-targets:";
-
-struct Options {
-    target: String,
-    seconds: u64,
-    execs: Option<u64>,
+/// `cargo xtask fuzz TARGET [--time SECONDS] [--execs N]`; the task's description is on
+/// `Task::Fuzz` in main.rs.
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// The harness: a binary of crates/sliced-fuzz (its src/bin/TARGET.rs)
+    #[arg(value_parser = parse_target)]
+    pub(crate) target: String,
+    /// Stop after this many seconds
+    #[arg(long = "time", value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) seconds: u64,
+    /// Stop after about this many executions
+    #[arg(long, value_name = "N")]
+    pub(crate) execs: Option<u64>,
 }
 
-pub fn main(args: &[String]) -> anyhow::Result<()> {
-    let options = parse(args)?;
+fn parse_target(name: &str) -> Result<String, String> {
+    let targets = sliced_fuzz_targets().map_err(|err| format!("{err:#}"))?;
+    if targets.iter().any(|target| target == name) {
+        Ok(name.to_owned())
+    } else {
+        Err(format!(
+            "no fuzz target {name:?}; targets: {}",
+            targets.join(", ")
+        ))
+    }
+}
+
+/// The targets come from the repository at run time, so `cargo xtask fuzz --help` lists
+/// them the way the derive cannot.
+pub fn describe_targets(command: clap::Command) -> clap::Command {
+    let Ok(targets) = sliced_fuzz_targets() else {
+        // The listing's own error surfaces when a target is checked.
+        return command;
+    };
+    command.mut_subcommand("fuzz", |fuzz| {
+        fuzz.after_help(format!("targets: {}", targets.join(", ")))
+    })
+}
+
+pub fn main(options: &Options) -> anyhow::Result<()> {
     let root = crate::workspace_root();
     let corpus = root.join("crates/sliced-fuzz/corpus").join(&options.target);
     let findings = root.join("target/fuzz").join(&options.target);
@@ -126,43 +148,6 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
     }
     println!("fuzz: {}: 0 crashes, 0 hangs", options.target);
     Ok(())
-}
-
-fn parse(args: &[String]) -> anyhow::Result<Options> {
-    let targets = sliced_fuzz_targets()?;
-    let usage = || format!("{USAGE} {}", targets.join(", "));
-    let mut target = None;
-    let mut seconds = 60;
-    let mut execs = None;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| -> anyhow::Result<u64> {
-            let text = args
-                .next()
-                .with_context(|| format!("{name} needs a value\n\n{}", usage()))?;
-            text.parse()
-                .with_context(|| format!("{name} takes a whole number, not {text:?}"))
-        };
-        match arg.as_str() {
-            "--time" => seconds = value("--time")?,
-            "--execs" => execs = Some(value("--execs")?),
-            "-h" | "--help" => {
-                println!("{}", usage());
-                std::process::exit(0);
-            }
-            name if !name.starts_with('-') && target.is_none() => target = Some(name.to_owned()),
-            other => bail!("unexpected argument {other:?}\n\n{}", usage()),
-        }
-    }
-    let target = target.with_context(|| format!("which target?\n\n{}", usage()))?;
-    if !targets.contains(&target) {
-        bail!("no fuzz target {target:?}\n\n{}", usage());
-    }
-    Ok(Options {
-        target,
-        seconds,
-        execs,
-    })
 }
 
 /// The targets are the binaries of crates/sliced-fuzz: its `src/bin/*.rs`.

@@ -10,36 +10,89 @@
 mod e2e;
 mod fuzz;
 
-use std::process::Command;
+use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-const USAGE: &str = "usage: cargo xtask <task>
+/// Project automation for sliced: the whole suite, the end-to-end lab, the benchmarks and
+/// the fuzzing campaigns.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
 
-tasks:
-  test    formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
-  e2e     the end-to-end lab alone (root and Open vSwitch); `cargo xtask e2e --help`
-  bench   sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`
-  fuzz    a coverage-guided fuzzing campaign on one decoder; `cargo xtask fuzz --help`";
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Check formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
+    Test,
+    /// Run the end-to-end lab alone (root and Open vSwitch)
+    ///
+    /// Runs every scenario on OpenFlow 1.0 and 1.3 against the release sliced, on a private
+    /// Open vSwitch and hosts in network namespaces. Needs root and Open vSwitch. See
+    /// docs/testing.md.
+    E2e(e2e::Options),
+    /// Benchmark sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`
+    /// shows sliced-bench's own options
+    // Every argument, `--help` included, belongs to sliced-bench: clap must not read any.
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
+    /// Run a coverage-guided fuzzing campaign on one decoder
+    ///
+    /// Runs AFL++ (cargo-afl) on TARGET from its seed corpus in
+    /// crates/sliced-fuzz/corpus/TARGET for SECONDS, or until about N
+    /// executions, then reports the executions, the corpus AFL++ grew and every crash or
+    /// hang. Findings stay in target/fuzz/TARGET, AFL++'s log in target/fuzz/TARGET.log.
+    /// Needs `cargo install cargo-afl`.
+    Fuzz(fuzz::Options),
+    /// Internal: what the lab runs inside a host's namespace to play an attacker
+    #[command(hide = true, subcommand)]
+    Lldp(e2e::lldp::Lldp),
+}
 
-fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let task = args.first().cloned().unwrap_or_default();
-    let result = match task.as_str() {
-        "test" => test(),
-        "e2e" => e2e::main(&args[1..]),
-        "bench" => bench(&args[1..]),
-        "fuzz" => fuzz::main(&args[1..]),
-        // Internal: what the lab runs inside a host's namespace to play an attacker.
-        "lldp" => e2e::lldp::main(&args[1..]),
-        _ => Err(anyhow::anyhow!("unknown task {task:?}\n\n{USAGE}")),
+fn main() -> ExitCode {
+    let matches = match fuzz::describe_targets(Cli::command()).try_get_matches() {
+        Ok(matches) => matches,
+        Err(err) => return usage_error(&err),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
+    let result = match cli.task {
+        Task::Test => test(),
+        Task::E2e(options) => e2e::main(&options),
+        Task::Bench { args } => bench(&args),
+        Task::Fuzz(options) => fuzz::main(&options),
+        Task::Lldp(command) => e2e::lldp::main(command),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("xtask: {err:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
+    }
+}
+
+/// `--help` succeeds; a bad command line fails with status 1 like any other failure of a
+/// task (clap's own `exit` would use 2), so scripts see one failure status.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    // Nothing useful is left to do if the terminal is gone.
+    let _ = err.print();
+    if err.use_stderr() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -89,4 +142,71 @@ fn workspace_root() -> std::path::PathBuf {
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let matches = fuzz::describe_targets(Cli::command())
+            .try_get_matches_from(std::iter::once("xtask").chain(args.iter().copied()))?;
+        Cli::from_arg_matches(&matches)
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_passes_every_argument_through_help_included() {
+        let cli = parse(&["bench", "--help", "--peers", "ryu", "-x"]).unwrap();
+        match cli.task {
+            Task::Bench { args } => assert_eq!(args, ["--help", "--peers", "ryu", "-x"]),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fuzz_takes_a_known_target_and_whole_numbers() {
+        let cli = parse(&["fuzz", "openflow_stream", "--execs", "1000"]).unwrap();
+        let Task::Fuzz(options) = cli.task else {
+            panic!("parsed as {:?}", cli.task);
+        };
+        assert_eq!(options.target, "openflow_stream");
+        assert_eq!((options.seconds, options.execs), (60, Some(1000)));
+        assert!(parse(&["fuzz", "no_such_harness"]).is_err());
+        assert!(parse(&["fuzz", "request_body", "--time", "soon"]).is_err());
+        assert!(parse(&["fuzz"]).is_err());
+    }
+
+    #[test]
+    fn a_missing_or_unknown_task_is_an_error() {
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["deploy"]).is_err());
+    }
+
+    #[test]
+    fn lldp_keeps_the_interface_the_lab_runs_in_namespaces() {
+        let cli = parse(&["lldp", "forge", "h3-eth0", "0x2a", "1", "5", "100"]).unwrap();
+        match cli.task {
+            Task::Lldp(e2e::lldp::Lldp::Forge {
+                iface,
+                dpid,
+                port,
+                count,
+                interval_ms,
+            }) => {
+                assert_eq!(
+                    (iface.as_str(), dpid, port, count, interval_ms),
+                    ("h3-eth0", 0x2a, 1, 5, 100)
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert!(parse(&["lldp", "capture", "h3-eth0", "/tmp/probe"]).is_ok());
+        assert!(parse(&["lldp", "replay", "h4-eth0", "/tmp/probe", "3", "50"]).is_ok());
+        assert!(parse(&["lldp", "forge", "h3-eth0", "zz", "1", "5", "100"]).is_err());
+    }
 }

@@ -4,7 +4,7 @@
 //!
 //! - `lldp forge IFACE DPID PORT COUNT INTERVAL_MS`: old-style probes (sliced's format
 //!   before probes were signed) claiming to come from DPID's PORT.
-//! - `lldp relay IFACE FILE` / `lldp replay IFACE FILE COUNT INTERVAL_MS`: wait for one
+//! - `lldp capture IFACE FILE` / `lldp replay IFACE FILE COUNT INTERVAL_MS`: wait for one
 //!   genuine (signed) probe on IFACE and keep its bytes; send those bytes out of another
 //!   host's interface.
 
@@ -12,34 +12,67 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 
-pub const USAGE: &str = "usage: xtask lldp forge IFACE DPID PORT COUNT INTERVAL_MS
-       xtask lldp capture IFACE FILE
-       xtask lldp replay IFACE FILE COUNT INTERVAL_MS";
-
 /// The source address sliced's probes used before they were signed.
 const OLD_PROBE_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
 const ETH_P_ALL: u16 = 0x0003;
 const ETH_P_LLDP: u16 = 0x88cc;
 
-pub fn main(args: &[String]) -> anyhow::Result<()> {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match args.as_slice() {
-        ["forge", iface, dpid, port, count, interval] => {
-            let dpid =
-                u64::from_str_radix(dpid.trim_start_matches("0x"), 16).context("DPID in hex")?;
+/// `xtask lldp ...`: the scenarios build these command lines (scenarios.rs), so the
+/// positional interface is fixed.
+#[derive(Debug, clap::Subcommand)]
+pub enum Lldp {
+    /// Send COUNT old-style (unsigned) probes claiming to come from DPID's PORT
+    Forge {
+        iface: String,
+        /// The claimed switch, in hex (with or without 0x)
+        #[arg(value_parser = parse_hex_dpid)]
+        dpid: u64,
+        port: u32,
+        count: u32,
+        interval_ms: u64,
+    },
+    /// Wait for one genuine (signed) probe on IFACE and write its bytes to FILE
+    Capture { iface: String, file: String },
+    /// Send the probe in FILE out of IFACE, COUNT times
+    Replay {
+        iface: String,
+        file: String,
+        count: u32,
+        interval_ms: u64,
+    },
+}
+
+fn parse_hex_dpid(text: &str) -> Result<u64, String> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|err| format!("DPID in hex: {err}"))
+}
+
+pub fn main(command: Lldp) -> anyhow::Result<()> {
+    match command {
+        Lldp::Forge {
+            iface,
+            dpid,
+            port,
+            count,
+            interval_ms,
+        } => {
             let mut frame = Vec::new();
-            openflow::packet::discovery_frame(dpid, port.parse()?, OLD_PROBE_SOURCE, &mut frame);
-            send_repeatedly(iface, &frame, count.parse()?, interval.parse()?)
+            openflow::packet::discovery_frame(dpid, port, OLD_PROBE_SOURCE, &mut frame);
+            send_repeatedly(&iface, &frame, count, interval_ms)
         }
-        ["capture", iface, file] => {
-            let frame = capture_signed_probe(iface, Duration::from_secs(10))?;
-            std::fs::write(file, frame).with_context(|| format!("writing {file}"))
+        Lldp::Capture { iface, file } => {
+            let frame = capture_signed_probe(&iface, Duration::from_secs(10))?;
+            std::fs::write(&file, frame).with_context(|| format!("writing {file}"))
         }
-        ["replay", iface, file, count, interval] => {
-            let frame = std::fs::read(file).with_context(|| format!("reading {file}"))?;
-            send_repeatedly(iface, &frame, count.parse()?, interval.parse()?)
+        Lldp::Replay {
+            iface,
+            file,
+            count,
+            interval_ms,
+        } => {
+            let frame = std::fs::read(&file).with_context(|| format!("reading {file}"))?;
+            send_repeatedly(&iface, &frame, count, interval_ms)
         }
-        _ => bail!("{USAGE}"),
     }
 }
 

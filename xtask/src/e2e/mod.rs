@@ -26,96 +26,72 @@ use self::scenarios::{Scenario, SCENARIOS};
 use self::sliced::Bins;
 use self::stage::{Shared, Stage};
 
-pub const USAGE: &str = "usage: cargo xtask e2e [options]
-
-Runs every scenario on OpenFlow 1.0 and 1.3 against the release sliced, on a private
-Open vSwitch and hosts in network namespaces. Needs root and Open vSwitch.
-
-options:
-  -s, --scenario NAME   run only this scenario (repeatable, or comma-separated)
-      --of 10|13        run only on this OpenFlow version
-      --keep            after each scenario, keep its network and sliced up for
-                        inspection until Enter is pressed
-      --no-build        use target/release/{sliced,slice} as they are
-      --self-check      only check the lab itself (a standalone bridge, no sliced)
-      --tls             run the scenarios over TLS: sliced with certificates from a
-                        CA made for the run, every bridge on ssl: (`set-ssl`)
-      --sliced-arg ARG  pass ARG to every sliced the lab starts (repeatable); e.g.
-                        `--sliced-arg --no-slicing` shows that the scenarios catch
-                        a controller that does not slice
-      --list            list the scenarios and exit
-  -v, --verbose         print each step of each scenario as it happens";
-
-#[derive(Debug, Default)]
-struct Options {
+/// `cargo xtask e2e [options]`; the task's description is on `Task::E2e` in main.rs.
+#[derive(Debug, Default, clap::Args)]
+pub struct Options {
+    /// Run only this scenario (repeatable, or comma-separated)
+    #[arg(
+        short = 's',
+        long = "scenario",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = parse_scenario_name
+    )]
     scenarios: Vec<String>,
+    /// Run only on this OpenFlow version
+    #[arg(long = "of", value_name = "10|13", value_parser = parse_of_version)]
     version: Option<OfVersion>,
+    /// After each scenario, keep its network and sliced up for inspection until Enter is
+    /// pressed
+    #[arg(long)]
     keep: bool,
+    /// Use target/release/{sliced,slice} as they are
+    #[arg(long)]
     no_build: bool,
+    /// Only check the lab itself (a standalone bridge, no sliced)
+    #[arg(long = "self-check")]
     self_check_only: bool,
+    /// List the scenarios and exit
+    #[arg(long)]
     list: bool,
+    /// Print each step of each scenario as it happens
+    #[arg(short, long)]
     verbose: bool,
+    /// Run the scenarios over TLS: sliced with certificates from a CA made for the run,
+    /// every bridge on ssl: (`set-ssl`)
+    #[arg(long)]
     tls: bool,
+    /// Pass ARG to every sliced the lab starts (repeatable); e.g. `--sliced-arg
+    /// --no-slicing` shows that the scenarios catch a controller that does not slice
+    // sliced's own flags start with `--`: they are values here, not options of the lab.
+    #[arg(long = "sliced-arg", value_name = "ARG", allow_hyphen_values = true)]
     sliced_args: Vec<String>,
 }
 
-impl Options {
-    fn parse(args: &[String]) -> anyhow::Result<Options> {
-        let mut options = Options::default();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let mut value = |name: &str| {
-                args.next()
-                    .cloned()
-                    .with_context(|| format!("{name} needs a value\n\n{USAGE}"))
-            };
-            match arg.as_str() {
-                "-s" | "--scenario" => {
-                    let names = value(arg)?;
-                    options.scenarios.extend(
-                        names
-                            .split(',')
-                            .filter(|n| !n.is_empty())
-                            .map(str::to_owned),
-                    );
-                }
-                "--of" => {
-                    let text = value(arg)?;
-                    options.version = Some(
-                        OfVersion::parse(&text)
-                            .with_context(|| format!("--of takes 10 or 13, not {text:?}"))?,
-                    );
-                }
-                "--keep" => options.keep = true,
-                "--no-build" => options.no_build = true,
-                "--self-check" => options.self_check_only = true,
-                "--list" => options.list = true,
-                "-v" | "--verbose" => options.verbose = true,
-                "--tls" => options.tls = true,
-                "--sliced-arg" => {
-                    let extra = value(arg)?;
-                    options.sliced_args.push(extra);
-                }
-                "-h" | "--help" => {
-                    println!("{USAGE}");
-                    std::process::exit(0);
-                }
-                other => bail!("unknown option {other:?}\n\n{USAGE}"),
-            }
-        }
-        for name in &options.scenarios {
-            if !SCENARIOS.iter().any(|s| s.name == name) {
-                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                bail!("no scenario {name:?}; there are: {}", known.join(", "));
-            }
-        }
-        Ok(options)
+/// A known scenario, or an empty name (`-s a,,b` and `-s a,` still mean a and b).
+fn parse_scenario_name(name: &str) -> Result<String, String> {
+    if name.is_empty() || SCENARIOS.iter().any(|s| s.name == name) {
+        return Ok(name.to_owned());
     }
+    let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+    Err(format!(
+        "no scenario {name:?}; there are: {}",
+        known.join(", ")
+    ))
+}
 
+fn parse_of_version(text: &str) -> Result<OfVersion, String> {
+    OfVersion::parse(text).ok_or_else(|| format!("takes 10 or 13, not {text:?}"))
+}
+
+impl Options {
     fn selected(&self) -> Vec<&'static Scenario> {
         SCENARIOS
             .iter()
-            .filter(|s| self.scenarios.is_empty() || self.scenarios.iter().any(|n| n == s.name))
+            .filter(|s| {
+                self.scenarios.iter().all(String::is_empty)
+                    || self.scenarios.iter().any(|n| n == s.name)
+            })
             .collect()
     }
 
@@ -128,8 +104,7 @@ impl Options {
 }
 
 /// `cargo xtask e2e [options]`: missing prerequisites are an error here.
-pub fn main(args: &[String]) -> anyhow::Result<()> {
-    let options = Options::parse(args)?;
+pub fn main(options: &Options) -> anyhow::Result<()> {
     if options.list {
         for scenario in SCENARIOS {
             println!("{:<16} {}", scenario.name, scenario.about);
@@ -140,7 +115,7 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
     if let Err(reason) = prerequisites() {
         bail!("the end-to-end lab cannot run: {reason}");
     }
-    run(&options)
+    run(options)
 }
 
 /// The lab as the last step of `cargo xtask test`. In CI (CI=true) it must run; elsewhere
@@ -538,4 +513,70 @@ fn build(no_build: bool, sliced_args: &[String]) -> anyhow::Result<Bins> {
         }
     }
     Ok(bins)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct E2e {
+        #[command(flatten)]
+        options: Options,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        E2e::try_parse_from(std::iter::once("e2e").chain(args.iter().copied())).map(|e| e.options)
+    }
+
+    #[test]
+    fn scenarios_are_repeatable_and_comma_separated() {
+        let options = parse(&["-s", "tls,daemon,", "--scenario", "reroute"]).unwrap();
+        let names: Vec<&str> = options.selected().iter().map(|s| s.name).collect();
+        assert_eq!(names, ["tls", "reroute", "daemon"]);
+        assert!(parse(&["-s", "nope"]).is_err());
+    }
+
+    #[test]
+    fn no_scenario_selects_all_of_them_on_both_versions() {
+        let options = parse(&[]).unwrap();
+        assert_eq!(options.selected().len(), SCENARIOS.len());
+        assert_eq!(options.versions(), OfVersion::ALL);
+    }
+
+    #[test]
+    fn of_takes_one_version() {
+        assert_eq!(
+            parse(&["--of", "13"]).unwrap().versions(),
+            [OfVersion::Of13]
+        );
+        assert_eq!(
+            parse(&["--of", "10"]).unwrap().versions(),
+            [OfVersion::Of10]
+        );
+        assert!(parse(&["--of", "12"]).is_err());
+    }
+
+    #[test]
+    fn sliced_args_may_look_like_options() {
+        let options = parse(&[
+            "--sliced-arg",
+            "--no-slicing",
+            "--sliced-arg=--idle-timeout=5",
+            "--tls",
+        ])
+        .unwrap();
+        assert_eq!(options.sliced_args, ["--no-slicing", "--idle-timeout=5"]);
+        assert!(options.tls);
+    }
+
+    #[test]
+    fn every_switch_sets_its_field() {
+        let options = parse(&["--keep", "--no-build", "--self-check", "--list", "-v"]).unwrap();
+        assert!(options.keep && options.no_build && options.self_check_only);
+        assert!(options.list && options.verbose && !options.tls);
+        assert!(parse(&["--verbose"]).unwrap().verbose);
+    }
 }

@@ -1,0 +1,229 @@
+//! Tidy checks in the style of rust-analyzer's: the documentation that describes the
+//! project as a whole must keep up with it. A new crate needs its paragraph in
+//! docs/ARCHITECTURE.md, a new flag of `sliced` or `slice` its mention in the README, and
+//! the README's set-up commands must stay the ones that CI and the tests run.
+
+use std::path::Path;
+use std::process::Command;
+
+const SLICED: &str = env!("CARGO_BIN_EXE_sliced");
+const SLICE: &str = env!("CARGO_BIN_EXE_slice");
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(relative: &str) -> String {
+    let path = root().join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// The section of a Markdown page under the heading `heading`, up to the next heading of
+/// the same or a higher level.
+fn section<'a>(text: &'a str, heading: &str) -> &'a str {
+    let level = heading.bytes().take_while(|&b| b == b'#').count();
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no heading {heading:?}"))
+        + heading.len()
+        + 2;
+    let rest = &text[start..];
+    let end = rest
+        .match_indices("\n#")
+        .find(|(at, _)| {
+            let hashes = rest[at + 1..].bytes().take_while(|&b| b == b'#').count();
+            hashes <= level && rest[at + 1 + hashes..].starts_with(' ')
+        })
+        .map_or(rest.len(), |(at, _)| at);
+    &rest[..end]
+}
+
+/// The lines of the first fenced block of `text`, without the fences.
+fn first_fenced_block(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|line| !line.starts_with("```"))
+        .skip(1)
+        .take_while(|line| !line.starts_with("```"))
+        .collect()
+}
+
+/// A shell line without its comment and surrounding blanks.
+fn command_of(line: &str) -> &str {
+    line.split_once(" #")
+        .map_or(line, |(command, _)| command)
+        .trim()
+}
+
+#[test]
+fn every_workspace_crate_has_its_paragraph_in_the_architecture_page() {
+    let manifest: toml::Table = read("Cargo.toml").parse().expect("Cargo.toml is TOML");
+    let members = manifest["workspace"]["members"]
+        .as_array()
+        .expect("workspace.members is a list");
+    let architecture = read("docs/ARCHITECTURE.md");
+    let crates = section(&architecture, "## Crates");
+    // The root package is described by its binary; the members by their directory.
+    let mut missing = Vec::new();
+    if !crates.contains("`src/main.rs`") {
+        missing.push("the root package (`src/main.rs`)".to_owned());
+    }
+    for member in members {
+        let path = member.as_str().expect("a member is a path");
+        let named = crates.lines().any(|line| {
+            line.starts_with(&format!("`{path}`")) || line.starts_with(&format!("`{path}/`"))
+        });
+        if !named {
+            missing.push(format!("`{path}`"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md's \"Crates\" section has no paragraph starting with {missing:?}"
+    );
+}
+
+/// The long flags in the options list of a clap `-h` text (the examples are not read).
+fn long_flags(help: &str) -> Vec<String> {
+    help.lines()
+        .map(str::trim_start)
+        .filter(|line| line.starts_with('-'))
+        .flat_map(|line| {
+            line.split_whitespace()
+                .take_while(|word| word.starts_with('-') || word.starts_with('<'))
+                .filter(|word| word.starts_with("--"))
+                .map(|word| word.trim_end_matches(',').to_owned())
+        })
+        .filter(|flag| flag != "--help" && flag != "--version")
+        .collect()
+}
+
+fn help_of(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .arg("-h")
+        .output()
+        .unwrap_or_else(|err| panic!("{program}: {err}"));
+    assert!(output.status.success(), "{program} {args:?} -h failed");
+    String::from_utf8(output.stdout).expect("help is UTF-8")
+}
+
+/// The subcommands listed in a clap help text.
+fn subcommands(help: &str) -> Vec<&str> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect()
+}
+
+/// Whether `flag` occurs in `text` as a whole flag, not as the start of a longer one
+/// (`--openflow` inside `--openflow-tls` does not count).
+fn mentions(text: &str, flag: &str) -> bool {
+    text.match_indices(flag).any(|(at, _)| {
+        !text[at + flag.len()..]
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+#[test]
+fn every_flag_of_sliced_and_slice_is_in_the_readme() {
+    let readme = read("README.md");
+    let mut flags: Vec<(String, String)> = long_flags(&help_of(SLICED, &[]))
+        .into_iter()
+        .map(|flag| ("sliced".to_owned(), flag))
+        .collect();
+    let slice_help = help_of(SLICE, &[]);
+    flags.extend(
+        long_flags(&slice_help)
+            .into_iter()
+            .map(|flag| ("slice".to_owned(), flag)),
+    );
+    for command in subcommands(&slice_help) {
+        flags.extend(
+            long_flags(&help_of(SLICE, &[command]))
+                .into_iter()
+                .map(|flag| (format!("slice {command}"), flag)),
+        );
+    }
+    assert!(flags.len() >= 30, "too few flags found: {flags:?}");
+    let mut missing: Vec<String> = flags
+        .into_iter()
+        .filter(|(_, flag)| !mentions(&readme, flag))
+        .map(|(program, flag)| format!("{program} {flag}"))
+        .collect();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "flags the README never mentions: {missing:?}"
+    );
+}
+
+#[test]
+fn the_readme_set_up_commands_are_the_ones_ci_and_the_daemon_test_run() {
+    let readme = read("README.md");
+    let block = first_fenced_block(section(&readme, "## Quick start"));
+    let commands: Vec<&str> = block
+        .iter()
+        .map(|line| command_of(line))
+        .filter(|command| !command.is_empty())
+        .collect();
+    let [start_daemon, run_tests] = commands[..] else {
+        panic!("the README's quick start should be two commands, not {commands:?}");
+    };
+
+    // CI runs the README's test command, and it is the last thing it does.
+    let ci = read(".ci/run");
+    let ci_commands: Vec<&str> = ci
+        .lines()
+        .map(command_of)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect();
+    assert_eq!(
+        ci_commands.last().copied(),
+        Some(run_tests),
+        ".ci/run must end by running the README's test command"
+    );
+
+    // The daemon command starts the `sliced` binary with no arguments: what
+    // tests/daemon.rs's bare-sliced test starts, on the defaults the README states.
+    assert_eq!(
+        start_daemon, "cargo run --release --bin sliced",
+        "the README's daemon command must start a bare sliced, as tests/daemon.rs does"
+    );
+    let daemon_test = read("tests/daemon.rs");
+    let bare = daemon_test
+        .split_once("fn a_bare_sliced_serves_on_the_defaults()")
+        .map(|(_, body)| body.split("\n}\n").next().unwrap_or(body))
+        .expect("tests/daemon.rs has a_bare_sliced_serves_on_the_defaults");
+    let spawn = bare
+        .split_once("Command::new(SLICED)")
+        .and_then(|(_, rest)| rest.split_once(".spawn()"))
+        .map(|(builder, _)| builder)
+        .expect("the bare-sliced test spawns SLICED");
+    assert!(
+        !spawn.contains(".arg(") && !spawn.contains(".args("),
+        "the bare-sliced test must start sliced without arguments, as the README does"
+    );
+    let comment = block
+        .iter()
+        .find(|line| command_of(line) == start_daemon)
+        .and_then(|line| line.split_once(" #"))
+        .map(|(_, comment)| comment)
+        .expect("the daemon command says where it serves");
+    let help = help_of(SLICED, &[]);
+    for address in comment
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|word| word.parse::<std::net::SocketAddr>().is_ok())
+    {
+        assert!(
+            help.contains(&format!("[default: {address}")),
+            "the README says a bare sliced serves on {address}, sliced --help does not"
+        );
+    }
+    assert!(
+        bare.contains("\"127.0.0.1:9292\""),
+        "the bare-sliced test checks the README's REST address"
+    );
+}
