@@ -12,7 +12,8 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HOST, ORIGIN};
-use actix_web::http::{Method, Version};
+use actix_web::http::uri::Authority;
+use actix_web::http::{Method, Uri, Version};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest};
 
@@ -86,27 +87,21 @@ fn is_address_literal(name: &str) -> bool {
 }
 
 /// The host of an authority (`host[:port]`), lowercased and without a trailing dot; None
-/// when it is not a well-formed authority.
+/// when it is not a well-formed authority (parsed by the `http` crate, as actix parses
+/// URIs) or carries user information, which no `Host` or `Origin` may.
 fn host_part(authority: &str) -> Option<String> {
-    let (host, port) = if authority.starts_with('[') {
-        let end = authority.find(']')?;
-        (&authority[..=end], &authority[end + 1..])
-    } else {
-        match authority.rfind(':') {
-            Some(colon) => (&authority[..colon], &authority[colon..]),
-            None => (authority, ""),
-        }
-    };
-    let port_ok = port.is_empty()
-        || port
-            .strip_prefix(':')
-            .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+    let authority: Authority = authority.parse().ok()?;
+    if authority.as_str().contains('@') {
+        return None;
+    }
+    let host = authority.host();
+    // The http crate leaves a port it cannot read unchecked: it must be a number.
+    let port = &authority.as_str()[host.len()..];
+    if !port.is_empty() && port.strip_prefix(':')?.parse::<u16>().is_err() {
+        return None;
+    }
     let host = host.strip_suffix('.').unwrap_or(host);
-    let host_ok = !host.is_empty()
-        && host.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
-        });
-    (port_ok && host_ok).then(|| host.to_ascii_lowercase())
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// Whether the request was made by a browser on behalf of a page: it carries `Origin` or
@@ -192,25 +187,32 @@ fn cross_origin() -> ApiError {
 }
 
 /// Whether `origin` (`scheme://host[:port]`, as a browser sends it) is the origin of a
-/// page served by this daemon under the name `host`. Either scheme is accepted so that a
-/// TLS proxy in front keeps working; `null` and anything with a path are foreign.
+/// page served by this daemon under the name `host`: the same host and the same port,
+/// a missing port being the scheme's. Either scheme is accepted so that a TLS proxy in
+/// front keeps working; `null` and anything with a path are foreign.
 fn is_same_origin(origin: &str, host: &str) -> bool {
-    let Some((scheme, authority)) = origin.split_once("://") else {
+    let (Ok(origin), Ok(host)) = (origin.parse::<Uri>(), host.parse::<Authority>()) else {
         return false;
     };
-    let default_port = match scheme.to_ascii_lowercase().as_str() {
-        "http" => ":80",
-        "https" => ":443",
+    let default_port = match origin.scheme_str() {
+        Some(scheme) if scheme.eq_ignore_ascii_case("http") => 80,
+        Some(scheme) if scheme.eq_ignore_ascii_case("https") => 443,
         _ => return false,
     };
-    let normalise = |authority: &str| {
-        let lower = authority.to_ascii_lowercase();
-        match lower.strip_suffix(default_port) {
-            Some(bare) => bare.to_owned(),
-            None => lower,
-        }
+    let path_free = origin.path_and_query().map_or(true, |path| {
+        path.as_str().is_empty() || path.as_str() == "/"
+    });
+    let Some(origin) = origin.authority().filter(|_| path_free) else {
+        return false;
     };
-    !authority.contains('/') && normalise(authority) == normalise(host)
+    let name_and_port = |authority: &Authority| {
+        (
+            host_part(authority.as_str()),
+            authority.port_u16().unwrap_or(default_port),
+        )
+    };
+    let origin = name_and_port(origin);
+    origin.0.is_some() && origin == name_and_port(&host)
 }
 
 #[cfg(test)]
@@ -245,6 +247,8 @@ mod tests {
             "localhost:x",
             "local host",
             "[::2]:9292",
+            "user@localhost:9292",
+            "localhost:9292:1",
         ] {
             assert!(!policy.allows(host), "{host:?} allowed");
         }
@@ -274,6 +278,8 @@ mod tests {
             "http://127.0.0.1",
             "ftp://127.0.0.1:9292",
             "http://127.0.0.1:9292/path",
+            "http://user@127.0.0.1:9292",
+            "http://127.0.0.1:09292x",
         ] {
             assert!(!is_same_origin(foreign, "127.0.0.1:9292"), "{foreign}");
         }
