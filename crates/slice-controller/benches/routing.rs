@@ -22,8 +22,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
-use slice_controller::{Engine, EngineConfig, Frame, PortState, Topology};
+use slice_controller::{Engine, EngineConfig, Frame, PortState, SwitchProfile, Topology};
 use slice_core::{MacAddress, Membership, PortId, SliceName};
 
 /// A network to build: switches with their port counts, cables, and host ports.
@@ -166,12 +167,12 @@ fn topology(graph: &Graph) -> Topology {
     topology
 }
 
-fn frame(src: MacAddress, dst: MacAddress) -> Frame<'static> {
+fn frame(src: MacAddress, dst: MacAddress) -> Frame {
     Frame {
         dst,
         src,
         probe: None,
-        data: &[],
+        data: Bytes::new(),
     }
 }
 
@@ -182,7 +183,7 @@ fn discover(engine: &mut Engine, a: PortId, b: PortId, now: Instant) {
             dst: MacAddress::from([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
             src: MacAddress::from([0x02, 0, 0, 0, 0, 0xfe]),
             probe: Some(engine.probe_from(from, now)),
-            data: &[],
+            data: Bytes::new(),
         };
         engine.packet_in(at.dpid, at.port_no, lldp, now);
     }
@@ -204,7 +205,15 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
     let mut engine = Engine::new(config, membership);
     let now = Instant::now();
     for (dpid, ports) in &graph.ports {
-        engine.switch_connected(*dpid, 4, port_map(*ports), Instant::now());
+        engine.switch_connected(
+            *dpid,
+            SwitchProfile {
+                needs_table_miss_flow: true,
+                protocol: 4,
+            },
+            port_map(*ports),
+            Instant::now(),
+        );
     }
     for (a, b) in &graph.cables {
         discover(&mut engine, *a, *b, now);

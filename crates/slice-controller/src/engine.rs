@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use openflow::packet::{Probe, ProbeProof};
 use serde::Serialize;
 use slice_core::{Change, Host, MacAddress, Membership, PortId};
@@ -86,12 +87,24 @@ pub struct Rule {
     pub eth_dst: MacAddress,
 }
 
+/// What the engine needs to know about how a switch works, decided by its session from
+/// the protocol it speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwitchProfile {
+    /// The switch drops what matches no flow unless a table-miss flow sends it to the
+    /// controller (OpenFlow 1.3), so the engine asks for one ([`Command::TableMiss`]).
+    pub needs_table_miss_flow: bool,
+    /// The protocol's wire number, shown to operators in the switch view; no decision
+    /// depends on it.
+    pub protocol: u8,
+}
+
 /// An instruction for one switch, independent of the OpenFlow version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// Remove every flow (a fresh start when a switch connects).
     ClearFlows,
-    /// On OpenFlow 1.3: send what matches nothing to the controller.
+    /// For a switch that needs one: send what matches nothing to the controller.
     TableMiss,
     /// Add a flow; `out_port` None drops the traffic.
     FlowAdd {
@@ -104,20 +117,22 @@ pub enum Command {
     },
     /// Remove exactly the flow with this rule and priority.
     FlowDelete { rule: Rule, priority: u16 },
-    /// Send `data` out of `out_port`.
-    PacketOut { out_port: u32, data: Vec<u8> },
+    /// Send `data` out of `out_port`. `data` usually shares the buffer the PACKET_IN
+    /// was read into, so a packet is not copied on its way through.
+    PacketOut { out_port: u32, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
 }
 
 /// The part of a PACKET_IN the engine looks at.
-#[derive(Debug, Clone, Copy)]
-pub struct Frame<'a> {
+#[derive(Debug, Clone)]
+pub struct Frame {
     pub dst: MacAddress,
     pub src: MacAddress,
     /// The claimed sender and proof of an LLDP discovery frame, when this is one.
     pub probe: Option<Probe>,
-    pub data: &'a [u8],
+    /// The whole frame, shared rather than copied into the PACKET_OUTs it causes.
+    pub data: Bytes,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -326,7 +341,7 @@ impl Engine {
     pub fn switch_connected(
         &mut self,
         dpid: u64,
-        version: u8,
+        profile: SwitchProfile,
         ports: BTreeMap<u32, PortState>,
         now: Instant,
     ) {
@@ -334,11 +349,14 @@ impl Engine {
             // A reconnect: forget what the old connection taught us.
             self.switch_disconnected_at(dpid, now);
         }
-        log::info!("switch {dpid:#x} connected (OpenFlow version {version:#04x})");
-        self.topology.add_switch(dpid, version, ports);
+        log::info!(
+            "switch {dpid:#x} connected (OpenFlow version {:#04x})",
+            profile.protocol
+        );
+        self.topology.add_switch(dpid, profile.protocol, ports);
         self.dropped.insert(dpid, Dropped::default());
         self.send(dpid, Command::ClearFlows);
-        if version >= 0x04 {
+        if profile.needs_table_miss_flow {
             self.send(dpid, Command::TableMiss);
         }
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
@@ -395,7 +413,7 @@ impl Engine {
 
     // ---- packets ---------------------------------------------------------------------
 
-    pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame<'_>, now: Instant) {
+    pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
         let at = PortId::new(dpid, in_port);
         if let Some(probe) = frame.probe {
             self.probe_received(probe, at, now);
@@ -423,13 +441,13 @@ impl Engine {
             self.hosts.get(&frame.dst)
         };
         match destination {
-            None => self.flood_within_slices(src, frame.data),
+            None => self.flood_within_slices(src, &frame.data),
             Some(port) => {
                 let dst = Host {
                     port,
                     mac: frame.dst,
                 };
-                self.route(src, dst, frame.data, now);
+                self.route(src, dst, &frame.data, now);
             }
         }
     }
@@ -528,7 +546,7 @@ impl Engine {
 
     /// Broadcast and unknown destinations: to the edge ports of the other members of the
     /// sender's slices (every other edge port without slicing), never over links.
-    fn flood_within_slices(&mut self, src: Host, data: &[u8]) {
+    fn flood_within_slices(&mut self, src: Host, data: &Bytes) {
         let targets: Vec<PortId> = if self.config.slicing {
             self.membership
                 .peer_ports(&src)
@@ -546,13 +564,13 @@ impl Engine {
                 port.dpid,
                 Command::PacketOut {
                     out_port: port.port_no,
-                    data: data.to_vec(),
+                    data: data.clone(),
                 },
             );
         }
     }
 
-    fn route(&mut self, src: Host, dst: Host, data: &[u8], now: Instant) {
+    fn route(&mut self, src: Host, dst: Host, data: &Bytes, now: Instant) {
         if !self.may_talk(&src, &dst) {
             self.install_drop(src, dst, now);
             return;
@@ -585,7 +603,7 @@ impl Engine {
                 last.dpid,
                 Command::PacketOut {
                     out_port: last.out_port,
-                    data: data.to_vec(),
+                    data: data.clone(),
                 },
             );
         }

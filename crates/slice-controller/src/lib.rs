@@ -14,7 +14,8 @@ pub mod tls;
 pub mod topology;
 
 pub use engine::{
-    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchView,
+    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchProfile,
+    SwitchView,
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{Controller, ControllerConfig, ControllerHandle, Listeners, StartError};

@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
-use crate::engine::{Command, Engine, EngineConfig, Frame, Rule};
+use crate::engine::{Command, Engine, EngineConfig, Frame, Rule, SwitchProfile};
 use crate::limits::{LogLimiter, PacketInLimiter};
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::probe::ProbeKeyError;
@@ -466,7 +466,11 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     old.connection
                 );
             }
-            engine.switch_connected(dpid, version, ports, Instant::now());
+            let profile = SwitchProfile {
+                needs_table_miss_flow: version >= openflow::OFP13,
+                protocol: version,
+            };
+            engine.switch_connected(dpid, profile, ports, Instant::now());
         }
         Event::SwitchDown { dpid, connection } => {
             let current = switches
@@ -491,7 +495,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                 dst,
                 src,
                 probe,
-                data: &data,
+                data: data.into(),
             },
             Instant::now(),
         ),
@@ -914,7 +918,7 @@ impl Writer {
                 priority,
                 ..FlowMod::default()
             }),
-            Command::PacketOut { out_port, data } => packet_out(out_port, data),
+            Command::PacketOut { out_port, data } => packet_out(out_port, data.to_vec()),
             Command::Discovery { port_no, proof } => {
                 // The frame is built in `scratch`, and the buffer is taken back from the
                 // message once encoded, so that probes reuse one allocation.
