@@ -1,8 +1,9 @@
 //! The switch-control core of sliced: a routing switch with slice isolation.
 //!
 //! [`engine`] holds every decision (topology, hosts, paths, slicing) as plain synchronous
-//! code. [`server`] speaks OpenFlow over TCP: it feeds the engine events and carries its
-//! commands to the switches, over plain TCP or [`tls`].
+//! code. [`session`] is one switch's OpenFlow protocol as a state machine without I/O.
+//! [`server`] is the I/O around them: it runs a session per switch connection over plain
+//! TCP or [`tls`], feeds the engine their events and carries its commands back.
 
 pub mod engine;
 mod hosts;
@@ -10,6 +11,7 @@ pub mod limits;
 pub mod meter;
 pub mod probe;
 pub mod server;
+pub mod session;
 pub mod tls;
 pub mod topology;
 
@@ -19,5 +21,6 @@ pub use engine::{
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{Controller, ControllerConfig, ControllerHandle, Listeners, StartError};
+pub use session::{CloseReason, SwitchEvent, SwitchSession};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

@@ -223,6 +223,11 @@ impl MeterSetup {
         }
     }
 
+    /// When [`Self::expire`] gives up on the switch, while the setup is undecided.
+    pub fn deadline(&self) -> Option<Instant> {
+        (!matches!(self.phase, Phase::Decided { .. })).then_some(self.deadline)
+    }
+
     /// Gives up on a switch that has not settled the setup by its deadline.
     pub fn expire(&mut self, now: Instant) -> Option<MeterStep> {
         if matches!(self.phase, Phase::Decided { .. }) || now < self.deadline {

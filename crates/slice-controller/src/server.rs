@@ -1,10 +1,11 @@
 //! OpenFlow over TCP or TLS: one task per switch connection, one task that owns the
 //! [`Engine`].
 //!
-//! Connection tasks do the byte work (framing, decoding, the handshake, echo keep-alive,
-//! encoding and batched writes) and talk to the engine task over channels. The engine
-//! task never awaits a switch: it hands each switch its commands with `try_send`, and a
-//! switch too slow to take them is disconnected rather than allowed to stall the others.
+//! This is the I/O: the listeners and their connection caps, TLS, a task per connection
+//! that runs a [`SwitchSession`] (which holds every protocol rule) between the socket,
+//! its deadlines and the engine task, and the engine task itself. The engine task never
+//! awaits a switch: it hands each switch its commands with `try_send`, and a switch too
+//! slow to take them is disconnected rather than allowed to stall the others.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -12,17 +13,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc};
-use slice_core::{Change, MacAddress, Membership, MembershipSource, PortId};
+use slice_core::{Change, Membership, MembershipSource, PortId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::engine::{Command, Engine, EngineConfig, Frame, Rule, SwitchProfile};
-use crate::limits::{LogLimiter, PacketInLimiter};
-use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+use crate::limits::LogLimiter;
 use crate::probe::ProbeKeyError;
+use crate::session::{CloseReason, SwitchEvent, SwitchSession};
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -131,9 +131,6 @@ pub enum StartError {
     ProbeKey(#[from] ProbeKeyError),
 }
 
-/// The largest amount of unread bytes a connection may hold: two maximal OpenFlow
-/// messages. A peer that sends more than it lets us parse is cut off.
-const READ_BUFFER_LIMIT: usize = 2 * 65536;
 /// Capacity a connection's write buffer keeps between bursts.
 const WRITE_BUFFER_KEEP: usize = 64 * 1024;
 /// Command batches queued for one switch before it counts as too slow.
@@ -141,15 +138,12 @@ const SWITCH_QUEUE: usize = 1024;
 /// Events queued from all switches to the engine.
 const EVENT_QUEUE: usize = 8192;
 
-/// Source MAC of the LLDP frames the controller sends: locally administered.
-const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
-
 type Inspector = Box<dyn FnOnce(&Engine) + Send>;
 
 enum Event {
     SwitchUp {
         dpid: u64,
-        version: u8,
+        profile: SwitchProfile,
         ports: BTreeMap<u32, PortState>,
         connection: u64,
         commands: mpsc::Sender<Vec<Command>>,
@@ -164,10 +158,7 @@ enum Event {
     PacketIn {
         dpid: u64,
         in_port: u32,
-        dst: MacAddress,
-        src: MacAddress,
-        probe: Option<openflow::packet::Probe>,
-        data: Vec<u8>,
+        frame: Frame,
     },
     PacketInsRateLimited {
         dpid: u64,
@@ -427,7 +418,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
     match event {
         Event::SwitchUp {
             dpid,
-            version,
+            profile,
             ports,
             connection,
             commands,
@@ -466,10 +457,6 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                     old.connection
                 );
             }
-            let profile = SwitchProfile {
-                needs_table_miss_flow: version >= openflow::OFP13,
-                protocol: version,
-            };
             engine.switch_connected(dpid, profile, ports, Instant::now());
         }
         Event::SwitchDown { dpid, connection } => {
@@ -484,21 +471,8 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
         Event::PacketIn {
             dpid,
             in_port,
-            dst,
-            src,
-            probe,
-            data,
-        } => engine.packet_in(
-            dpid,
-            in_port,
-            Frame {
-                dst,
-                src,
-                probe,
-                data: data.into(),
-            },
-            Instant::now(),
-        ),
+            frame,
+        } => engine.packet_in(dpid, in_port, frame, Instant::now()),
         Event::PacketInsRateLimited { dpid, count } => {
             engine.packet_ins_rate_limited(dpid, count, Instant::now())
         }
@@ -758,615 +732,268 @@ async fn open_stream(
 enum ConnectionError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    #[error("malformed OpenFlow: {0}")]
-    Wire(#[from] openflow::Error),
     #[error("the switch closed the connection")]
     Closed,
-    #[error("{0}")]
-    Protocol(String),
-    #[error("no message for {0:?}")]
-    Silent(Duration),
-    #[error("handshake not completed in {0:?}")]
-    HandshakeTimeout(Duration),
+    #[error(transparent)]
+    Session(CloseReason),
     #[error("replaced or dropped by the controller")]
     Dropped,
-    #[error("datapath id {0:#x} is not on the allow-list")]
-    NotAllowed(u64),
     #[error("the switch did not take our messages for {0:?}")]
     NotDraining(Duration),
 }
 
-/// Frames OpenFlow messages out of a byte stream, with a bounded buffer.
-struct Reader {
-    half: SwitchRead,
-    buffer: Vec<u8>,
-    /// Where the unread bytes of `buffer` start.
-    start: usize,
-}
-
-impl Reader {
-    fn new(half: SwitchRead) -> Self {
-        Self {
-            half,
-            buffer: Vec::with_capacity(16 * 1024),
-            start: 0,
-        }
-    }
-
-    /// The next complete message. Cancel-safe: a read cut short by `select!` loses no
-    /// bytes, because `read_buf` only appends what it has read.
-    async fn next(&mut self) -> Result<(openflow::HeaderRepr, Message), ConnectionError> {
-        loop {
-            let unread = &self.buffer[self.start..];
-            if let Some(len) = openflow::frame_len(unread)? {
-                let parsed = Message::parse(&unread[..len]);
-                self.start += len;
-                return Ok(parsed?);
-            }
-            // Move the partial frame to the front only when a read is needed, so a
-            // burst of frames costs one copy, not one per frame.
-            if self.start > 0 {
-                self.buffer.drain(..self.start);
-                self.start = 0;
-            }
-            let room = READ_BUFFER_LIMIT.saturating_sub(self.buffer.len());
-            if room == 0 {
-                return Err(ConnectionError::Protocol(
-                    "read buffer limit exceeded".into(),
-                ));
-            }
-            self.buffer.reserve(room.min(16 * 1024));
-            if self.half.read_buf(&mut self.buffer).await? == 0 {
-                return Err(ConnectionError::Closed);
-            }
-        }
-    }
-}
-
-/// Encodes and writes messages for one switch, reusing one buffer.
-struct Writer {
-    half: SwitchWrite,
-    version: u8,
+/// The engine's side of a connection once the switch is known.
+struct EngineLink {
     dpid: u64,
-    next_xid: u32,
-    buffer: Vec<u8>,
+    commands: mpsc::Receiver<Vec<Command>>,
+    /// Bytes the engine task counted in, by [`command_bytes`], and the connection has not
+    /// yet written.
+    queued_bytes: Arc<AtomicUsize>,
 }
 
-impl Writer {
-    fn queue(&mut self, message: &Message) -> Result<(), ConnectionError> {
-        self.next_xid = self.next_xid.wrapping_add(1);
-        message.emit(self.version, self.next_xid, &mut self.buffer)?;
-        Ok(())
-    }
-
-    fn queue_reply(&mut self, message: &Message, xid: u32) -> Result<(), ConnectionError> {
-        message.emit(self.version, xid, &mut self.buffer)?;
-        Ok(())
-    }
-
-    /// Writes what is queued; a switch that does not read it within `patience` is
-    /// given up, so that a peer that stops reading cannot hold a connection open.
-    async fn flush(&mut self, patience: Duration) -> Result<(), ConnectionError> {
-        if !self.buffer.is_empty() {
-            // TLS holds back what it could not send at once until flushed, so the
-            // flush is inside the deadline too.
-            let write = async {
-                self.half.write_all(&self.buffer).await?;
-                self.half.flush().await
-            };
-            tokio::time::timeout(patience, write)
-                .await
-                .map_err(|_| ConnectionError::NotDraining(patience))??;
-            self.buffer.clear();
-            // A burst may have grown the buffer far beyond what steady traffic needs.
-            if self.buffer.capacity() > WRITE_BUFFER_KEEP {
-                self.buffer.shrink_to(WRITE_BUFFER_KEEP);
-            }
-        }
-        Ok(())
-    }
-
-    /// Queues a command; the table-miss flow waits for `meter` to decide whether it
-    /// passes the PACKET_IN meter (the setup then hands it back).
-    fn queue_command(
-        &mut self,
-        command: Command,
-        meter: &mut MeterSetup,
-        scratch: &mut Vec<u8>,
-    ) -> Result<(), ConnectionError> {
-        let message = match command {
-            Command::ClearFlows => Message::FlowMod(FlowMod {
-                command: FlowModCommand::Delete,
-                table_id: if self.version >= openflow::OFP13 {
-                    0xff
-                } else {
-                    0
-                },
-                ..FlowMod::default()
-            }),
-            Command::TableMiss => match meter.table_miss() {
-                Some(table_miss) => table_miss,
-                None => return Ok(()),
-            },
-            Command::FlowAdd {
-                rule,
-                out_port,
-                priority,
-                idle_timeout,
-                hard_timeout,
-                notify_removal,
-            } => Message::FlowMod(FlowMod {
-                command: FlowModCommand::Add,
-                r#match: rule_match(rule),
-                priority,
-                idle_timeout,
-                hard_timeout,
-                flags: if notify_removal {
-                    openflow::flow_mod::FLAG_SEND_FLOW_REM
-                } else {
-                    0
-                },
-                actions: out_port
-                    .map(|port| Action::Output { port, max_len: 0 })
-                    .into_iter()
-                    .collect(),
-                ..FlowMod::default()
-            }),
-            Command::FlowDelete { rule, priority } => Message::FlowMod(FlowMod {
-                command: FlowModCommand::DeleteStrict,
-                r#match: rule_match(rule),
-                priority,
-                ..FlowMod::default()
-            }),
-            Command::PacketOut { out_port, data } => packet_out(out_port, data.to_vec()),
-            Command::Discovery { port_no, proof } => {
-                // The frame is built in `scratch`, and the buffer is taken back from the
-                // message once encoded, so that probes reuse one allocation.
-                let mut frame = std::mem::take(scratch);
-                frame.clear();
-                openflow::packet::signed_discovery_frame(
-                    self.dpid,
-                    port_no,
-                    DISCOVERY_SOURCE,
-                    &proof,
-                    &mut frame,
-                );
-                let message = packet_out(port_no, frame);
-                let queued = self.queue(&message);
-                if let Message::PacketOut(PacketOut { data, .. }) = message {
-                    *scratch = data;
-                }
-                return queued;
-            }
-        };
-        self.queue(&message)
-    }
-}
-
-fn rule_match(rule: Rule) -> Match {
-    Match {
-        in_port: Some(rule.in_port),
-        eth_src: Some(rule.eth_src.octets()),
-        eth_dst: Some(rule.eth_dst.octets()),
-        ..Match::default()
-    }
-}
-
-fn packet_out(out_port: u32, data: Vec<u8>) -> Message {
-    Message::PacketOut(PacketOut {
-        buffer_id: None,
-        in_port: port::CONTROLLER,
-        actions: vec![Action::Output {
-            port: out_port,
-            max_len: 0,
-        }],
-        data,
-    })
-}
-
-fn port_state(desc: &PortDesc) -> PortState {
-    PortState {
-        name: desc.name.clone(),
-        live: desc.is_live(),
-    }
-}
-
-/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
-/// or links can be.
-fn is_physical(port_no: u32) -> bool {
-    port_no != 0 && port_no < port::MAX
+/// The I/O around one [`SwitchSession`]: reads into it, writes what it transmits, wakes
+/// it at its deadlines, carries its events to the engine task and the engine's commands
+/// to it.
+struct Connection {
+    reader: SwitchRead,
+    writer: SwitchWrite,
+    peer: SocketAddr,
+    connection: u64,
+    /// Over TLS, with a certificate the CA signed.
+    authenticated: bool,
+    session: SwitchSession,
+    /// Swapped with the session's transmit buffer, so a batch is written with one call.
+    transmit: Vec<u8>,
+    engine: Option<EngineLink>,
+    /// Released once the OpenFlow handshake is over.
+    handshaking: Option<OwnedSemaphorePermit>,
+    events: mpsc::Sender<Event>,
+    config: Arc<ControllerConfig>,
 }
 
 async fn serve_switch(
-    read_half: SwitchRead,
-    write_half: SwitchWrite,
+    reader: SwitchRead,
+    writer: SwitchWrite,
     opened: OpenedConnection,
     events: mpsc::Sender<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
-    let mut reader = Reader::new(read_half);
-    let mut writer = Writer {
-        half: write_half,
-        version: openflow::OFP13,
-        dpid: 0,
-        next_xid: 0,
-        buffer: Vec::with_capacity(8192),
-    };
-    let handshake = tokio::time::timeout(
-        config.handshake_timeout,
-        handshake(&mut reader, &mut writer, &config),
-    );
     let OpenedConnection {
         peer,
         connection,
         authenticated,
         handshaking,
     } = opened;
-    let (dpid, ports) = handshake
-        .await
-        .map_err(|_| ConnectionError::HandshakeTimeout(config.handshake_timeout))??;
-    drop(handshaking);
-    if let Some(allowed) = &config.allowed_dpids {
-        if !allowed.contains(&dpid) {
-            log::warn!("switch from {peer} refused: datapath id {dpid:#x} is not allowed");
-            return Err(ConnectionError::NotAllowed(dpid));
-        }
+    let mut connection = Connection {
+        reader,
+        writer,
+        peer,
+        connection,
+        authenticated,
+        session: SwitchSession::new(Arc::clone(&config), Instant::now()),
+        transmit: Vec::with_capacity(8192),
+        engine: None,
+        handshaking: Some(handshaking),
+        events,
+        config,
+    };
+    let result = connection.run(&mut stopped).await;
+    if let Some(link) = &connection.engine {
+        let down = Event::SwitchDown {
+            dpid: link.dpid,
+            connection: connection.connection,
+        };
+        let _ = connection.events.send(down).await;
     }
-    log::info!("switch {dpid:#x} connected from {peer} (connection {connection})");
-    writer.dpid = dpid;
-
-    let (commands_tx, mut commands) = mpsc::channel::<Vec<Command>>(SWITCH_QUEUE);
-    let queued_bytes = Arc::new(AtomicUsize::new(0));
-    events
-        .send(Event::SwitchUp {
-            dpid,
-            version: writer.version,
-            ports,
-            connection,
-            commands: commands_tx,
-            queued_bytes: Arc::clone(&queued_bytes),
-            authenticated,
-        })
-        .await
-        .map_err(|_| ConnectionError::Dropped)?;
-    let result = run_switch(
-        (dpid, connection),
-        &mut reader,
-        &mut writer,
-        Outbound {
-            commands: &mut commands,
-            queued_bytes: &queued_bytes,
-        },
-        &events,
-        &config,
-        &mut stopped,
-    )
-    .await;
-    let _ = events.send(Event::SwitchDown { dpid, connection }).await;
     result
 }
 
-/// HELLO, version negotiation, features and (on 1.3) the port list.
-async fn handshake(
-    reader: &mut Reader,
-    writer: &mut Writer,
-    config: &ControllerConfig,
-) -> Result<(u64, BTreeMap<u32, PortState>), ConnectionError> {
-    // The handshake has its own deadline around it.
-    let patience = config.handshake_timeout;
-    let max_ports = config.engine.max_ports_per_switch;
-    let too_many_ports =
-        || ConnectionError::Protocol(format!("the switch announces more than {max_ports} ports"));
-    let ours = [openflow::OFP10, openflow::OFP13];
-    writer.version = openflow::OFP13;
-    writer.queue(&Message::Hello {
-        versions: Some((1 << openflow::OFP10) | (1 << openflow::OFP13)),
-    })?;
-    writer.flush(patience).await?;
-    let (header, hello) = reader.next().await?;
-    let Message::Hello { versions } = hello else {
-        return Err(ConnectionError::Protocol(format!(
-            "expected HELLO, got message type {}",
-            header.msg_type
-        )));
-    };
-    let Some(version) = openflow::negotiate(&ours, header.version, versions) else {
-        // Sent in the lowest common dialect.
-        writer.version = openflow::OFP10;
-        writer.queue_reply(
-            &Message::Error {
-                err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
-                code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
-                data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
-            },
-            header.xid,
-        )?;
-        writer.flush(patience).await?;
-        return Err(ConnectionError::Protocol(format!(
-            "no common OpenFlow version (switch offers {:#04x})",
-            header.version
-        )));
-    };
-    writer.version = version;
-    writer.queue(&Message::FeaturesRequest)?;
-    writer.flush(patience).await?;
-
-    let mut dpid = None;
-    let mut ports = BTreeMap::new();
-    let mut port_desc_pending = false;
-    let mut multipart_bytes = 0usize;
-    loop {
-        let (header, message) = reader.next().await?;
-        match message {
-            Message::EchoRequest(data) => {
-                writer.queue_reply(&Message::EchoReply(data), header.xid)?;
-                writer.flush(patience).await?;
+impl Connection {
+    async fn run(&mut self, stopped: &mut watch::Receiver<bool>) -> Result<(), ConnectionError> {
+        // Bytes of engine commands queued into the session and not yet written.
+        let mut unwritten = 0;
+        loop {
+            self.flush().await?;
+            if let Some(link) = &self.engine {
+                link.queued_bytes.fetch_sub(unwritten, Ordering::Relaxed);
+                unwritten = 0;
             }
-            Message::FeaturesReply(features) => {
-                dpid = Some(features.datapath_id);
-                for desc in features.ports.iter().filter(|d| is_physical(d.port_no)) {
-                    ports.insert(desc.port_no, port_state(desc));
+            self.forward_events().await?;
+            if let Some(reason) = self.session.close_reason() {
+                if let CloseReason::NotAllowed(dpid) = reason {
+                    log::warn!(
+                        "switch from {} refused: datapath id {dpid:#x} is not allowed",
+                        self.peer
+                    );
                 }
-                if ports.len() > max_ports {
-                    return Err(too_many_ports());
-                }
-                if version >= openflow::OFP13 {
-                    writer.queue(&Message::PortDescRequest)?;
-                    port_desc_pending = true;
-                }
-                writer.queue(&Message::SetConfig {
-                    flags: 0,
-                    miss_send_len: openflow::action::WHOLE_PACKET,
-                })?;
-                writer.flush(patience).await?;
+                return Err(ConnectionError::Session(reason.clone()));
             }
-            Message::PortDescReply { ports: descs, more } => {
-                multipart_bytes = multipart_bytes.saturating_add(usize::from(header.length));
-                if multipart_bytes > config.max_multipart_bytes {
-                    return Err(ConnectionError::Protocol(format!(
-                        "port list longer than {} bytes",
-                        config.max_multipart_bytes
-                    )));
-                }
-                for desc in descs.iter().filter(|d| is_physical(d.port_no)) {
-                    ports.insert(desc.port_no, port_state(desc));
-                }
-                if ports.len() > max_ports {
-                    return Err(too_many_ports());
-                }
-                port_desc_pending = more;
-            }
-            Message::Error { err_type, code, .. } => {
-                return Err(ConnectionError::Protocol(format!(
-                    "switch reported error type {err_type} code {code} during the handshake"
-                )));
-            }
-            _ => {}
-        }
-        if let (Some(dpid), false) = (dpid, port_desc_pending) {
-            return Ok((dpid, ports));
-        }
-    }
-}
-
-/// The engine's side of a connection: its command batches and their byte count.
-struct Outbound<'a> {
-    commands: &'a mut mpsc::Receiver<Vec<Command>>,
-    queued_bytes: &'a AtomicUsize,
-}
-
-async fn run_switch(
-    (dpid, connection): (u64, u64),
-    reader: &mut Reader,
-    writer: &mut Writer,
-    outbound: Outbound<'_>,
-    events: &mpsc::Sender<Event>,
-    config: &ControllerConfig,
-    stopped: &mut watch::Receiver<bool>,
-) -> Result<(), ConnectionError> {
-    let Outbound {
-        commands,
-        queued_bytes,
-    } = outbound;
-    let patience = config.dead_after;
-    let mut last_heard = Instant::now();
-    let mut keepalive = tokio::time::interval(config.echo_interval);
-    keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut scratch = Vec::new();
-    let mut packet_ins = PacketInLimiter::new(
-        config.packet_in_rate,
-        config.packet_in_burst,
-        config.packet_in_port_rate,
-        config.lldp_port_rate(),
-        config.engine.max_ports_per_switch,
-        last_heard,
-    );
-    // PACKET_INs dropped and not yet reported to the engine.
-    let mut unreported = 0u64;
-    let (mut meter, step) = MeterSetup::start(
-        writer.version,
-        config.packet_in_rate,
-        config.packet_in_burst,
-        last_heard,
-        config.handshake_timeout,
-    );
-    let report = MeterReport {
-        dpid,
-        connection,
-        events,
-    };
-    report.apply(step, writer).await?;
-    writer.flush(patience).await?;
-    loop {
-        tokio::select! {
-            received = reader.next() => {
-                let (header, message) = received?;
-                last_heard = Instant::now();
-                if let Some(step) = meter.handle(header.xid, &message) {
-                    report.apply(step, writer).await?;
-                } else if let Some(event) = switch_event(dpid, message, header.xid, writer)? {
-                    let limited = match &event {
-                        Event::PacketIn { in_port, data, .. } => {
-                            !packet_ins.admit(*in_port, data, last_heard)
-                        }
-                        _ => false,
-                    };
-                    if limited {
-                        unreported += 1;
-                    } else {
-                        events.send(event).await.map_err(|_| ConnectionError::Dropped)?;
-                        if unreported > 0 {
-                            let count = std::mem::take(&mut unreported);
-                            let report = Event::PacketInsRateLimited { dpid, count };
-                            events.send(report).await.map_err(|_| ConnectionError::Dropped)?;
-                        }
-                    }
-                }
-                writer.flush(patience).await?;
-            }
-            batch = commands.recv() => {
-                let Some(batch) = batch else { return Err(ConnectionError::Dropped) };
-                let mut written = 0;
-                for command in batch {
-                    written += command_bytes(&command);
-                    writer.queue_command(command, &mut meter, &mut scratch)?;
-                }
-                // Take whatever else is queued, so that a burst becomes one write.
-                while let Ok(batch) = commands.try_recv() {
-                    for command in batch {
-                        written += command_bytes(&command);
-                        writer.queue_command(command, &mut meter, &mut scratch)?;
-                    }
-                }
-                writer.flush(patience).await?;
-                queued_bytes.fetch_sub(written, Ordering::Relaxed);
-            }
-            _ = keepalive.tick() => {
-                if let Some(step) = meter.expire(Instant::now()) {
-                    report.apply(step, writer).await?;
-                    writer.flush(patience).await?;
-                }
-                if unreported > 0 {
-                    let count = std::mem::take(&mut unreported);
-                    let report = Event::PacketInsRateLimited { dpid, count };
-                    events.send(report).await.map_err(|_| ConnectionError::Dropped)?;
-                }
-                let silent = last_heard.elapsed();
-                if silent >= config.dead_after {
-                    return Err(ConnectionError::Silent(silent));
-                }
-                if silent >= config.echo_interval {
-                    writer.queue(&Message::EchoRequest(Vec::new()))?;
-                    writer.flush(patience).await?;
-                }
-            }
-            _ = stopped.changed() => return Ok(()),
-        }
-    }
-}
-
-/// Carries out what the meter setup decided for one switch.
-struct MeterReport<'a> {
-    dpid: u64,
-    connection: u64,
-    events: &'a mpsc::Sender<Event>,
-}
-
-impl MeterReport<'_> {
-    /// Queues the step's messages (the caller flushes), and logs and reports a decision.
-    async fn apply(&self, step: MeterStep, writer: &mut Writer) -> Result<(), ConnectionError> {
-        for (xid, message) in &step.send {
-            writer.queue_reply(message, *xid)?;
-        }
-        if let Some(table_miss) = &step.table_miss {
-            writer.queue(table_miss)?;
-        }
-        let Some(decision) = step.decided else {
-            return Ok(());
-        };
-        let dpid = self.dpid;
-        match &decision {
-            MeterDecision::Metered {
-                meter_id,
-                rate,
-                burst,
-            } => log::info!(
-                "switch {dpid:#x}: PACKET_INs limited in the switch by meter {meter_id} \
-                 ({rate}/s, burst {})",
-                burst.map_or_else(|| "not supported".to_owned(), |burst| burst.to_string())
-            ),
-            MeterDecision::Unmetered(reason) => log::info!(
-                "switch {dpid:#x}: no PACKET_IN meter ({reason}); the controller's rate \
-                 limits alone apply"
-            ),
-        }
-        let event = Event::PacketInMeter {
-            dpid,
-            connection: self.connection,
-            metered: decision.is_metered(),
-        };
-        self.events
-            .send(event)
-            .await
-            .map_err(|_| ConnectionError::Dropped)
-    }
-}
-
-/// Turns a message from a switch into an event for the engine, answering echoes itself.
-fn switch_event(
-    dpid: u64,
-    message: Message,
-    xid: u32,
-    writer: &mut Writer,
-) -> Result<Option<Event>, ConnectionError> {
-    Ok(match message {
-        Message::EchoRequest(data) => {
-            writer.queue_reply(&Message::EchoReply(data), xid)?;
-            None
-        }
-        Message::PacketIn(packet) => {
-            let Ok(frame) = openflow::packet::EthernetFrame::new_checked(&packet.data[..]) else {
-                return Ok(None);
+            let Some(deadline) = self.session.poll_timeout() else {
+                return Ok(());
             };
-            let (dst, src) = (MacAddress::new(frame.dst()), MacAddress::new(frame.src()));
-            let probe = openflow::packet::parse_probe(&packet.data);
-            Some(Event::PacketIn {
-                dpid,
-                in_port: packet.in_port,
+            let commands = async {
+                match &mut self.engine {
+                    Some(link) => link.commands.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                read = self.reader.read_buf(self.session.read_buffer()) => {
+                    if read? == 0 {
+                        return Err(ConnectionError::Closed);
+                    }
+                    self.session.handle_read(Instant::now());
+                }
+                batch = commands => {
+                    let Some(batch) = batch else { return Err(ConnectionError::Dropped) };
+                    unwritten += self.queue(batch);
+                    // Take whatever else is queued, so that a burst becomes one write.
+                    while let Some(batch) =
+                        self.engine.as_mut().and_then(|link| link.commands.try_recv().ok())
+                    {
+                        unwritten += self.queue(batch);
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    self.session.handle_timeout(Instant::now());
+                }
+                _ = stopped.changed() => return Ok(()),
+            }
+        }
+    }
+
+    /// Queues a batch of commands into the session; what they cost in the outbound
+    /// count.
+    fn queue(&mut self, batch: Vec<Command>) -> usize {
+        let mut cost = 0;
+        for command in batch {
+            cost += command_bytes(&command);
+            self.session.queue(command);
+        }
+        cost
+    }
+
+    /// Writes what the session has to send; a switch that does not take it within the
+    /// dead-peer time (the handshake time, during the handshake) is given up, so that a
+    /// peer that stops reading cannot hold a connection open.
+    async fn flush(&mut self) -> Result<(), ConnectionError> {
+        if !self.session.poll_transmit(&mut self.transmit) {
+            return Ok(());
+        }
+        let patience = if self.engine.is_some() {
+            self.config.dead_after
+        } else {
+            self.config.handshake_timeout
+        };
+        // TLS holds back what it could not send at once until flushed, so the flush is
+        // inside the deadline too.
+        let write = async {
+            self.writer.write_all(&self.transmit).await?;
+            self.writer.flush().await
+        };
+        tokio::time::timeout(patience, write)
+            .await
+            .map_err(|_| ConnectionError::NotDraining(patience))??;
+        self.transmit.clear();
+        // A burst may have grown the buffer far beyond what steady traffic needs.
+        if self.transmit.capacity() > WRITE_BUFFER_KEEP {
+            self.transmit.shrink_to(WRITE_BUFFER_KEEP);
+        }
+        Ok(())
+    }
+
+    /// Hands the session's events to the engine task, in order.
+    async fn forward_events(&mut self) -> Result<(), ConnectionError> {
+        while let Some(event) = self.session.poll_event() {
+            let event = match event {
+                SwitchEvent::Connected {
+                    dpid,
+                    ports,
+                    profile,
+                } => self.connected(dpid, ports, profile),
+                event => {
+                    // The session tells nothing else before `Connected`.
+                    let Some(link) = &self.engine else { continue };
+                    match engine_event(link.dpid, self.connection, event) {
+                        Some(event) => event,
+                        None => continue,
+                    }
+                }
+            };
+            self.events
+                .send(event)
+                .await
+                .map_err(|_| ConnectionError::Dropped)?;
+        }
+        Ok(())
+    }
+
+    /// The switch finished its handshake: it gets a command queue, and the engine hears
+    /// of it.
+    fn connected(
+        &mut self,
+        dpid: u64,
+        ports: BTreeMap<u32, PortState>,
+        profile: SwitchProfile,
+    ) -> Event {
+        self.handshaking = None;
+        let (peer, connection, authenticated) = (self.peer, self.connection, self.authenticated);
+        log::info!("switch {dpid:#x} connected from {peer} (connection {connection})");
+        let (commands_tx, commands) = mpsc::channel::<Vec<Command>>(SWITCH_QUEUE);
+        let queued_bytes = Arc::new(AtomicUsize::new(0));
+        self.engine = Some(EngineLink {
+            dpid,
+            commands,
+            queued_bytes: Arc::clone(&queued_bytes),
+        });
+        Event::SwitchUp {
+            dpid,
+            profile,
+            ports,
+            connection,
+            commands: commands_tx,
+            queued_bytes,
+            authenticated,
+        }
+    }
+}
+
+/// A session's event, for the engine task; None for `Connected`, which the connection
+/// handles itself.
+fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event> {
+    Some(match event {
+        SwitchEvent::Connected { .. } => return None,
+        SwitchEvent::PacketIn {
+            in_port,
+            dst,
+            src,
+            probe,
+            data,
+        } => Event::PacketIn {
+            dpid,
+            in_port,
+            frame: Frame {
                 dst,
                 src,
                 probe,
-                data: packet.data,
-            })
-        }
-        Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
-            // A deleted port is gone altogether; an added or changed one has a state.
-            let state = (reason != openflow::port_status::REASON_DELETE).then(|| port_state(&desc));
-            Some(Event::PortStatus {
-                port: PortId::new(dpid, desc.port_no),
-                state,
-            })
-        }
-        Message::FlowRemoved(removed) => {
-            let m = removed.r#match;
-            match (m.in_port, m.eth_src, m.eth_dst) {
-                (Some(in_port), Some(src), Some(dst)) => Some(Event::FlowRemoved {
-                    dpid,
-                    rule: Rule {
-                        in_port,
-                        eth_src: MacAddress::new(src),
-                        eth_dst: MacAddress::new(dst),
-                    },
-                    priority: removed.priority,
-                }),
-                _ => None,
-            }
-        }
-        Message::Error { err_type, code, .. } => {
-            log::warn!("switch {dpid:#x} reported error type {err_type} code {code}");
-            None
-        }
-        _ => None,
+                data,
+            },
+        },
+        SwitchEvent::PacketInsRateLimited { count } => Event::PacketInsRateLimited { dpid, count },
+        SwitchEvent::PacketInMeter { metered } => Event::PacketInMeter {
+            dpid,
+            connection,
+            metered,
+        },
+        SwitchEvent::PortStatus { port_no, state } => Event::PortStatus {
+            port: PortId::new(dpid, port_no),
+            state,
+        },
+        SwitchEvent::FlowRemoved { rule, priority } => Event::FlowRemoved {
+            dpid,
+            rule,
+            priority,
+        },
     })
 }

@@ -1,0 +1,834 @@
+//! One switch's OpenFlow session as a state machine that owns no socket and no clock, in
+//! the manner of quinn-proto's `Connection`.
+//!
+//! The connection task in [`crate::server`] reads bytes into [`SwitchSession::read_buffer`]
+//! and calls [`SwitchSession::handle_read`] (tests call [`SwitchSession::handle_bytes`]),
+//! queues the engine's commands with [`SwitchSession::queue`], writes what
+//! [`SwitchSession::poll_transmit`] hands it, forwards what [`SwitchSession::poll_event`]
+//! yields, sleeps until [`SwitchSession::poll_timeout`] and then calls
+//! [`SwitchSession::handle_timeout`]. Everything the protocol decides is here: the
+//! handshake and version negotiation, the 1.3 PACKET_IN meter setup, echo keep-alive and
+//! the dead-peer rule, transaction ids, the encoding of [`Command`]s for the negotiated
+//! version, the per-switch bounds and the PACKET_IN rate limit. The wire version stops
+//! here: the engine learns a [`SwitchProfile`] instead.
+//!
+//! A session never panics on what a peer sends: a malformed frame, a broken rule or a
+//! missed deadline closes it ([`SwitchSession::close_reason`]), after which it takes
+//! nothing more and transmits at most a farewell (the HELLO_FAILED error).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use openflow::header::Header;
+use openflow::msg_type::{v10, v13};
+use openflow::packet_in::{PacketInV10, PacketInV13};
+use openflow::{
+    port, Action, FlowMod, FlowModCommand, HeaderRepr, Match, Message, PacketIn, PacketOut,
+    PortDesc,
+};
+use slice_core::MacAddress;
+
+use crate::engine::{Command, Rule, SwitchProfile};
+use crate::limits::PacketInLimiter;
+use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+use crate::server::ControllerConfig;
+use crate::topology::PortState;
+
+/// The versions sliced speaks, lowest first.
+const OUR_VERSIONS: [u8; 2] = [openflow::OFP10, openflow::OFP13];
+/// How much room one read gets. PACKET_IN payloads handed to the engine are slices of
+/// these chunks, so a chunk lives until the last of its packets is written out again.
+const READ_CHUNK: usize = 16 * 1024;
+/// Source MAC of the LLDP frames the controller sends: locally administered.
+const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
+
+/// What the switch told the engine-facing side, in the engine's terms. The datapath id
+/// is known to the caller from [`SwitchEvent::Connected`] on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwitchEvent {
+    /// The handshake is over: the switch is who it says and has these ports.
+    Connected {
+        dpid: u64,
+        ports: BTreeMap<u32, PortState>,
+        profile: SwitchProfile,
+    },
+    /// A PACKET_IN within the rate limits; `data` is a slice of the read buffer.
+    PacketIn {
+        in_port: u32,
+        dst: MacAddress,
+        src: MacAddress,
+        probe: Option<openflow::packet::Probe>,
+        data: Bytes,
+    },
+    /// PACKET_INs dropped by the rate limits since the last report.
+    PacketInsRateLimited { count: u64 },
+    /// How the table-miss flow came out: through the PACKET_IN meter or not.
+    PacketInMeter { metered: bool },
+    /// A physical port was added or changed (`Some`) or deleted (`None`).
+    PortStatus {
+        port_no: u32,
+        state: Option<PortState>,
+    },
+    /// A flow that asked for it was removed.
+    FlowRemoved { rule: Rule, priority: u16 },
+}
+
+/// Why a session closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CloseReason {
+    #[error("malformed OpenFlow: {0}")]
+    Malformed(#[from] openflow::Error),
+    #[error("expected HELLO, got message type {0}")]
+    NoHello(u8),
+    #[error("no common OpenFlow version (switch offers {0:#04x})")]
+    NoCommonVersion(u8),
+    #[error("switch reported error type {err_type} code {code} during the handshake")]
+    HandshakeError { err_type: u16, code: u16 },
+    #[error("handshake not completed in {0:?}")]
+    HandshakeTimeout(Duration),
+    #[error("the switch announces more than {0} ports")]
+    TooManyPorts(usize),
+    #[error("port list longer than {0} bytes")]
+    MultipartTooLong(usize),
+    #[error("datapath id {0:#x} is not on the allow-list")]
+    NotAllowed(u64),
+    #[error("no message for {0:?}")]
+    Silent(Duration),
+    #[error("more than {0} bytes waiting to be written to the switch")]
+    OutboundFull(usize),
+}
+
+/// Where the conversation with the switch stands.
+///
+/// Extension point: a cluster adds states here without touching the shell. A role
+/// negotiation (`ROLE_REQUEST`, wait for its reply, close on a stale generation id) goes
+/// between [`State::PortDesc`] and the `Connected` event, and a flow-table read-back
+/// (a flow-stats multipart, reassembled and bounded like the port list) before the
+/// engine is told, so that the engine starts from what the switch holds rather than
+/// clearing it.
+#[derive(Debug)]
+enum State {
+    /// Our HELLO is out; the switch's must be its first message.
+    Hello,
+    /// FEATURES_REQUEST sent; waiting for the datapath id (and, on 1.0, the ports).
+    Features(Discovery),
+    /// 1.3: the port list arrives as PORT_DESC multipart parts.
+    PortDesc { dpid: u64, discovery: Discovery },
+    /// The engine knows the switch. On 1.3 the PACKET_IN meter is being set up and the
+    /// table-miss flow is held until it is decided; on 1.0 this state never lasts.
+    MeterSetup(Box<Open>),
+    /// Steady state: events flow to the engine, commands to the switch.
+    Ready(Box<Open>),
+}
+
+/// What the handshake has learned so far.
+#[derive(Debug, Default)]
+struct Discovery {
+    ports: BTreeMap<u32, PortState>,
+    multipart_bytes: usize,
+}
+
+/// The state of a session the engine knows about.
+#[derive(Debug)]
+struct Open {
+    dpid: u64,
+    meter: MeterSetup,
+    packet_ins: PacketInLimiter,
+    /// PACKET_INs dropped and not yet reported, and when they are reported at the latest.
+    unreported: u64,
+    report_due: Option<Instant>,
+    /// The last time the switch said anything, and when it is next asked whether it is
+    /// alive.
+    last_heard: Instant,
+    echo_due: Instant,
+}
+
+/// One switch's OpenFlow session.
+pub struct SwitchSession {
+    config: Arc<ControllerConfig>,
+    state: State,
+    /// The negotiated wire version; 1.3 until the switch's HELLO settles it.
+    version: u8,
+    next_xid: u32,
+    handshake_deadline: Instant,
+    inbound: BytesMut,
+    outbound: Vec<u8>,
+    events: VecDeque<SwitchEvent>,
+    /// The LLDP frame of the last probe, reused so that probes cost no allocation.
+    discovery_frame: Vec<u8>,
+    closed: Option<CloseReason>,
+}
+
+impl SwitchSession {
+    /// A session for a switch that connected at `now`; our HELLO is ready to transmit.
+    pub fn new(config: Arc<ControllerConfig>, now: Instant) -> Self {
+        let handshake_deadline = now + config.handshake_timeout;
+        let mut session = Self {
+            config,
+            state: State::Hello,
+            version: openflow::OFP13,
+            next_xid: 0,
+            handshake_deadline,
+            inbound: BytesMut::new(),
+            outbound: Vec::with_capacity(8192),
+            events: VecDeque::new(),
+            discovery_frame: Vec::new(),
+            closed: None,
+        };
+        let versions = OUR_VERSIONS.iter().map(|v| 1u32 << v).sum();
+        session.send(&Message::Hello {
+            versions: Some(versions),
+        });
+        session
+    }
+
+    /// The buffer the next read appends to, with room for one read reserved. What is
+    /// left in it between reads is at most one incomplete message (under 64 KiB), so it
+    /// stays bounded whatever the peer sends.
+    pub fn read_buffer(&mut self) -> &mut BytesMut {
+        self.inbound.reserve(READ_CHUNK);
+        &mut self.inbound
+    }
+
+    /// Takes in what a read appended to [`Self::read_buffer`].
+    pub fn handle_read(&mut self, now: Instant) {
+        while self.closed.is_none() {
+            let len = match openflow::frame_len(&self.inbound) {
+                Ok(Some(len)) => len,
+                Ok(None) => return,
+                Err(err) => return self.close(err.into()),
+            };
+            // Freezing a prefix shares the buffer rather than copying it, so a PACKET_IN
+            // reaches the engine, and its PACKET_OUT the write buffer, without a copy.
+            let frame = self.inbound.split_to(len).freeze();
+            self.handle_frame(frame, now);
+        }
+        // A closed session keeps nothing a peer sent.
+        self.inbound = BytesMut::new();
+    }
+
+    /// Takes in bytes from the switch: [`Self::handle_read`] for bytes read elsewhere.
+    pub fn handle_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.closed.is_none() {
+            self.inbound.extend_from_slice(bytes);
+            self.handle_read(now);
+        }
+    }
+
+    /// Encodes a command from the engine for the switch. A closed session drops it.
+    pub fn queue(&mut self, command: Command) {
+        if self.closed.is_some() {
+            return;
+        }
+        let message = match command {
+            Command::ClearFlows => Message::FlowMod(FlowMod {
+                command: FlowModCommand::Delete,
+                // 1.3 has several tables and deletes from all with OFPTT_ALL.
+                table_id: if self.version >= openflow::OFP13 {
+                    0xff
+                } else {
+                    0
+                },
+                ..FlowMod::default()
+            }),
+            Command::TableMiss => match self.open_mut().and_then(|open| open.meter.table_miss()) {
+                Some(table_miss) => table_miss,
+                // Held until the meter setup decides; its step then carries the flow.
+                None => return,
+            },
+            Command::FlowAdd {
+                rule,
+                out_port,
+                priority,
+                idle_timeout,
+                hard_timeout,
+                notify_removal,
+            } => Message::FlowMod(FlowMod {
+                command: FlowModCommand::Add,
+                r#match: rule_match(rule),
+                priority,
+                idle_timeout,
+                hard_timeout,
+                flags: if notify_removal {
+                    openflow::flow_mod::FLAG_SEND_FLOW_REM
+                } else {
+                    0
+                },
+                actions: out_port
+                    .map(|port| Action::Output { port, max_len: 0 })
+                    .into_iter()
+                    .collect(),
+                ..FlowMod::default()
+            }),
+            Command::FlowDelete { rule, priority } => Message::FlowMod(FlowMod {
+                command: FlowModCommand::DeleteStrict,
+                r#match: rule_match(rule),
+                priority,
+                ..FlowMod::default()
+            }),
+            Command::PacketOut { out_port, data } => return self.send_packet_out(out_port, &data),
+            Command::Discovery { port_no, proof } => {
+                let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
+                    return;
+                };
+                let mut frame = std::mem::take(&mut self.discovery_frame);
+                frame.clear();
+                openflow::packet::signed_discovery_frame(
+                    dpid,
+                    port_no,
+                    DISCOVERY_SOURCE,
+                    &proof,
+                    &mut frame,
+                );
+                self.send_packet_out(port_no, &frame);
+                self.discovery_frame = frame;
+                return;
+            }
+        };
+        self.send(&message);
+    }
+
+    /// Moves everything ready to be written into `buffer` (swapping buffers when
+    /// `buffer` is empty, so nothing is copied); false when there was nothing.
+    pub fn poll_transmit(&mut self, buffer: &mut Vec<u8>) -> bool {
+        if self.outbound.is_empty() {
+            return false;
+        }
+        if buffer.is_empty() {
+            std::mem::swap(buffer, &mut self.outbound);
+        } else {
+            buffer.append(&mut self.outbound);
+        }
+        true
+    }
+
+    /// The next event for the engine. The caller drains them after every call that
+    /// takes input, which bounds them by what one read can carry.
+    pub fn poll_event(&mut self) -> Option<SwitchEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] is next due; None once closed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed.is_some() {
+            return None;
+        }
+        match &self.state {
+            State::Hello | State::Features(_) | State::PortDesc { .. } => {
+                Some(self.handshake_deadline)
+            }
+            State::MeterSetup(open) | State::Ready(open) => {
+                let dead_at = open.last_heard + self.config.dead_after;
+                [
+                    Some(open.echo_due),
+                    Some(dead_at),
+                    open.report_due,
+                    open.meter.deadline(),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+            }
+        }
+    }
+
+    /// Does whatever is due at `now`: gives up a late handshake or meter setup, reports
+    /// rate-limited PACKET_INs, asks a quiet switch for an echo, closes a silent one.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.closed.is_some() {
+            return;
+        }
+        let config = Arc::clone(&self.config);
+        let Some(open) = self.open_mut() else {
+            if now >= self.handshake_deadline {
+                self.close(CloseReason::HandshakeTimeout(config.handshake_timeout));
+            }
+            return;
+        };
+        let silent = now.saturating_duration_since(open.last_heard);
+        let step = open.meter.expire(now);
+        let report = match open.report_due {
+            Some(due) if now >= due => {
+                open.report_due = None;
+                Some(std::mem::take(&mut open.unreported))
+            }
+            _ => None,
+        };
+        let echo = now >= open.echo_due;
+        if echo {
+            open.echo_due = now + config.echo_interval;
+        }
+        if let Some(step) = step {
+            self.apply_meter_step(step);
+        }
+        if let Some(count) = report.filter(|&count| count > 0) {
+            self.events
+                .push_back(SwitchEvent::PacketInsRateLimited { count });
+        }
+        if silent >= config.dead_after {
+            return self.close(CloseReason::Silent(silent));
+        }
+        if echo {
+            self.send(&Message::EchoRequest(Vec::new()));
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Why the session closed, once it has.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.closed.as_ref()
+    }
+
+    /// The datapath id, once the switch has said it.
+    pub fn dpid(&self) -> Option<u64> {
+        match &self.state {
+            State::PortDesc { dpid, .. } => Some(*dpid),
+            State::MeterSetup(open) | State::Ready(open) => Some(open.dpid),
+            State::Hello | State::Features(_) => None,
+        }
+    }
+
+    // ---- input ---------------------------------------------------------------------
+
+    fn handle_frame(&mut self, frame: Bytes, now: Instant) {
+        let echo_interval = self.config.echo_interval;
+        if let Some(open) = self.open_mut() {
+            open.last_heard = now;
+            open.echo_due = now + echo_interval;
+            // The hot path: a PACKET_IN in the negotiated version is read through the
+            // codec's view, and its payload stays a slice of `frame`.
+            let header = Header::new_unchecked(&frame[..]);
+            let packet_in_type = if self.version == openflow::OFP10 {
+                v10::PACKET_IN
+            } else {
+                v13::PACKET_IN
+            };
+            if header.version() == self.version && header.msg_type() == packet_in_type {
+                return match packet_in_parts(self.version, &frame) {
+                    Ok((in_port, data)) => self.packet_in(in_port, data, now),
+                    Err(err) => self.close(err.into()),
+                };
+            }
+        }
+        match Message::parse(&frame) {
+            Ok((header, message)) => self.handle_message(header, message, now),
+            Err(err) => self.close(err.into()),
+        }
+    }
+
+    fn handle_message(&mut self, header: HeaderRepr, message: Message, now: Instant) {
+        if let Message::EchoRequest(data) = message {
+            return self.send_reply(&Message::EchoReply(data), header.xid);
+        }
+        match std::mem::replace(&mut self.state, State::Hello) {
+            State::Hello => self.hello(header, message),
+            State::Features(discovery) => self.features(header, message, discovery, now),
+            State::PortDesc { dpid, discovery } => {
+                self.port_desc(header, message, dpid, discovery, now)
+            }
+            State::MeterSetup(open) => {
+                self.state = State::MeterSetup(open);
+                self.open_message(header, message, now);
+            }
+            State::Ready(open) => {
+                self.state = State::Ready(open);
+                self.open_message(header, message, now);
+            }
+        }
+    }
+
+    fn hello(&mut self, header: HeaderRepr, message: Message) {
+        let Message::Hello { versions } = message else {
+            return self.close(CloseReason::NoHello(header.msg_type));
+        };
+        let Some(version) = openflow::negotiate(&OUR_VERSIONS, header.version, versions) else {
+            self.close(CloseReason::NoCommonVersion(header.version));
+            // Said in the lowest common dialect, after `close` emptied the queue.
+            self.version = openflow::OFP10;
+            let refusal = Message::Error {
+                err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
+                code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
+                data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
+            };
+            // An ERROR always encodes; were it not to, the close stands without it.
+            let _ = refusal.emit(self.version, header.xid, &mut self.outbound);
+            return;
+        };
+        self.version = version;
+        self.state = State::Features(Discovery::default());
+        self.send(&Message::FeaturesRequest);
+    }
+
+    fn features(
+        &mut self,
+        header: HeaderRepr,
+        message: Message,
+        mut discovery: Discovery,
+        now: Instant,
+    ) {
+        match message {
+            Message::FeaturesReply(features) => {
+                // 1.3 features replies carry no ports; 1.0's carry them all.
+                if let Err(reason) = self.add_ports(&mut discovery, &features.ports) {
+                    return self.close(reason);
+                }
+                let dpid = features.datapath_id;
+                let needs_port_list = self.version >= openflow::OFP13;
+                if needs_port_list {
+                    self.send(&Message::PortDescRequest);
+                }
+                self.send(&Message::SetConfig {
+                    flags: 0,
+                    miss_send_len: openflow::action::WHOLE_PACKET,
+                });
+                if needs_port_list {
+                    self.state = State::PortDesc { dpid, discovery };
+                } else {
+                    self.connected(dpid, discovery.ports, now);
+                }
+            }
+            // A port list sent before it was asked for still counts.
+            Message::PortDescReply { ports, .. } => {
+                match self.port_part(&mut discovery, header, &ports) {
+                    Ok(()) => self.state = State::Features(discovery),
+                    Err(reason) => self.close(reason),
+                }
+            }
+            Message::Error { err_type, code, .. } => {
+                self.close(CloseReason::HandshakeError { err_type, code })
+            }
+            _ => self.state = State::Features(discovery),
+        }
+    }
+
+    fn port_desc(
+        &mut self,
+        header: HeaderRepr,
+        message: Message,
+        dpid: u64,
+        mut discovery: Discovery,
+        now: Instant,
+    ) {
+        match message {
+            Message::PortDescReply { ports, more } => {
+                if let Err(reason) = self.port_part(&mut discovery, header, &ports) {
+                    return self.close(reason);
+                }
+                if more {
+                    self.state = State::PortDesc { dpid, discovery };
+                } else {
+                    self.connected(dpid, discovery.ports, now);
+                }
+            }
+            Message::Error { err_type, code, .. } => {
+                self.close(CloseReason::HandshakeError { err_type, code })
+            }
+            _ => self.state = State::PortDesc { dpid, discovery },
+        }
+    }
+
+    /// One part of the port list, within the multipart and port bounds.
+    fn port_part(
+        &self,
+        discovery: &mut Discovery,
+        header: HeaderRepr,
+        ports: &[PortDesc],
+    ) -> Result<(), CloseReason> {
+        let max_bytes = self.config.max_multipart_bytes;
+        discovery.multipart_bytes = discovery
+            .multipart_bytes
+            .saturating_add(usize::from(header.length));
+        if discovery.multipart_bytes > max_bytes {
+            return Err(CloseReason::MultipartTooLong(max_bytes));
+        }
+        self.add_ports(discovery, ports)
+    }
+
+    fn add_ports(&self, discovery: &mut Discovery, ports: &[PortDesc]) -> Result<(), CloseReason> {
+        for desc in ports.iter().filter(|desc| is_physical(desc.port_no)) {
+            discovery.ports.insert(desc.port_no, port_state(desc));
+        }
+        let max_ports = self.config.engine.max_ports_per_switch;
+        if discovery.ports.len() > max_ports {
+            return Err(CloseReason::TooManyPorts(max_ports));
+        }
+        Ok(())
+    }
+
+    /// The handshake is over: tell the engine, and start the meter setup.
+    fn connected(&mut self, dpid: u64, ports: BTreeMap<u32, PortState>, now: Instant) {
+        if let Some(allowed) = &self.config.allowed_dpids {
+            if !allowed.contains(&dpid) {
+                return self.close(CloseReason::NotAllowed(dpid));
+            }
+        }
+        let config = &self.config;
+        let (meter, step) = MeterSetup::start(
+            self.version,
+            config.packet_in_rate,
+            config.packet_in_burst,
+            now,
+            config.handshake_timeout,
+        );
+        let open = Box::new(Open {
+            dpid,
+            meter,
+            packet_ins: PacketInLimiter::new(
+                config.packet_in_rate,
+                config.packet_in_burst,
+                config.packet_in_port_rate,
+                config.lldp_port_rate(),
+                config.engine.max_ports_per_switch,
+                now,
+            ),
+            unreported: 0,
+            report_due: None,
+            last_heard: now,
+            echo_due: now + config.echo_interval,
+        });
+        let profile = SwitchProfile {
+            needs_table_miss_flow: self.version >= openflow::OFP13,
+            protocol: self.version,
+        };
+        self.state = State::MeterSetup(open);
+        self.events.push_back(SwitchEvent::Connected {
+            dpid,
+            ports,
+            profile,
+        });
+        self.apply_meter_step(step);
+    }
+
+    /// A message once the engine knows the switch.
+    fn open_message(&mut self, header: HeaderRepr, message: Message, now: Instant) {
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if let Some(step) = open.meter.handle(header.xid, &message) {
+            return self.apply_meter_step(step);
+        }
+        let dpid = open.dpid;
+        let event = match message {
+            // A PACKET_IN in the other version than the negotiated one: off the hot path.
+            Message::PacketIn(packet) => {
+                return self.packet_in(packet.in_port, Bytes::from(packet.data), now)
+            }
+            Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
+                // A deleted port is gone altogether; an added or changed one has a state.
+                let deleted = reason == openflow::port_status::REASON_DELETE;
+                SwitchEvent::PortStatus {
+                    port_no: desc.port_no,
+                    state: (!deleted).then(|| port_state(&desc)),
+                }
+            }
+            Message::FlowRemoved(removed) => {
+                let m = removed.r#match;
+                let (Some(in_port), Some(src), Some(dst)) = (m.in_port, m.eth_src, m.eth_dst)
+                else {
+                    return;
+                };
+                SwitchEvent::FlowRemoved {
+                    rule: Rule {
+                        in_port,
+                        eth_src: MacAddress::new(src),
+                        eth_dst: MacAddress::new(dst),
+                    },
+                    priority: removed.priority,
+                }
+            }
+            Message::Error { err_type, code, .. } => {
+                log::warn!("switch {dpid:#x} reported error type {err_type} code {code}");
+                return;
+            }
+            _ => return,
+        };
+        self.events.push_back(event);
+    }
+
+    /// A PACKET_IN: dropped if it carries no Ethernet frame or is over the rate limits,
+    /// else an event that shares `data` with the read buffer.
+    fn packet_in(&mut self, in_port: u32, data: Bytes, now: Instant) {
+        let Ok(frame) = openflow::packet::EthernetFrame::new_checked(&data[..]) else {
+            return;
+        };
+        let (dst, src) = (MacAddress::new(frame.dst()), MacAddress::new(frame.src()));
+        let report_delay = self.config.echo_interval;
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if !open.packet_ins.admit(in_port, &data, now) {
+            open.unreported += 1;
+            open.report_due.get_or_insert(now + report_delay);
+            return;
+        }
+        let unreported = std::mem::take(&mut open.unreported);
+        open.report_due = None;
+        let probe = openflow::packet::parse_probe(&data);
+        self.events.push_back(SwitchEvent::PacketIn {
+            in_port,
+            dst,
+            src,
+            probe,
+            data,
+        });
+        if unreported > 0 {
+            self.events
+                .push_back(SwitchEvent::PacketInsRateLimited { count: unreported });
+        }
+    }
+
+    // ---- output --------------------------------------------------------------------
+
+    /// Queues the meter setup's messages and, once decided, logs the outcome and tells
+    /// the engine; the session is then ready.
+    fn apply_meter_step(&mut self, step: MeterStep) {
+        for (xid, message) in &step.send {
+            self.send_reply(message, *xid);
+        }
+        if let Some(table_miss) = &step.table_miss {
+            self.send(table_miss);
+        }
+        let Some(decision) = step.decided else {
+            return;
+        };
+        if let State::MeterSetup(open) = std::mem::replace(&mut self.state, State::Hello) {
+            self.state = State::Ready(open);
+        }
+        let dpid = self.dpid().unwrap_or_default();
+        match &decision {
+            MeterDecision::Metered {
+                meter_id,
+                rate,
+                burst,
+            } => log::info!(
+                "switch {dpid:#x}: PACKET_INs limited in the switch by meter {meter_id} \
+                 ({rate}/s, burst {})",
+                burst.map_or_else(|| "not supported".to_owned(), |burst| burst.to_string())
+            ),
+            MeterDecision::Unmetered(reason) => log::info!(
+                "switch {dpid:#x}: no PACKET_IN meter ({reason}); the controller's rate \
+                 limits alone apply"
+            ),
+        }
+        self.events.push_back(SwitchEvent::PacketInMeter {
+            metered: decision.is_metered(),
+        });
+    }
+
+    /// Queues a message with the next transaction id.
+    fn send(&mut self, message: &Message) {
+        self.next_xid = self.next_xid.wrapping_add(1);
+        self.send_reply(message, self.next_xid);
+    }
+
+    /// Queues a message with a given transaction id.
+    fn send_reply(&mut self, message: &Message, xid: u32) {
+        match message.emit(self.version, xid, &mut self.outbound) {
+            Ok(()) => self.check_outbound(),
+            Err(err) => self.close(err.into()),
+        }
+    }
+
+    /// Queues a PACKET_OUT of `data` out of `out_port`. The message is encoded without
+    /// the data, which is then appended and the length fixed up, so that the payload
+    /// is copied once, into the write buffer, and never into a `Vec` of its own.
+    fn send_packet_out(&mut self, out_port: u32, data: &[u8]) {
+        let start = self.outbound.len();
+        let shell = Message::PacketOut(PacketOut {
+            buffer_id: None,
+            in_port: port::CONTROLLER,
+            actions: vec![Action::Output {
+                port: out_port,
+                max_len: 0,
+            }],
+            data: Vec::new(),
+        });
+        self.send(&shell);
+        if self.closed.is_some() {
+            return;
+        }
+        let length = self.outbound.len() - start + data.len();
+        let Ok(length) = u16::try_from(length) else {
+            self.outbound.truncate(start);
+            return self.close(CloseReason::Malformed(openflow::Error::BadLength {
+                what: "PACKET_OUT",
+                length,
+            }));
+        };
+        self.outbound.extend_from_slice(data);
+        Header::new_unchecked(&mut self.outbound[start..]).set_length(length);
+        self.check_outbound();
+    }
+
+    /// A switch that does not take what it is sent cannot make the session hold more.
+    fn check_outbound(&mut self) {
+        let max = self.config.max_outbound_bytes;
+        if self.outbound.len() > max {
+            self.close(CloseReason::OutboundFull(max));
+        }
+    }
+
+    fn close(&mut self, reason: CloseReason) {
+        if self.closed.is_none() {
+            self.closed = Some(reason);
+            self.outbound = Vec::new();
+            self.events.clear();
+        }
+    }
+
+    fn open_mut(&mut self) -> Option<&mut Open> {
+        match &mut self.state {
+            State::MeterSetup(open) | State::Ready(open) => Some(open),
+            _ => None,
+        }
+    }
+}
+
+/// The input port and the payload of a PACKET_IN frame in `version`, the payload a
+/// slice of `frame`. The fixed part is parsed by the codec with the payload cut off, so
+/// parsing copies nothing.
+fn packet_in_parts(version: u8, frame: &Bytes) -> Result<(u32, Bytes), openflow::Error> {
+    let payload_len = if version == openflow::OFP10 {
+        PacketInV10::new_checked(&frame[..])?.data().len()
+    } else {
+        PacketInV13::new_checked(&frame[..])?.data().len()
+    };
+    let payload_at = frame.len() - payload_len;
+    let fixed = &frame[..payload_at];
+    let in_port = if version == openflow::OFP10 {
+        PacketIn::parse_v10(&PacketInV10::new_unchecked(fixed))?.in_port
+    } else {
+        PacketIn::parse_v13(&PacketInV13::new_unchecked(fixed))?.in_port
+    };
+    Ok((in_port, frame.slice(payload_at..)))
+}
+
+fn rule_match(rule: Rule) -> Match {
+    Match {
+        in_port: Some(rule.in_port),
+        eth_src: Some(rule.eth_src.octets()),
+        eth_dst: Some(rule.eth_dst.octets()),
+        ..Match::default()
+    }
+}
+
+fn port_state(desc: &PortDesc) -> PortState {
+    PortState {
+        name: desc.name.clone(),
+        live: desc.is_live(),
+    }
+}
+
+/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
+/// or links can be.
+fn is_physical(port_no: u32) -> bool {
+    port_no != 0 && port_no < port::MAX
+}
+
+#[cfg(test)]
+mod tests;

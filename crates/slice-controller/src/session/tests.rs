@@ -1,0 +1,869 @@
+//! The session driven with frames built by the codec and a made-up clock.
+
+use super::*;
+use openflow::{FeaturesReply, FlowRemoved, MeterFeatures};
+
+const OF10: u8 = openflow::OFP10;
+const OF13: u8 = openflow::OFP13;
+const DPID: u64 = 0xabc;
+const SECOND: Duration = Duration::from_secs(1);
+
+fn config() -> ControllerConfig {
+    ControllerConfig::default()
+}
+
+fn session(config: ControllerConfig, now: Instant) -> SwitchSession {
+    SwitchSession::new(Arc::new(config), now)
+}
+
+/// `message` as a switch speaking `version` sends it.
+fn wire(version: u8, xid: u32, message: &Message) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    message
+        .emit(version, xid, &mut bytes)
+        .expect("test messages encode");
+    bytes
+}
+
+/// Everything the session has to send, decoded.
+fn sent(session: &mut SwitchSession) -> Vec<(HeaderRepr, Message)> {
+    let mut bytes = Vec::new();
+    session.poll_transmit(&mut bytes);
+    let mut messages = Vec::new();
+    let mut rest = &bytes[..];
+    while let Some(len) = openflow::frame_len(rest).expect("the session frames its output") {
+        messages.push(Message::parse(&rest[..len]).expect("the session sends valid OpenFlow"));
+        rest = &rest[len..];
+    }
+    assert!(rest.is_empty(), "a partial message in the output");
+    messages
+}
+
+fn sent_messages(session: &mut SwitchSession) -> Vec<Message> {
+    sent(session)
+        .into_iter()
+        .map(|(_, message)| message)
+        .collect()
+}
+
+fn events(session: &mut SwitchSession) -> Vec<SwitchEvent> {
+    std::iter::from_fn(|| session.poll_event()).collect()
+}
+
+fn port(port_no: u32) -> PortDesc {
+    PortDesc {
+        port_no,
+        name: format!("eth{port_no}"),
+        ..PortDesc::default()
+    }
+}
+
+fn features(ports: Vec<PortDesc>) -> Message {
+    Message::FeaturesReply(FeaturesReply {
+        datapath_id: DPID,
+        n_buffers: 0,
+        n_tables: 1,
+        auxiliary_id: 0,
+        capabilities: 0,
+        ports,
+    })
+}
+
+fn port_states(numbers: &[u32]) -> BTreeMap<u32, PortState> {
+    numbers.iter().map(|&n| (n, port_state(&port(n)))).collect()
+}
+
+fn hello(version: u8) -> Vec<u8> {
+    wire(
+        version,
+        1,
+        &Message::Hello {
+            versions: Some(1 << version),
+        },
+    )
+}
+
+/// A 1.0 session through its handshake, with ports 1 and 2; its output and events taken.
+fn connected_1_0(config: ControllerConfig, now: Instant) -> SwitchSession {
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF10), now);
+    session.handle_bytes(&wire(OF10, 2, &features(vec![port(1), port(2)])), now);
+    sent(&mut session);
+    let events = events(&mut session);
+    assert!(
+        matches!(events[0], SwitchEvent::Connected { .. }),
+        "{events:?}"
+    );
+    session
+}
+
+/// A 1.3 session through its handshake with ports 1 and 2, the meter setup still open.
+fn connected_1_3(config: ControllerConfig, now: Instant) -> SwitchSession {
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF13), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    let parts = Message::PortDescReply {
+        ports: vec![port(1), port(2)],
+        more: false,
+    };
+    session.handle_bytes(&wire(OF13, 3, &parts), now);
+    sent(&mut session);
+    events(&mut session);
+    session
+}
+
+fn ethernet(src: u8) -> Vec<u8> {
+    let mut frame = vec![0xff; 6];
+    frame.extend_from_slice(&[2, 0, 0, 0, 0, src]);
+    frame.extend_from_slice(&[0x08, 0x00]);
+    frame.extend_from_slice(&[0; 46]);
+    frame
+}
+
+fn packet_in(version: u8, in_port: u32, data: Vec<u8>) -> Vec<u8> {
+    let packet = PacketIn {
+        buffer_id: None,
+        total_len: u16::try_from(data.len()).unwrap_or(u16::MAX),
+        in_port,
+        reason: 0,
+        table_id: 0,
+        cookie: 0,
+        data,
+    };
+    wire(version, 9, &Message::PacketIn(packet))
+}
+
+// ---- handshake ------------------------------------------------------------------------
+
+#[test]
+fn the_session_opens_with_a_hello_offering_1_0_and_1_3() {
+    let mut session = session(config(), Instant::now());
+    let sent = sent(&mut session);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0.version, OF13);
+    assert_eq!(
+        sent[0].1,
+        Message::Hello {
+            versions: Some((1 << OF10) | (1 << OF13))
+        }
+    );
+}
+
+#[test]
+fn a_1_0_switch_is_connected_by_its_features_reply_with_its_physical_ports() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    sent(&mut session);
+    // A 1.0 HELLO without a version bitmap: 1.0 by its header.
+    session.handle_bytes(&wire(OF10, 1, &Message::Hello { versions: None }), now);
+    let asked = sent(&mut session);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].0.version, OF10);
+    assert_eq!(asked[0].1, Message::FeaturesRequest);
+    assert!(events(&mut session).is_empty());
+
+    let local = port(port::LOCAL);
+    session.handle_bytes(
+        &wire(OF10, 2, &features(vec![port(1), local, port(2)])),
+        now,
+    );
+    assert_eq!(
+        sent_messages(&mut session),
+        [Message::SetConfig {
+            flags: 0,
+            miss_send_len: openflow::action::WHOLE_PACKET
+        }]
+    );
+    assert_eq!(
+        events(&mut session),
+        [
+            SwitchEvent::Connected {
+                dpid: DPID,
+                ports: port_states(&[1, 2]),
+                profile: SwitchProfile {
+                    needs_table_miss_flow: false,
+                    protocol: OF10
+                },
+            },
+            SwitchEvent::PacketInMeter { metered: false },
+        ]
+    );
+    assert_eq!(session.dpid(), Some(DPID));
+    assert!(!session.is_closed());
+}
+
+#[test]
+fn a_1_3_switch_is_connected_once_its_port_list_has_come_in_several_parts() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    sent(&mut session);
+    session.handle_bytes(&hello(OF13), now);
+    assert_eq!(sent_messages(&mut session), [Message::FeaturesRequest]);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    assert_eq!(
+        sent_messages(&mut session),
+        [
+            Message::PortDescRequest,
+            Message::SetConfig {
+                flags: 0,
+                miss_send_len: openflow::action::WHOLE_PACKET
+            }
+        ]
+    );
+    for (ports, more) in [(vec![port(1)], true), (vec![port(2)], true)] {
+        session.handle_bytes(&wire(OF13, 3, &Message::PortDescReply { ports, more }), now);
+        assert!(
+            events(&mut session).is_empty(),
+            "not connected before the last part"
+        );
+    }
+    let last = Message::PortDescReply {
+        ports: vec![port(3)],
+        more: false,
+    };
+    session.handle_bytes(&wire(OF13, 3, &last), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::Connected {
+            dpid: DPID,
+            ports: port_states(&[1, 2, 3]),
+            profile: SwitchProfile {
+                needs_table_miss_flow: true,
+                protocol: OF13
+            },
+        }]
+    );
+    // The meter setup begins at once.
+    assert_eq!(
+        sent_messages(&mut session),
+        [Message::MeterFeaturesRequest, Message::BarrierRequest]
+    );
+}
+
+#[test]
+fn the_whole_handshake_in_one_read_or_a_byte_at_a_time_comes_out_the_same() {
+    let now = Instant::now();
+    let mut stream = hello(OF10);
+    stream.extend(wire(OF10, 2, &features(vec![port(1)])));
+
+    let mut at_once = session(config(), now);
+    at_once.handle_bytes(&stream, now);
+    let mut trickled = session(config(), now);
+    for byte in &stream {
+        trickled.handle_bytes(std::slice::from_ref(byte), now);
+    }
+    let connected = events(&mut at_once);
+    assert!(matches!(
+        connected[0],
+        SwitchEvent::Connected { dpid: DPID, .. }
+    ));
+    assert_eq!(events(&mut trickled), connected);
+    assert_eq!(sent(&mut trickled), sent(&mut at_once));
+}
+
+#[test]
+fn an_unsolicited_port_list_before_the_features_reply_counts() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    session.handle_bytes(&hello(OF13), now);
+    let early = Message::PortDescReply {
+        ports: vec![port(5)],
+        more: false,
+    };
+    session.handle_bytes(&wire(OF13, 7, &early), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    let rest = Message::PortDescReply {
+        ports: vec![port(6)],
+        more: false,
+    };
+    session.handle_bytes(&wire(OF13, 3, &rest), now);
+    let connected = events(&mut session);
+    assert!(
+        matches!(&connected[0], SwitchEvent::Connected { ports, .. } if *ports == port_states(&[5, 6])),
+        "{connected:?}"
+    );
+}
+
+#[test]
+fn echo_requests_are_answered_during_the_handshake_and_after() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    sent(&mut session);
+    session.handle_bytes(&hello(OF13), now);
+    sent(&mut session);
+    let echo = Message::EchoRequest(b"ping".to_vec());
+    session.handle_bytes(&wire(OF13, 77, &echo), now);
+    let reply = sent(&mut session);
+    assert_eq!(reply.len(), 1);
+    assert_eq!(reply[0].0.xid, 77);
+    assert_eq!(reply[0].1, Message::EchoReply(b"ping".to_vec()));
+
+    let mut session = connected_1_0(config(), now);
+    session.handle_bytes(&wire(OF10, 78, &echo), now);
+    assert_eq!(sent(&mut session)[0].0.xid, 78);
+}
+
+#[test]
+fn a_first_message_other_than_hello_closes_the_session() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    assert_eq!(session.close_reason(), Some(&CloseReason::NoHello(6)));
+    assert!(events(&mut session).is_empty());
+}
+
+#[test]
+fn no_common_version_is_refused_with_hello_failed_and_closes() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    sent(&mut session);
+    // A switch that speaks only OpenFlow 1.5.
+    session.handle_bytes(
+        &wire(
+            0x06,
+            42,
+            &Message::Hello {
+                versions: Some(1 << 6),
+            },
+        ),
+        now,
+    );
+    assert_eq!(
+        session.close_reason(),
+        Some(&CloseReason::NoCommonVersion(6))
+    );
+    let farewell = sent(&mut session);
+    assert_eq!(farewell.len(), 1);
+    assert_eq!((farewell[0].0.version, farewell[0].0.xid), (OF10, 42));
+    assert!(matches!(
+        farewell[0].1,
+        Message::Error {
+            err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
+            code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
+            ..
+        }
+    ));
+    assert_eq!(session.poll_timeout(), None);
+}
+
+#[test]
+fn an_error_during_the_handshake_closes_the_session() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    session.handle_bytes(&hello(OF13), now);
+    let error = Message::Error {
+        err_type: 1,
+        code: 1,
+        data: Vec::new(),
+    };
+    session.handle_bytes(&wire(OF13, 1, &error), now);
+    assert_eq!(
+        session.close_reason(),
+        Some(&CloseReason::HandshakeError {
+            err_type: 1,
+            code: 1
+        })
+    );
+}
+
+#[test]
+fn a_switch_that_never_finishes_the_handshake_is_closed_at_the_deadline() {
+    let start = Instant::now();
+    let config = config();
+    let patience = config.handshake_timeout;
+    let mut session = session(config, start);
+    session.handle_bytes(&hello(OF13), start);
+    assert_eq!(session.poll_timeout(), Some(start + patience));
+    // Echoes keep nothing alive during the handshake.
+    session.handle_bytes(
+        &wire(OF13, 5, &Message::EchoRequest(Vec::new())),
+        start + SECOND,
+    );
+    session.handle_timeout(start + patience - SECOND);
+    assert!(!session.is_closed());
+    session.handle_timeout(start + patience);
+    assert_eq!(
+        session.close_reason(),
+        Some(&CloseReason::HandshakeTimeout(patience))
+    );
+}
+
+#[test]
+fn a_switch_that_is_not_allowed_is_closed_before_the_engine_hears_of_it() {
+    let now = Instant::now();
+    let mut config = config();
+    config.allowed_dpids = Some([1, 2].into());
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF10), now);
+    session.handle_bytes(&wire(OF10, 2, &features(vec![port(1)])), now);
+    assert_eq!(session.close_reason(), Some(&CloseReason::NotAllowed(DPID)));
+    assert!(events(&mut session).is_empty());
+}
+
+// ---- keep-alive -----------------------------------------------------------------------
+
+#[test]
+fn a_quiet_switch_is_asked_for_an_echo_and_a_silent_one_closed() {
+    let start = Instant::now();
+    let config = config();
+    let (echo, dead) = (config.echo_interval, config.dead_after);
+    let mut session = connected_1_0(config, start);
+    assert_eq!(session.poll_timeout(), Some(start + echo));
+    session.handle_timeout(start + echo - SECOND);
+    assert!(sent(&mut session).is_empty(), "no echo before the interval");
+
+    session.handle_timeout(start + echo);
+    assert_eq!(
+        sent_messages(&mut session),
+        [Message::EchoRequest(Vec::new())]
+    );
+    // Still quiet one interval later: asked again.
+    session.handle_timeout(start + echo * 2);
+    assert_eq!(
+        sent_messages(&mut session),
+        [Message::EchoRequest(Vec::new())]
+    );
+    session.handle_timeout(start + dead - SECOND);
+    assert!(!session.is_closed());
+    session.handle_timeout(start + dead);
+    assert_eq!(session.close_reason(), Some(&CloseReason::Silent(dead)));
+}
+
+#[test]
+fn anything_from_the_switch_puts_off_the_echo_and_the_dead_peer_deadline() {
+    let start = Instant::now();
+    let config = config();
+    let (echo, dead) = (config.echo_interval, config.dead_after);
+    let mut session = connected_1_0(config, start);
+    let later = start + dead - SECOND;
+    session.handle_bytes(&wire(OF10, 3, &Message::EchoReply(Vec::new())), later);
+    assert_eq!(session.poll_timeout(), Some(later + echo));
+    session.handle_timeout(start + dead);
+    assert!(!session.is_closed());
+    session.handle_timeout(later + dead);
+    assert!(session.is_closed());
+}
+
+// ---- malformed input ------------------------------------------------------------------
+
+#[test]
+fn a_frame_shorter_than_a_header_closes_the_session() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    // Length 4: less than the 8-byte header itself.
+    session.handle_bytes(&[OF10, 2, 0, 4, 0, 0, 0, 1], now);
+    assert!(matches!(
+        session.close_reason(),
+        Some(CloseReason::Malformed(_))
+    ));
+    // Nothing more is taken or sent.
+    session.handle_bytes(&wire(OF10, 3, &Message::EchoRequest(Vec::new())), now);
+    session.queue(Command::ClearFlows);
+    assert!(sent(&mut session).is_empty());
+    assert!(events(&mut session).is_empty());
+}
+
+#[test]
+fn a_malformed_packet_in_closes_the_session() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    let mut bytes = packet_in(OF13, 1, ethernet(1));
+    // Claim a match far longer than the message.
+    bytes[26..28].copy_from_slice(&0x0400u16.to_be_bytes());
+    session.handle_bytes(&bytes, now);
+    assert!(matches!(
+        session.close_reason(),
+        Some(CloseReason::Malformed(_))
+    ));
+    assert!(events(&mut session).is_empty());
+}
+
+#[test]
+fn a_message_in_an_unknown_version_closes_the_session() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    session.handle_bytes(&[0x09, 2, 0, 8, 0, 0, 0, 1], now);
+    assert!(matches!(
+        session.close_reason(),
+        Some(CloseReason::Malformed(openflow::Error::UnsupportedVersion(
+            9
+        )))
+    ));
+}
+
+// ---- bounds ---------------------------------------------------------------------------
+
+#[test]
+fn a_1_0_switch_with_too_many_ports_is_closed() {
+    let now = Instant::now();
+    let mut config = config();
+    config.engine.max_ports_per_switch = 2;
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF10), now);
+    session.handle_bytes(
+        &wire(OF10, 2, &features(vec![port(1), port(2), port(3)])),
+        now,
+    );
+    assert_eq!(session.close_reason(), Some(&CloseReason::TooManyPorts(2)));
+    assert!(events(&mut session).is_empty());
+}
+
+#[test]
+fn a_1_3_port_list_with_too_many_ports_is_closed() {
+    let now = Instant::now();
+    let mut config = config();
+    config.engine.max_ports_per_switch = 2;
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF13), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    for number in 1..=2 {
+        let part = Message::PortDescReply {
+            ports: vec![port(number)],
+            more: true,
+        };
+        session.handle_bytes(&wire(OF13, 3, &part), now);
+    }
+    assert!(!session.is_closed());
+    let part = Message::PortDescReply {
+        ports: vec![port(3)],
+        more: true,
+    };
+    session.handle_bytes(&wire(OF13, 3, &part), now);
+    assert_eq!(session.close_reason(), Some(&CloseReason::TooManyPorts(2)));
+}
+
+#[test]
+fn an_endless_port_list_is_closed_at_the_multipart_bound() {
+    let now = Instant::now();
+    let mut config = config();
+    config.max_multipart_bytes = 1000;
+    let mut session = session(config, now);
+    session.handle_bytes(&hello(OF13), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    // The same port again and again: the port count stays at one, the bytes grow.
+    let part = wire(
+        OF13,
+        3,
+        &Message::PortDescReply {
+            ports: vec![port(1)],
+            more: true,
+        },
+    );
+    let fit = 1000 / part.len();
+    for _ in 0..fit {
+        session.handle_bytes(&part, now);
+    }
+    assert!(!session.is_closed());
+    session.handle_bytes(&part, now);
+    assert_eq!(
+        session.close_reason(),
+        Some(&CloseReason::MultipartTooLong(1000))
+    );
+}
+
+#[test]
+fn output_the_switch_does_not_take_is_bounded() {
+    let now = Instant::now();
+    let mut config = config();
+    config.max_outbound_bytes = 4096;
+    let mut session = connected_1_0(config, now);
+    let packet_out = || Command::PacketOut {
+        out_port: 1,
+        data: Bytes::from(ethernet(1)),
+    };
+    // Taken away as it is queued: no bound is reached.
+    for _ in 0..100 {
+        session.queue(packet_out());
+        sent(&mut session);
+    }
+    assert!(!session.is_closed());
+    // Left waiting: the session closes instead of growing.
+    for _ in 0..100 {
+        session.queue(packet_out());
+    }
+    assert_eq!(
+        session.close_reason(),
+        Some(&CloseReason::OutboundFull(4096))
+    );
+    assert!(
+        sent(&mut session).is_empty(),
+        "a closed session frees its output"
+    );
+}
+
+#[test]
+fn packet_ins_over_the_rate_are_dropped_and_reported() {
+    let start = Instant::now();
+    let mut config = config();
+    config.packet_in_rate = 1;
+    config.packet_in_burst = 2;
+    let mut session = connected_1_0(config, start);
+    for _ in 0..5 {
+        session.handle_bytes(&packet_in(OF10, 1, ethernet(1)), start);
+    }
+    let events_now = events(&mut session);
+    assert_eq!(events_now.len(), 2, "the burst only: {events_now:?}");
+    assert!(events_now
+        .iter()
+        .all(|event| matches!(event, SwitchEvent::PacketIn { .. })));
+    // The count is reported by the next deadline even if no PACKET_IN gets through.
+    let due = session
+        .poll_timeout()
+        .expect("an open session has a deadline");
+    session.handle_timeout(due);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::PacketInsRateLimited { count: 3 }]
+    );
+    // A refill later, an admitted PACKET_IN carries the count of those dropped since.
+    let later = start + SECOND * 2;
+    session.handle_bytes(&packet_in(OF10, 1, ethernet(1)), start + SECOND / 2);
+    session.handle_bytes(&packet_in(OF10, 1, ethernet(1)), later);
+    let events_later = events(&mut session);
+    assert!(matches!(events_later[0], SwitchEvent::PacketIn { .. }));
+    assert_eq!(
+        events_later[1],
+        SwitchEvent::PacketInsRateLimited { count: 1 }
+    );
+}
+
+// ---- PACKET_IN and commands -----------------------------------------------------------
+
+#[test]
+fn a_packet_in_reaches_the_engine_as_a_slice_of_the_read_buffer() {
+    let now = Instant::now();
+    for (version, mut session) in [
+        (OF10, connected_1_0(config(), now)),
+        (OF13, connected_1_3(config(), now)),
+    ] {
+        let frame = ethernet(7);
+        let read = session.read_buffer();
+        read.extend_from_slice(&packet_in(version, 3, frame.clone()));
+        let buffer = read.as_ptr_range();
+        session.handle_read(now);
+        let events = events(&mut session);
+        let [SwitchEvent::PacketIn {
+            in_port,
+            src,
+            dst,
+            probe,
+            data,
+        }] = &events[..]
+        else {
+            panic!("one PACKET_IN event expected: {events:?}");
+        };
+        assert_eq!(
+            (*in_port, *src, *dst, probe),
+            (
+                3,
+                MacAddress::new([2, 0, 0, 0, 0, 7]),
+                MacAddress::new([0xff; 6]),
+                &None
+            )
+        );
+        assert_eq!(data[..], frame[..]);
+        assert!(
+            buffer.contains(&data.as_ptr()),
+            "the payload was copied out of the read buffer (version {version})"
+        );
+    }
+}
+
+#[test]
+fn a_packet_in_without_an_ethernet_frame_is_ignored() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    session.handle_bytes(&packet_in(OF10, 1, vec![1, 2, 3]), now);
+    assert!(events(&mut session).is_empty());
+    assert!(!session.is_closed());
+}
+
+#[test]
+fn a_packet_out_carries_its_data_whole_in_either_version() {
+    let now = Instant::now();
+    for mut session in [connected_1_0(config(), now), connected_1_3(config(), now)] {
+        let data = Bytes::from(ethernet(9));
+        session.queue(Command::PacketOut {
+            out_port: 2,
+            data: data.clone(),
+        });
+        let sent = sent_messages(&mut session);
+        assert_eq!(
+            sent,
+            [Message::PacketOut(PacketOut {
+                buffer_id: None,
+                in_port: port::CONTROLLER,
+                actions: vec![Action::Output {
+                    port: 2,
+                    max_len: 0
+                }],
+                data: data.to_vec(),
+            })]
+        );
+    }
+}
+
+#[test]
+fn clearing_flows_deletes_from_every_table_on_1_3_and_the_only_one_on_1_0() {
+    let now = Instant::now();
+    for (mut session, table_id) in [
+        (connected_1_0(config(), now), 0),
+        (connected_1_3(config(), now), 0xff),
+    ] {
+        session.queue(Command::ClearFlows);
+        let sent = sent_messages(&mut session);
+        let [Message::FlowMod(flow_mod)] = &sent[..] else {
+            panic!("one FLOW_MOD expected: {sent:?}");
+        };
+        assert_eq!(flow_mod.command, FlowModCommand::Delete);
+        assert_eq!(flow_mod.table_id, table_id);
+    }
+}
+
+#[test]
+fn the_table_miss_flow_waits_for_the_meter_setup_on_1_3() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    session.queue(Command::TableMiss);
+    assert!(sent(&mut session).is_empty(), "held while the setup runs");
+    // A switch without meters refuses the features request.
+    let refusal = Message::Error {
+        err_type: openflow::error_msg::ERROR_TYPE_BAD_REQUEST,
+        code: openflow::error_msg::BAD_REQUEST_BAD_MULTIPART,
+        data: Vec::new(),
+    };
+    let features_xid = 0x4d54_5201;
+    session.handle_bytes(&wire(OF13, features_xid, &refusal), now);
+    assert_eq!(
+        sent_messages(&mut session),
+        [crate::meter::table_miss_flow(None)]
+    );
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::PacketInMeter { metered: false }]
+    );
+}
+
+#[test]
+fn a_meter_setup_without_an_answer_is_given_up_at_its_deadline() {
+    let start = Instant::now();
+    let config = config();
+    let patience = config.handshake_timeout;
+    let mut session = connected_1_3(config, start);
+    session.queue(Command::TableMiss);
+    // The switch keeps answering echoes, so it is not dead, but never the meter request.
+    let mut now = start;
+    while now < start + patience {
+        now += SECOND;
+        session.handle_bytes(&wire(OF13, 1, &Message::EchoReply(Vec::new())), now);
+        session.handle_timeout(now);
+    }
+    let metered = events(&mut session);
+    assert_eq!(metered, [SwitchEvent::PacketInMeter { metered: false }]);
+    assert!(sent_messages(&mut session).contains(&crate::meter::table_miss_flow(None)));
+    assert!(!session.is_closed());
+}
+
+#[test]
+fn a_switch_with_meters_gets_a_metered_table_miss_flow() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    session.queue(Command::TableMiss);
+    let features = MeterFeatures {
+        max_meter: 16,
+        band_types: 1 << openflow::meter::METER_BAND_DROP,
+        capabilities: u32::from(openflow::meter::METER_FLAG_PKTPS),
+        max_bands: 1,
+        max_color: 0,
+    };
+    session.handle_bytes(
+        &wire(OF13, 0x4d54_5201, &Message::MeterFeaturesReply(features)),
+        now,
+    );
+    assert_eq!(sent(&mut session).len(), 3, "delete, add, barrier");
+    session.handle_bytes(&wire(OF13, 0x4d54_5205, &Message::BarrierReply), now);
+    assert_eq!(
+        sent_messages(&mut session),
+        [crate::meter::table_miss_flow(Some(
+            crate::meter::PACKET_IN_METER_ID
+        ))]
+    );
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::PacketInMeter { metered: true }]
+    );
+}
+
+#[test]
+fn port_changes_and_removed_flows_become_events() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    let status = |reason, port_no| Message::PortStatus {
+        reason,
+        desc: port(port_no),
+    };
+    session.handle_bytes(
+        &wire(OF10, 0, &status(openflow::port_status::REASON_ADD, 3)),
+        now,
+    );
+    session.handle_bytes(
+        &wire(OF10, 0, &status(openflow::port_status::REASON_DELETE, 1)),
+        now,
+    );
+    // Reserved ports are not places for hosts or links.
+    session.handle_bytes(
+        &wire(
+            OF10,
+            0,
+            &status(openflow::port_status::REASON_ADD, port::LOCAL),
+        ),
+        now,
+    );
+    let rule = Rule {
+        in_port: 1,
+        eth_src: MacAddress::new([2, 0, 0, 0, 0, 1]),
+        eth_dst: MacAddress::new([2, 0, 0, 0, 0, 2]),
+    };
+    let removed = FlowRemoved {
+        cookie: 0,
+        priority: 100,
+        reason: 0,
+        table_id: 0,
+        duration_sec: 0,
+        duration_nsec: 0,
+        idle_timeout: 60,
+        hard_timeout: 0,
+        packet_count: 0,
+        byte_count: 0,
+        r#match: rule_match(rule),
+    };
+    session.handle_bytes(&wire(OF10, 0, &Message::FlowRemoved(removed)), now);
+    assert_eq!(
+        events(&mut session),
+        [
+            SwitchEvent::PortStatus {
+                port_no: 3,
+                state: Some(port_state(&port(3)))
+            },
+            SwitchEvent::PortStatus {
+                port_no: 1,
+                state: None
+            },
+            SwitchEvent::FlowRemoved {
+                rule,
+                priority: 100
+            },
+        ]
+    );
+}
+
+#[test]
+fn commands_get_increasing_transaction_ids() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    session.queue(Command::ClearFlows);
+    session.queue(Command::ClearFlows);
+    let xids: Vec<u32> = sent(&mut session).iter().map(|(h, _)| h.xid).collect();
+    assert_eq!(xids.len(), 2);
+    assert_eq!(xids[1], xids[0] + 1);
+}
