@@ -468,8 +468,12 @@ fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
         "The emulator (`crates/sliced-bench/src/emulator.rs`, one thread, like cbench) \
          connects N switches over TCP, each with {} hosts on ports 1..={}, one MAC address \
          each, and no links between switches. For sliced, every host is in a slice first \
-         (REST: one slice per switch holding its ports and MACs) and LLDP runs once a \
-         minute so that probes stay out of the counts. Each run: handshake; every host \
+         (REST: one slice per switch holding its ports and MACs), LLDP runs once a \
+         minute so that probes stay out of the counts, and the PACKET_IN limits (a defence \
+         against flooding hosts, which the peers lack) are lifted: sliced runs with `{}`. \
+         On OpenFlow 1.3 the emulated switches offer meters, as Open vSwitch does, so \
+         sliced installs its metered table-miss flow (the emulator does not enforce it). \
+         Each run: handshake; every host \
          sends one broadcast so that the controller learns it (answers awaited, then 300 ms \
          of silence); then {} s of PACKET_INs between hosts of the same switch, whole frames \
          (no buffer ids). A PACKET_OUT carrying the frame back answers a PACKET_IN (frames \
@@ -481,6 +485,7 @@ fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
          Every answer of every controller here is one FLOW_MOD and one PACKET_OUT.\n",
         results.hosts,
         results.hosts,
+        crate::SLICED_FLOW_ARGS.join(" "),
         results.flow_duration.as_secs(),
         results.window,
     );

@@ -41,6 +41,7 @@ const V13_GET_ASYNC_REPLY: u8 = 27;
 
 const STATS_DESC: u16 = 0;
 const MULTIPART_PORT_DESC: u16 = 13;
+const MULTIPART_METER_FEATURES: u16 = 11;
 
 /// The ethertype of the emulator's frames (IEEE 802 local experimental), so that no
 /// controller tries to parse them as IP and none mistakes them for LLDP.
@@ -163,7 +164,7 @@ fn port_desc_reply(out: &mut Vec<u8>, xid: u32, dpid: u64, ports: u16) {
 }
 
 /// A stats (1.0) or multipart (1.3) reply: the switch description for DESC, the port
-/// list for PORT_DESC, an empty body otherwise.
+/// list for PORT_DESC, meter features for METER_FEATURES, an empty body otherwise.
 fn stats_reply(out: &mut Vec<u8>, version: u8, xid: u32, kind: u16, dpid: u64, ports: u16) {
     if version >= OFP13 && kind == MULTIPART_PORT_DESC {
         port_desc_reply(out, xid, dpid, ports);
@@ -179,6 +180,15 @@ fn stats_reply(out: &mut Vec<u8>, version: u8, xid: u32, kind: u16, dpid: u64, p
     out.extend_from_slice(&[0u8; 2]); // flags
     if version >= OFP13 {
         out.extend_from_slice(&[0u8; 4]);
+    }
+    if version >= OFP13 && kind == MULTIPART_METER_FEATURES {
+        // Like Open vSwitch's userspace datapath: meters with drop bands, in packets per
+        // second with bursts, so that sliced takes the same path as on a real 1.3 switch
+        // (a metered table-miss flow). The emulator does not enforce the meter.
+        out.extend_from_slice(&65536u32.to_be_bytes()); // max_meter
+        out.extend_from_slice(&(1u32 << 1).to_be_bytes()); // band types: drop
+        out.extend_from_slice(&0b1111u32.to_be_bytes()); // kbps, pktps, burst, stats
+        out.extend_from_slice(&[1, 0, 0, 0]); // max_bands, max_color, pad
     }
     if kind == STATS_DESC {
         for (text, len) in [
