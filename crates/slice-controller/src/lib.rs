@@ -5,6 +5,7 @@
 //! [`server`] is the I/O around them: it runs a session per switch connection over plain
 //! TCP or [`tls`], feeds the engine their events and carries its commands back.
 
+mod config;
 pub mod engine;
 mod hosts;
 pub mod limits;
@@ -15,12 +16,13 @@ pub mod session;
 pub mod tls;
 pub mod topology;
 
+pub use config::ControllerConfig;
 pub use engine::{
     Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchProfile,
     SwitchView,
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
-pub use server::{Controller, ControllerConfig, ControllerHandle, Listeners, StartError};
+pub use server::{Controller, ControllerHandle, Listeners, StartError};
 pub use session::{CloseReason, SwitchEvent, SwitchSession};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

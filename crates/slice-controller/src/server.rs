@@ -7,7 +7,7 @@
 //! awaits a switch: it hands each switch its commands with `try_send`, and a switch too
 //! slow to take them is disconnected rather than allowed to stall the others.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,7 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
-use crate::engine::{Command, Engine, EngineConfig, Frame, Rule, SwitchProfile};
+use crate::config::ControllerConfig;
+use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
 use crate::limits::LogLimiter;
 use crate::probe::ProbeKeyError;
 use crate::session::{CloseReason, SwitchEvent, SwitchSession};
@@ -33,81 +34,6 @@ pub struct Listeners {
     pub plain: Option<String>,
     /// TLS, serving only switches whose certificate the configured CA signed.
     pub tls: Option<(String, TlsFiles)>,
-}
-
-/// How the controller runs.
-#[derive(Debug, Clone)]
-pub struct ControllerConfig {
-    pub engine: EngineConfig,
-    /// How often LLDP goes out of every port (and stale links are dropped).
-    pub lldp_interval: Duration,
-    /// A switch that says nothing for this long is sent an echo request...
-    pub echo_interval: Duration,
-    /// ...and one silent for this long is disconnected.
-    pub dead_after: Duration,
-    /// The time a switch has to complete the handshake (the TLS handshake, where there
-    /// is one, gets the same time again).
-    pub handshake_timeout: Duration,
-    /// The datapath ids allowed to connect; None lets any in.
-    pub allowed_dpids: Option<BTreeSet<u64>>,
-    /// Bytes of multipart replies (the port list) a switch may send in its handshake.
-    pub max_multipart_bytes: usize,
-    /// Bytes of commands that may wait for one switch, queued or unwritten; a switch
-    /// that lets more pile up, or does not take a write within `dead_after`, is
-    /// disconnected.
-    pub max_outbound_bytes: usize,
-    /// PACKET_INs per second a switch may send on average, and in a burst; the rest
-    /// are dropped by its connection (and counted).
-    pub packet_in_rate: u32,
-    pub packet_in_burst: u32,
-    /// PACKET_INs per second from any one ingress port (burst twice that), so that one
-    /// flooding host leaves the rest of the switch's budget to the others.
-    pub packet_in_port_rate: u32,
-    /// OpenFlow connections open at once, over both listeners; more are closed at once.
-    /// Never more than a quarter of the open-files limit, whatever is configured.
-    pub max_switch_connections: usize,
-    /// Of those, connections still in their TLS or OpenFlow handshake: a peer that
-    /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
-    pub max_pending_handshakes: usize,
-}
-
-impl Default for ControllerConfig {
-    fn default() -> Self {
-        let mut config = Self {
-            engine: EngineConfig::default(),
-            lldp_interval: Duration::ZERO,
-            echo_interval: Duration::from_secs(5),
-            dead_after: Duration::from_secs(15),
-            handshake_timeout: Duration::from_secs(10),
-            allowed_dpids: None,
-            max_multipart_bytes: 1 << 20,
-            max_outbound_bytes: 16 << 20,
-            packet_in_rate: 1000,
-            packet_in_burst: 2000,
-            packet_in_port_rate: 250,
-            max_switch_connections: 1024,
-            max_pending_handshakes: 64,
-        };
-        config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);
-        config
-    }
-}
-
-impl ControllerConfig {
-    /// Sets how often LLDP goes out, and with it how long an unconfirmed link lives
-    /// ([`crate::engine::link_max_age`]).
-    pub fn set_lldp_interval(&mut self, interval: Duration) {
-        self.lldp_interval = interval;
-        self.engine.link_max_age = crate::engine::link_max_age(interval);
-    }
-
-    /// LLDP PACKET_INs per second one port may send (burst twice that), outside the
-    /// switch's PACKET_IN budget: a link port receives one probe per interval, so two
-    /// per interval leave room for a late one and still bound a forged-LLDP flood.
-    pub fn lldp_port_rate(&self) -> u32 {
-        let interval_ms = self.lldp_interval.as_millis().max(1);
-        u32::try_from(2000 / interval_ms).unwrap_or(u32::MAX).max(2)
-    }
 }
 
 /// Why the controller could not start.

@@ -30,10 +30,10 @@ use openflow::{
 };
 use slice_core::MacAddress;
 
+use crate::config::ControllerConfig;
 use crate::engine::{Command, Rule, SwitchProfile};
 use crate::limits::PacketInLimiter;
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
-use crate::server::ControllerConfig;
 use crate::topology::PortState;
 
 /// The versions sliced speaks, lowest first.
