@@ -867,3 +867,48 @@ fn commands_get_increasing_transaction_ids() {
     assert_eq!(xids.len(), 2);
     assert_eq!(xids[1], xids[0] + 1);
 }
+
+// ---- whatever a switch sends ----------------------------------------------------------
+
+/// A frame with a well-formed header (so the decoders are reached) around any body.
+fn framed(version: u8, msg_type: u8, body: &[u8]) -> Vec<u8> {
+    let length = u16::try_from(8 + body.len()).unwrap_or(u16::MAX);
+    let mut frame = vec![version, msg_type];
+    frame.extend_from_slice(&length.to_be_bytes());
+    frame.extend_from_slice(&[0, 0, 0, 1]);
+    frame.extend_from_slice(body);
+    frame
+}
+
+proptest::proptest! {
+    #[test]
+    fn whatever_a_connected_switch_sends_never_panics_and_any_close_has_a_reason(
+        version_13 in proptest::bool::ANY,
+        frames in proptest::collection::vec(
+            (0u8..32, proptest::collection::vec(proptest::num::u8::ANY, 0..120)),
+            0..12,
+        ),
+        garbage in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+    ) {
+        let start = Instant::now();
+        let (version, mut session) = if version_13 {
+            (OF13, connected_1_3(config(), start))
+        } else {
+            (OF10, connected_1_0(config(), start))
+        };
+        let mut now = start;
+        for (msg_type, body) in &frames {
+            now += SECOND;
+            session.handle_bytes(&framed(version, *msg_type, body), now);
+            session.handle_timeout(now);
+            session.queue(Command::ClearFlows);
+            sent(&mut session);
+            events(&mut session);
+        }
+        session.handle_bytes(&garbage, now);
+        session.handle_timeout(now + Duration::from_secs(60));
+        proptest::prop_assert!(session.is_closed(), "silent for a minute: closed");
+        proptest::prop_assert!(session.close_reason().is_some());
+        proptest::prop_assert_eq!(session.poll_timeout(), None);
+    }
+}
