@@ -1,8 +1,6 @@
 //! Black-box tests of client authentication (spec section 5) against the real daemon.
 
-mod common;
-
-use common::{agent, status_json, Daemon};
+use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -116,7 +114,7 @@ fn with_a_session_the_api_prefix_serves_the_slice_api() {
     );
     // The same data without the prefix.
     assert_eq!(
-        get_json(&common::agent(), &daemon, "/slices"),
+        get_json(&crate::common::agent(), &daemon, "/slices"),
         (200, json!([{"name": "s"}]))
     );
 }
@@ -148,7 +146,7 @@ fn an_invalid_email_gets_400_and_no_session() {
 fn a_tampered_cookie_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
-    let response = common::agent()
+    let response = crate::common::agent()
         .post(&daemon.url("/auth/developer/callback"))
         .set("Content-Type", FORM)
         .send_string("name=Ada&email=ada%40example.com")

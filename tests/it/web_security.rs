@@ -2,15 +2,13 @@
 //! cross-site requests, DNS rebinding, replayed session cookies, stalled request bodies,
 //! malformed requests, and a session key open to others.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{agent, status_json, Daemon};
+use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -245,7 +243,7 @@ fn the_config_file_sets_the_allowed_hosts_and_the_session_lifetime() {
         "[auth]\nsession_ttl_seconds = 60\nsession_ttl_hours = 1\n",
     )
     .unwrap();
-    let output = Command::new(common::SLICED)
+    let output = Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(&data)
         .arg("--config")
@@ -667,13 +665,13 @@ struct Logged {
 
 impl Logged {
     fn start(dir: &Path) -> Self {
-        let http = common::free_port();
+        let http = crate::common::free_port();
         let log = dir.join("sliced.log");
-        let output = Command::new(common::SLICED)
+        let output = Command::new(crate::common::SLICED)
             .args(["-d", "--db"])
             .arg(dir)
             .args(["--http", &http.to_string()])
-            .args(["--openflow", &common::free_port().to_string()])
+            .args(["--openflow", &crate::common::free_port().to_string()])
             .arg("--log-file")
             .arg(&log)
             .env("RUST_LOG", "info")
@@ -903,16 +901,16 @@ fn a_session_key_open_to_others_stops_the_start() {
     let key = dir.path().join("session.key");
     std::fs::write(&key, [7u8; 64]).unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut child = Command::new(common::SLICED)
+    let mut child = Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(dir.path())
-        .args(["--http", &common::free_port().to_string()])
-        .args(["--openflow", &common::free_port().to_string()])
+        .args(["--http", &crate::common::free_port().to_string()])
+        .args(["--openflow", &crate::common::free_port().to_string()])
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let status = common::wait_with_timeout(&mut child, PATIENCE).expect("sliced exits");
+    let status = crate::common::wait_with_timeout(&mut child, PATIENCE).expect("sliced exits");
     assert!(!status.success());
     let mut stderr = String::new();
     child

@@ -1,9 +1,7 @@
 //! Black-box tests of the REST API (spec sections 4 and 7) against the real `sliced`
 //! binary over real sockets, on a real database in a temporary directory.
 
-mod common;
-
-use common::{agent, status_json, Daemon};
+use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
 struct Api {
