@@ -1,11 +1,14 @@
-//! Black-box tests of client authentication (spec section 5) against the real daemon.
+//! Client authentication (spec section 5). The session guard, the developer login and
+//! the session cookie are tested in-process against the application; what needs the real
+//! daemon (its flags and settings file, a restart, the local socket) is tested black-box.
 
+use crate::common::in_process::{Answer, Api};
 use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 
-fn login(agent: &ureq::Agent, daemon: &Daemon, email: &str) -> (u16, Value) {
+fn login_to(agent: &ureq::Agent, daemon: &Daemon, email: &str) -> (u16, Value) {
     status_json(
         agent
             .post(&daemon.url("/auth/developer/callback"))
@@ -14,7 +17,7 @@ fn login(agent: &ureq::Agent, daemon: &Daemon, email: &str) -> (u16, Value) {
     )
 }
 
-fn get_json(agent: &ureq::Agent, daemon: &Daemon, path: &str) -> (u16, Value) {
+fn get_json_from(agent: &ureq::Agent, daemon: &Daemon, path: &str) -> (u16, Value) {
     status_json(
         agent
             .get(&daemon.url(path))
@@ -23,170 +26,180 @@ fn get_json(agent: &ureq::Agent, daemon: &Daemon, path: &str) -> (u16, Value) {
     )
 }
 
-#[test]
-fn api_paths_are_forbidden_without_a_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let agent = agent();
+/// Posts the developer login form for Ada with `email` (form-encoded), sending `cookie`
+/// (`name=value`) if given.
+async fn login(api: &Api, email: &str, cookie: Option<&str>) -> Answer {
+    let cookie = cookie.map(|cookie| format!("Cookie: {cookie}"));
+    let mut headers = vec!["Content-Type: application/x-www-form-urlencoded"];
+    headers.extend(cookie.as_deref());
+    api.send(
+        "POST",
+        "/auth/developer/callback",
+        &headers,
+        &format!("name=Ada&email={email}"),
+    )
+    .await
+}
+
+/// GET `path` as JSON, with the session cookie `cookie` (`name=value`) if given.
+async fn get_json(api: &Api, path: &str, cookie: Option<&str>) -> (u16, Value) {
+    let cookie = cookie.map(|cookie| format!("Cookie: {cookie}"));
+    let mut headers = vec!["Accept: application/json"];
+    headers.extend(cookie.as_deref());
+    let answer = api.send("GET", path, &headers, "").await;
+    (answer.status, answer.json())
+}
+
+#[actix_web::test]
+async fn api_paths_are_forbidden_without_a_session() {
+    let api = Api::start().await;
     for path in ["/api/slices", "/api/anything", "/api/", "/api/session"] {
         assert_eq!(
-            get_json(&agent, &daemon, path),
+            get_json(&api, path, None).await,
             (403, json!({"status": "forbidden"})),
             "{path}"
         );
     }
-    let (status, body) = status_json(
-        agent
-            .post(&daemon.url("/api/slices"))
-            .send_json(json!({"name": "x"})),
-    );
-    assert_eq!((status, body), (403, json!({"status": "forbidden"})));
     assert_eq!(
-        get_json(&agent, &daemon, "/slices"),
+        api.post("/api/slices", json!({"name": "x"})).await,
+        (403, json!({"status": "forbidden"}))
+    );
+    assert_eq!(
+        get_json(&api, "/slices", None).await,
         (200, json!([])),
         "nothing was created"
     );
 }
 
-#[test]
-fn the_developer_callback_starts_a_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let agent = agent();
-    let response = agent
-        .post(&daemon.url("/auth/developer/callback"))
-        .set("Content-Type", FORM)
-        .send_string("name=Ada&email=ada%40example.com")
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let cookie = response.header("set-cookie").unwrap().to_owned();
+#[actix_web::test]
+async fn the_developer_callback_starts_a_session() {
+    let api = Api::start().await;
+    let answer = login(&api, "ada%40example.com", None).await;
+    assert_eq!(answer.status, 200);
+    let cookie = answer.header("set-cookie").unwrap().to_owned();
     assert!(cookie.starts_with("sliced_session="), "{cookie}");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Lax"), "{cookie}");
-    assert_eq!(
-        response.into_json::<Value>().unwrap(),
-        json!({"status": "ok"})
-    );
+    assert_eq!(answer.json(), json!({"status": "ok"}));
 
+    let session = answer.cookie();
     assert_eq!(
-        get_json(&agent, &daemon, "/api/anything/at/all"),
+        get_json(&api, "/api/anything/at/all", session.as_deref()).await,
         (200, json!({"status": "ok"}))
     );
     assert_eq!(
-        get_json(&agent, &daemon, "/api/session"),
+        get_json(&api, "/api/session", session.as_deref()).await,
         (200, json!({"name": "Ada", "email": "ada@example.com"}))
     );
 }
 
-#[test]
-fn with_a_session_the_api_prefix_serves_the_slice_api() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let agent = agent();
-    assert_eq!(login(&agent, &daemon, "ada@example.com").0, 200);
-    let created = agent
-        .post(&daemon.url("/api/slices"))
-        .send_json(json!({"name": "s"}))
-        .unwrap();
-    assert_eq!(created.status(), 201);
+#[actix_web::test]
+async fn with_a_session_the_api_prefix_serves_the_slice_api() {
+    let api = Api::start().await;
+    let answer = login(&api, "ada%40example.com", None).await;
+    assert_eq!(answer.status, 200);
+    let cookie = format!("Cookie: {}", answer.cookie().unwrap());
+    let headers = [cookie.as_str(), "Content-Type: application/json"];
+    let post = |path: &'static str, body: &'static str| api.send("POST", path, &headers, body);
+    let created = post("/api/slices", r#"{"name": "s"}"#).await;
+    assert_eq!(created.status, 201);
     assert_eq!(created.header("location"), Some("/api/slices/s"));
-    let (status, _) = status_json(
-        agent
-            .post(&daemon.url("/api/slices/s/ports/0x1:2/mac_addresses"))
-            .send_json(json!({"name": "00:00:00:00:00:01"})),
-    );
-    assert_eq!(status, 201);
+    let added = post(
+        "/api/slices/s/ports/0x1:2/mac_addresses",
+        r#"{"name": "00:00:00:00:00:01"}"#,
+    )
+    .await;
+    assert_eq!(added.status, 201);
+    let session = answer.cookie();
     assert_eq!(
-        get_json(&agent, &daemon, "/api/slices/s/ports"),
+        get_json(&api, "/api/slices/s/ports", session.as_deref()).await,
         (200, json!([{"name": "0x1:2", "dpid": 1, "port_no": 2}]))
     );
+    let again = post("/api/slices", r#"{"name": "s"}"#).await;
     assert_eq!(
-        status_json(
-            agent
-                .post(&daemon.url("/api/slices"))
-                .send_json(json!({"name": "s"}))
-        ),
+        (again.status, again.json()),
         (409, json!({"error": "Slice s already exists"}))
     );
     assert_eq!(
-        get_json(&agent, &daemon, "/api/slices/nope"),
+        get_json(&api, "/api/slices/nope", session.as_deref()).await,
         (404, json!({"error": "Slice nope not found"}))
     );
-    // The same data without the prefix.
+    // The same data without the prefix, and without the session.
     assert_eq!(
-        get_json(&crate::common::agent(), &daemon, "/slices"),
+        get_json(&api, "/slices", None).await,
         (200, json!([{"name": "s"}]))
     );
 }
 
-#[test]
-fn an_invalid_email_gets_400_and_no_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let agent = agent();
+#[actix_web::test]
+async fn an_invalid_email_gets_400_and_no_session() {
+    let api = Api::start().await;
     for email in ["not-an-email", "a@b", "", "a%20b@example.com"] {
-        let (status, body) = login(&agent, &daemon, email);
-        assert_eq!(status, 400, "{email}: {body}");
-        assert!(body["error"].as_str().unwrap().contains("e-mail"), "{body}");
+        let answer = login(&api, email, None).await;
+        assert_eq!(answer.status, 400, "{email}: {answer:?}");
+        assert!(
+            answer.json()["error"].as_str().unwrap().contains("e-mail"),
+            "{answer:?}"
+        );
+        assert_eq!(answer.cookie(), None, "{email}");
     }
-    let (status, _) = status_json(
-        agent
-            .post(&daemon.url("/auth/developer/callback"))
-            .set("Content-Type", FORM)
-            .send_string("email=ada%40example.com"),
-    );
+    let (status, _) = api
+        .raw(
+            "POST",
+            "/auth/developer/callback",
+            FORM,
+            "email=ada%40example.com",
+        )
+        .await;
     assert_eq!(status, 400, "a missing name");
     assert_eq!(
-        get_json(&agent, &daemon, "/api/x"),
+        get_json(&api, "/api/x", None).await,
         (403, json!({"status": "forbidden"}))
     );
 }
 
-#[test]
-fn a_tampered_cookie_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let response = crate::common::agent()
-        .post(&daemon.url("/auth/developer/callback"))
-        .set("Content-Type", FORM)
-        .send_string("name=Ada&email=ada%40example.com")
+#[actix_web::test]
+async fn a_tampered_cookie_is_refused() {
+    let api = Api::start().await;
+    let value = login(&api, "ada%40example.com", None)
+        .await
+        .cookie()
         .unwrap();
-    let cookie = response.header("set-cookie").unwrap();
-    let value = cookie.split(';').next().unwrap().to_owned();
-    let send = |cookie: &str| {
-        status_json(
-            ureq::get(&daemon.url("/api/session"))
-                .set("Accept", "application/json")
-                .set("Cookie", cookie)
-                .call(),
-        )
-    };
-    assert_eq!(send(&value).0, 200, "the untouched cookie works");
+    let api = &api;
+    let send = |cookie: String| async move { get_json(api, "/api/session", Some(&cookie)).await };
+    assert_eq!(
+        send(value.clone()).await.0,
+        200,
+        "the untouched cookie works"
+    );
     // Flip one character of the sealed value.
     let mut bytes = value.into_bytes();
     let last = bytes.len() - 2;
     bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(bytes).unwrap();
-    assert_eq!(send(&tampered), (403, json!({"status": "forbidden"})));
+    assert_eq!(send(tampered).await, (403, json!({"status": "forbidden"})));
     assert_eq!(
-        send("sliced_session=forged"),
+        send("sliced_session=forged".to_owned()).await,
         (403, json!({"status": "forbidden"}))
     );
 }
 
-#[test]
-fn logout_ends_the_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let agent = agent();
-    login(&agent, &daemon, "ada@example.com");
-    assert_eq!(get_json(&agent, &daemon, "/api/x").0, 200);
+#[actix_web::test]
+async fn logout_ends_the_session() {
+    let api = Api::start().await;
+    let session = login(&api, "ada%40example.com", None).await.cookie();
+    let session = session.as_deref();
+    assert_eq!(get_json(&api, "/api/x", session).await.0, 200);
+    let cookie = format!("Cookie: {}", session.unwrap());
+    let logout = api.send("POST", "/auth/logout", &[&cookie], "").await;
     assert_eq!(
-        status_json(agent.post(&daemon.url("/auth/logout")).call()),
+        (logout.status, logout.json()),
         (200, json!({"status": "ok"}))
     );
+    // The browser is told to forget the cookie, and a client that kept it is refused.
+    assert_eq!(logout.cookie().as_deref(), Some("sliced_session="));
     assert_eq!(
-        get_json(&agent, &daemon, "/api/x"),
+        get_json(&api, "/api/x", session).await,
         (403, json!({"status": "forbidden"}))
     );
 }
@@ -196,40 +209,30 @@ fn a_session_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let agent = agent();
     let daemon = Daemon::start(dir.path());
-    login(&agent, &daemon, "ada@example.com");
+    login_to(&agent, &daemon, "ada@example.com");
     let http = daemon.http;
     assert!(daemon.terminate().success());
     // Same data directory, so the same key; same port, so the agent sends its cookie.
     let daemon = Daemon::start_with_http(dir.path(), http);
     assert_eq!(
-        get_json(&agent, &daemon, "/api/x"),
+        get_json_from(&agent, &daemon, "/api/x"),
         (200, json!({"status": "ok"}))
     );
 }
 
-#[test]
-fn a_browser_is_sent_to_the_login_form() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let no_redirects = ureq::AgentBuilder::new().redirects(0).build();
-    let response = no_redirects
-        .get(&daemon.url("/api/slices"))
-        .set("Accept", "text/html,application/xhtml+xml")
-        .call()
-        .unwrap();
-    assert_eq!(response.status(), 302);
-    assert_eq!(response.header("location"), Some("/auth/developer"));
+#[actix_web::test]
+async fn a_browser_is_sent_to_the_login_form() {
+    let api = Api::start().await;
+    let html = "Accept: text/html,application/xhtml+xml";
+    let answer = api.send("GET", "/api/slices", &[html], "").await;
+    assert_eq!(answer.status, 302);
+    assert_eq!(answer.header("location"), Some("/auth/developer"));
     // Followed, the redirect ends at a form that posts to the callback.
-    let page = agent()
-        .get(&daemon.url("/api/slices"))
-        .set("Accept", "text/html")
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let page = api.send("GET", "/auth/developer", &[html], "").await;
+    assert_eq!(page.status, 200);
     assert!(
-        page.contains(r#"action="/auth/developer/callback""#),
-        "{page}"
+        page.body.contains(r#"action="/auth/developer/callback""#),
+        "{page:?}"
     );
 }
 
@@ -239,11 +242,11 @@ fn one_setting_guards_the_unprefixed_endpoints_too() {
     let daemon = Daemon::start_with(dir.path(), &["--require-auth"]);
     let agent = agent();
     assert_eq!(
-        get_json(&agent, &daemon, "/slices"),
+        get_json_from(&agent, &daemon, "/slices"),
         (403, json!({"status": "forbidden"}))
     );
-    login(&agent, &daemon, "ada@example.com");
-    assert_eq!(get_json(&agent, &daemon, "/slices"), (200, json!([])));
+    login_to(&agent, &daemon, "ada@example.com");
+    assert_eq!(get_json_from(&agent, &daemon, "/slices"), (200, json!([])));
 }
 
 #[test]
@@ -252,11 +255,11 @@ fn the_developer_login_can_be_turned_off() {
     let daemon = Daemon::start_with(dir.path(), &["--no-developer-login"]);
     let agent = agent();
     assert_eq!(
-        login(&agent, &daemon, "ada@example.com"),
+        login_to(&agent, &daemon, "ada@example.com"),
         (404, json!({"error": "not found"}))
     );
     assert_eq!(
-        get_json(&agent, &daemon, "/api/x"),
+        get_json_from(&agent, &daemon, "/api/x"),
         (403, json!({"status": "forbidden"}))
     );
 }
@@ -275,11 +278,11 @@ fn the_settings_file_requires_sessions_and_turns_the_developer_login_off() {
     let daemon = Daemon::start_with(&dir.path().join("db"), &["--config", config]);
     let agent = agent();
     assert_eq!(
-        get_json(&agent, &daemon, "/slices"),
+        get_json_from(&agent, &daemon, "/slices"),
         (403, json!({"status": "forbidden"}))
     );
     assert_eq!(
-        login(&agent, &daemon, "ada@example.com"),
+        login_to(&agent, &daemon, "ada@example.com"),
         (404, json!({"error": "not found"}))
     );
 }

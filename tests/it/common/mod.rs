@@ -1,6 +1,7 @@
 //! What the black-box tests share: starting the real `sliced` binary on a temporary data
 //! directory and a free port, and reaching it over real sockets.
 
+pub mod in_process;
 pub mod switch;
 pub mod tls;
 
