@@ -673,6 +673,8 @@ async fn unknown_paths_and_wrong_methods_answer_in_json() {
     }
 }
 
+// ---- the real daemon: several workers, durability, concurrency ---------------------------------
+
 /// The slice list is served from memory: every write must show in the very next read,
 /// whichever worker and connection answers it (a fresh agent per read changes both).
 #[test]
@@ -697,8 +699,6 @@ fn the_slice_list_shows_every_write_at_once() {
         assert_eq!(api.get("/slices"), (200, Value::Array(expected.clone())));
     }
 }
-
-// ---- durability and concurrency ----------------------------------------------------------------
 
 #[test]
 fn everything_survives_a_restart_in_order() {
