@@ -45,11 +45,12 @@ pub fn app(
     slice_http::app(Arc::new(store), None, settings)
 }
 
-type Send = Box<dyn Fn(test::TestRequest) -> Pin<Box<dyn Future<Output = Answer>>>>;
+/// Calls the initialised application with a request and reads the whole response.
+type Call = Box<dyn Fn(test::TestRequest) -> Pin<Box<dyn Future<Output = Answer>>>>;
 
 /// The application, initialised, with the directory its store lives in.
 pub struct Api {
-    send: Send,
+    call: Call,
     _dir: tempfile::TempDir,
 }
 
@@ -90,7 +91,7 @@ impl Api {
         let mut settings = Settings::new(Key::generate());
         configure(&mut settings);
         let service = Rc::new(test::init_service(app(&dir.path().join("store"), settings)).await);
-        let send: Send = Box::new(move |request| {
+        let call: Call = Box::new(move |request| {
             let service = Rc::clone(&service);
             Box::pin(async move {
                 let response = request.send_request(service.as_ref()).await;
@@ -104,7 +105,7 @@ impl Api {
                 }
             })
         });
-        Self { send, _dir: dir }
+        Self { call, _dir: dir }
     }
 
     /// Sends a request as written: `headers` are `Name: value` lines, and `Host` is
@@ -128,7 +129,7 @@ impl Api {
         if !body.is_empty() || !matches!(method, Method::GET | Method::HEAD) {
             request = request.set_payload(body.to_owned());
         }
-        (self.send)(request).await
+        (self.call)(request).await
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
