@@ -2,18 +2,14 @@
 //! and switches or hosts that try to make the daemon hold unbounded memory or work.
 //! The real `sliced`, emulated or hand-driven switches over real TCP.
 
-mod common;
-#[path = "common/switch.rs"]
-mod switch;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::Daemon;
+use crate::common::switch::{self, eventually, frame, host, Network, BROADCAST};
+use crate::common::Daemon;
 use openflow::{Message, PacketOut, PortDesc, OFP13};
 use serde_json::Value;
-use switch::{eventually, frame, host, Network, BROADCAST};
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
@@ -485,7 +481,7 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     assert_eq!(hosts(&daemon).len(), 1);
 
     std::fs::write(&config, "[controller]\nmax_hosts_per_port = 0\n").unwrap();
-    let output = std::process::Command::new(common::SLICED)
+    let output = std::process::Command::new(crate::common::SLICED)
         .args([
             "--db",
             data.to_str().unwrap(),
@@ -691,11 +687,11 @@ fn owner_only(path: &std::path::Path) {
 
 /// Runs `sliced` with `--lldp-secret-file FILE`, which must stop it; returns its stderr.
 fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> String {
-    let mut child = std::process::Command::new(common::SLICED)
+    let mut child = std::process::Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(dir.join("db"))
-        .args(["--http", &common::free_port().to_string()])
-        .args(["--openflow", &common::free_port().to_string()])
+        .args(["--http", &crate::common::free_port().to_string()])
+        .args(["--openflow", &crate::common::free_port().to_string()])
         .arg("--lldp-secret-file")
         .arg(secret)
         .stdin(std::process::Stdio::null())
@@ -703,7 +699,7 @@ fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> Strin
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status = common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
+    let status = crate::common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
     assert!(!status.success());
     let mut stderr = String::new();
     child

@@ -2,21 +2,15 @@
 //! switches over TLS with certificates the test makes, and the plain-TCP and allow-list
 //! settings around it.
 
-mod common;
-#[path = "common/switch.rs"]
-mod switch;
-#[path = "common/tls.rs"]
-mod tls;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, wait_with_timeout, Daemon, SLICED};
+use crate::common::switch::{eventually, frame, host, Network, BROADCAST};
+use crate::common::tls::{self, Pki};
+use crate::common::{free_port, wait_with_timeout, Daemon, SLICED};
 use openflow::{OFP10, OFP13};
 use serde_json::json;
-use switch::{eventually, frame, host, Network, BROADCAST};
-use tls::Pki;
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);

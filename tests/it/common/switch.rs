@@ -5,7 +5,6 @@
 //! the controller sends, and carries PACKET_OUTs across emulated cables: a frame sent out
 //! of a cabled port arrives at the far end as a PACKET_IN, which is how LLDP discovery
 //! works for real. A frame sent out of a host port is recorded as delivered.
-#![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
