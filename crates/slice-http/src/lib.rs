@@ -1,7 +1,8 @@
 //! The REST application of sliced: the slice API of the specification, its `/api/` twin
 //! behind a session, and the developer login that starts the session.
 //!
-//! [`app`] builds the actix-web application around a shared [`Store`]; [`serve`] builds
+//! [`app`] builds the actix-web application around a shared [`SliceStore`], whichever
+//! backend it is; [`serve`] builds
 //! the servers the `sliced` binary runs it on, TCP and its local Unix socket, marking local
 //! connections with [`LocalPeer`] so that they pass the session guard.
 
@@ -23,7 +24,7 @@ use actix_web::body::MessageBody;
 use actix_web::cookie::{time, Key, SameSite};
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::{middleware, web, App};
-use slice_store::Store;
+use slice_core::SliceStore;
 
 pub use auth::{is_email, load_or_create_key, LocalPeer, User};
 pub use body::{decode_body, BODY_LIMIT};
@@ -79,9 +80,10 @@ impl Settings {
     }
 }
 
-/// The whole application.
+/// The whole application, on `store`: its handlers and session guard reach the store
+/// only as `web::Data<dyn SliceStore>`.
 pub fn app(
-    store: Arc<Store>,
+    store: Arc<dyn SliceStore>,
     network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
 ) -> App<
@@ -106,7 +108,7 @@ pub fn app(
             .build();
     let guard_slices = settings.require_auth_for_slices;
     App::new()
-        .app_data(web::Data::new(store))
+        .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))

@@ -24,9 +24,9 @@ pub(crate) fn reopen(path: &std::path::Path) -> Store {
     reopen_result(path).unwrap()
 }
 
-fn slice_error(result: Result<impl std::fmt::Debug, StoreError>) -> SliceError {
+fn slice_error(result: Result<impl std::fmt::Debug, Error>) -> SliceError {
     match result {
-        Err(StoreError::Slice(err)) => err,
+        Err(Error::Slice(err)) => err,
         other => panic!("expected a slice error, got {other:?}"),
     }
 }
@@ -266,7 +266,7 @@ fn concurrent_mac_adds_to_one_port_all_land() {
 fn a_second_open_of_a_held_database_says_locked() {
     let (dir, _store) = open();
     match Store::open(dir.path()) {
-        Err(StoreError::Locked(path)) => assert_eq!(path, dir.path()),
+        Err(Error::Locked(path)) => assert_eq!(path, dir.path()),
         Err(other) => panic!("expected Locked, got {other}"),
         Ok(_) => panic!("a held database opened twice"),
     }
@@ -291,15 +291,15 @@ fn the_slice_list_follows_deletes_recreates_and_reopening() {
         "a re-created slice is newest"
     );
     assert_eq!(store.with_slices(|names, _| names.len()), 3);
-    let version = store.slices_version();
+    let version = store.slices_version().unwrap();
     store.add_port(&name("a"), PortId::new(1, 1)).unwrap();
     assert_eq!(
-        store.slices_version(),
+        store.slices_version().unwrap(),
         version,
         "ports do not change the list"
     );
     store.delete_slice(&name("c")).unwrap();
-    assert_ne!(store.slices_version(), version);
+    assert_ne!(store.slices_version().unwrap(), version);
     store.create_slice(&name("c")).unwrap();
     let expected = vec![name("a"), name("b"), name("c")];
     drop(store);
@@ -321,9 +321,9 @@ pub(super) struct SyncProbe {
 }
 
 impl SyncProbe {
-    pub(super) fn before_fdatasync(&self) -> Result<(), StoreError> {
+    pub(super) fn before_fdatasync(&self) -> Result<(), Error> {
         if self.fail_next.swap(false, Ordering::SeqCst) {
-            return Err(StoreError::Sync(std::io::Error::other(
+            return Err(Error::Sync(std::io::Error::other(
                 "injected fdatasync failure",
             )));
         }
@@ -371,7 +371,7 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
     store.create_slice(&name("kept")).unwrap();
     store.sync_probe.fail_next.store(true, Ordering::SeqCst);
     match store.create_slice(&name("lost")) {
-        Err(StoreError::Sync(err)) => assert!(err.to_string().contains("injected")),
+        Err(Error::Sync(err)) => assert!(err.to_string().contains("injected")),
         other => panic!("expected the fdatasync error, got {other:?}"),
     }
     // The probe fails only once: a retry would succeed, and must not be made.
@@ -381,7 +381,7 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
         store.flush(),
     ] {
         match refused {
-            Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+            Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
@@ -428,12 +428,12 @@ fn a_write_between_a_failed_flush_and_its_report_is_refused_and_changes_nothing(
     assert!(store.commit.wait_durable(ticket, || store.sync()).is_err());
     assert!(store.failure().is_none());
     match store.create_slice(&name("slipped-in")) {
-        Err(StoreError::Failed(_)) => {}
+        Err(Error::Failed(_)) => {}
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(matches!(
         store.revoke_session(b"session", 200, 100),
-        Err(StoreError::Failed(_))
+        Err(Error::Failed(_))
     ));
     // Nothing reached sled's memory, where GETs would have seen it.
     assert_eq!(store.slices().unwrap(), [name("kept")]);
@@ -446,7 +446,7 @@ fn a_revocation_on_a_failed_store_is_refused_and_changes_nothing() {
     store.sync_probe.fail_next.store(true, Ordering::SeqCst);
     assert!(store.create_slice(&name("lost")).is_err());
     match store.revoke_session(b"session", 200, 100) {
-        Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+        Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(!store.session_revoked(b"session", 50).unwrap());
@@ -467,7 +467,7 @@ fn a_revocation_is_made_durable_by_the_group_commit() {
     assert_eq!(failures.lock().unwrap().len(), 1);
     assert!(matches!(
         store.create_slice(&name("later")),
-        Err(StoreError::Failed(_))
+        Err(Error::Failed(_))
     ));
 }
 
@@ -565,7 +565,7 @@ fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
     drop(log);
     let before = std::fs::read(&log_path).unwrap();
     match reopen_result(dir.path()) {
-        Err(StoreError::Damaged { path, detail }) => {
+        Err(Error::Damaged { path, detail }) => {
             assert_eq!(path, dir.path());
             assert!(detail.contains("sled finds none"), "{detail}");
         }
@@ -585,16 +585,16 @@ fn a_marker_of_another_format_is_damage() {
     .unwrap();
     assert!(matches!(
         reopen_result(dir.path()),
-        Err(StoreError::Damaged { .. })
+        Err(Error::Damaged { .. })
     ));
 }
 
 /// [`reopen`] for an open that may fail for another reason than the lock.
-fn reopen_result(path: &std::path::Path) -> Result<Store, StoreError> {
+fn reopen_result(path: &std::path::Path) -> Result<Store, Error> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         match Store::open(path) {
-            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
+            Err(Error::Locked(_)) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             opened => return opened,
