@@ -24,141 +24,24 @@ pub(crate) fn reopen(path: &std::path::Path) -> Store {
     reopen_result(path).unwrap()
 }
 
-fn slice_error(result: Result<impl std::fmt::Debug, Error>) -> SliceError {
-    match result {
-        Err(Error::Slice(err)) => err,
-        other => panic!("expected a slice error, got {other:?}"),
-    }
-}
+// The slice contract itself (orders, errors, cascades, the change stream, durability) is
+// tested once for every backend, in tests/contract.rs; what follows is sled's alone.
 
 #[test]
-fn slices_list_in_creation_order_not_name_order() {
-    let (_dir, store) = open();
-    for slice in ["zeta", "alpha", "mid"] {
-        store.create_slice(&name(slice)).unwrap();
-    }
-    assert_eq!(
-        store.slices().unwrap(),
-        vec![name("zeta"), name("alpha"), name("mid")]
-    );
-}
-
-#[test]
-fn duplicates_conflict_with_the_spec_messages() {
+fn a_deleted_slice_leaves_no_record_behind() {
     let (_dir, store) = open();
     let s = name("s");
     store.create_slice(&s).unwrap();
+    store.add_mac(&s, PortId::new(1, 1), mac(1)).unwrap();
+    store.add_mac(&s, PortId::new(2, 2), mac(2)).unwrap();
+    store.delete_port(&s, PortId::new(2, 2)).unwrap();
     assert_eq!(
-        slice_error(store.create_slice(&s)).to_string(),
-        "Slice s already exists"
+        store.tree.len(),
+        1 + 2 + 2 + 2,
+        "schema, slice, port and MAC records"
     );
-    store.add_port(&s, PortId::new(0xab, 1)).unwrap();
-    assert_eq!(
-        slice_error(store.add_port(&s, PortId::new(0xab, 1))).to_string(),
-        "Port 0xab:1 already exists"
-    );
-    store.add_mac(&s, PortId::new(0xab, 1), mac(1)).unwrap();
-    assert_eq!(
-        slice_error(store.add_mac(&s, PortId::new(0xab, 1), mac(1))).to_string(),
-        "MAC address 00:00:00:00:00:01 already exists"
-    );
-}
-
-#[test]
-fn ports_and_macs_keep_insertion_order() {
-    let (_dir, store) = open();
-    let s = name("s");
+    store.delete_slice(&s).unwrap();
     store.create_slice(&s).unwrap();
-    let ports = [PortId::new(9, 1), PortId::new(1, 7), PortId::new(5, 0)];
-    for port in ports {
-        store.add_port(&s, port).unwrap();
-    }
-    assert_eq!(store.ports(&s).unwrap(), ports);
-    for last in [9, 3, 7] {
-        store.add_mac(&s, ports[1], mac(last)).unwrap();
-    }
-    assert_eq!(store.macs(&s, ports[1]).unwrap(), [mac(9), mac(3), mac(7)]);
-    assert!(store.macs(&s, ports[0]).unwrap().is_empty());
-}
-
-#[test]
-fn adding_a_mac_creates_its_port() {
-    let (_dir, store) = open();
-    let s = name("s");
-    store.create_slice(&s).unwrap();
-    assert!(store.add_mac(&s, PortId::new(1, 2), mac(1)).unwrap());
-    assert!(!store.add_mac(&s, PortId::new(1, 2), mac(2)).unwrap());
-    assert_eq!(store.ports(&s).unwrap(), [PortId::new(1, 2)]);
-    assert_eq!(store.macs(&s, PortId::new(1, 2)).unwrap(), [mac(1), mac(2)]);
-}
-
-#[test]
-fn checks_run_slice_then_port_then_mac() {
-    let (_dir, store) = open();
-    let (s, missing) = (name("s"), name("missing"));
-    let port = PortId::new(1, 1);
-    store.create_slice(&s).unwrap();
-    assert_eq!(
-        slice_error(store.check_mac(&missing, port, mac(1))),
-        SliceError::SliceNotFound(missing.clone())
-    );
-    assert_eq!(
-        slice_error(store.delete_mac(&missing, port, mac(1))),
-        SliceError::SliceNotFound(missing.clone())
-    );
-    assert_eq!(
-        slice_error(store.check_mac(&s, port, mac(1))),
-        SliceError::PortNotFound(port)
-    );
-    assert_eq!(
-        slice_error(store.delete_mac(&s, port, mac(1))),
-        SliceError::PortNotFound(port)
-    );
-    store.add_port(&s, port).unwrap();
-    assert_eq!(
-        slice_error(store.check_mac(&s, port, mac(1))),
-        SliceError::MacNotFound(mac(1))
-    );
-    assert_eq!(
-        slice_error(store.add_port(&missing, port)),
-        SliceError::SliceNotFound(missing)
-    );
-}
-
-#[test]
-fn deletes_cascade_and_leave_the_rest() {
-    let (_dir, store) = open();
-    let s = name("s");
-    let (p1, p2) = (PortId::new(1, 1), PortId::new(2, 2));
-    store.create_slice(&s).unwrap();
-    store.add_mac(&s, p1, mac(1)).unwrap();
-    store.add_mac(&s, p1, mac(2)).unwrap();
-    store.add_mac(&s, p2, mac(3)).unwrap();
-
-    store.delete_mac(&s, p1, mac(1)).unwrap();
-    assert_eq!(store.macs(&s, p1).unwrap(), [mac(2)]);
-    assert_eq!(store.ports(&s).unwrap(), [p1, p2]);
-
-    let removed = store.delete_port(&s, p1).unwrap();
-    assert_eq!(
-        removed,
-        Port {
-            id: p1,
-            macs: vec![mac(2)]
-        }
-    );
-    assert_eq!(store.ports(&s).unwrap(), [p2]);
-    // A port added again starts empty and goes to the end.
-    store.add_port(&s, p1).unwrap();
-    assert!(store.macs(&s, p1).unwrap().is_empty());
-    assert_eq!(store.ports(&s).unwrap(), [p2, p1]);
-
-    let removed = store.delete_slice(&s).unwrap();
-    assert_eq!(removed.ports.len(), 2);
-    assert!(store.slices().unwrap().is_empty());
-    // Nothing of the old slice leaks into a new one of the same name.
-    store.create_slice(&s).unwrap();
-    assert!(store.ports(&s).unwrap().is_empty());
     assert_eq!(
         store.tree.len(),
         1 + 2,
@@ -167,99 +50,27 @@ fn deletes_cascade_and_leave_the_rest() {
 }
 
 #[test]
-fn everything_survives_reopening_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let expected = {
-        let store = Store::open(dir.path()).unwrap();
-        for slice in ["b", "a", "c"] {
-            store.create_slice(&name(slice)).unwrap();
+fn through_the_interface_errors_keep_their_messages_and_say_what_kind_they_are() {
+    let (dir, store) = open();
+    let store: &dyn SliceStore = &store;
+    match store.delete_slice(&name("missing")) {
+        Err(StoreError::Slice(SliceError::SliceNotFound(missing))) => {
+            assert_eq!(missing, name("missing"))
         }
-        store
-            .add_mac(&name("a"), PortId::new(2, 1), mac(2))
-            .unwrap();
-        store
-            .add_mac(&name("a"), PortId::new(1, 1), mac(1))
-            .unwrap();
-        store
-            .add_mac(&name("a"), PortId::new(1, 1), mac(0))
-            .unwrap();
-        store.snapshot().unwrap()
-    };
-    let store = reopen(dir.path());
-    assert_eq!(store.snapshot().unwrap(), expected);
-    assert_eq!(expected[1].ports[1].macs, [mac(1), mac(0)]);
-}
-
-#[test]
-fn listeners_hear_every_change_in_order() {
-    let (_dir, store) = open();
-    let heard = Arc::new(Mutex::new(Vec::new()));
-    let sink = heard.clone();
-    store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
-    let s = name("s");
-    let port = PortId::new(1, 1);
-    store.create_slice(&s).unwrap();
-    store.add_mac(&s, port, mac(1)).unwrap();
-    let _ = store.create_slice(&s); // fails: nothing to hear
-    store.delete_slice(&s).unwrap();
-    let heard = heard.lock().unwrap();
-    assert_eq!(
-        *heard,
-        vec![
-            Change::SliceCreated(s.clone()),
-            Change::MacAdded {
-                slice: s.clone(),
-                port,
-                mac: mac(1)
-            },
-            Change::SliceDeleted(Slice {
-                name: s.clone(),
-                ports: vec![Port {
-                    id: port,
-                    macs: vec![mac(1)]
-                }],
-            }),
-        ]
-    );
-}
-
-#[test]
-fn racing_creates_of_one_slice_admit_exactly_one() {
-    let (_dir, store) = open();
-    let store = Arc::new(store);
-    let results: Vec<_> = (0..16)
-        .map(|_| {
-            let store = store.clone();
-            std::thread::spawn(move || store.create_slice(&name("contested")).is_ok())
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|thread| thread.join().unwrap())
-        .collect();
-    assert_eq!(results.iter().filter(|won| **won).count(), 1);
-}
-
-#[test]
-fn concurrent_mac_adds_to_one_port_all_land() {
-    let (_dir, store) = open();
-    let store = Arc::new(store);
-    let s = name("s");
-    store.create_slice(&s).unwrap();
-    let threads: Vec<_> = (0..32u8)
-        .map(|last| {
-            let (store, s) = (store.clone(), s.clone());
-            std::thread::spawn(move || store.add_mac(&s, PortId::new(1, 1), mac(last)).unwrap())
-        })
-        .collect();
-    let created = threads
-        .into_iter()
-        .map(|thread| thread.join().unwrap())
-        .filter(|created| *created)
-        .count();
-    assert_eq!(created, 1, "exactly one add creates the port");
-    let mut macs = store.macs(&s, PortId::new(1, 1)).unwrap();
-    macs.sort();
-    assert_eq!(macs, (0..32).map(mac).collect::<Vec<_>>());
+        other => panic!("expected a contract error, got {other:?}"),
+    }
+    let locked = Error::Locked(dir.path().to_owned());
+    let message = locked.to_string();
+    match StoreError::from(locked) {
+        StoreError::Unavailable(err) => assert_eq!(err.to_string(), message),
+        other => panic!("a held database is unavailable, not {other:?}"),
+    }
+    let failed = Error::Failed("injected".into());
+    let message = failed.to_string();
+    match StoreError::from(failed) {
+        StoreError::Failed(err) => assert_eq!(err.to_string(), message),
+        other => panic!("a failed store is a failure, not {other:?}"),
+    }
 }
 
 #[test]
@@ -270,46 +81,6 @@ fn a_second_open_of_a_held_database_says_locked() {
         Err(other) => panic!("expected Locked, got {other}"),
         Ok(_) => panic!("a held database opened twice"),
     }
-}
-
-#[test]
-fn the_slice_list_follows_deletes_recreates_and_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    for slice in ["a", "b", "c"] {
-        store.create_slice(&name(slice)).unwrap();
-    }
-    store.delete_slice(&name("b")).unwrap();
-    // A failed write changes nothing in the list either.
-    slice_error(store.create_slice(&name("a")));
-    slice_error(store.delete_slice(&name("b")));
-    store.create_slice(&name("b")).unwrap();
-    let expected = vec![name("a"), name("c"), name("b")];
-    assert_eq!(
-        store.slices().unwrap(),
-        expected,
-        "a re-created slice is newest"
-    );
-    assert_eq!(store.with_slices(|names, _| names.len()), 3);
-    let version = store.slices_version().unwrap();
-    store.add_port(&name("a"), PortId::new(1, 1)).unwrap();
-    assert_eq!(
-        store.slices_version().unwrap(),
-        version,
-        "ports do not change the list"
-    );
-    store.delete_slice(&name("c")).unwrap();
-    assert_ne!(store.slices_version().unwrap(), version);
-    store.create_slice(&name("c")).unwrap();
-    let expected = vec![name("a"), name("b"), name("c")];
-    drop(store);
-
-    let reopened = reopen(dir.path());
-    assert_eq!(
-        reopened.slices().unwrap(),
-        expected,
-        "the list is rebuilt in order"
-    );
 }
 
 /// Counts the store's fdatasyncs and fails the next one on request: a disk that fails
