@@ -4,7 +4,7 @@
 //! writers share their flushes: while one fsync runs, later writers queue behind it and the
 //! next fsync covers all of them (group commit). Readers never wait for writers.
 //!
-//! Listeners registered with [`Store::subscribe`] hear of every committed change, in
+//! Listeners subscribed through [`MembershipSource`] hear of every committed change, in
 //! commit order, once it is on disk; the controller keeps its membership index current
 //! that way. A flush that fails is final: the changes it covered are never told, the
 //! writers waiting on it get an error, and the store refuses every later write (see
