@@ -472,8 +472,12 @@ fn listeners_hear_every_committed_change_once_in_order<B: Backend>() {
     let port = PortId::new(1, 1);
     store.create_slice(&name("before")).unwrap();
     let heard = record_changes(store.as_ref());
+    // A write returns only once it has been told: a 2xx means the controller knows.
+    let told = || heard.lock().unwrap().len();
     store.create_slice(&s).unwrap();
+    assert_eq!(told(), 1);
     store.add_port(&s, PortId::new(2, 2)).unwrap();
+    assert_eq!(told(), 2);
     store.add_mac(&s, port, mac(1)).unwrap();
     slice_error(store.create_slice(&s)); // refused: nothing to hear
     store.add_mac(&s, port, mac(2)).unwrap();
@@ -481,6 +485,7 @@ fn listeners_hear_every_committed_change_once_in_order<B: Backend>() {
     store.delete_port(&s, PortId::new(2, 2)).unwrap();
     store.revoke_session(b"session", 200, 100).unwrap(); // not a membership change
     store.delete_slice(&s).unwrap();
+    assert_eq!(told(), 7);
     let heard = heard.lock().unwrap();
     assert_eq!(
         *heard,
