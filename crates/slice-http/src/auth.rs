@@ -109,7 +109,7 @@ async fn developer_callback(
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Ends the session for good: its id is revoked on disk before the answer, so the cookie
+/// Ends the session for good: its id is revoked durably before the answer, so the cookie
 /// is worthless even to a client that kept a copy, and the cookie is cleared.
 async fn logout(
     req: HttpRequest,
@@ -123,8 +123,8 @@ async fn logout(
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Revokes a session until the expiry sealed in its cookie, and returns once that is on
-/// disk. No later lifetime setting can make the cookie outlive the revocation.
+/// Revokes a session until the expiry sealed in its cookie, and returns once that is
+/// durable. No later lifetime setting can make the cookie outlive the revocation.
 async fn revoke(store: web::Data<dyn SliceStore>, live: LiveSession) -> Result<(), ApiError> {
     web::block(move || store.revoke_session(live.id.as_bytes(), live.expires_at, seconds_now()))
         .await??;

@@ -2,9 +2,9 @@
 //! behind a session, and the developer login that starts the session.
 //!
 //! [`app`] builds the actix-web application around a shared [`SliceStore`], whichever
-//! backend it is; [`serve`] builds
-//! the servers the `sliced` binary runs it on, TCP and its local Unix socket, marking local
-//! connections with [`LocalPeer`] so that they pass the session guard.
+//! backend it is; [`serve`] builds the servers the `sliced` binary runs it on, TCP and its
+//! local Unix socket, marking local connections with [`LocalPeer`] so that they pass the
+//! session guard.
 
 mod auth;
 mod body;
