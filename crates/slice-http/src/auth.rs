@@ -2,7 +2,6 @@
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_session::{Session, SessionExt};
@@ -14,7 +13,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_core::wire::Credentials;
-use slice_store::Store;
+use slice_core::SliceStore;
 
 use crate::body::Body;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
@@ -64,7 +63,7 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
 async fn developer_callback(
     req: HttpRequest,
     settings: web::Data<Settings>,
-    store: web::Data<Arc<Store>>,
+    store: web::Data<dyn SliceStore>,
     session: Session,
     Body(credentials): Body<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
@@ -86,7 +85,7 @@ async fn developer_callback(
     // The session this client had is revoked, not just replaced: a copy of its cookie
     // taken before this login must not outlive it.
     if let Some(previous) = live_session(&req)? {
-        revoke(store.get_ref(), previous).await?;
+        revoke(store, previous).await?;
     }
     // A new session id on login, so that a session planted before it is worthless.
     session.renew();
@@ -110,24 +109,23 @@ async fn developer_callback(
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Ends the session for good: its id is revoked on disk before the answer, so the cookie
+/// Ends the session for good: its id is revoked durably before the answer, so the cookie
 /// is worthless even to a client that kept a copy, and the cookie is cleared.
 async fn logout(
     req: HttpRequest,
     session: Session,
-    store: web::Data<Arc<Store>>,
+    store: web::Data<dyn SliceStore>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(live) = live_session(&req)? {
-        revoke(store.get_ref(), live).await?;
+        revoke(store, live).await?;
     }
     session.purge();
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Revokes a session until the expiry sealed in its cookie, and returns once that is on
-/// disk. No later lifetime setting can make the cookie outlive the revocation.
-async fn revoke(store: &Arc<Store>, live: LiveSession) -> Result<(), ApiError> {
-    let store = Arc::clone(store);
+/// Revokes a session until the expiry sealed in its cookie, and returns once that is
+/// durable. No later lifetime setting can make the cookie outlive the revocation.
+async fn revoke(store: web::Data<dyn SliceStore>, live: LiveSession) -> Result<(), ApiError> {
     web::block(move || store.revoke_session(live.id.as_bytes(), live.expires_at, seconds_now()))
         .await??;
     Ok(())
@@ -203,7 +201,7 @@ fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
         return Ok(None);
     }
     let store = req
-        .app_data::<web::Data<Arc<Store>>>()
+        .app_data::<web::Data<dyn SliceStore>>()
         .ok_or_else(|| ApiError::Internal("the application has no store".into()))?;
     if store.session_revoked(id.as_bytes(), issued_at)? {
         return Ok(None);
