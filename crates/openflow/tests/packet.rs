@@ -3,8 +3,8 @@
 use std::net::Ipv4Addr;
 
 use openflow::packet::{
-    discovery_frame, ethertype, parse_discovery, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr,
-    Ipv4Packet, Ipv4Repr, LldpRepr, VlanRepr, VlanTag,
+    discovery_frame, ethertype, parse_discovery, ArpOperation, ArpPacket, ArpRepr, EthernetFrame,
+    EthernetRepr, Ipv4Packet, Ipv4Repr, LldpRepr, VlanRepr, VlanTag,
 };
 use proptest::prelude::*;
 
@@ -160,7 +160,7 @@ fn arp_request_parses() {
     assert_eq!(
         arp,
         ArpRepr {
-            operation: 1,
+            operation: ArpOperation::Request,
             sender_mac: SRC,
             sender_ip: Ipv4Addr::new(10, 0, 0, 1),
             target_mac: [0; 6],

@@ -12,7 +12,7 @@ pub mod ipv4;
 pub mod lldp;
 pub mod vlan;
 
-pub use arp::{ArpPacket, ArpRepr};
+pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use discovery::{
     discovery_frame, parse_discovery, parse_probe, signed_discovery_frame, Probe, ProbeProof,
     PROOF_OUI, PROOF_SUBTYPE, PROOF_TAG_LEN,
