@@ -3,7 +3,7 @@
 //! to `Unknown`. The fields are small enough to try every value.
 
 use openflow::error_msg::{BadRequestCode, HelloFailedCode, MeterModFailedCode};
-use openflow::packet::{ArpOperation, ArpPacket, ArpRepr};
+use openflow::packet::{ArpOperation, ArpPacket, ArpRepr, EtherType};
 use openflow::{
     ErrorType, FlowRemovedReason, HeaderRepr, Message, PacketInReason, PortReason, Version,
 };
@@ -40,6 +40,7 @@ fn every_value_of_every_field_enum_round_trips() {
     check_every_value!(BadRequestCode, u16);
     check_every_value!(MeterModFailedCode, u16);
     check_every_value!(ArpOperation, u16);
+    check_every_value!(EtherType, u16);
 }
 
 #[test]
@@ -57,6 +58,7 @@ fn named_values_are_the_specifications() {
     assert_eq!(u16::from(ErrorType::MeterModFailed), 12);
     assert_eq!(u16::from(MeterModFailedCode::OutOfMeters), 10);
     assert_eq!(u16::from(ArpOperation::Reply), 2);
+    assert_eq!(u16::from(EtherType::Lldp), 0x88cc);
     // 1.0 and 1.3 give 3..=11 different meanings, so none of them is named.
     assert_eq!(ErrorType::from(3), ErrorType::Unknown(3));
 }
