@@ -122,6 +122,32 @@ fn handshake(version: Version) {
     );
 }
 
+/// PORT_STATUS's reason decides between a port that is down and one that is gone.
+#[test]
+fn a_port_status_tells_a_changed_port_from_a_deleted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    let switch = network.connect(daemon.openflow, 0xabc, Version::Of13, 2);
+    let ports = |ports: Value| json!([{"dpid": 0xabc, "name": "0xabc", "version": u8::from(Version::Of13), "ports": ports}]);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([
+            {"port_no": 1, "name": "eth1", "live": true},
+            {"port_no": 2, "name": "eth2", "live": true},
+        ]))));
+
+    switch.port_status(2, false);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([
+            {"port_no": 1, "name": "eth1", "live": true},
+            {"port_no": 2, "name": "eth2", "live": false},
+        ]))));
+
+    switch.port_deleted(2);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([{"port_no": 1, "name": "eth1", "live": true}]))));
+}
+
 #[test]
 fn handshake_on_openflow_1_0() {
     handshake(Version::Of10);

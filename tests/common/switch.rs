@@ -210,6 +210,14 @@ impl Switch {
         });
     }
 
+    /// Reports a port removed from the switch altogether.
+    pub fn port_deleted(&self, port: u32) {
+        self.send(&Message::PortStatus {
+            reason: PortReason::Delete,
+            desc: port_desc(port, false),
+        });
+    }
+
     pub fn received(&self) -> Vec<Message> {
         self.received.lock().unwrap().clone()
     }
