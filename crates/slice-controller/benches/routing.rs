@@ -23,6 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use openflow::Version;
 use slice_controller::{Engine, EngineConfig, Frame, PortState, Topology};
 use slice_core::{MacAddress, Membership, PortId, SliceName};
 
@@ -156,7 +157,7 @@ fn host_mac(index: usize) -> MacAddress {
 fn topology(graph: &Graph) -> Topology {
     let mut topology = Topology::default();
     for (dpid, ports) in &graph.ports {
-        topology.add_switch(*dpid, 4, port_map(*ports));
+        topology.add_switch(*dpid, Version::Of13, port_map(*ports));
     }
     let now = Instant::now();
     for (a, b) in &graph.cables {
@@ -204,7 +205,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
     let mut engine = Engine::new(config, membership);
     let now = Instant::now();
     for (dpid, ports) in &graph.ports {
-        engine.switch_connected(*dpid, 4, port_map(*ports), Instant::now());
+        engine.switch_connected(*dpid, Version::Of13, port_map(*ports), Instant::now());
     }
     for (a, b) in &graph.cables {
         discover(&mut engine, *a, *b, now);

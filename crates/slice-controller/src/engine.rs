@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use openflow::packet::{Probe, ProbeProof};
+use openflow::Version;
 use serde::Serialize;
 use slice_core::{Change, Host, MacAddress, Membership, PortId};
 
@@ -326,7 +327,7 @@ impl Engine {
     pub fn switch_connected(
         &mut self,
         dpid: u64,
-        version: u8,
+        version: Version,
         ports: BTreeMap<u32, PortState>,
         now: Instant,
     ) {
@@ -338,7 +339,7 @@ impl Engine {
         self.topology.add_switch(dpid, version, ports);
         self.dropped.insert(dpid, Dropped::default());
         self.send(dpid, Command::ClearFlows);
-        if version >= 0x04 {
+        if version == Version::Of13 {
             self.send(dpid, Command::TableMiss);
         }
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
@@ -877,7 +878,11 @@ impl Engine {
             .map(|dpid| SwitchView {
                 dpid,
                 name: format!("{dpid:#x}"),
-                version: self.topology.switch_version(dpid).unwrap_or_default(),
+                version: self
+                    .topology
+                    .switch_version(dpid)
+                    .map(u8::from)
+                    .unwrap_or_default(),
                 ports: self
                     .topology
                     .ports(dpid)

@@ -12,7 +12,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc};
+use openflow::error_msg::HelloFailedCode;
+use openflow::{
+    port, Action, ErrorType, FlowMod, FlowModCommand, Match, Message, PacketOut, PortDesc,
+    PortReason, Version,
+};
 use slice_core::{Change, MacAddress, Membership, MembershipSource, PortId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -149,7 +153,7 @@ type Inspector = Box<dyn FnOnce(&Engine) + Send>;
 enum Event {
     SwitchUp {
         dpid: u64,
-        version: u8,
+        version: Version,
         ports: BTreeMap<u32, PortState>,
         connection: u64,
         commands: mpsc::Sender<Vec<Command>>,
@@ -822,7 +826,7 @@ impl Reader {
 /// Encodes and writes messages for one switch, reusing one buffer.
 struct Writer {
     half: SwitchWrite,
-    version: u8,
+    version: Version,
     dpid: u64,
     next_xid: u32,
     buffer: Vec<u8>,
@@ -873,8 +877,8 @@ impl Writer {
         let message = match command {
             Command::ClearFlows => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Delete,
-                table_id: if self.version >= openflow::OFP13 {
-                    0xff
+                table_id: if self.version == Version::Of13 {
+                    openflow::flow_mod::TABLE_ALL
                 } else {
                     0
                 },
@@ -984,7 +988,7 @@ async fn serve_switch(
     let mut reader = Reader::new(read_half);
     let mut writer = Writer {
         half: write_half,
-        version: openflow::OFP13,
+        version: Version::Of13,
         dpid: 0,
         next_xid: 0,
         buffer: Vec::with_capacity(8192),
@@ -1054,10 +1058,10 @@ async fn handshake(
     let max_ports = config.engine.max_ports_per_switch;
     let too_many_ports =
         || ConnectionError::Protocol(format!("the switch announces more than {max_ports} ports"));
-    let ours = [openflow::OFP10, openflow::OFP13];
-    writer.version = openflow::OFP13;
+    let ours = [Version::Of10, Version::Of13];
+    writer.version = Version::Of13;
     writer.queue(&Message::Hello {
-        versions: Some((1 << openflow::OFP10) | (1 << openflow::OFP13)),
+        versions: Some(Version::Of10.bitmap_bit() | Version::Of13.bitmap_bit()),
     })?;
     writer.flush(patience).await?;
     let (header, hello) = reader.next().await?;
@@ -1069,11 +1073,11 @@ async fn handshake(
     };
     let Some(version) = openflow::negotiate(&ours, header.version, versions) else {
         // Sent in the lowest common dialect.
-        writer.version = openflow::OFP10;
+        writer.version = Version::Of10;
         writer.queue_reply(
             &Message::Error {
-                err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
-                code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
+                err_type: ErrorType::HelloFailed,
+                code: HelloFailedCode::Incompatible.into(),
                 data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
             },
             header.xid,
@@ -1107,7 +1111,7 @@ async fn handshake(
                 if ports.len() > max_ports {
                     return Err(too_many_ports());
                 }
-                if version >= openflow::OFP13 {
+                if version == Version::Of13 {
                     writer.queue(&Message::PortDescRequest)?;
                     port_desc_pending = true;
                 }
@@ -1135,7 +1139,7 @@ async fn handshake(
             }
             Message::Error { err_type, code, .. } => {
                 return Err(ConnectionError::Protocol(format!(
-                    "switch reported error type {err_type} code {code} during the handshake"
+                    "switch reported error type {err_type:?} code {code} during the handshake"
                 )));
             }
             _ => {}
@@ -1338,7 +1342,7 @@ fn switch_event(
         }
         Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
             // A deleted port is gone altogether; an added or changed one has a state.
-            let state = (reason != openflow::port_status::REASON_DELETE).then(|| port_state(&desc));
+            let state = (reason != PortReason::Delete).then(|| port_state(&desc));
             Some(Event::PortStatus {
                 port: PortId::new(dpid, desc.port_no),
                 state,
@@ -1360,7 +1364,7 @@ fn switch_event(
             }
         }
         Message::Error { err_type, code, .. } => {
-            log::warn!("switch {dpid:#x} reported error type {err_type} code {code}");
+            log::warn!("switch {dpid:#x} reported error type {err_type:?} code {code}");
             None
         }
         _ => None,

@@ -71,7 +71,7 @@ fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
 fn line(config: EngineConfig, index: Membership) -> Engine {
     let mut engine = Engine::new(config, index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x04, ports(&[1, 2, 3]), Instant::now());
+        engine.switch_connected(dpid, Version::Of13, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 3), p(3, 2))] {
@@ -148,7 +148,7 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
     let key = key();
     let mut engine = Engine::new(config(), Membership::default());
     let now = Instant::now();
-    engine.switch_connected(7, 0x04, ports(&[1, 2]), now);
+    engine.switch_connected(7, Version::Of13, ports(&[1, 2]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
@@ -170,7 +170,7 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
             ),
         ]
     );
-    engine.switch_connected(8, 0x01, ports(&[1]), now);
+    engine.switch_connected(8, Version::Of10, ports(&[1]), now);
     assert_eq!(
         engine.take_commands(),
         vec![
@@ -387,7 +387,7 @@ fn a_failed_link_withdraws_its_paths_and_new_packets_go_around() {
     let index = membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]);
     let mut engine = Engine::new(EngineConfig::default(), index);
     for dpid in 1..=3 {
-        engine.switch_connected(dpid, 0x01, ports(&[1, 2, 3]), Instant::now());
+        engine.switch_connected(dpid, Version::Of10, ports(&[1, 2, 3]), Instant::now());
     }
     let now = Instant::now();
     for (a, b) in [(p(1, 2), p(2, 2)), (p(1, 3), p(3, 2)), (p(3, 3), p(2, 3))] {
@@ -558,8 +558,8 @@ fn dropped(engine: &Engine, dpid: u64) -> Dropped {
 /// Two switches, not cabled, each with host ports 1 and 2.
 fn two_switches() -> Engine {
     let mut engine = Engine::new(config(), Membership::default());
-    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
-    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(1, Version::Of13, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(2, Version::Of13, ports(&[1, 2]), Instant::now());
     engine.take_commands();
     engine
 }
@@ -651,7 +651,7 @@ fn a_mac_flood_learns_up_to_the_caps_but_bound_hosts_always() {
         ..config()
     };
     let mut engine = Engine::new(config, index);
-    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(1, Version::Of13, ports(&[1, 2]), Instant::now());
     for last in 1..=10 {
         send(&mut engine, p(1, 1), last, BROADCAST);
         send(&mut engine, p(1, 2), 100 + last, BROADCAST);
@@ -685,7 +685,7 @@ fn a_port_beyond_the_limit_is_ignored() {
         ..config()
     };
     let mut engine = Engine::new(config, Membership::default());
-    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(1, Version::Of13, ports(&[1, 2]), Instant::now());
     let up = PortState {
         name: "eth3".into(),
         live: true,
@@ -711,12 +711,12 @@ fn the_packet_in_meter_is_shown_per_switch_until_it_reconnects() {
     assert_eq!(packet_in_meter(&engine, 1), Some(true));
     assert_eq!(packet_in_meter(&engine, 2), Some(false));
     // A reconnect starts without a meter until its own setup says otherwise.
-    engine.switch_connected(1, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(1, Version::Of13, ports(&[1, 2]), Instant::now());
     assert_eq!(packet_in_meter(&engine, 1), Some(false));
     // A late report for a switch that has gone is not kept.
     engine.switch_disconnected(2);
     engine.set_packet_in_meter(2, true);
-    engine.switch_connected(2, 0x04, ports(&[1, 2]), Instant::now());
+    engine.switch_connected(2, Version::Of13, ports(&[1, 2]), Instant::now());
     assert_eq!(packet_in_meter(&engine, 2), Some(false));
 }
 
@@ -762,7 +762,7 @@ fn a_reconnecting_neighbour_gets_its_link_back_despite_a_flows_tail() {
     // 0x1:2 is an edge port now, and carries a flow's tail before 0x2 is back.
     engine.packet_in(1, 2, frame(9, BROADCAST), now);
     let back = now + Duration::from_secs(1);
-    engine.switch_connected(2, 0x04, ports(&[1, 2, 3]), back);
+    engine.switch_connected(2, Version::Of13, ports(&[1, 2, 3]), back);
     let probe = engine.probe_from(p(2, 2), back);
     engine.packet_in(1, 2, discovery(probe), back);
     let probe = engine.probe_from(p(1, 2), back);
