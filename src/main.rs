@@ -9,6 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use actix_web::cookie::Key;
 use anyhow::Context;
 use clap::Parser;
 use slice_cli::DataDir;
@@ -57,8 +58,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // `MembershipSource` and the REST application as a `SliceStore`.
     let store = Arc::new(open_store(data_dir)?);
 
-    let session_key =
-        slice_http::load_or_create_key(&config.session_key_file).with_context(|| {
+    let session_key = slice_cli::load_or_create_session_key(&config.session_key_file)
+        .map_err(anyhow::Error::from)
+        .and_then(|bytes| Ok(Key::try_from(bytes.as_slice())?))
+        .with_context(|| {
             format!(
                 "cannot load the session key {}",
                 config.session_key_file.display()

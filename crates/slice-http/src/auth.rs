@@ -1,12 +1,10 @@
 //! Client authentication (spec section 5): a developer login that starts a session kept
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_session::{Session, SessionExt};
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::cookie::Key;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::Next;
@@ -324,43 +322,6 @@ pub(crate) async fn api_status() -> HttpResponse {
     HttpResponse::Ok().json(Status { status: "ok" })
 }
 
-/// Reads the session key from `path`, or makes one and keeps it there (owner-only), so
-/// that sessions survive a restart. Like ssh with a private key, it refuses a key file
-/// that others may read or write: whoever reads it can mint sessions, and tightening the
-/// mode ourselves would hide that it may already have leaked.
-pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
-    use std::os::unix::fs::PermissionsExt;
-
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "session key {path} is open to other users (mode {mode:o}): \
-                     run `chmod 600 {path}`, or delete it to make a new one \
-                     (which logs everyone out)",
-                    path = path.display()
-                ),
-            ));
-        }
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => Key::try_from(bytes.as_slice()).map_err(|err| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("session key {}: {err}", path.display()),
-            )
-        }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            let key = Key::generate();
-            slice_store::write_private_durably(path, key.master())?;
-            Ok(key)
-        }
-        Err(err) => Err(err),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,42 +346,5 @@ mod tests {
         ] {
             assert!(!is_email(bad), "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn a_session_key_is_kept_and_read_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        let first = load_or_create_key(&path).unwrap();
-        let second = load_or_create_key(&path).unwrap();
-        assert_eq!(first.master(), second.master());
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-
-    #[test]
-    fn a_key_is_owner_only_even_over_a_loose_leftover_of_an_earlier_attempt() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        // What a crash in the middle of writing the key left behind, by an older release
-        // or with a loose umask.
-        let leftover = path.with_extension("partial");
-        std::fs::write(&leftover, b"half a key").unwrap();
-        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
-        load_or_create_key(&path).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-
-    #[test]
-    fn a_short_key_file_is_an_error() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        std::fs::write(&path, b"short").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(load_or_create_key(&path).is_err());
     }
 }

@@ -26,7 +26,7 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::{middleware, web, App};
 use slice_core::SliceStore;
 
-pub use auth::{is_email, load_or_create_key, LocalPeer, User};
+pub use auth::{is_email, LocalPeer, User};
 pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use error::ApiError;
