@@ -9,10 +9,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use actix_web::cookie::Key;
 use anyhow::Context;
 use clap::Parser;
 use slice_cli::DataDir;
-use slice_store::{Opened, Store, StoreError, LOCKED_WAIT};
+use slice_store::{Opened, Store, LOCKED_WAIT};
 
 use crate::config::{Args, Config};
 
@@ -53,10 +54,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     for change in tightened {
         log::warn!("{change}");
     }
+    // The one place that knows the backend is sled: the controller gets it as a
+    // `MembershipSource` and the REST application as a `SliceStore`.
     let store = Arc::new(open_store(data_dir)?);
 
-    let session_key =
-        slice_http::load_or_create_key(&config.session_key_file).with_context(|| {
+    let session_key = slice_cli::load_or_create_session_key(&config.session_key_file)
+        .map_err(anyhow::Error::from)
+        .and_then(|bytes| Ok(Key::try_from(bytes.as_slice())?))
+        .with_context(|| {
             format!(
                 "cannot load the session key {}",
                 config.session_key_file.display()
@@ -103,7 +108,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     let parts = slice_http::serve::AppParts {
-        store: Arc::clone(&store),
+        store: store.clone(),
         network: Some(network),
         settings,
     };
@@ -217,7 +222,7 @@ fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
             holder(),
             socket.display()
         ),
-        Err(StoreError::Locked(_)) => anyhow::bail!(
+        Err(slice_store::Error::Locked(_)) => anyhow::bail!(
             "the database {} is held by another process{} and no sliced answers on {}; \
              waited {} s",
             store_path.display(),
@@ -226,7 +231,7 @@ fn open_store(data_dir: &DataDir) -> anyhow::Result<Store> {
             LOCKED_WAIT.as_secs()
         ),
         // Names the database already, and must not read as "cannot open": it was left alone.
-        Err(damaged @ StoreError::Damaged { .. }) => Err(damaged.into()),
+        Err(damaged @ slice_store::Error::Damaged { .. }) => Err(damaged.into()),
         Err(err) => {
             Err(err).with_context(|| format!("cannot open the database {}", store_path.display()))
         }

@@ -2,14 +2,16 @@
 //! on both wire versions.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use openflow::{port, Action, FlowMod, FlowModCommand, Match, Message, PacketIn, OFP10, OFP13};
+use openflow::{
+    port, Action, FlowMod, FlowModCommand, Match, Message, PacketIn, PacketInReason, Version,
+};
 
-fn packet_in_frame(version: u8) -> Vec<u8> {
+fn packet_in_frame(version: Version) -> Vec<u8> {
     let message = Message::PacketIn(PacketIn {
         buffer_id: None,
         total_len: 64,
         in_port: 3,
-        reason: 0,
+        reason: PacketInReason::NoMatch,
         table_id: 0,
         cookie: 0,
         data: (0..64).collect(),
@@ -47,7 +49,7 @@ fn flow_mod() -> Message {
 }
 
 fn codec(c: &mut Criterion) {
-    for (name, version) in [("1.3", OFP13), ("1.0", OFP10)] {
+    for (name, version) in [("1.3", Version::Of13), ("1.0", Version::Of10)] {
         let frame = packet_in_frame(version);
         c.bench_function(&format!("decode {name} PACKET_IN (64-byte frame)"), |b| {
             b.iter(|| Message::parse(black_box(&frame)).unwrap())

@@ -2,7 +2,7 @@
 //! differs between 1.0 (8 bytes, 16-bit port) and 1.3 (16 bytes, 32-bit port).
 
 use crate::wire::{length_u16, sub, tail, tail_mut, write_slice};
-use crate::{port, Error, OFP10, OFP13};
+use crate::{port, Error, Version};
 
 /// `OFPAT_OUTPUT`, the same number in both versions.
 pub const ACTION_OUTPUT: u16 = 0;
@@ -139,19 +139,19 @@ pub enum Action {
 impl Action {
     /// Reads one action at the start of `bytes` in wire `version`; gives the action and
     /// its length.
-    pub fn parse(version: u8, bytes: &[u8]) -> Result<(Action, usize), Error> {
+    pub fn parse(version: Version, bytes: &[u8]) -> Result<(Action, usize), Error> {
         let header = ActionHeader::new_checked(bytes)?;
         let length = usize::from(header.length());
         let own = sub(bytes, 0, length);
         let action = match (header.action_type(), version) {
-            (ACTION_OUTPUT, OFP10) => {
+            (ACTION_OUTPUT, Version::Of10) => {
                 let view = OutputV10::new_checked(own)?;
                 Action::Output {
                     port: port::from_v10(view.port()),
                     max_len: view.max_len(),
                 }
             }
-            (ACTION_OUTPUT, OFP13) => {
+            (ACTION_OUTPUT, Version::Of13) => {
                 let view = OutputV13::new_checked(own)?;
                 Action::Output {
                     port: view.port(),
@@ -167,9 +167,9 @@ impl Action {
     }
 
     /// Bytes this action takes in wire `version`.
-    pub fn buffer_len(&self, version: u8) -> usize {
+    pub fn buffer_len(&self, version: Version) -> usize {
         match self {
-            Action::Output { .. } if version == OFP10 => OUTPUT_V10_LEN,
+            Action::Output { .. } if version == Version::Of10 => OUTPUT_V10_LEN,
             Action::Output { .. } => OUTPUT_V13_LEN,
             Action::Other { body, .. } => ACTION_HEADER_LEN.saturating_add(body.len()),
         }
@@ -177,9 +177,9 @@ impl Action {
 
     /// Writes the action for wire `version` into a zeroed buffer of
     /// [`Self::buffer_len`] bytes.
-    pub fn emit(&self, version: u8, buffer: &mut [u8]) -> Result<(), Error> {
+    pub fn emit(&self, version: Version, buffer: &mut [u8]) -> Result<(), Error> {
         match self {
-            Action::Output { port, max_len } if version == OFP10 => {
+            Action::Output { port, max_len } if version == Version::Of10 => {
                 let mut view = OutputV10::new_unchecked(buffer);
                 view.set_action_type(ACTION_OUTPUT);
                 view.set_length(OUTPUT_V10_LEN as u16);
@@ -212,7 +212,7 @@ impl Action {
 }
 
 /// Parses an action list that fills `bytes` exactly.
-pub(crate) fn parse_list(version: u8, mut bytes: &[u8]) -> Result<Vec<Action>, Error> {
+pub(crate) fn parse_list(version: Version, mut bytes: &[u8]) -> Result<Vec<Action>, Error> {
     let mut actions = Vec::new();
     while !bytes.is_empty() {
         let (action, length) = Action::parse(version, bytes)?;
@@ -223,7 +223,7 @@ pub(crate) fn parse_list(version: u8, mut bytes: &[u8]) -> Result<Vec<Action>, E
 }
 
 /// Bytes an action list takes in wire `version`.
-pub(crate) fn list_len(version: u8, actions: &[Action]) -> usize {
+pub(crate) fn list_len(version: Version, actions: &[Action]) -> usize {
     actions
         .iter()
         .fold(0, |sum: usize, a| sum.saturating_add(a.buffer_len(version)))
@@ -231,7 +231,7 @@ pub(crate) fn list_len(version: u8, actions: &[Action]) -> usize {
 
 /// Writes an action list into a zeroed buffer of [`list_len`] bytes.
 pub(crate) fn emit_list(
-    version: u8,
+    version: Version,
     actions: &[Action],
     mut buffer: &mut [u8],
 ) -> Result<(), Error> {

@@ -1,5 +1,7 @@
 //! The one error type of the crate.
 
+use crate::Version;
+
 /// Why a buffer could not be decoded, or a value could not be encoded.
 ///
 /// The `&'static str` fields name the structure or field concerned, so that a log line
@@ -26,7 +28,7 @@ pub enum Error {
     },
     /// A message, or a request to encode one, in a version this crate does not speak.
     #[error("unsupported OpenFlow wire version {0:#04x}")]
-    UnsupportedVersion(u8),
+    UnsupportedVersion(Version),
     /// A field whose value has no meaning here (an unknown command, match type, ...).
     #[error("{what} has the unknown value {value}")]
     UnknownValue {
@@ -55,7 +57,7 @@ pub enum Error {
         /// The message or field.
         what: &'static str,
         /// The wire version asked for.
-        version: u8,
+        version: Version,
     },
     /// An encoding longer than its 16-bit length field can state.
     #[error("{what} would be {length} bytes, more than its 16-bit length field allows")]

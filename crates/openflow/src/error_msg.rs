@@ -13,27 +13,81 @@ mod field {
 /// Length of `ofp_error_msg` before its data.
 pub const ERROR_MSG_LEN: usize = field::DATA;
 
-/// `OFPET_HELLO_FAILED`.
-pub const ERROR_TYPE_HELLO_FAILED: u16 = 0;
-/// `OFPHFC_INCOMPATIBLE`: no common version.
-pub const HELLO_FAILED_INCOMPATIBLE: u16 = 0;
+enum_with_unknown! {
+    /// The `OFPET_*` error type.
+    ///
+    /// 1.0 and 1.3 number their error types alike only up to `OFPET_BAD_ACTION`; past
+    /// it they part ways. Since [`crate::Message::Error`] does not depend on the
+    /// version, only the numbers that mean the same in both are named (1.3's
+    /// `OFPET_METER_MOD_FAILED` is 12, which 1.0 does not use); the rest read as
+    /// `Unknown`.
+    pub enum ErrorType(u16) {
+        /// `OFPET_HELLO_FAILED`: the handshake failed; codes are [`HelloFailedCode`].
+        HelloFailed = 0,
+        /// `OFPET_BAD_REQUEST`: the request was not understood; codes are
+        /// [`BadRequestCode`].
+        BadRequest = 1,
+        /// `OFPET_BAD_ACTION`: an action list was refused.
+        BadAction = 2,
+        /// `OFPET_METER_MOD_FAILED` (1.3): a METER_MOD was refused; codes are
+        /// [`MeterModFailedCode`].
+        MeterModFailed = 12,
+    }
+}
 
-/// `OFPET_BAD_REQUEST`.
-pub const ERROR_TYPE_BAD_REQUEST: u16 = 1;
-/// `OFPBRC_BAD_MULTIPART`: a multipart type the switch does not serve.
-pub const BAD_REQUEST_BAD_MULTIPART: u16 = 2;
-/// `OFPET_METER_MOD_FAILED` (1.3).
-pub const ERROR_TYPE_METER_MOD_FAILED: u16 = 12;
-/// `OFPMMFC_METER_EXISTS`: an add for a meter id that is taken.
-pub const METER_MOD_FAILED_METER_EXISTS: u16 = 1;
-/// `OFPMMFC_UNKNOWN_METER`: a modify or delete of a meter that does not exist.
-pub const METER_MOD_FAILED_UNKNOWN_METER: u16 = 3;
-/// `OFPMMFC_BAD_FLAGS`: flags the switch does not support.
-pub const METER_MOD_FAILED_BAD_FLAGS: u16 = 5;
-/// `OFPMMFC_BAD_RATE`: a rate the switch does not support.
-pub const METER_MOD_FAILED_BAD_RATE: u16 = 6;
-/// `OFPMMFC_OUT_OF_METERS`: no room for another meter.
-pub const METER_MOD_FAILED_OUT_OF_METERS: u16 = 10;
+enum_with_unknown! {
+    /// Codes of [`ErrorType::HelloFailed`] (`ofp_hello_failed_code`).
+    pub enum HelloFailedCode(u16) {
+        /// `OFPHFC_INCOMPATIBLE`: no common version.
+        Incompatible = 0,
+        /// `OFPHFC_EPERM`: permissions error.
+        Eperm = 1,
+    }
+}
+
+enum_with_unknown! {
+    /// Codes of [`ErrorType::BadRequest`] (`ofp_bad_request_code`; the names are 1.3's,
+    /// the numbers used here mean the same in 1.0).
+    pub enum BadRequestCode(u16) {
+        /// `OFPBRC_BAD_VERSION`: the header's version is not supported.
+        BadVersion = 0,
+        /// `OFPBRC_BAD_TYPE`: the message type is not supported.
+        BadType = 1,
+        /// `OFPBRC_BAD_MULTIPART` (1.0's `OFPBRC_BAD_STAT`): a multipart type the switch
+        /// does not serve.
+        BadMultipart = 2,
+    }
+}
+
+enum_with_unknown! {
+    /// Codes of [`ErrorType::MeterModFailed`] (`ofp_meter_mod_failed_code`, 1.3).
+    pub enum MeterModFailedCode(u16) {
+        /// `OFPMMFC_UNKNOWN`: unspecified error.
+        Unspecified = 0,
+        /// `OFPMMFC_METER_EXISTS`: an add for a meter id that is taken.
+        MeterExists = 1,
+        /// `OFPMMFC_INVALID_METER`: the meter id is not valid.
+        InvalidMeter = 2,
+        /// `OFPMMFC_UNKNOWN_METER`: a modify or delete of a meter that does not exist.
+        UnknownMeter = 3,
+        /// `OFPMMFC_BAD_COMMAND`: an unsupported or unknown command.
+        BadCommand = 4,
+        /// `OFPMMFC_BAD_FLAGS`: flags the switch does not support.
+        BadFlags = 5,
+        /// `OFPMMFC_BAD_RATE`: a rate the switch does not support.
+        BadRate = 6,
+        /// `OFPMMFC_BAD_BURST`: a burst size the switch does not support.
+        BadBurst = 7,
+        /// `OFPMMFC_BAD_BAND`: a band type the switch does not support.
+        BadBand = 8,
+        /// `OFPMMFC_BAD_BAND_VALUE`: a band value the switch does not support.
+        BadBandValue = 9,
+        /// `OFPMMFC_OUT_OF_METERS`: no room for another meter.
+        OutOfMeters = 10,
+        /// `OFPMMFC_OUT_OF_BANDS`: more bands than the switch supports.
+        OutOfBands = 11,
+    }
+}
 
 view! {
     /// A view of an ERROR message, header included. (1.3's experimenter errors put an
@@ -42,7 +96,7 @@ view! {
 }
 
 fields!(ErrorMsg {
-    /// `OFPET_*` error type.
+    /// `OFPET_*` error type; see [`ErrorType`].
     err_type / set_err_type: u16 = field::TYPE;
     /// Type-specific code.
     code / set_code: u16 = field::CODE;

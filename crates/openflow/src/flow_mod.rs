@@ -5,7 +5,7 @@ use crate::flow_match::{self, Match, MatchV10, OxmMatch, MATCH_V10_LEN};
 use crate::instruction;
 use crate::packet_in::{buffer_id_from_wire, buffer_id_to_wire};
 use crate::wire::{sub, tail, tail_mut};
-use crate::{port, Error, OFP10};
+use crate::{port, Error, Version};
 
 /// Byte offsets of 1.0's `ofp_flow_mod`, header included.
 mod field_v10 {
@@ -20,6 +20,9 @@ mod field_v10 {
     pub const FLAGS: usize = 70;
     pub const ACTIONS: usize = 72;
 }
+
+/// `OFPTT_ALL`: the table id of a 1.3 delete that empties every table.
+pub const TABLE_ALL: u8 = 0xff;
 
 /// Length of 1.0's `ofp_flow_mod` (header and match included) before the actions.
 pub const FLOW_MOD_V10_LEN: usize = field_v10::ACTIONS;
@@ -270,13 +273,13 @@ impl FlowMod {
             out_group: port::ANY,
             flags: view.flags(),
             meter_id: None,
-            actions: action::parse_list(OFP10, view.actions())?,
+            actions: action::parse_list(Version::Of10, view.actions())?,
         })
     }
 
     /// Length of the 1.0 message, header included.
     pub fn buffer_len_v10(&self) -> usize {
-        FLOW_MOD_V10_LEN.saturating_add(action::list_len(OFP10, &self.actions))
+        FLOW_MOD_V10_LEN.saturating_add(action::list_len(Version::Of10, &self.actions))
     }
 
     /// Writes the 1.0 body into a zeroed view of [`Self::buffer_len_v10`] bytes. Fails
@@ -288,7 +291,7 @@ impl FlowMod {
         if self.meter_id.is_some() {
             return Err(Error::NotInVersion {
                 what: "FLOW_MOD meter",
-                version: OFP10,
+                version: Version::Of10,
             });
         }
         view.set_cookie(self.cookie);
@@ -305,7 +308,11 @@ impl FlowMod {
                 buffer,
                 field_v10::MATCH,
             )))?;
-        action::emit_list(OFP10, &self.actions, tail_mut(buffer, field_v10::ACTIONS))
+        action::emit_list(
+            Version::Of10,
+            &self.actions,
+            tail_mut(buffer, field_v10::ACTIONS),
+        )
     }
 
     /// Reads a 1.3 FLOW_MOD.

@@ -17,6 +17,20 @@ mod field_v10 {
     pub const BYTE_COUNT: usize = 80;
 }
 
+enum_with_unknown! {
+    /// Why a flow was removed (`ofp_flow_removed_reason`; 1.3 adds `GroupDelete`).
+    pub enum FlowRemovedReason(u8) {
+        /// `OFPRR_IDLE_TIMEOUT`: no packet matched for the idle timeout.
+        IdleTimeout = 0,
+        /// `OFPRR_HARD_TIMEOUT`: the hard timeout ran out.
+        HardTimeout = 1,
+        /// `OFPRR_DELETE`: a FLOW_MOD deleted it.
+        Delete = 2,
+        /// `OFPRR_GROUP_DELETE` (1.3): its group was deleted.
+        GroupDelete = 3,
+    }
+}
+
 /// Length of 1.0's `ofp_flow_removed`, header and match included.
 pub const FLOW_REMOVED_V10_LEN: usize = 88;
 
@@ -128,8 +142,8 @@ pub struct FlowRemoved {
     pub cookie: u64,
     /// The flow's priority.
     pub priority: u16,
-    /// `OFPRR_*` reason: 0 idle timeout, 1 hard timeout, 2 deleted.
-    pub reason: u8,
+    /// Why the flow was removed.
+    pub reason: FlowRemovedReason,
     /// The flow's table (1.3).
     pub table_id: u8,
     /// Seconds the flow lived.
@@ -155,7 +169,7 @@ impl FlowRemoved {
         Ok(FlowRemoved {
             cookie: view.cookie(),
             priority: view.priority(),
-            reason: view.reason(),
+            reason: FlowRemovedReason::from(view.reason()),
             table_id: 0,
             duration_sec: view.duration_sec(),
             duration_nsec: view.duration_nsec(),
@@ -180,7 +194,7 @@ impl FlowRemoved {
     ) -> Result<(), Error> {
         view.set_cookie(self.cookie);
         view.set_priority(self.priority);
-        view.set_reason(self.reason);
+        view.set_reason(u8::from(self.reason));
         view.set_duration_sec(self.duration_sec);
         view.set_duration_nsec(self.duration_nsec);
         view.set_idle_timeout(self.idle_timeout);
@@ -197,7 +211,7 @@ impl FlowRemoved {
         Ok(FlowRemoved {
             cookie: view.cookie(),
             priority: view.priority(),
-            reason: view.reason(),
+            reason: FlowRemovedReason::from(view.reason()),
             table_id: view.table_id(),
             duration_sec: view.duration_sec(),
             duration_nsec: view.duration_nsec(),
@@ -221,7 +235,7 @@ impl FlowRemoved {
     ) -> Result<(), Error> {
         view.set_cookie(self.cookie);
         view.set_priority(self.priority);
-        view.set_reason(self.reason);
+        view.set_reason(u8::from(self.reason));
         view.set_table_id(self.table_id);
         view.set_duration_sec(self.duration_sec);
         view.set_duration_nsec(self.duration_nsec);

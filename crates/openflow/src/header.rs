@@ -2,7 +2,7 @@
 //! and framing of a byte stream into messages.
 
 use crate::wire::sub;
-use crate::Error;
+use crate::{Error, Version};
 
 /// Byte offsets of `ofp_header`.
 mod field {
@@ -57,7 +57,7 @@ impl<T: AsRef<[u8]>> Header<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HeaderRepr {
     /// Wire version.
-    pub version: u8,
+    pub version: Version,
     /// Message type, in the numbering of `version`.
     pub msg_type: u8,
     /// Length of the whole message, header included.
@@ -70,7 +70,7 @@ impl HeaderRepr {
     /// Reads the header fields of a view.
     pub fn parse<T: AsRef<[u8]>>(header: &Header<T>) -> HeaderRepr {
         HeaderRepr {
-            version: header.version(),
+            version: Version::from(header.version()),
             msg_type: header.msg_type(),
             length: header.length(),
             xid: header.xid(),
@@ -79,7 +79,7 @@ impl HeaderRepr {
 
     /// Writes the header fields into a view.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut Header<T>) {
-        header.set_version(self.version);
+        header.set_version(u8::from(self.version));
         header.set_msg_type(self.msg_type);
         header.set_length(self.length);
         header.set_xid(self.xid);

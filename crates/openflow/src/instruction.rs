@@ -4,7 +4,7 @@
 
 use crate::action::{self, Action};
 use crate::wire::{length_u16, sub, tail};
-use crate::{Error, OFP13};
+use crate::{Error, Version};
 
 /// `OFPIT_APPLY_ACTIONS`.
 pub const INSTRUCTION_APPLY_ACTIONS: u16 = 4;
@@ -76,7 +76,7 @@ pub(crate) fn parse_list(mut bytes: &[u8]) -> Result<Instructions, Error> {
         let instruction = Instruction::new_checked(bytes)?;
         match instruction.instruction_type() {
             INSTRUCTION_APPLY_ACTIONS => {
-                actions.extend(action::parse_list(OFP13, instruction.actions())?);
+                actions.extend(action::parse_list(Version::Of13, instruction.actions())?);
             }
             INSTRUCTION_METER => {
                 if usize::from(instruction.length()) != METER_INSTRUCTION_LEN {
@@ -109,7 +109,7 @@ fn apply_actions_len(actions: &[Action]) -> usize {
     if actions.is_empty() {
         0
     } else {
-        ACTIONS_INSTRUCTION_HEADER_LEN.saturating_add(action::list_len(OFP13, actions))
+        ACTIONS_INSTRUCTION_HEADER_LEN.saturating_add(action::list_len(Version::Of13, actions))
     }
 }
 
@@ -135,7 +135,7 @@ pub(crate) fn emit_list(
     view.set_instruction_type(INSTRUCTION_APPLY_ACTIONS);
     view.set_length(length);
     action::emit_list(
-        OFP13,
+        Version::Of13,
         actions,
         crate::wire::tail_mut(buffer, ACTIONS_INSTRUCTION_HEADER_LEN),
     )

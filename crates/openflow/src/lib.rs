@@ -26,6 +26,15 @@
 //! makes `emit` fail without writing anything. [`negotiate`] picks the version from a
 //! peer's HELLO.
 //!
+//! # Types, not numbers
+//!
+//! The wire version is a [`Version`], and a field whose values the specification names
+//! (a reason, an error type or code, an ARP operation) is an enum with an `Unknown` arm
+//! for every other value, so that a peer's unexpected value decodes instead of failing
+//! and encodes back unchanged. Reprs carry these types; views keep the raw integer
+//! getters, and the conversions between the two (`From`) are the only place the numbers
+//! are written.
+//!
 //! # Never panics on input
 //!
 //! Decoding never panics, whatever the bytes: every length read from the wire is
@@ -61,46 +70,20 @@ pub mod port;
 pub mod port_desc;
 pub mod port_status;
 pub mod switch_config;
+pub mod version;
 
 pub use action::Action;
 pub use error::Error;
+pub use error_msg::ErrorType;
 pub use features::FeaturesReply;
 pub use flow_match::Match;
 pub use flow_mod::{FlowMod, FlowModCommand};
-pub use flow_removed::FlowRemoved;
+pub use flow_removed::{FlowRemoved, FlowRemovedReason};
 pub use header::{frame_len, HeaderRepr};
 pub use message::Message;
 pub use meter::{MeterBand, MeterFeatures, MeterMod, MeterModCommand};
-pub use packet_in::PacketIn;
+pub use packet_in::{PacketIn, PacketInReason};
 pub use packet_out::PacketOut;
 pub use port_desc::PortDesc;
-
-/// Wire version of OpenFlow 1.0.
-pub const OFP10: u8 = 0x01;
-/// Wire version of OpenFlow 1.3.
-pub const OFP13: u8 = 0x04;
-
-/// The version to speak with a peer: the highest version in `ours` that the peer
-/// supports.
-///
-/// With a HELLO version bitmap (`versions`, bit n for wire version n) that is the
-/// highest of `ours` whose bit is set. Without one, the peer speaks its header version
-/// and, by the 1.0 rules, anything below; so the answer is the lower of
-/// `header_version` and our highest version, provided that is one of ours. `None`
-/// means there is no common version.
-pub fn negotiate(ours: &[u8], header_version: u8, versions: Option<u32>) -> Option<u8> {
-    match versions {
-        Some(bitmap) => ours
-            .iter()
-            .copied()
-            .filter(|&v| {
-                1u32.checked_shl(u32::from(v))
-                    .is_some_and(|bit| bitmap & bit != 0)
-            })
-            .max(),
-        None => {
-            let candidate = header_version.min(ours.iter().copied().max()?);
-            ours.contains(&candidate).then_some(candidate)
-        }
-    }
-}
+pub use port_status::PortReason;
+pub use version::{negotiate, Version};

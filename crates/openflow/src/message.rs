@@ -1,6 +1,6 @@
 //! Whole messages: [`Message`] and the dispatch on version and type.
 
-use crate::error_msg::{ErrorMsg, ERROR_MSG_LEN};
+use crate::error_msg::{ErrorMsg, ErrorType, ERROR_MSG_LEN};
 use crate::features::{FeaturesReply, FeaturesReplyView};
 use crate::flow_mod::{FlowMod, FlowModV10, FlowModV13};
 use crate::flow_removed::{FlowRemoved, FlowRemovedV10, FlowRemovedV13};
@@ -14,10 +14,10 @@ use crate::multipart::{
 use crate::packet_in::{PacketIn, PacketInV10, PacketInV13};
 use crate::packet_out::{PacketOut, PacketOutV10, PacketOutV13};
 use crate::port_desc::{self, PhyPortV10, PortDesc, PortV13, PHY_PORT_V10_LEN, PORT_V13_LEN};
-use crate::port_status::{PortStatus, PORT_STATUS_HEADER_LEN};
+use crate::port_status::{PortReason, PortStatus, PORT_STATUS_HEADER_LEN};
 use crate::switch_config::{SwitchConfig, SWITCH_CONFIG_LEN};
 use crate::wire::{grow, length_u16, tail, tail_mut, write_slice};
-use crate::{Error, OFP10, OFP13};
+use crate::{Error, Version};
 
 /// An OpenFlow message, in terms common to 1.0 and 1.3.
 ///
@@ -34,9 +34,14 @@ pub enum Message {
     },
     /// ERROR.
     Error {
-        /// `OFPET_*` type.
-        err_type: u16,
-        /// Type-specific code.
+        /// What kind of error.
+        err_type: ErrorType,
+        /// Type-specific code: [`HelloFailedCode`], [`BadRequestCode`] or
+        /// [`MeterModFailedCode`] as a number, by `err_type`.
+        ///
+        /// [`HelloFailedCode`]: crate::error_msg::HelloFailedCode
+        /// [`BadRequestCode`]: crate::error_msg::BadRequestCode
+        /// [`MeterModFailedCode`]: crate::error_msg::MeterModFailedCode
         code: u16,
         /// Usually the start of the message that failed.
         data: Vec<u8>,
@@ -66,8 +71,8 @@ pub enum Message {
     FlowRemoved(FlowRemoved),
     /// PORT_STATUS.
     PortStatus {
-        /// `OFPPR_*`: 0 add, 1 delete, 2 modify.
-        reason: u8,
+        /// Whether the port was added, deleted or modified.
+        reason: PortReason,
         /// The port.
         desc: PortDesc,
     },
@@ -122,21 +127,21 @@ impl Message {
             });
         }
         let message = match header.version {
-            OFP10 => parse_v10(header.msg_type, frame)?,
-            OFP13 => parse_v13(header.msg_type, frame)?,
+            Version::Of10 => parse_v10(header.msg_type, frame)?,
+            Version::Of13 => parse_v13(header.msg_type, frame)?,
             _ if header.msg_type == v13::HELLO => parse_hello(frame),
             version => return Err(Error::UnsupportedVersion(version)),
         };
         Ok((header, message))
     }
 
-    /// Appends the encoding of the message for wire `version` ([`OFP10`] or
-    /// [`OFP13`]; HELLO may use any version) with transaction id `xid` to `out`.
+    /// Appends the encoding of the message for wire `version` ([`Version::Of10`] or
+    /// [`Version::Of13`]; HELLO, the same in every version, may use any) with transaction id `xid` to `out`.
     ///
     /// Fails, leaving `out` as it was, when the version cannot express the message
     /// (PORT_DESC on 1.0, a 32-bit port number on 1.0, ...), when a length overflows its
     /// 16-bit field, or for a malformed [`crate::Action::Other`].
-    pub fn emit(&self, version: u8, xid: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+    pub fn emit(&self, version: Version, xid: u32, out: &mut Vec<u8>) -> Result<(), Error> {
         let msg_type = self.msg_type(version)?;
         let length = self.buffer_len(version);
         let header = HeaderRepr {
@@ -161,7 +166,7 @@ impl Message {
 
     /// The wire type number in `version`; fails for a version or message the version
     /// cannot carry.
-    pub fn msg_type(&self, version: u8) -> Result<u8, Error> {
+    pub fn msg_type(&self, version: Version) -> Result<u8, Error> {
         let (v10_type, v13_type) = match self {
             Message::Hello { .. } => return Ok(v13::HELLO),
             Message::Error { .. } => (v10::ERROR, v13::ERROR),
@@ -177,7 +182,9 @@ impl Message {
             Message::PortStatus { .. } => (v10::PORT_STATUS, v13::PORT_STATUS),
             Message::BarrierRequest => (v10::BARRIER_REQUEST, v13::BARRIER_REQUEST),
             Message::BarrierReply => (v10::BARRIER_REPLY, v13::BARRIER_REPLY),
-            Message::PortDescRequest | Message::PortDescReply { .. } if version == OFP10 => {
+            Message::PortDescRequest | Message::PortDescReply { .. }
+                if version == Version::Of10 =>
+            {
                 return Err(Error::NotInVersion {
                     what: "PORT_DESC multipart message",
                     version,
@@ -186,7 +193,7 @@ impl Message {
             Message::MeterMod(_)
             | Message::MeterFeaturesRequest
             | Message::MeterFeaturesReply(_)
-                if version == OFP10 =>
+                if version == Version::Of10 =>
             {
                 return Err(Error::NotInVersion {
                     what: "meter message",
@@ -200,16 +207,16 @@ impl Message {
             Message::Other { msg_type, .. } => (*msg_type, *msg_type),
         };
         match version {
-            OFP10 => Ok(v10_type),
-            OFP13 => Ok(v13_type),
-            _ => Err(Error::UnsupportedVersion(version)),
+            Version::Of10 => Ok(v10_type),
+            Version::Of13 => Ok(v13_type),
+            Version::Unknown(_) => Err(Error::UnsupportedVersion(version)),
         }
     }
 
     /// Length of the message in `version`, header included (only meaningful for a
     /// version [`Self::msg_type`] accepts).
-    fn buffer_len(&self, version: u8) -> usize {
-        let v10 = version == OFP10;
+    fn buffer_len(&self, version: Version) -> usize {
+        let v10 = version == Version::Of10;
         let body = match self {
             Message::Hello { versions } => HelloRepr {
                 versions: *versions,
@@ -251,8 +258,8 @@ impl Message {
 
     /// Writes everything but the header into a zeroed frame of [`Self::buffer_len`]
     /// bytes.
-    fn emit_body(&self, version: u8, frame: &mut [u8]) -> Result<(), Error> {
-        let v10 = version == OFP10;
+    fn emit_body(&self, version: Version, frame: &mut [u8]) -> Result<(), Error> {
+        let v10 = version == Version::Of10;
         match self {
             Message::Hello { versions } => HelloRepr {
                 versions: *versions,
@@ -264,7 +271,7 @@ impl Message {
                 data,
             } => {
                 let mut view = ErrorMsg::new_unchecked(&mut *frame);
-                view.set_err_type(*err_type);
+                view.set_err_type(u16::from(*err_type));
                 view.set_code(*code);
                 write_slice(frame, ERROR_MSG_LEN, data);
             }
@@ -314,7 +321,7 @@ impl Message {
                 removed.emit_v13(&mut FlowRemovedV13::new_unchecked(frame))?;
             }
             Message::PortStatus { reason, desc } => {
-                PortStatus::new_unchecked(&mut *frame).set_reason(*reason);
+                PortStatus::new_unchecked(&mut *frame).set_reason(u8::from(*reason));
                 let desc_bytes = tail_mut(frame, PORT_STATUS_HEADER_LEN);
                 if v10 {
                     desc.emit_v10(&mut PhyPortV10::new_unchecked(desc_bytes))?;
@@ -357,7 +364,7 @@ fn parse_hello(frame: &[u8]) -> Message {
 fn parse_error(frame: &[u8]) -> Result<Message, Error> {
     let view = ErrorMsg::new_checked(frame)?;
     Ok(Message::Error {
-        err_type: view.err_type(),
+        err_type: ErrorType::from(view.err_type()),
         code: view.code(),
         data: view.data().to_vec(),
     })
@@ -399,7 +406,7 @@ fn parse_v10(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
             let view = PortStatus::new_checked(frame)?;
             let desc = PortDesc::parse_v10(&PhyPortV10::new_checked(view.desc())?)?;
             Message::PortStatus {
-                reason: view.reason(),
+                reason: PortReason::from(view.reason()),
                 desc,
             }
         }
@@ -434,7 +441,7 @@ fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
             let view = PortStatus::new_checked(frame)?;
             let desc = PortDesc::parse_v13(&PortV13::new_checked(view.desc())?)?;
             Message::PortStatus {
-                reason: view.reason(),
+                reason: PortReason::from(view.reason()),
                 desc,
             }
         }

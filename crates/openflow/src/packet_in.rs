@@ -24,6 +24,19 @@ mod field_v10 {
     pub const DATA: usize = 18;
 }
 
+enum_with_unknown! {
+    /// Why the switch sent a packet to the controller (`ofp_packet_in_reason`; 1.3 adds
+    /// `InvalidTtl`).
+    pub enum PacketInReason(u8) {
+        /// `OFPR_NO_MATCH`: no flow matched (a table miss on 1.0).
+        NoMatch = 0,
+        /// `OFPR_ACTION`: a flow's action output it to the controller.
+        Action = 1,
+        /// `OFPR_INVALID_TTL` (1.3): the packet's TTL ran out.
+        InvalidTtl = 2,
+    }
+}
+
 /// Length of 1.0's `ofp_packet_in` before the packet data (one pad byte after the
 /// reason).
 pub const PACKET_IN_V10_LEN: usize = field_v10::DATA;
@@ -126,8 +139,8 @@ pub struct PacketIn {
     pub total_len: u16,
     /// Input port, 32-bit numbering.
     pub in_port: u32,
-    /// `OFPR_*` reason.
-    pub reason: u8,
+    /// Why the switch sent the packet.
+    pub reason: PacketInReason,
     /// Table the packet was looked up in (1.3).
     pub table_id: u8,
     /// Cookie of the flow that sent it (1.3).
@@ -144,7 +157,7 @@ impl PacketIn {
             buffer_id: buffer_id_from_wire(view.buffer_id()),
             total_len: view.total_len(),
             in_port: port::from_v10(view.in_port()),
-            reason: view.reason(),
+            reason: PacketInReason::from(view.reason()),
             table_id: 0,
             cookie: 0,
             data: view.data().to_vec(),
@@ -165,7 +178,7 @@ impl PacketIn {
         view.set_buffer_id(buffer_id_to_wire(self.buffer_id));
         view.set_total_len(self.total_len);
         view.set_in_port(port::encode_v10("packet-in in_port", self.in_port)?);
-        view.set_reason(self.reason);
+        view.set_reason(u8::from(self.reason));
         write_slice(view.buffer.as_mut(), field_v10::DATA, &self.data);
         Ok(())
     }
@@ -182,7 +195,7 @@ impl PacketIn {
             buffer_id: buffer_id_from_wire(view.buffer_id()),
             total_len: view.total_len(),
             in_port,
-            reason: view.reason(),
+            reason: PacketInReason::from(view.reason()),
             table_id: view.table_id(),
             cookie: view.cookie(),
             data: view.data().to_vec(),
@@ -203,7 +216,7 @@ impl PacketIn {
     ) -> Result<(), Error> {
         view.set_buffer_id(buffer_id_to_wire(self.buffer_id));
         view.set_total_len(self.total_len);
-        view.set_reason(self.reason);
+        view.set_reason(u8::from(self.reason));
         view.set_table_id(self.table_id);
         view.set_cookie(self.cookie);
         let r#match = Match::in_port_only(self.in_port);

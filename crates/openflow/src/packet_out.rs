@@ -4,7 +4,7 @@
 use crate::action::{self, Action};
 use crate::packet_in::{buffer_id_from_wire, buffer_id_to_wire};
 use crate::wire::{length_u16, sub, tail, tail_mut, write_slice};
-use crate::{port, Error, OFP10, OFP13};
+use crate::{port, Error, Version};
 
 /// Byte offsets of 1.0's `ofp_packet_out`, header included.
 mod field_v10 {
@@ -124,7 +124,7 @@ impl PacketOut {
         Ok(PacketOut {
             buffer_id: buffer_id_from_wire(view.buffer_id()),
             in_port: port::from_v10(view.in_port()),
-            actions: action::parse_list(OFP10, view.actions())?,
+            actions: action::parse_list(Version::Of10, view.actions())?,
             data: view.data().to_vec(),
         })
     }
@@ -132,7 +132,7 @@ impl PacketOut {
     /// Length of the 1.0 message, header included.
     pub fn buffer_len_v10(&self) -> usize {
         PACKET_OUT_V10_LEN
-            .saturating_add(action::list_len(OFP10, &self.actions))
+            .saturating_add(action::list_len(Version::Of10, &self.actions))
             .saturating_add(self.data.len())
     }
 
@@ -142,12 +142,12 @@ impl PacketOut {
         &self,
         view: &mut PacketOutV10<T>,
     ) -> Result<(), Error> {
-        let actions_len = action::list_len(OFP10, &self.actions);
+        let actions_len = action::list_len(Version::Of10, &self.actions);
         view.set_buffer_id(buffer_id_to_wire(self.buffer_id));
         view.set_in_port(port::encode_v10("packet-out in_port", self.in_port)?);
         view.set_actions_len(length_u16("PACKET_OUT actions", actions_len)?);
         let buffer = tail_mut(view.buffer.as_mut(), PACKET_OUT_V10_LEN);
-        action::emit_list(OFP10, &self.actions, &mut *buffer)?;
+        action::emit_list(Version::Of10, &self.actions, &mut *buffer)?;
         write_slice(buffer, actions_len, &self.data);
         Ok(())
     }
@@ -158,7 +158,7 @@ impl PacketOut {
         Ok(PacketOut {
             buffer_id: buffer_id_from_wire(view.buffer_id()),
             in_port: view.in_port(),
-            actions: action::parse_list(OFP13, view.actions())?,
+            actions: action::parse_list(Version::Of13, view.actions())?,
             data: view.data().to_vec(),
         })
     }
@@ -166,7 +166,7 @@ impl PacketOut {
     /// Length of the 1.3 message, header included.
     pub fn buffer_len_v13(&self) -> usize {
         PACKET_OUT_V13_LEN
-            .saturating_add(action::list_len(OFP13, &self.actions))
+            .saturating_add(action::list_len(Version::Of13, &self.actions))
             .saturating_add(self.data.len())
     }
 
@@ -175,12 +175,12 @@ impl PacketOut {
         &self,
         view: &mut PacketOutV13<T>,
     ) -> Result<(), Error> {
-        let actions_len = action::list_len(OFP13, &self.actions);
+        let actions_len = action::list_len(Version::Of13, &self.actions);
         view.set_buffer_id(buffer_id_to_wire(self.buffer_id));
         view.set_in_port(self.in_port);
         view.set_actions_len(length_u16("PACKET_OUT actions", actions_len)?);
         let buffer = tail_mut(view.buffer.as_mut(), PACKET_OUT_V13_LEN);
-        action::emit_list(OFP13, &self.actions, &mut *buffer)?;
+        action::emit_list(Version::Of13, &self.actions, &mut *buffer)?;
         write_slice(buffer, actions_len, &self.data);
         Ok(())
     }

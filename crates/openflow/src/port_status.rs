@@ -13,12 +13,17 @@ mod field {
 /// Length of `ofp_port_status` before the port description.
 pub const PORT_STATUS_HEADER_LEN: usize = field::DESC;
 
-/// `OFPPR_ADD`.
-pub const REASON_ADD: u8 = 0;
-/// `OFPPR_DELETE`.
-pub const REASON_DELETE: u8 = 1;
-/// `OFPPR_MODIFY`.
-pub const REASON_MODIFY: u8 = 2;
+enum_with_unknown! {
+    /// Why a PORT_STATUS was sent (`ofp_port_reason`, the same in both versions).
+    pub enum PortReason(u8) {
+        /// `OFPPR_ADD`: the port appeared.
+        Add = 0,
+        /// `OFPPR_DELETE`: the port is gone.
+        Delete = 1,
+        /// `OFPPR_MODIFY`: an attribute of the port changed.
+        Modify = 2,
+    }
+}
 
 view! {
     /// A view of a PORT_STATUS message, header included.
@@ -26,7 +31,7 @@ view! {
 }
 
 fields!(PortStatus {
-    /// `OFPPR_*` reason.
+    /// `OFPPR_*` reason; see [`PortReason`].
     reason / set_reason: u8 = field::REASON;
 });
 

@@ -170,3 +170,51 @@ macro_rules! fields {
         }
     };
 }
+
+/// Declares an enum for a wire field whose values are named by the specification,
+/// with an `Unknown` arm for every other value, so that decoding a value nobody named
+/// is not an error and encoding it gives back the same number.
+///
+/// The enum converts both ways with the field's integer type (`From`); those
+/// conversions are the only place the numbers appear. `Unknown(n)` with a named `n`
+/// converts to `n` and back to the named arm, so code that builds values should use the
+/// named arms.
+macro_rules! enum_with_unknown {
+    (
+        $(#[$doc:meta])*
+        pub enum $name:ident($ty:ty) {
+            $( $(#[$arm_doc:meta])* $arm:ident = $value:expr ),+ $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$arm_doc])* $arm, )+
+            /// A value the specification does not name (or this crate does not model).
+            Unknown($ty),
+        }
+
+        impl $name {
+            /// Every named arm, in declaration order.
+            pub const KNOWN: &'static [$name] = &[$($name::$arm),+];
+        }
+
+        impl ::core::convert::From<$ty> for $name {
+            fn from(value: $ty) -> Self {
+                match value {
+                    $( $value => $name::$arm, )+
+                    other => $name::Unknown(other),
+                }
+            }
+        }
+
+        impl ::core::convert::From<$name> for $ty {
+            fn from(value: $name) -> Self {
+                match value {
+                    $( $name::$arm => $value, )+
+                    $name::Unknown(other) => other,
+                }
+            }
+        }
+    };
+}

@@ -4,12 +4,12 @@
 
 use openflow::{
     frame_len, negotiate, port, Action, Error, FeaturesReply, FlowMod, FlowModCommand, HeaderRepr,
-    Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PortDesc, OFP10,
-    OFP13,
+    Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PacketInReason,
+    PortDesc, PortReason, Version,
 };
 
 /// Parses `bytes` and emits `message`, checking both directions.
-fn assert_golden(bytes: &[u8], version: u8, xid: u32, message: &Message) {
+fn assert_golden(bytes: &[u8], version: Version, xid: u32, message: &Message) {
     let (header, parsed) = Message::parse(bytes).expect("golden bytes parse");
     assert_eq!(
         header,
@@ -33,7 +33,7 @@ fn hello_v10() {
     let bytes = [
         0x01, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01, // version 1.0, HELLO, length 8, xid 1
     ];
-    assert_golden(&bytes, OFP10, 1, &Message::Hello { versions: None });
+    assert_golden(&bytes, Version::Of10, 1, &Message::Hello { versions: None });
 }
 
 #[test]
@@ -44,8 +44,8 @@ fn hello_v13_with_version_bitmap() {
         0x00, 0x01, 0x00, 0x08, // element OFPHET_VERSIONBITMAP, length 8
         0x00, 0x00, 0x00, 0x12, // bitmap: bits 1 (1.0) and 4 (1.3)
     ];
-    let versions = Some((1 << OFP10) | (1 << OFP13));
-    assert_golden(&bytes, OFP13, 2, &Message::Hello { versions });
+    let versions = Some(Version::Of10.bitmap_bit() | Version::Of13.bitmap_bit());
+    assert_golden(&bytes, Version::Of13, 2, &Message::Hello { versions });
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn flow_mod_v10() {
             max_len: 0,
         }],
     };
-    assert_golden(&bytes, OFP10, 3, &Message::FlowMod(flow_mod));
+    assert_golden(&bytes, Version::Of10, 3, &Message::FlowMod(flow_mod));
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn flow_mod_v13() {
             max_len: 0xffff,
         }],
     };
-    assert_golden(&bytes, OFP13, 4, &Message::FlowMod(flow_mod));
+    assert_golden(&bytes, Version::Of13, 4, &Message::FlowMod(flow_mod));
 }
 
 #[test]
@@ -172,12 +172,12 @@ fn packet_in_v13() {
         buffer_id: None,
         total_len: 4,
         in_port: 3,
-        reason: 1,
+        reason: PacketInReason::Action,
         table_id: 2,
         cookie: 0x1122_3344_5566_7788,
         data: vec![0xde, 0xad, 0xbe, 0xef],
     };
-    assert_golden(&bytes, OFP13, 5, &Message::PacketIn(packet_in));
+    assert_golden(&bytes, Version::Of13, 5, &Message::PacketIn(packet_in));
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn features_reply_v10_with_one_port() {
         }],
     };
     assert!(!features.ports[0].is_live());
-    assert_golden(&bytes, OFP10, 6, &Message::FeaturesReply(features));
+    assert_golden(&bytes, Version::Of10, 6, &Message::FeaturesReply(features));
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn port_desc_request_and_reply_v13() {
         0x07, // 1.3, MULTIPART_REQUEST, length 16, xid 7
         0x00, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // OFPMP_PORT_DESC, flags 0, pad
     ];
-    assert_golden(&request, OFP13, 7, &Message::PortDescRequest);
+    assert_golden(&request, Version::Of13, 7, &Message::PortDescRequest);
 
     let mut reply = vec![
         0x04, 0x13, 0x00, 0x50, 0x00, 0x00, 0x00,
@@ -260,7 +260,7 @@ fn port_desc_request_and_reply_v13() {
         ports: vec![desc],
         more: true,
     };
-    assert_golden(&reply, OFP13, 7, &message);
+    assert_golden(&reply, Version::Of13, 7, &message);
 }
 
 #[test]
@@ -274,13 +274,13 @@ fn port_status_v10_maps_reserved_port_numbers() {
     bytes.extend_from_slice(&[0; 16]); // empty name
     bytes.extend_from_slice(&[0; 24]); // config .. peer
     let message = Message::PortStatus {
-        reason: 2,
+        reason: PortReason::Modify,
         desc: PortDesc {
             port_no: port::LOCAL,
             ..PortDesc::default()
         },
     };
-    assert_golden(&bytes, OFP10, 8, &message);
+    assert_golden(&bytes, Version::Of10, 8, &message);
 }
 
 #[test]
@@ -301,7 +301,7 @@ fn packet_out_v10_to_controller_port() {
         }],
         data: vec![1, 2, 3, 4],
     });
-    assert_golden(&bytes, OFP10, 9, &message);
+    assert_golden(&bytes, Version::Of10, 9, &message);
 }
 
 #[test]
@@ -379,18 +379,21 @@ fn hello_of_a_newer_version_parses_for_negotiation() {
         0x00, 0x01, 0x00, 0x08, 0x00, 0x00, 0x00, 0x52, // bitmap: 1.0, 1.3, 1.5
     ];
     let (header, message) = Message::parse(&bytes).unwrap();
-    assert_eq!(header.version, 6);
+    assert_eq!(header.version, Version::Unknown(6));
     let Message::Hello { versions } = message else {
         panic!("not a HELLO");
     };
     assert_eq!(versions, Some(0x52));
     assert_eq!(
-        negotiate(&[OFP10, OFP13], header.version, versions),
-        Some(OFP13)
+        negotiate(&[Version::Of10, Version::Of13], header.version, versions),
+        Some(Version::Of13)
     );
 
     let echo = [0x06, 0x02, 0x00, 0x08, 0, 0, 0, 1];
-    assert_eq!(Message::parse(&echo), Err(Error::UnsupportedVersion(6)));
+    assert_eq!(
+        Message::parse(&echo),
+        Err(Error::UnsupportedVersion(Version::Unknown(6)))
+    );
 }
 
 #[test]
@@ -487,18 +490,23 @@ fn flow_mod_v13_with_a_meter_instruction() {
             max_len: 0xffff,
         }],
     };
-    assert_golden(&bytes, OFP13, 5, &Message::FlowMod(flow_mod.clone()));
+    assert_golden(
+        &bytes,
+        Version::Of13,
+        5,
+        &Message::FlowMod(flow_mod.clone()),
+    );
 
     // 1.0 has no meters: the FLOW_MOD does not emit there, and nothing is written.
     let mut out = vec![0xaa];
     let error = Message::FlowMod(flow_mod)
-        .emit(OFP10, 5, &mut out)
+        .emit(Version::Of10, 5, &mut out)
         .unwrap_err();
     assert_eq!(
         error,
         Error::NotInVersion {
             what: "FLOW_MOD meter",
-            version: OFP10
+            version: Version::Of10
         }
     );
     assert_eq!(out, [0xaa]);
@@ -528,7 +536,12 @@ fn meter_mod_with_a_drop_band() {
             burst_size: 2000,
         }],
     };
-    assert_golden(&bytes, OFP13, 9, &Message::MeterMod(meter_mod.clone()));
+    assert_golden(
+        &bytes,
+        Version::Of13,
+        9,
+        &Message::MeterMod(meter_mod.clone()),
+    );
 
     let delete = [
         0x04, 0x1d, 0x00, 0x10, 0x00, 0x00, 0x00, 0x0a, // 1.3, METER_MOD, length 16, xid 10
@@ -541,7 +554,7 @@ fn meter_mod_with_a_drop_band() {
         meter_id: 1,
         bands: Vec::new(),
     });
-    assert_golden(&delete, OFP13, 10, &message);
+    assert_golden(&delete, Version::Of13, 10, &message);
 
     // A band shorter than ofp_meter_band_drop is refused, and 1.0 has no METER_MOD.
     let mut short = bytes;
@@ -555,7 +568,7 @@ fn meter_mod_with_a_drop_band() {
     ));
     let mut out = Vec::new();
     assert!(Message::MeterMod(meter_mod)
-        .emit(OFP10, 1, &mut out)
+        .emit(Version::Of10, 1, &mut out)
         .is_err());
     assert!(out.is_empty());
 }
@@ -566,7 +579,7 @@ fn meter_features_request_and_reply() {
         0x04, 0x12, 0x00, 0x10, 0x00, 0x00, 0x00, 0x0b, // 1.3, MULTIPART_REQUEST, 16, xid 11
         0x00, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // OFPMP_METER_FEATURES, flags, pad
     ];
-    assert_golden(&request, OFP13, 11, &Message::MeterFeaturesRequest);
+    assert_golden(&request, Version::Of13, 11, &Message::MeterFeaturesRequest);
 
     let reply = [
         0x04, 0x13, 0x00, 0x20, 0x00, 0x00, 0x00, 0x0b, // 1.3, MULTIPART_REPLY, 32, xid 11
@@ -588,7 +601,12 @@ fn meter_features_request_and_reply() {
     assert!(!features.supports_band(openflow::meter::METER_BAND_DSCP_REMARK));
     assert!(!features.supports_band(openflow::meter::METER_BAND_EXPERIMENTER));
     assert!(features.supports_flags(openflow::meter::METER_FLAG_PKTPS));
-    assert_golden(&reply, OFP13, 11, &Message::MeterFeaturesReply(features));
+    assert_golden(
+        &reply,
+        Version::Of13,
+        11,
+        &Message::MeterFeaturesReply(features),
+    );
 
     // A reply too short for ofp_meter_features is an error, not zeros.
     let mut short = reply[..24].to_vec();
@@ -606,16 +624,16 @@ fn meter_features_request_and_reply() {
 fn emit_failures_leave_the_buffer_unchanged() {
     let prefix = vec![0xaa; 5];
     let cases = [
-        (OFP10, Message::PortDescRequest),
+        (Version::Of10, Message::PortDescRequest),
         (
-            OFP10,
+            Version::Of10,
             Message::PortDescReply {
                 ports: Vec::new(),
                 more: false,
             },
         ),
         (
-            OFP10,
+            Version::Of10,
             Message::PacketOut(openflow::PacketOut {
                 buffer_id: None,
                 in_port: port::CONTROLLER,
@@ -627,10 +645,10 @@ fn emit_failures_leave_the_buffer_unchanged() {
                 data: vec![1; 100],
             }),
         ),
-        (OFP13, Message::EchoRequest(vec![0; 70_000])),
-        (0x05, Message::BarrierRequest),
+        (Version::Of13, Message::EchoRequest(vec![0; 70_000])),
+        (Version::Unknown(0x05), Message::BarrierRequest),
         (
-            OFP13,
+            Version::Of13,
             Message::PacketOut(openflow::PacketOut {
                 buffer_id: None,
                 in_port: 1,
@@ -646,8 +664,8 @@ fn emit_failures_leave_the_buffer_unchanged() {
     for (version, message) in cases {
         let mut out = prefix.clone();
         let result = message.emit(version, 1, &mut out);
-        assert!(result.is_err(), "{message:?} on {version}");
-        assert_eq!(out, prefix, "{message:?} on {version}");
+        assert!(result.is_err(), "{message:?} on {version:?}");
+        assert_eq!(out, prefix, "{message:?} on {version:?}");
     }
 }
 
@@ -659,7 +677,7 @@ fn errors_say_what_is_wrong() {
         "OpenFlow message has an invalid length of 4 bytes"
     );
     assert_eq!(
-        Error::UnsupportedVersion(2).to_string(),
+        Error::UnsupportedVersion(Version::Unknown(2)).to_string(),
         "unsupported OpenFlow wire version 0x02"
     );
 }
@@ -687,23 +705,41 @@ fn frame_len_cases() {
 
 #[test]
 fn negotiate_cases() {
-    let ours = [OFP10, OFP13];
+    let ours = [Version::Of10, Version::Of13];
     // A bitmap picks the highest common version, whatever the header says.
     assert_eq!(
-        negotiate(&ours, 0x06, Some(1 << 1 | 1 << 4 | 1 << 6)),
-        Some(OFP13)
+        negotiate(&ours, Version::from(0x06), Some(1 << 1 | 1 << 4 | 1 << 6)),
+        Some(Version::Of13)
     );
-    assert_eq!(negotiate(&ours, 0x04, Some(1 << 1 | 1 << 2)), Some(OFP10));
-    assert_eq!(negotiate(&ours, 0x04, Some(1 << 2 | 1 << 3)), None);
-    assert_eq!(negotiate(&ours, 0x04, Some(0)), None);
+    assert_eq!(
+        negotiate(&ours, Version::from(0x04), Some(1 << 1 | 1 << 2)),
+        Some(Version::Of10)
+    );
+    assert_eq!(
+        negotiate(&ours, Version::from(0x04), Some(1 << 2 | 1 << 3)),
+        None
+    );
+    assert_eq!(negotiate(&ours, Version::from(0x04), Some(0)), None);
     // No bitmap: the lower of the two highest versions, if we speak it.
-    assert_eq!(negotiate(&ours, 0x01, None), Some(OFP10));
-    assert_eq!(negotiate(&ours, 0x04, None), Some(OFP13));
-    assert_eq!(negotiate(&ours, 0x06, None), Some(OFP13));
-    assert_eq!(negotiate(&ours, 0x02, None), None);
-    assert_eq!(negotiate(&[OFP10], 0x04, None), Some(OFP10));
-    assert_eq!(negotiate(&[OFP13], 0x01, None), None);
-    assert_eq!(negotiate(&[], 0x04, None), None);
+    assert_eq!(
+        negotiate(&ours, Version::from(0x01), None),
+        Some(Version::Of10)
+    );
+    assert_eq!(
+        negotiate(&ours, Version::from(0x04), None),
+        Some(Version::Of13)
+    );
+    assert_eq!(
+        negotiate(&ours, Version::from(0x06), None),
+        Some(Version::Of13)
+    );
+    assert_eq!(negotiate(&ours, Version::from(0x02), None), None);
+    assert_eq!(
+        negotiate(&[Version::Of10], Version::from(0x04), None),
+        Some(Version::Of10)
+    );
+    assert_eq!(negotiate(&[Version::Of13], Version::from(0x01), None), None);
+    assert_eq!(negotiate(&[], Version::from(0x04), None), None);
 }
 
 #[test]
@@ -737,9 +773,12 @@ fn long_port_names_are_cut_at_a_character_boundary() {
         (name_with_umlaut, "fourteen-bytes"),
     ] {
         let mut out = Vec::new();
-        Message::PortStatus { reason: 0, desc }
-            .emit(OFP13, 1, &mut out)
-            .unwrap();
+        Message::PortStatus {
+            reason: PortReason::Add,
+            desc,
+        }
+        .emit(Version::Of13, 1, &mut out)
+        .unwrap();
         let (_, Message::PortStatus { desc, .. }) = Message::parse(&out).unwrap() else {
             panic!("not a PORT_STATUS");
         };
@@ -761,10 +800,10 @@ fn a_parsed_port_name_always_fits_its_field() {
     ] {
         let mut out = Vec::new();
         Message::PortStatus {
-            reason: 0,
+            reason: PortReason::Add,
             desc: PortDesc::default(),
         }
-        .emit(OFP13, 1, &mut out)
+        .emit(Version::Of13, 1, &mut out)
         .unwrap();
         // ofp_port starts after the header and 8 bytes of reason and padding; its name
         // after port_no, 4 bytes of padding, hw_addr and 2 more bytes of padding.
@@ -776,7 +815,7 @@ fn a_parsed_port_name_always_fits_its_field() {
         };
         assert_eq!(desc.name, expected);
         let mut again = Vec::new();
-        parsed.emit(OFP13, 1, &mut again).unwrap();
+        parsed.emit(Version::Of13, 1, &mut again).unwrap();
         assert_eq!(Message::parse(&again).unwrap().1, parsed);
     }
 }

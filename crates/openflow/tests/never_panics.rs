@@ -10,15 +10,15 @@ use openflow::packet::{
 };
 use openflow::{
     frame_len, Action, FlowMod, FlowModCommand, Match, Message, MeterBand, MeterFeatures, MeterMod,
-    MeterModCommand, PacketIn, OFP10, OFP13,
+    MeterModCommand, PacketIn, PacketInReason, Version,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
 
 /// `body` behind an 8-byte header whose length field is right.
-fn framed(version: u8, msg_type: u8, body: &[u8]) -> Vec<u8> {
+fn framed(version: Version, msg_type: u8, body: &[u8]) -> Vec<u8> {
     let length = (8 + body.len()) as u16;
-    let mut frame = vec![version, msg_type];
+    let mut frame = vec![u8::from(version), msg_type];
     frame.extend_from_slice(&length.to_be_bytes());
     frame.extend_from_slice(&[0, 0, 0, 1]);
     frame.extend_from_slice(body);
@@ -61,13 +61,13 @@ fn sample_messages() -> Vec<Vec<u8>> {
         buffer_id: Some(9),
         total_len: 64,
         in_port: 3,
-        reason: 0,
+        reason: PacketInReason::NoMatch,
         table_id: 0,
         cookie: 0,
         data: vec![0xab; 64],
     });
     let mut out = Vec::new();
-    for version in [OFP10, OFP13] {
+    for version in [Version::Of10, Version::Of13] {
         for message in [&flow_mod, &packet_in] {
             let mut bytes = Vec::new();
             message.emit(version, 1, &mut bytes).unwrap();
@@ -107,7 +107,7 @@ fn sample_messages() -> Vec<Vec<u8>> {
     ];
     for message in &meter_messages {
         let mut bytes = Vec::new();
-        message.emit(OFP13, 1, &mut bytes).unwrap();
+        message.emit(Version::Of13, 1, &mut bytes).unwrap();
         out.push(bytes);
     }
     out
@@ -144,7 +144,7 @@ proptest! {
 
     #[test]
     fn parse_never_panics_on_random_bodies(
-        version in prop_oneof![Just(OFP10), Just(OFP13), Just(6u8)],
+        version in prop_oneof![Just(Version::Of10), Just(Version::Of13), Just(Version::from(6))],
         msg_type in 0u8..32,
         body in vec(any::<u8>(), 0..300),
     ) {

@@ -3,8 +3,8 @@
 use std::net::Ipv4Addr;
 
 use openflow::packet::{
-    discovery_frame, ethertype, parse_discovery, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr,
-    Ipv4Packet, Ipv4Repr, LldpRepr, VlanRepr, VlanTag,
+    discovery_frame, parse_discovery, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
+    EthernetRepr, Ipv4Packet, Ipv4Repr, LldpRepr, VlanRepr, VlanTag,
 };
 use proptest::prelude::*;
 
@@ -60,7 +60,7 @@ fn other_frames_are_not_discovery() {
     discovery_frame(7, 42, SRC, &mut frame);
 
     let mut ipv4 = frame.clone();
-    ipv4[12..14].copy_from_slice(&ethertype::IPV4.to_be_bytes());
+    ipv4[12..14].copy_from_slice(&u16::from(EtherType::Ipv4).to_be_bytes());
     assert_eq!(parse_discovery(&ipv4), None);
 
     // An LLDP frame from some other sender: MAC address chassis id, name port id.
@@ -107,7 +107,7 @@ fn lldp_frame(lldp: &LldpRepr) -> Vec<u8> {
     EthernetRepr {
         dst: [0x01, 0x80, 0xc2, 0, 0, 0x0e],
         src: SRC,
-        ethertype: ethertype::LLDP,
+        ethertype: EtherType::Lldp,
     }
     .emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
     lldp.emit(&mut frame[14..]).unwrap();
@@ -160,7 +160,7 @@ fn arp_request_parses() {
     assert_eq!(
         arp,
         ArpRepr {
-            operation: 1,
+            operation: ArpOperation::Request,
             sender_mac: SRC,
             sender_ip: Ipv4Addr::new(10, 0, 0, 1),
             target_mac: [0; 6],
@@ -234,7 +234,7 @@ fn vlan_tagged_ethernet_frame() {
     ];
     let ethernet = EthernetFrame::new_checked(&frame[..]).unwrap();
     let repr = EthernetRepr::parse(&ethernet).unwrap();
-    assert_eq!(repr.ethertype, ethertype::VLAN);
+    assert_eq!(repr.ethertype, EtherType::Vlan);
     let tag = VlanTag::new_checked(ethernet.payload()).unwrap();
     assert_eq!(tag.vid(), 100);
     let vlan = VlanRepr::parse(&tag).unwrap();
@@ -244,7 +244,7 @@ fn vlan_tagged_ethernet_frame() {
             pcp: 5,
             dei: false,
             vid: 100,
-            ethertype: ethertype::ARP
+            ethertype: EtherType::Arp
         }
     );
     let mut out = [0u8; 4];

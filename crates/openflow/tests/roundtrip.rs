@@ -9,9 +9,9 @@
 //! must fail to emit there.
 
 use openflow::{
-    frame_len, port, Action, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved, Match, Message,
-    MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PacketOut, PortDesc, OFP10,
-    OFP13,
+    frame_len, port, Action, ErrorType, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved,
+    FlowRemovedReason, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
+    PacketIn, PacketInReason, PacketOut, PortDesc, PortReason, Version,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -205,7 +205,7 @@ fn flow_removed() -> impl Strategy<Value = FlowRemoved> {
             )| FlowRemoved {
                 cookie,
                 priority,
-                reason,
+                reason: FlowRemovedReason::from(reason),
                 table_id,
                 duration_sec,
                 duration_nsec,
@@ -232,7 +232,7 @@ fn packet_in() -> impl Strategy<Value = PacketIn> {
                 buffer_id,
                 total_len,
                 in_port,
-                reason,
+                reason: PacketInReason::from(reason),
                 table_id,
                 cookie,
                 data,
@@ -283,7 +283,7 @@ fn message() -> impl Strategy<Value = Message> {
         option::of(any::<u32>()).prop_map(|versions| Message::Hello { versions }),
         (any::<u16>(), any::<u16>(), bytes(64)).prop_map(|(err_type, code, data)| {
             Message::Error {
-                err_type,
+                err_type: ErrorType::from(err_type),
                 code,
                 data,
             }
@@ -300,7 +300,10 @@ fn message() -> impl Strategy<Value = Message> {
         packet_out().prop_map(Message::PacketOut),
         flow_mod().prop_map(Message::FlowMod),
         flow_removed().prop_map(Message::FlowRemoved),
-        (0u8..3, port_desc()).prop_map(|(reason, desc)| Message::PortStatus { reason, desc }),
+        (any::<u8>(), port_desc()).prop_map(|(reason, desc)| Message::PortStatus {
+            reason: PortReason::from(reason),
+            desc
+        }),
         Just(Message::BarrierRequest),
         Just(Message::BarrierReply),
         Just(Message::PortDescRequest),
@@ -321,9 +324,9 @@ fn v10_port(mut desc: PortDesc) -> PortDesc {
 }
 
 /// What `message` should parse back as after a trip through `version`.
-fn normalise(message: Message, version: u8) -> Message {
+fn normalise(message: Message, version: Version) -> Message {
     match (message, version) {
-        (Message::FeaturesReply(mut features), OFP10) => {
+        (Message::FeaturesReply(mut features), Version::Of10) => {
             features.auxiliary_id = 0;
             features.ports = features.ports.into_iter().map(v10_port).collect();
             Message::FeaturesReply(features)
@@ -332,23 +335,23 @@ fn normalise(message: Message, version: u8) -> Message {
             features.ports.clear();
             Message::FeaturesReply(features)
         }
-        (Message::PacketIn(mut packet), OFP10) => {
+        (Message::PacketIn(mut packet), Version::Of10) => {
             packet.table_id = 0;
             packet.cookie = 0;
             Message::PacketIn(packet)
         }
-        (Message::FlowMod(mut flow_mod), OFP10) => {
+        (Message::FlowMod(mut flow_mod), Version::Of10) => {
             flow_mod.cookie_mask = 0;
             flow_mod.table_id = 0;
             flow_mod.out_group = port::ANY;
             Message::FlowMod(flow_mod)
         }
-        (Message::FlowRemoved(mut removed), OFP10) => {
+        (Message::FlowRemoved(mut removed), Version::Of10) => {
             removed.table_id = 0;
             removed.hard_timeout = 0;
             Message::FlowRemoved(removed)
         }
-        (Message::PortStatus { reason, desc }, OFP10) => Message::PortStatus {
+        (Message::PortStatus { reason, desc }, Version::Of10) => Message::PortStatus {
             reason,
             desc: v10_port(desc),
         },
@@ -356,8 +359,8 @@ fn normalise(message: Message, version: u8) -> Message {
     }
 }
 
-fn exists_in(message: &Message, version: u8) -> bool {
-    version == OFP13
+fn exists_in(message: &Message, version: Version) -> bool {
+    version == Version::Of13
         || !matches!(
             message,
             Message::PortDescRequest
@@ -375,7 +378,7 @@ fn exists_in(message: &Message, version: u8) -> bool {
 proptest! {
     #[test]
     fn messages_round_trip_on_both_versions(message in message(), xid in any::<u32>()) {
-        for version in [OFP10, OFP13] {
+        for version in [Version::Of10, Version::Of13] {
             // Emit after some earlier bytes, as a connection's write buffer would.
             let mut out = vec![0x55; 3];
             let result = message.emit(version, xid, &mut out);
@@ -406,8 +409,8 @@ proptest! {
             data: Vec::new(),
         });
         let mut out = Vec::new();
-        prop_assert!(message.emit(OFP10, 1, &mut out).is_err());
+        prop_assert!(message.emit(Version::Of10, 1, &mut out).is_err());
         prop_assert!(out.is_empty());
-        prop_assert!(message.emit(OFP13, 1, &mut out).is_ok());
+        prop_assert!(message.emit(Version::Of13, 1, &mut out).is_ok());
     }
 }

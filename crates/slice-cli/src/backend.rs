@@ -1,10 +1,15 @@
 //! The operations every command is written against, whoever holds the database: this
 //! process ([`Direct`]) or a running daemon ([`crate::daemon::DaemonClient`]).
+//!
+//! [`Backend`] is narrower than slice-core's `SliceStore`, which `Direct` wraps: the
+//! daemon's REST API offers no change stream and no session revocations, and its
+//! refusals and protocol failures are errors of their own that a `StoreError` cannot
+//! carry without losing what they say. So the commands are written against the
+//! operations both modes have, with the tool's error.
 
 use std::path::PathBuf;
 
-use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
-use slice_store::{Store, StoreError};
+use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError};
 
 use crate::CliError;
 
@@ -50,15 +55,15 @@ pub(crate) trait Backend {
     }
 }
 
-/// The database opened by this process: no daemon runs on it.
+/// The database opened by this process, whichever backend it is: no daemon runs on it.
 pub(crate) struct Direct {
-    store: Store,
+    store: Box<dyn SliceStore>,
     /// Named in errors, so that the user knows which database failed.
     path: PathBuf,
 }
 
 impl Direct {
-    pub(crate) fn new(store: Store, path: PathBuf) -> Self {
+    pub(crate) fn new(store: Box<dyn SliceStore>, path: PathBuf) -> Self {
         Self { store, path }
     }
 
@@ -237,7 +242,8 @@ mod tests {
     #[test]
     fn direct_maps_contract_errors_and_keeps_the_order() {
         let dir = tempfile::tempdir().unwrap();
-        let direct = Direct::new(Store::open(dir.path()).unwrap(), dir.path().to_owned());
+        let store = slice_store::Store::open(dir.path()).unwrap();
+        let direct = Direct::new(Box::new(store), dir.path().to_owned());
         let s = name("s");
         direct.create_slice(&s).unwrap();
         match direct.create_slice(&s) {

@@ -1,10 +1,11 @@
 //! Finding whoever may work on the database: sled admits one process, so either a running
-//! `sliced` holds it and takes commands on its socket, or this process opens it.
+//! `sliced` holds it and takes commands on its socket, or this process opens it. The only
+//! module of the tool that names the sled backend; the commands get a `Backend`.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use slice_store::{Opened, Store, StoreError};
+use slice_store::{Opened, Store};
 
 use crate::DataDir;
 
@@ -40,18 +41,18 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
             for change in store.tightened() {
                 eprintln!("slice: {change}");
             }
-            Ok(Box::new(Direct::new(*store, store_path)))
+            Ok(Box::new(Direct::new(store, store_path)))
         }
-        Err(StoreError::Locked(_)) => Err(CliError::Unavailable {
+        Err(slice_store::Error::Locked(_)) => Err(CliError::Unavailable {
             socket,
             store: store_path,
             connect: connect_error
                 .unwrap_or_else(|| std::io::Error::other("no connection was tried")),
         }),
-        Err(damaged @ StoreError::Damaged { .. }) => Err(CliError::Corrupt(damaged)),
+        Err(damaged @ slice_store::Error::Damaged { .. }) => Err(CliError::Corrupt(damaged.into())),
         Err(source) => Err(CliError::Store {
             path: store_path,
-            source,
+            source: source.into(),
         }),
     }
 }

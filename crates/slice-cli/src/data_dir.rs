@@ -1,7 +1,12 @@
 //! Where sliced keeps its files, so that the daemon and the `slice` tool agree on them.
 
 use slice_store::Tightened;
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// Bytes of a session key: actix's cookie `Key` signs with one half of 64 bytes and
+/// encrypts with the other, and refuses fewer.
+pub const SESSION_KEY_LEN: usize = 64;
 
 /// The data directory of one sliced instance:
 ///
@@ -50,6 +55,48 @@ impl DataDir {
     }
 }
 
+/// Reads the session key from `path`, or makes one and keeps it there (owner-only,
+/// durably), so that sessions survive a restart. Like ssh with a private key, it refuses a
+/// key file that others may read or write: whoever reads it can mint sessions, and
+/// tightening the mode ourselves would hide that it may already have leaked.
+pub fn load_or_create_session_key(path: &Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::PermissionsExt;
+
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "session key {path} is open to other users (mode {mode:o}): \
+                     run `chmod 600 {path}`, or delete it to make a new one \
+                     (which logs everyone out)",
+                    path = path.display()
+                ),
+            ));
+        }
+    }
+    match std::fs::read(path) {
+        Ok(key) if key.len() >= SESSION_KEY_LEN => Ok(key),
+        Ok(key) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "session key {} has {} bytes, fewer than the {SESSION_KEY_LEN} a key needs: \
+                 delete it to make a new one (which logs everyone out)",
+                path.display(),
+                key.len()
+            ),
+        )),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            let mut key = vec![0u8; SESSION_KEY_LEN];
+            getrandom::getrandom(&mut key).map_err(|err| io::Error::other(err.to_string()))?;
+            slice_store::write_private_durably(path, &key)?;
+            Ok(key)
+        }
+        Err(err) => Err(err),
+    }
+}
+
 fn default_root() -> PathBuf {
     let non_empty = |name| std::env::var_os(name).filter(|value| !value.is_empty());
     if let Some(data_home) = non_empty("XDG_DATA_HOME") {
@@ -74,5 +121,56 @@ mod tests {
             dir.session_key_path(),
             Path::new("/var/lib/sliced/session.key")
         );
+    }
+
+    #[test]
+    fn a_session_key_is_kept_and_read_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        let first = load_or_create_session_key(&path).unwrap();
+        let second = load_or_create_session_key(&path).unwrap();
+        assert_eq!(first.len(), SESSION_KEY_LEN);
+        assert_eq!(first, second);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_key_is_owner_only_even_over_a_loose_leftover_of_an_earlier_attempt() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        // What a crash in the middle of writing the key left behind, by an older release
+        // or with a loose umask.
+        let leftover = path.with_extension("partial");
+        std::fs::write(&leftover, b"half a key").unwrap();
+        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+        load_or_create_session_key(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_short_key_file_is_an_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        std::fs::write(&path, b"short").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let err = load_or_create_session_key(&path).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn a_session_key_open_to_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.key");
+        load_or_create_session_key(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let err = load_or_create_session_key(&path).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        assert!(err.to_string().contains("chmod 600"), "{err}");
     }
 }

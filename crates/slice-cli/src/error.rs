@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use slice_core::{ParseError, SliceError};
-use slice_store::StoreError;
+use slice_core::{ParseError, SliceError, StoreError};
 
 use crate::http::HttpError;
 

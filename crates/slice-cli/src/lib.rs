@@ -38,7 +38,7 @@ use slice_core::ParseError;
 use crate::backend::Backend;
 pub use crate::cli::{Cli, Command};
 pub use crate::daemon::daemon_answers;
-pub use crate::data_dir::DataDir;
+pub use crate::data_dir::{load_or_create_session_key, DataDir, SESSION_KEY_LEN};
 pub use crate::error::CliError;
 pub use crate::http::HttpError;
 

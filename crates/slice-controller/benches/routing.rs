@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
+use openflow::Version;
 use slice_controller::{Engine, EngineConfig, Frame, PortState, SwitchProfile, Topology};
 use slice_core::{MacAddress, Membership, PortId, SliceName};
 
@@ -157,7 +158,7 @@ fn host_mac(index: usize) -> MacAddress {
 fn topology(graph: &Graph) -> Topology {
     let mut topology = Topology::default();
     for (dpid, ports) in &graph.ports {
-        topology.add_switch(*dpid, 4, port_map(*ports));
+        topology.add_switch(*dpid, Version::Of13, port_map(*ports));
     }
     let now = Instant::now();
     for (a, b) in &graph.cables {
@@ -209,7 +210,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
             *dpid,
             SwitchProfile {
                 needs_table_miss_flow: true,
-                protocol: 4,
+                protocol: Version::Of13,
             },
             port_map(*ports),
             Instant::now(),

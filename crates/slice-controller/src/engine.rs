@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use openflow::packet::{Probe, ProbeProof};
+use openflow::Version;
 use serde::Serialize;
 use slice_core::{Change, Host, MacAddress, Membership, PortId};
 
@@ -94,9 +95,9 @@ pub struct SwitchProfile {
     /// The switch drops what matches no flow unless a table-miss flow sends it to the
     /// controller (OpenFlow 1.3), so the engine asks for one ([`Command::TableMiss`]).
     pub needs_table_miss_flow: bool,
-    /// The protocol's wire number, shown to operators in the switch view; no decision
-    /// depends on it.
-    pub protocol: u8,
+    /// The protocol the switch speaks, shown to operators in the switch view; no
+    /// decision depends on it.
+    pub protocol: Version,
 }
 
 /// An instruction for one switch, independent of the OpenFlow version.
@@ -895,7 +896,11 @@ impl Engine {
             .map(|dpid| SwitchView {
                 dpid,
                 name: format!("{dpid:#x}"),
-                version: self.topology.switch_version(dpid).unwrap_or_default(),
+                version: self
+                    .topology
+                    .switch_version(dpid)
+                    .map(u8::from)
+                    .unwrap_or_default(),
                 ports: self
                     .topology
                     .ports(dpid)

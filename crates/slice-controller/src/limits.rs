@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use openflow::packet::{EtherType, EthernetFrame};
+
 /// Admits events at `rate` per second on average with bursts of up to `burst`.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
@@ -105,14 +107,10 @@ pub struct PacketInLimiter {
     lldp_ports: PortBuckets,
 }
 
-/// The LLDP ethertype.
-const ETHERTYPE_LLDP: u16 = 0x88cc;
-
 /// Whether an Ethernet frame is LLDP.
 pub fn is_lldp(frame: &[u8]) -> bool {
-    frame
-        .get(12..14)
-        .is_some_and(|kind| u16::from_be_bytes([kind[0], kind[1]]) == ETHERTYPE_LLDP)
+    EthernetFrame::new_checked(frame)
+        .is_ok_and(|frame| EtherType::from(frame.ethertype()) == EtherType::Lldp)
 }
 
 impl PacketInLimiter {

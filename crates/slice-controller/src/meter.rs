@@ -14,10 +14,10 @@
 
 use std::time::{Duration, Instant};
 
-use openflow::error_msg::ERROR_TYPE_METER_MOD_FAILED;
 use openflow::meter::{METER_BAND_DROP, METER_FLAG_BURST, METER_FLAG_PKTPS, METER_FLAG_STATS};
 use openflow::{
-    port, Action, FlowMod, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
+    port, Action, ErrorType, FlowMod, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
+    Version,
 };
 
 /// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's tables: it
@@ -99,7 +99,7 @@ impl MeterSetup {
     /// PACKET_INs per second with bursts of `burst`. A switch that has not settled it
     /// by `now + patience` goes without a meter.
     pub fn start(
-        version: u8,
+        version: Version,
         rate: u32,
         burst: u32,
         now: Instant,
@@ -112,7 +112,7 @@ impl MeterSetup {
             deadline: now + patience,
             table_miss_held: false,
         };
-        if version < openflow::OFP13 {
+        if version == Version::Of10 {
             let step = setup.decide(MeterDecision::Unmetered(
                 "OpenFlow 1.0 has no meters".into(),
             ));
@@ -187,7 +187,7 @@ impl MeterSetup {
             {
                 Some(self.decide(MeterDecision::Unmetered(format!(
                     "the switch refused the meter features request \
-                     (error type {err_type} code {code})"
+                     (error type {err_type:?} code {code})"
                 ))))
             }
             (Phase::AskingFeatures, Message::BarrierReply) if xid == XID_FEATURES_BARRIER => {
@@ -196,13 +196,13 @@ impl MeterSetup {
                 )))
             }
             (Phase::Installing { .. }, Message::Error { err_type, code, .. }) if xid == XID_ADD => {
-                let what = if *err_type == ERROR_TYPE_METER_MOD_FAILED {
+                let what = if *err_type == ErrorType::MeterModFailed {
                     "meter mod failed"
                 } else {
                     "error"
                 };
                 Some(self.decide(MeterDecision::Unmetered(format!(
-                    "the switch refused the meter ({what}: type {err_type} code {code})"
+                    "the switch refused the meter ({what}: type {err_type:?} code {code})"
                 ))))
             }
             (&Phase::Installing { burst }, Message::BarrierReply) if xid == XID_INSTALLED => {
@@ -297,7 +297,8 @@ pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openflow::meter::METER_BAND_DSCP_REMARK;
+    use openflow::error_msg::{BadRequestCode, MeterModFailedCode};
+    use openflow::meter::{METER_BAND_DSCP_REMARK, METER_FLAG_KBPS};
 
     const RATE: u32 = 1000;
     const BURST: u32 = 2000;
@@ -306,13 +307,15 @@ mod tests {
         MeterFeatures {
             max_meter: 65536,
             band_types: 1 << METER_BAND_DROP,
-            capabilities: u32::from(METER_FLAG_PKTPS | METER_FLAG_BURST | METER_FLAG_STATS) | 1,
+            capabilities: u32::from(
+                METER_FLAG_KBPS | METER_FLAG_PKTPS | METER_FLAG_BURST | METER_FLAG_STATS,
+            ),
             max_bands: 1,
             max_color: 0,
         }
     }
 
-    fn start(version: u8) -> (MeterSetup, MeterStep, Instant) {
+    fn start(version: Version) -> (MeterSetup, MeterStep, Instant) {
         let now = Instant::now();
         let (setup, step) = MeterSetup::start(version, RATE, BURST, now, Duration::from_secs(10));
         (setup, step, now)
@@ -327,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_switch_with_meters_gets_the_meter_then_the_metered_table_miss() {
-        let (mut setup, step, _) = start(openflow::OFP13);
+        let (mut setup, step, _) = start(Version::Of13);
         assert_eq!(
             step.send,
             [
@@ -371,8 +374,8 @@ mod tests {
             Some(MeterStep::default())
         );
         let unknown_meter = Message::Error {
-            err_type: ERROR_TYPE_METER_MOD_FAILED,
-            code: openflow::error_msg::METER_MOD_FAILED_UNKNOWN_METER,
+            err_type: ErrorType::MeterModFailed,
+            code: MeterModFailedCode::UnknownMeter.into(),
             data: Vec::new(),
         };
         assert_eq!(
@@ -396,7 +399,7 @@ mod tests {
 
     #[test]
     fn without_burst_support_the_meter_has_no_burst() {
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         let features = MeterFeatures {
             capabilities: u32::from(METER_FLAG_PKTPS),
             ..ovs_like()
@@ -418,7 +421,7 @@ mod tests {
     }
 
     fn unmetered_after(features: MeterFeatures) -> MeterStep {
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         setup.table_miss();
         let step = setup
             .handle(XID_FEATURES, &Message::MeterFeaturesReply(features))
@@ -441,7 +444,7 @@ mod tests {
                 ..ovs_like()
             },
             MeterFeatures {
-                capabilities: 1, // OFPMF_KBPS only
+                capabilities: u32::from(METER_FLAG_KBPS),
                 ..ovs_like()
             },
         ];
@@ -458,7 +461,7 @@ mod tests {
 
     #[test]
     fn openflow_1_0_decides_at_once_without_a_word() {
-        let (mut setup, step, _) = start(openflow::OFP10);
+        let (mut setup, step, _) = start(Version::Of10);
         assert!(step.send.is_empty());
         assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
         assert_eq!(setup.table_miss().as_ref().and_then(metered), None);
@@ -467,27 +470,27 @@ mod tests {
     #[test]
     fn a_refused_request_or_meter_falls_back() {
         let error = Message::Error {
-            err_type: 1,
-            code: 2,
+            err_type: ErrorType::BadRequest,
+            code: BadRequestCode::BadMultipart.into(),
             data: Vec::new(),
         };
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         let step = setup.handle(XID_FEATURES, &error).unwrap();
         assert!(matches!(step.decided, Some(MeterDecision::Unmetered(_))));
 
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         assert!(setup
             .handle(XID_FEATURES_BARRIER, &Message::BarrierReply)
             .unwrap()
             .decided
             .is_some());
 
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         setup.handle(XID_FEATURES, &Message::MeterFeaturesReply(ovs_like()));
         setup.table_miss();
         let bad_rate = Message::Error {
-            err_type: ERROR_TYPE_METER_MOD_FAILED,
-            code: openflow::error_msg::METER_MOD_FAILED_BAD_RATE,
+            err_type: ErrorType::MeterModFailed,
+            code: MeterModFailedCode::BadRate.into(),
             data: Vec::new(),
         };
         let step = setup.handle(XID_ADD, &bad_rate).unwrap();
@@ -503,7 +506,7 @@ mod tests {
 
     #[test]
     fn a_silent_switch_goes_unmetered_at_the_deadline() {
-        let (mut setup, _, now) = start(openflow::OFP13);
+        let (mut setup, _, now) = start(Version::Of13);
         setup.table_miss();
         assert_eq!(setup.expire(now + Duration::from_secs(9)), None);
         let step = setup.expire(now + Duration::from_secs(10)).unwrap();
@@ -520,10 +523,10 @@ mod tests {
 
     #[test]
     fn messages_not_for_the_setup_are_left_to_the_connection() {
-        let (mut setup, _, _) = start(openflow::OFP13);
+        let (mut setup, _, _) = start(Version::Of13);
         assert_eq!(setup.handle(7, &Message::BarrierReply), None);
         let error = Message::Error {
-            err_type: 4,
+            err_type: ErrorType::BadAction,
             code: 0,
             data: Vec::new(),
         };

@@ -21,12 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use openflow::error_msg::HelloFailedCode;
 use openflow::header::Header;
 use openflow::msg_type::{v10, v13};
 use openflow::packet_in::{PacketInV10, PacketInV13};
 use openflow::{
-    port, Action, FlowMod, FlowModCommand, HeaderRepr, Match, Message, PacketIn, PacketOut,
-    PortDesc,
+    port, Action, ErrorType, FlowMod, FlowModCommand, HeaderRepr, Match, Message, PacketIn,
+    PacketOut, PortDesc, PortReason, Version,
 };
 use slice_core::MacAddress;
 
@@ -37,7 +38,7 @@ use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::topology::PortState;
 
 /// The versions sliced speaks, lowest first.
-const OUR_VERSIONS: [u8; 2] = [openflow::OFP10, openflow::OFP13];
+const OUR_VERSIONS: [Version; 2] = [Version::Of10, Version::Of13];
 /// How much room one read gets. PACKET_IN payloads handed to the engine are slices of
 /// these chunks, so a chunk lives until the last of its packets is written out again.
 const READ_CHUNK: usize = 16 * 1024;
@@ -83,9 +84,9 @@ pub enum CloseReason {
     #[error("expected HELLO, got message type {0}")]
     NoHello(u8),
     #[error("no common OpenFlow version (switch offers {0:#04x})")]
-    NoCommonVersion(u8),
-    #[error("switch reported error type {err_type} code {code} during the handshake")]
-    HandshakeError { err_type: u16, code: u16 },
+    NoCommonVersion(Version),
+    #[error("switch reported error type {err_type:?} code {code} during the handshake")]
+    HandshakeError { err_type: ErrorType, code: u16 },
     #[error("handshake not completed in {0:?}")]
     HandshakeTimeout(Duration),
     #[error("the switch announces more than {0} ports")]
@@ -150,7 +151,7 @@ pub struct SwitchSession {
     config: Arc<ControllerConfig>,
     state: State,
     /// The negotiated wire version; 1.3 until the switch's HELLO settles it.
-    version: u8,
+    version: Version,
     next_xid: u32,
     handshake_deadline: Instant,
     inbound: BytesMut,
@@ -168,7 +169,7 @@ impl SwitchSession {
         let mut session = Self {
             config,
             state: State::Hello,
-            version: openflow::OFP13,
+            version: Version::Of13,
             next_xid: 0,
             handshake_deadline,
             inbound: BytesMut::new(),
@@ -177,7 +178,7 @@ impl SwitchSession {
             discovery_frame: Vec::new(),
             closed: None,
         };
-        let versions = OUR_VERSIONS.iter().map(|v| 1u32 << v).sum();
+        let versions = OUR_VERSIONS.iter().map(|v| v.bitmap_bit()).sum();
         session.send(&Message::Hello {
             versions: Some(versions),
         });
@@ -225,9 +226,9 @@ impl SwitchSession {
         let message = match command {
             Command::ClearFlows => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Delete,
-                // 1.3 has several tables and deletes from all with OFPTT_ALL.
-                table_id: if self.version >= openflow::OFP13 {
-                    0xff
+                // 1.3 has several tables and deletes from all of them at once.
+                table_id: if self.version == Version::Of13 {
+                    openflow::flow_mod::TABLE_ALL
                 } else {
                     0
                 },
@@ -403,12 +404,14 @@ impl SwitchSession {
             // The hot path: a PACKET_IN in the negotiated version is read through the
             // codec's view, and its payload stays a slice of `frame`.
             let header = Header::new_unchecked(&frame[..]);
-            let packet_in_type = if self.version == openflow::OFP10 {
+            let packet_in_type = if self.version == Version::Of10 {
                 v10::PACKET_IN
             } else {
                 v13::PACKET_IN
             };
-            if header.version() == self.version && header.msg_type() == packet_in_type {
+            if Version::from(header.version()) == self.version
+                && header.msg_type() == packet_in_type
+            {
                 return match packet_in_parts(self.version, &frame) {
                     Ok((in_port, data)) => self.packet_in(in_port, data, now),
                     Err(err) => self.close(err.into()),
@@ -449,10 +452,10 @@ impl SwitchSession {
         let Some(version) = openflow::negotiate(&OUR_VERSIONS, header.version, versions) else {
             self.close(CloseReason::NoCommonVersion(header.version));
             // Said in the lowest common dialect, after `close` emptied the queue.
-            self.version = openflow::OFP10;
+            self.version = Version::Of10;
             let refusal = Message::Error {
-                err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
-                code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
+                err_type: ErrorType::HelloFailed,
+                code: HelloFailedCode::Incompatible.into(),
                 data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
             };
             // An ERROR always encodes; were it not to, the close stands without it.
@@ -478,7 +481,7 @@ impl SwitchSession {
                     return self.close(reason);
                 }
                 let dpid = features.datapath_id;
-                let needs_port_list = self.version >= openflow::OFP13;
+                let needs_port_list = self.version == Version::Of13;
                 if needs_port_list {
                     self.send(&Message::PortDescRequest);
                 }
@@ -592,7 +595,7 @@ impl SwitchSession {
             echo_due: now + config.echo_interval,
         });
         let profile = SwitchProfile {
-            needs_table_miss_flow: self.version >= openflow::OFP13,
+            needs_table_miss_flow: self.version == Version::Of13,
             protocol: self.version,
         };
         self.state = State::MeterSetup(open);
@@ -620,7 +623,7 @@ impl SwitchSession {
             }
             Message::PortStatus { reason, desc } if is_physical(desc.port_no) => {
                 // A deleted port is gone altogether; an added or changed one has a state.
-                let deleted = reason == openflow::port_status::REASON_DELETE;
+                let deleted = reason == PortReason::Delete;
                 SwitchEvent::PortStatus {
                     port_no: desc.port_no,
                     state: (!deleted).then(|| port_state(&desc)),
@@ -642,7 +645,7 @@ impl SwitchSession {
                 }
             }
             Message::Error { err_type, code, .. } => {
-                log::warn!("switch {dpid:#x} reported error type {err_type} code {code}");
+                log::warn!("switch {dpid:#x} reported error type {err_type:?} code {code}");
                 return;
             }
             _ => return,
@@ -792,15 +795,15 @@ impl SwitchSession {
 /// The input port and the payload of a PACKET_IN frame in `version`, the payload a
 /// slice of `frame`. The fixed part is parsed by the codec with the payload cut off, so
 /// parsing copies nothing.
-fn packet_in_parts(version: u8, frame: &Bytes) -> Result<(u32, Bytes), openflow::Error> {
-    let payload_len = if version == openflow::OFP10 {
+fn packet_in_parts(version: Version, frame: &Bytes) -> Result<(u32, Bytes), openflow::Error> {
+    let payload_len = if version == Version::Of10 {
         PacketInV10::new_checked(&frame[..])?.data().len()
     } else {
         PacketInV13::new_checked(&frame[..])?.data().len()
     };
     let payload_at = frame.len() - payload_len;
     let fixed = &frame[..payload_at];
-    let in_port = if version == openflow::OFP10 {
+    let in_port = if version == Version::Of10 {
         PacketIn::parse_v10(&PacketInV10::new_unchecked(fixed))?.in_port
     } else {
         PacketIn::parse_v13(&PacketInV13::new_unchecked(fixed))?.in_port

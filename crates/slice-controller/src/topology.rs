@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
+use openflow::Version;
 use slice_core::PortId;
 
 /// One port of a switch as the switch described it.
@@ -12,9 +13,9 @@ pub struct PortState {
     pub live: bool,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Switch {
-    version: u8,
+    version: Version,
     ports: BTreeMap<u32, PortState>,
 }
 
@@ -56,7 +57,7 @@ pub struct Topology {
 }
 
 impl Topology {
-    pub fn add_switch(&mut self, dpid: u64, version: u8, ports: BTreeMap<u32, PortState>) {
+    pub fn add_switch(&mut self, dpid: u64, version: Version, ports: BTreeMap<u32, PortState>) {
         self.switches.insert(dpid, Switch { version, ports });
     }
 
@@ -77,7 +78,7 @@ impl Topology {
         self.switches.contains_key(&dpid)
     }
 
-    pub fn switch_version(&self, dpid: u64) -> Option<u8> {
+    pub fn switch_version(&self, dpid: u64) -> Option<Version> {
         self.switches.get(&dpid).map(|switch| switch.version)
     }
 
@@ -329,7 +330,7 @@ mod tests {
     fn line() -> Topology {
         let mut topology = Topology::default();
         for dpid in 1..=3 {
-            topology.add_switch(dpid, 4, ports(&[1, 2, 3]));
+            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
         }
         cable(&mut topology, p(1, 2), p(2, 2));
         cable(&mut topology, p(2, 3), p(3, 2));
@@ -379,7 +380,7 @@ mod tests {
         // A square: 1 - 2 - 4 and 1 - 3 - 4, plus a second cable 1 - 2 on higher ports.
         let mut topology = Topology::default();
         for dpid in 1..=4 {
-            topology.add_switch(dpid, 4, ports(&[1, 2, 3, 4]));
+            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3, 4]));
         }
         cable(&mut topology, p(1, 3), p(3, 2));
         cable(&mut topology, p(1, 4), p(2, 4));
@@ -397,7 +398,7 @@ mod tests {
     fn a_port_going_down_removes_its_links_and_paths_go_around() {
         let mut topology = Topology::default();
         for dpid in 1..=3 {
-            topology.add_switch(dpid, 4, ports(&[1, 2, 3]));
+            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
         }
         // A triangle.
         cable(&mut topology, p(1, 2), p(2, 2));
@@ -421,7 +422,7 @@ mod tests {
     #[test]
     fn no_path_between_islands_or_from_a_dead_port() {
         let mut topology = line();
-        topology.add_switch(9, 1, ports(&[1]));
+        topology.add_switch(9, Version::Of10, ports(&[1]));
         assert_eq!(topology.shortest_path(p(1, 1), p(9, 1)), None);
         assert_eq!(topology.shortest_path(p(1, 7), p(2, 1)), None);
     }

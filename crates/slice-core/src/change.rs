@@ -1,8 +1,5 @@
-//! The contract between a store of slices and whoever follows its membership (the
-//! controller): a snapshot to start from, then every committed change, in commit order.
-//!
-//! A store backend implements [`MembershipSource`]; the controller depends on this trait
-//! only, so it does not know which backend keeps the slices.
+//! A committed change of slice membership, as a store tells it to whoever follows the
+//! slices (see [`crate::MembershipSource`]), and its application to a [`Membership`].
 
 use crate::{MacAddress, Membership, Port, PortId, Slice, SliceName};
 
@@ -55,25 +52,6 @@ impl Membership {
             Change::MacDeleted { slice, port, mac } => self.remove_mac(slice, *port, *mac),
         }
     }
-}
-
-/// Told every committed change, on the writer's thread, in commit order.
-pub type ChangeListener = Box<dyn Fn(&Change) + Send + Sync>;
-
-/// What the controller needs of a store: the slices as they are, and every committed
-/// change after that.
-pub trait MembershipSource {
-    /// Why a snapshot could not be read.
-    type Error: std::error::Error + Send + Sync + 'static;
-
-    /// Registers `listener` for every change committed from now on. It must be quick (send
-    /// on a channel and return): it may run while the store keeps deliveries in order.
-    fn subscribe(&self, listener: ChangeListener);
-
-    /// Every slice with its ports and MAC addresses. Subscribe first: a change between the
-    /// two is then told as well as seen in the snapshot, and applying it twice is harmless,
-    /// where the other order could lose it.
-    fn snapshot(&self) -> Result<Vec<Slice>, Self::Error>;
 }
 
 #[cfg(test)]

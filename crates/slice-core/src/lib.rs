@@ -7,6 +7,8 @@
 //! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
 //! [`wire`] holds the JSON bodies of the REST API, shared by the daemon and the tool.
+//! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them,
+//! with its error [`StoreError`]; the controller needs only its [`MembershipSource`] part.
 //!
 //! ```
 //! use slice_core::{MacAddress, PortId, SliceName};
@@ -25,10 +27,14 @@ mod error;
 mod ids;
 mod membership;
 mod model;
+mod store;
 pub mod wire;
 
-pub use change::{Change, ChangeListener, MembershipSource};
+pub use change::Change;
 pub use error::{ParseError, SliceError};
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
 pub use membership::{Host, Membership};
 pub use model::{Port, Slice};
+pub use store::{
+    BackendError, ChangeListener, MembershipSource, SliceStore, StoreError, MAX_REVOKED_SESSIONS,
+};

@@ -1,20 +1,17 @@
 //! Client authentication (spec section 5): a developer login that starts a session kept
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_session::{Session, SessionExt};
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::cookie::Key;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, ContentType};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_core::wire::Credentials;
-use slice_store::Store;
+use slice_core::SliceStore;
 
 use crate::body::Body;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
@@ -64,7 +61,7 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
 async fn developer_callback(
     req: HttpRequest,
     settings: web::Data<Settings>,
-    store: web::Data<Arc<Store>>,
+    store: web::Data<dyn SliceStore>,
     session: Session,
     Body(credentials): Body<Credentials>,
 ) -> Result<HttpResponse, ApiError> {
@@ -86,7 +83,7 @@ async fn developer_callback(
     // The session this client had is revoked, not just replaced: a copy of its cookie
     // taken before this login must not outlive it.
     if let Some(previous) = live_session(&req)? {
-        revoke(store.get_ref(), previous).await?;
+        revoke(store, previous).await?;
     }
     // A new session id on login, so that a session planted before it is worthless.
     session.renew();
@@ -110,24 +107,23 @@ async fn developer_callback(
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Ends the session for good: its id is revoked on disk before the answer, so the cookie
+/// Ends the session for good: its id is revoked durably before the answer, so the cookie
 /// is worthless even to a client that kept a copy, and the cookie is cleared.
 async fn logout(
     req: HttpRequest,
     session: Session,
-    store: web::Data<Arc<Store>>,
+    store: web::Data<dyn SliceStore>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(live) = live_session(&req)? {
-        revoke(store.get_ref(), live).await?;
+        revoke(store, live).await?;
     }
     session.purge();
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
 }
 
-/// Revokes a session until the expiry sealed in its cookie, and returns once that is on
-/// disk. No later lifetime setting can make the cookie outlive the revocation.
-async fn revoke(store: &Arc<Store>, live: LiveSession) -> Result<(), ApiError> {
-    let store = Arc::clone(store);
+/// Revokes a session until the expiry sealed in its cookie, and returns once that is
+/// durable. No later lifetime setting can make the cookie outlive the revocation.
+async fn revoke(store: web::Data<dyn SliceStore>, live: LiveSession) -> Result<(), ApiError> {
     web::block(move || store.revoke_session(live.id.as_bytes(), live.expires_at, seconds_now()))
         .await??;
     Ok(())
@@ -203,7 +199,7 @@ fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
         return Ok(None);
     }
     let store = req
-        .app_data::<web::Data<Arc<Store>>>()
+        .app_data::<web::Data<dyn SliceStore>>()
         .ok_or_else(|| ApiError::Internal("the application has no store".into()))?;
     if store.session_revoked(id.as_bytes(), issued_at)? {
         return Ok(None);
@@ -326,43 +322,6 @@ pub(crate) async fn api_status() -> HttpResponse {
     HttpResponse::Ok().json(Status { status: "ok" })
 }
 
-/// Reads the session key from `path`, or makes one and keeps it there (owner-only), so
-/// that sessions survive a restart. Like ssh with a private key, it refuses a key file
-/// that others may read or write: whoever reads it can mint sessions, and tightening the
-/// mode ourselves would hide that it may already have leaked.
-pub fn load_or_create_key(path: &Path) -> std::io::Result<Key> {
-    use std::os::unix::fs::PermissionsExt;
-
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "session key {path} is open to other users (mode {mode:o}): \
-                     run `chmod 600 {path}`, or delete it to make a new one \
-                     (which logs everyone out)",
-                    path = path.display()
-                ),
-            ));
-        }
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => Key::try_from(bytes.as_slice()).map_err(|err| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("session key {}: {err}", path.display()),
-            )
-        }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            let key = Key::generate();
-            slice_store::write_private_durably(path, key.master())?;
-            Ok(key)
-        }
-        Err(err) => Err(err),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,42 +346,5 @@ mod tests {
         ] {
             assert!(!is_email(bad), "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn a_session_key_is_kept_and_read_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        let first = load_or_create_key(&path).unwrap();
-        let second = load_or_create_key(&path).unwrap();
-        assert_eq!(first.master(), second.master());
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-
-    #[test]
-    fn a_key_is_owner_only_even_over_a_loose_leftover_of_an_earlier_attempt() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        // What a crash in the middle of writing the key left behind, by an older release
-        // or with a loose umask.
-        let leftover = path.with_extension("partial");
-        std::fs::write(&leftover, b"half a key").unwrap();
-        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
-        load_or_create_key(&path).unwrap();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
-
-    #[test]
-    fn a_short_key_file_is_an_error() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("session.key");
-        std::fs::write(&path, b"short").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(load_or_create_key(&path).is_err());
     }
 }

@@ -3,8 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use slice_core::wire::ErrorBody;
-use slice_core::{ParseError, SliceError};
-use slice_store::StoreError;
+use slice_core::{ParseError, SliceError, StoreError};
 
 /// A failed request. Every variant but `Internal` is the client's doing and changes nothing.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +32,8 @@ pub enum ApiError {
     /// The body did not arrive in time; the connection is closed after the answer.
     #[error("the request body did not arrive within {seconds} s")]
     RequestTimeout { seconds: u64 },
-    /// A part of the daemon that the request needs is not running.
+    /// A part of the daemon that the request needs is not running, or the store cannot
+    /// serve the request now (a cluster without a quorum).
     #[error("{0}")]
     Unavailable(String),
     /// The server's own failure (the disk, a worker pool); the message is logged, not sent.
@@ -51,7 +51,8 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Slice(err) => Self::Slice(err),
-            other => Self::Internal(other.to_string()),
+            StoreError::Unavailable(err) => Self::Unavailable(err.to_string()),
+            StoreError::Failed(err) => Self::Internal(err.to_string()),
         }
     }
 }

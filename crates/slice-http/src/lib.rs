@@ -1,9 +1,10 @@
 //! The REST application of sliced: the slice API of the specification, its `/api/` twin
 //! behind a session, and the developer login that starts the session.
 //!
-//! [`app`] builds the actix-web application around a shared [`Store`]; [`serve`] builds
-//! the servers the `sliced` binary runs it on, TCP and its local Unix socket, marking local
-//! connections with [`LocalPeer`] so that they pass the session guard.
+//! [`app`] builds the actix-web application around a shared [`SliceStore`], whichever
+//! backend it is; [`serve`] builds the servers the `sliced` binary runs it on, TCP and its
+//! local Unix socket, marking local connections with [`LocalPeer`] so that they pass the
+//! session guard.
 
 mod auth;
 mod body;
@@ -23,9 +24,9 @@ use actix_web::body::MessageBody;
 use actix_web::cookie::{time, Key, SameSite};
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::{middleware, web, App};
-use slice_store::Store;
+use slice_core::SliceStore;
 
-pub use auth::{is_email, load_or_create_key, LocalPeer, User};
+pub use auth::{is_email, LocalPeer, User};
 pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use error::ApiError;
@@ -79,9 +80,10 @@ impl Settings {
     }
 }
 
-/// The whole application.
+/// The whole application, on `store`: its handlers and session guard reach the store
+/// only as `web::Data<dyn SliceStore>`.
 pub fn app(
-    store: Arc<Store>,
+    store: Arc<dyn SliceStore>,
     network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
 ) -> App<
@@ -106,7 +108,7 @@ pub fn app(
             .build();
     let guard_slices = settings.require_auth_for_slices;
     App::new()
-        .app_data(web::Data::new(store))
+        .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
@@ -152,4 +154,122 @@ async fn api_fallback(req: actix_web::HttpRequest) -> Result<actix_web::HttpResp
 
 async fn no_route() -> Result<actix_web::HttpResponse, ApiError> {
     Err(ApiError::NoRoute)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::StatusCode;
+    use actix_web::test;
+    use slice_core::{
+        ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice, SliceName, StoreError,
+    };
+
+    /// A backend that cannot serve anything, in the way `make` says: unavailable (a
+    /// cluster without a quorum) or failed.
+    struct Refusing {
+        make: fn() -> StoreError,
+    }
+
+    impl MembershipSource for Refusing {
+        fn subscribe(&self, _: ChangeListener) {}
+        fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
+            Err((self.make)())
+        }
+    }
+
+    impl SliceStore for Refusing {
+        fn read_slices(&self, _: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn slices_version(&self) -> Result<u64, StoreError> {
+            Err((self.make)())
+        }
+        fn check_slice(&self, _: &SliceName) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn ports(&self, _: &SliceName) -> Result<Vec<PortId>, StoreError> {
+            Err((self.make)())
+        }
+        fn check_port(&self, _: &SliceName, _: PortId) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn macs(&self, _: &SliceName, _: PortId) -> Result<Vec<MacAddress>, StoreError> {
+            Err((self.make)())
+        }
+        fn check_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn create_slice(&self, _: &SliceName) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn delete_slice(&self, _: &SliceName) -> Result<Slice, StoreError> {
+            Err((self.make)())
+        }
+        fn add_port(&self, _: &SliceName, _: PortId) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn delete_port(&self, _: &SliceName, _: PortId) -> Result<Port, StoreError> {
+            Err((self.make)())
+        }
+        fn add_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<bool, StoreError> {
+            Err((self.make)())
+        }
+        fn delete_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+        fn session_revoked(&self, _: &[u8], _: u64) -> Result<bool, StoreError> {
+            Err((self.make)())
+        }
+    }
+
+    /// The status and error message of each request of the slice API against `store`.
+    async fn answers(store: Refusing) -> Vec<(StatusCode, String)> {
+        let settings = Settings::new(Key::generate());
+        let app = test::init_service(app(Arc::new(store), None, settings)).await;
+        let requests = [
+            test::TestRequest::get().uri("/slices"),
+            test::TestRequest::get().uri("/slices/blue/ports/0x1:1"),
+            test::TestRequest::post()
+                .uri("/slices")
+                .set_json(serde_json::json!({"name": "blue"})),
+            test::TestRequest::delete()
+                .uri("/slices/blue/ports/0x1:1/mac_addresses")
+                .set_json(serde_json::json!({"name": "00:00:00:00:00:01"})),
+        ];
+        let mut answers = Vec::new();
+        for request in requests {
+            let request = request.insert_header(("Host", "localhost")).to_request();
+            let response = test::call_service(&app, request).await;
+            let status = response.status();
+            let body: ErrorBody = test::read_body_json(response).await;
+            answers.push((status, body.error));
+        }
+        answers
+    }
+
+    #[actix_rt::test]
+    async fn a_store_without_a_quorum_answers_503_with_its_reason() {
+        let unavailable = || StoreError::Unavailable("no quorum: 1 of 3 members reachable".into());
+        let answers = answers(Refusing { make: unavailable }).await;
+        let expected = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no quorum: 1 of 3 members reachable".to_owned(),
+        );
+        assert_eq!(answers, vec![expected; 4]);
+    }
+
+    #[actix_rt::test]
+    async fn a_failed_store_answers_500_and_keeps_its_reason_to_the_log() {
+        let failed = || StoreError::Failed("the disk is on fire".into());
+        let answers = answers(Refusing { make: failed }).await;
+        let expected = (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error".to_owned(),
+        );
+        assert_eq!(answers, vec![expected; 4]);
+    }
 }

@@ -15,7 +15,7 @@ use actix_server::{GracefulShutdownSignal, Server};
 use actix_service::{fn_service, map_config, ServiceFactory, ServiceFactoryExt};
 use actix_web::dev::{AppConfig, Extensions};
 use actix_web::rt::net::{TcpStream, UnixStream};
-use slice_store::Store;
+use slice_core::SliceStore;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::head_guard::HeadGuard;
@@ -30,7 +30,7 @@ const LISTEN_BACKLOG: i32 = 1024;
 /// What each worker builds its copy of the application from.
 #[derive(Clone)]
 pub struct AppParts {
-    pub store: Arc<Store>,
+    pub store: Arc<dyn SliceStore>,
     pub network: Option<Arc<dyn NetworkView>>,
     pub settings: Settings,
 }

@@ -2,17 +2,15 @@
 //!
 //! Path segments are parsed before anything is looked up, so a malformed identifier is a
 //! 400 whatever exists; then the store checks the slice, the port and the MAC address in
-//! that order. Writes run on the blocking pool because they wait for an fsync; reads are
-//! served from sled's cache on the worker.
-
-use std::sync::Arc;
+//! that order. Writes run on the blocking pool because they wait until they are durable;
+//! reads run on the worker, which the `SliceStore` contract allows (they never wait on a
+//! peer).
 
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{MacBody, PortBody, PortRequest, SliceBody};
-use slice_core::{MacAddress, PortId, SliceName};
-use slice_store::Store;
+use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError};
 
 use crate::body::Body;
 use crate::ApiError;
@@ -83,7 +81,7 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
     })
 }
 
-type StoreData = web::Data<Arc<Store>>;
+type StoreData = web::Data<dyn SliceStore>;
 
 // ---- path segments -----------------------------------------------------------------------
 
@@ -117,13 +115,12 @@ fn created<T: Serialize>(
         .json(body)
 }
 
-/// Runs a durable write off the async workers: it waits for an fsync.
+/// Runs a durable write off the async workers: it waits for an fsync or a quorum.
 async fn write<T: Send + 'static>(
-    store: &StoreData,
-    op: impl FnOnce(&Store) -> Result<T, slice_store::StoreError> + Send + 'static,
+    store: StoreData,
+    op: impl FnOnce(&dyn SliceStore) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    let store = Arc::clone(store.get_ref());
-    Ok(web::block(move || op(&store)).await??)
+    Ok(web::block(move || op(store.get_ref())).await??)
 }
 
 // ---- slices ------------------------------------------------------------------------------
@@ -132,7 +129,7 @@ async fn list_slices(
     store: StoreData,
     cache: web::Data<SliceListCache>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = cache.body(&store)?;
+    let body = cache.body(store.get_ref())?;
     Ok(HttpResponse::Ok()
         .content_type(actix_web::http::header::ContentType::json())
         .body(body))
@@ -147,8 +144,8 @@ pub(crate) struct SliceListCache {
 }
 
 impl SliceListCache {
-    fn body(&self, store: &Store) -> Result<web::Bytes, ApiError> {
-        let current = store.slices_version();
+    fn body(&self, store: &dyn SliceStore) -> Result<web::Bytes, ApiError> {
+        let current = store.slices_version()?;
         let mut encoded = self
             .encoded
             .lock()
@@ -158,10 +155,14 @@ impl SliceListCache {
                 return Ok(body.clone());
             }
         }
-        let (version, body) = store.with_slices(|names, version| {
+        let mut read = None;
+        store.read_slices(&mut |names, version| {
             let slices: Vec<SliceRef<'_>> = names.iter().map(|name| SliceRef { name }).collect();
-            (version, serde_json::to_vec(&slices))
-        });
+            read = Some((version, serde_json::to_vec(&slices)));
+        })?;
+        let (version, body) = read.ok_or_else(|| {
+            ApiError::Internal("the store did not show its list of slices".into())
+        })?;
         let body =
             web::Bytes::from(body.map_err(|err| {
                 ApiError::Internal(format!("cannot encode the slice list: {err}"))
@@ -183,7 +184,7 @@ async fn create_slice(
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = body.name.clone();
-    write(&store, move |store| store.create_slice(&name)).await?;
+    write(store, move |store| store.create_slice(&name)).await?;
     Ok(created(&req, "/slices".into(), body.name.as_str(), &body))
 }
 
@@ -192,7 +193,7 @@ async fn delete_slice(
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
     let name = body.name.clone();
-    write(&store, move |store| store.delete_slice(&name)).await?;
+    write(store, move |store| store.delete_slice(&name)).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -222,7 +223,7 @@ async fn add_port(
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
     let collection = format!("/slices/{slice}/ports");
-    write(&store, move |store| store.add_port(&slice, port)).await?;
+    write(store, move |store| store.add_port(&slice, port)).await?;
     Ok(created(
         &req,
         collection,
@@ -238,7 +239,7 @@ async fn delete_port(
 ) -> Result<HttpResponse, ApiError> {
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
-    write(&store, move |store| store.delete_port(&slice, port)).await?;
+    write(store, move |store| store.delete_port(&slice, port)).await?;
     Ok(HttpResponse::Ok().json(PortBody::from(port)))
 }
 
@@ -268,7 +269,7 @@ async fn add_mac(
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
     let collection = format!("/slices/{slice}/ports/{port}/mac_addresses");
-    write(&store, move |store| store.add_mac(&slice, port, mac)).await?;
+    write(store, move |store| store.add_mac(&slice, port, mac)).await?;
     Ok(created(&req, collection, &mac.to_string(), &body))
 }
 
@@ -279,7 +280,7 @@ async fn delete_mac(
 ) -> Result<HttpResponse, ApiError> {
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
-    write(&store, move |store| store.delete_mac(&slice, port, mac)).await?;
+    write(store, move |store| store.delete_mac(&slice, port, mac)).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 

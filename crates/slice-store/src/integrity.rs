@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use crate::{Key, StoreError, SCHEMA_VERSION, SLED_LOG_FILE, TREE};
+use crate::{Error, Key, SCHEMA_VERSION, SLED_LOG_FILE, TREE};
 
 /// The file that says sliced initialised the database in its directory. Written once the
 /// format record is durable, so a marked database always holds data sled must recover.
@@ -21,7 +21,7 @@ pub(crate) const FORMAT_MARKER: &str = "sliced-format";
 const FORMAT_MARKER_TEXT: &str = "sliced store 1\n";
 
 /// Whether `dir` carries the marker; a marker with other content is damage too.
-pub(crate) fn is_marked(dir: &Path) -> Result<bool, StoreError> {
+pub(crate) fn is_marked(dir: &Path) -> Result<bool, Error> {
     match std::fs::read_to_string(dir.join(FORMAT_MARKER)) {
         Ok(text) if text == FORMAT_MARKER_TEXT => Ok(true),
         Ok(text) => Err(damaged(
@@ -29,7 +29,7 @@ pub(crate) fn is_marked(dir: &Path) -> Result<bool, StoreError> {
             format!("its {FORMAT_MARKER} file reads {text:?}, not {FORMAT_MARKER_TEXT:?}"),
         )),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(err) => Err(StoreError::Io {
+        Err(err) => Err(Error::Io {
             path: dir.join(FORMAT_MARKER),
             source: err,
         }),
@@ -37,10 +37,10 @@ pub(crate) fn is_marked(dir: &Path) -> Result<bool, StoreError> {
 }
 
 /// Marks `dir` durably: the file, then its directory entry.
-pub(crate) fn mark(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn mark(dir: &Path) -> Result<(), Error> {
     let marker = dir.join(FORMAT_MARKER);
     crate::private_file::write_private_durably(&marker, FORMAT_MARKER_TEXT.as_bytes()).map_err(
-        |source| StoreError::Io {
+        |source| Error::Io {
             path: marker,
             source,
         },
@@ -50,16 +50,16 @@ pub(crate) fn mark(dir: &Path) -> Result<(), StoreError> {
 /// For a marked database: an error when sled would find it empty or damaged. Holds
 /// sled's own lock on the log file meanwhile, so that nobody writes to it, and removes
 /// what an interrupted check of an earlier open left behind.
-pub(crate) fn check_before_open(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn check_before_open(dir: &Path) -> Result<(), Error> {
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| StoreError::Io { path, source }
+        move |source| Error::Io { path, source }
     };
     let log_path = dir.join(SLED_LOG_FILE);
     let log = std::fs::File::open(&log_path).map_err(io(&log_path))?;
     // The same lock sled takes (fs2, an exclusive flock), so a holder shows as Locked.
     if fs2::FileExt::try_lock_exclusive(&log).is_err() {
-        return Err(StoreError::Locked(dir.to_owned()));
+        return Err(Error::Locked(dir.to_owned()));
     }
     let parent = dir
         .parent()
@@ -146,7 +146,7 @@ fn remove_leftovers(parent: &Path, prefix: &str) -> std::io::Result<()> {
 
 /// Checks a marked database that sled has opened: sled must have recovered it, and it
 /// must hold the store's format record.
-pub(crate) fn verify(db: &sled::Db, dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn verify(db: &sled::Db, dir: &Path) -> Result<(), Error> {
     if !db.was_recovered() {
         return Err(damaged(
             dir,
@@ -171,10 +171,10 @@ pub(crate) fn verify(db: &sled::Db, dir: &Path) -> Result<(), StoreError> {
 
 /// Whether a log file that sled could not recover holds any written byte: a database
 /// whose creation was cut short holds only zeros (or nothing), a damaged one does not.
-pub(crate) fn log_was_written(dir: &Path) -> Result<bool, StoreError> {
+pub(crate) fn log_was_written(dir: &Path) -> Result<bool, Error> {
     use std::io::Read;
     let log_path = dir.join(SLED_LOG_FILE);
-    let io = |source| StoreError::Io {
+    let io = |source| Error::Io {
         path: log_path.clone(),
         source,
     };
@@ -197,22 +197,22 @@ pub(crate) fn log_was_written(dir: &Path) -> Result<bool, StoreError> {
 }
 
 /// sled's report of damage it found, as the store's.
-pub(crate) fn sled_damage(dir: &Path, err: sled::Error) -> StoreError {
+pub(crate) fn sled_damage(dir: &Path, err: sled::Error) -> Error {
     match err {
         sled::Error::Corruption { .. } => damaged(dir, format!("sled reports {err}")),
-        other => StoreError::Db(other),
+        other => Error::Db(other),
     }
 }
 
-fn damaged(dir: &Path, detail: String) -> StoreError {
-    StoreError::Damaged {
+fn damaged(dir: &Path, detail: String) -> Error {
+    Error::Damaged {
         path: dir.to_owned(),
         detail,
     }
 }
 
-fn has_snapshot(dir: &Path) -> Result<bool, StoreError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| StoreError::Io {
+fn has_snapshot(dir: &Path) -> Result<bool, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         path: dir.to_owned(),
         source,
     })?;

@@ -4,16 +4,23 @@
 //! writers share their flushes: while one fsync runs, later writers queue behind it and the
 //! next fsync covers all of them (group commit). Readers never wait for writers.
 //!
-//! Listeners registered with [`Store::subscribe`] hear of every committed change, in
+//! Listeners subscribed through [`MembershipSource`] hear of every committed change, in
 //! commit order, once it is on disk; the controller keeps its membership index current
 //! that way. A flush that fails is final: the changes it covered are never told, the
 //! writers waiting on it get an error, and the store refuses every later write (see
 //! [`Store::on_failure`]).
 //!
+//! The REST application and the `slice` tool use a `Store` through slice-core's
+//! [`SliceStore`] interface only, as every store backend offers it; this crate's own
+//! [`Error`] becomes that interface's [`StoreError`] there. What is sled's alone (opening,
+//! waiting for a database another process holds, the final flush, the failure hook) is
+//! on `Store` itself, for the `sliced` binary and the tool, which open the store.
+//!
 //! ```
+//! use slice_core::SliceStore;
 //! use slice_store::Store;
 //! let dir = tempfile::tempdir()?;
-//! let store = Store::open(dir.path())?;
+//! let store: &dyn SliceStore = &Store::open(dir.path())?;
 //! let slice = "blue".parse()?;
 //! store.create_slice(&slice)?;
 //! store.add_mac(&slice, "0x1:1".parse()?, "00:00:00:00:00:01".parse()?)?;
@@ -37,8 +44,7 @@ use std::sync::OnceLock;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-pub use slice_core::Change;
-use slice_core::{ChangeListener, MembershipSource};
+use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
@@ -46,11 +52,11 @@ pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 pub use crate::permissions::{make_private_dir, Tightened};
 pub use crate::private_file::write_private_durably;
-pub use crate::sessions::MAX_REVOKED_SESSIONS;
 
-/// Why a store operation failed.
+/// Why an operation of the sled store failed. Through [`SliceStore`] it is a
+/// [`StoreError`]: a contract error stays one, `Locked` is `Unavailable`, the rest `Failed`.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum Error {
     /// The request broke the slice contract; nothing was changed.
     #[error(transparent)]
     Slice(#[from] SliceError),
@@ -153,8 +159,8 @@ impl Store {
     /// sled creates its files with the process's umask, and a database made by an earlier
     /// release may be readable by all. What was loosened before is logged and kept for
     /// [`Store::tightened`].
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let permissions = |source| StoreError::Permissions {
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let permissions = |source| Error::Permissions {
             path: path.to_owned(),
             source,
         };
@@ -187,25 +193,25 @@ impl Store {
             .path(path)
             .open()
             .map_err(|err| match err {
-                sled::Error::Io(io) if is_lock_conflict(&io) => StoreError::Locked(path.to_owned()),
+                sled::Error::Io(io) if is_lock_conflict(&io) => Error::Locked(path.to_owned()),
                 other => integrity::sled_damage(path, other),
             })?;
         if marked {
             integrity::verify(&db, path)?;
         } else if unmarked_log_written && !db.was_recovered() {
             // Made by an earlier release, which left no marker, and unreadable to sled.
-            return Err(StoreError::Damaged {
+            return Err(Error::Damaged {
                 path: path.to_owned(),
                 detail: "its log holds data, but sled finds none".to_owned(),
             });
         }
         // What sled has just created, with the umask's permissions.
         permissions::tighten_tree(path).map_err(permissions)?;
-        let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(StoreError::Sync)?;
+        let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(Error::Sync)?;
         let tree = db.open_tree(TREE)?;
         match tree.get(Key::meta("schema"))? {
             Some(version) if version.as_ref() != SCHEMA_VERSION => {
-                return Err(StoreError::Corrupt(format!(
+                return Err(Error::Corrupt(format!(
                     "schema version {:?}, expected {:?}",
                     String::from_utf8_lossy(&version),
                     String::from_utf8_lossy(SCHEMA_VERSION)
@@ -215,7 +221,7 @@ impl Store {
             None => {
                 tree.insert(Key::meta("schema"), SCHEMA_VERSION)?;
                 db.flush()?;
-                log_file.sync_data().map_err(StoreError::Sync)?;
+                log_file.sync_data().map_err(Error::Sync)?;
             }
         }
         if !marked {
@@ -257,14 +263,14 @@ impl Store {
         path: &Path,
         wait: Duration,
         mut look_elsewhere: impl FnMut() -> Option<T>,
-    ) -> Result<Opened<T>, StoreError> {
+    ) -> Result<Opened<T>, Error> {
         let deadline = Instant::now() + wait;
         loop {
             if let Some(found) = look_elsewhere() {
                 return Ok(Opened::Elsewhere(found));
             }
             match Self::open(path) {
-                Err(StoreError::Locked(_)) if Instant::now() < deadline => {
+                Err(Error::Locked(_)) if Instant::now() < deadline => {
                     std::thread::sleep(LOCKED_RETRY_PAUSE);
                 }
                 opened => return opened.map(|store| Opened::Store(Box::new(store))),
@@ -281,7 +287,7 @@ impl Store {
     /// the change is on disk and before its writer returns. It may run on another
     /// writer's thread, while a lock that keeps deliveries in order is held, so it must be
     /// quick: send on a channel and return.
-    pub fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
+    pub(crate) fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
         self.listeners.write().push(Box::new(listener));
     }
 
@@ -305,32 +311,20 @@ impl Store {
 
     // ---- reads -------------------------------------------------------------------------
 
-    /// The names of all slices, in creation order.
-    pub fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
-        Ok(self.with_slices(|names, _| names.to_vec()))
-    }
-
-    /// Runs `look` on the names of all slices, in creation order, without copying them,
-    /// and on the version of that list (see [`Store::slices_version`]). Writers wait while
-    /// it runs, so keep it short and never await in it.
-    pub fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
+    /// Runs `look` on the slice names in creation order and their version, under the
+    /// list's read lock: writers wait while it runs.
+    fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
         let list = self.slice_names.read();
         look(&list.names, list.version)
     }
 
-    /// A number that changes whenever the list of slices does, within this process: a
-    /// copy of the list made at this version is still current.
-    pub fn slices_version(&self) -> u64 {
-        self.with_slices(|_, version| version)
-    }
-
     /// Fails with `SliceNotFound` unless the slice exists.
-    pub fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+    pub(crate) fn check_slice(&self, slice: &SliceName) -> Result<(), Error> {
         self.slice_id(slice).map(drop)
     }
 
     /// The ports of a slice, in the order they were added.
-    pub fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, StoreError> {
+    pub(crate) fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, Error> {
         let id = self.slice_id(slice)?;
         self.tree
             .scan_prefix(Key::tag(Tag::PortOrder).id(id))
@@ -340,25 +334,25 @@ impl Store {
     }
 
     /// Fails with `SliceNotFound` or `PortNotFound` unless the port is in the slice.
-    pub fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+    pub(crate) fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), Error> {
         let id = self.slice_id(slice)?;
         self.port_seq(id, port).map(drop)
     }
 
     /// The MAC addresses of a port of a slice, in the order they were added.
-    pub fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, StoreError> {
+    pub(crate) fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, Error> {
         let id = self.slice_id(slice)?;
         self.port_seq(id, port)?;
         self.macs_of(id, port)
     }
 
     /// Fails with the first of `SliceNotFound`, `PortNotFound`, `MacNotFound` that applies.
-    pub fn check_mac(
+    pub(crate) fn check_mac(
         &self,
         slice: &SliceName,
         port: PortId,
         mac: MacAddress,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         let id = self.slice_id(slice)?;
         self.port_seq(id, port)?;
         match self
@@ -371,7 +365,7 @@ impl Store {
     }
 
     /// Every slice with its ports and MAC addresses, in order.
-    pub fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
+    pub(crate) fn snapshot(&self) -> Result<Vec<Slice>, Error> {
         let mut slices = Vec::new();
         for entry in self.tree.scan_prefix(Key::tag(Tag::SliceOrder)) {
             let (key, value) = entry?;
@@ -383,7 +377,8 @@ impl Store {
 
     // ---- writes: each returns once the change is on disk --------------------------------
 
-    pub fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+    /// Fails with `SliceExists` when the slice exists.
+    pub(crate) fn create_slice(&self, slice: &SliceName) -> Result<(), Error> {
         self.write(|store| {
             let name_key = Key::tag(Tag::SliceName).name(slice);
             if store.tree.get(name_key)?.is_some() {
@@ -401,7 +396,7 @@ impl Store {
     }
 
     /// Deletes a slice with all its ports and MAC addresses and returns what it held.
-    pub fn delete_slice(&self, slice: &SliceName) -> Result<Slice, StoreError> {
+    pub(crate) fn delete_slice(&self, slice: &SliceName) -> Result<Slice, Error> {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             let mut batch = sled::Batch::default();
@@ -417,7 +412,7 @@ impl Store {
         })
     }
 
-    pub fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+    pub(crate) fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), Error> {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             let index_key = Key::tag(Tag::PortIndex).id(id).port(port);
@@ -435,7 +430,7 @@ impl Store {
     }
 
     /// Removes a port and its MAC addresses from a slice and returns what it held.
-    pub fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, StoreError> {
+    pub(crate) fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, Error> {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             let seq = store.port_seq(id, port)?;
@@ -463,12 +458,12 @@ impl Store {
 
     /// Adds a MAC address to a port of a slice, adding the port to the slice first when it
     /// is not there. Returns true when the port was created.
-    pub fn add_mac(
+    pub(crate) fn add_mac(
         &self,
         slice: &SliceName,
         port: PortId,
         mac: MacAddress,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, Error> {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             let mut batch = sled::Batch::default();
@@ -500,12 +495,12 @@ impl Store {
         })
     }
 
-    pub fn delete_mac(
+    pub(crate) fn delete_mac(
         &self,
         slice: &SliceName,
         port: PortId,
         mac: MacAddress,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         self.write(|store| {
             let id = store.slice_id(slice)?;
             store.port_seq(id, port)?;
@@ -528,7 +523,7 @@ impl Store {
 
     /// Flushes everything written so far to disk. Refused once a flush has failed: a
     /// second fsync may succeed without the lost pages (see the commit module).
-    pub fn flush(&self) -> Result<(), StoreError> {
+    pub fn flush(&self) -> Result<(), Error> {
         self.refuse_if_failed()?;
         // A ticket of its own, so that the flush counts in the group commit: its failure
         // fails the writers waiting on it too.
@@ -540,9 +535,9 @@ impl Store {
     /// Runs one write: `plan` reads what it needs and returns a batch, the change it makes
     /// and the caller's result; the batch is applied atomically under the write lock, and
     /// once a flush has covered it the listeners hear of the change and the call returns.
-    fn write<F, T>(&self, plan: F) -> Result<T, StoreError>
+    fn write<F, T>(&self, plan: F) -> Result<T, Error>
     where
-        F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), StoreError>,
+        F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), Error>,
     {
         let (output, ticket) = self.apply_locked(|store| {
             let (batch, change, output) = plan(store)?;
@@ -560,8 +555,8 @@ impl Store {
     /// is queued for the listeners.
     fn apply_locked<T>(
         &self,
-        apply: impl FnOnce(&Self) -> Result<(T, Option<Change>), StoreError>,
-    ) -> Result<(T, u64), StoreError> {
+        apply: impl FnOnce(&Self) -> Result<(T, Option<Change>), Error>,
+    ) -> Result<(T, u64), Error> {
         let _guard = self.write_lock.lock();
         self.refuse_if_failed()?;
         let (output, change) = apply(self)?;
@@ -575,7 +570,7 @@ impl Store {
 
     /// Returns once the write with `ticket` is on disk and its change, with every earlier
     /// one, has been told to the listeners.
-    fn make_durable(&self, ticket: u64) -> Result<(), StoreError> {
+    fn make_durable(&self, ticket: u64) -> Result<(), Error> {
         match self.commit.wait_durable(ticket, || self.sync()) {
             Ok(()) => {
                 self.tell_durable_changes();
@@ -588,11 +583,11 @@ impl Store {
 
     /// Makes everything sled has applied durable: its flush, then the fdatasync that
     /// its flush leaves out.
-    fn sync(&self) -> Result<(), StoreError> {
+    fn sync(&self) -> Result<(), Error> {
         self.db.flush()?;
         #[cfg(test)]
         self.sync_probe.before_fdatasync()?;
-        self.log_file.sync_data().map_err(StoreError::Sync)?;
+        self.log_file.sync_data().map_err(Error::Sync)?;
         #[cfg(test)]
         self.sync_probe.synced();
         Ok(())
@@ -616,7 +611,7 @@ impl Store {
 
     /// Records that a flush failed, so that nothing more is written or told, and lets
     /// the failure hooks know once. Returns the error for the writer that saw it.
-    fn fail(&self, err: StoreError) -> StoreError {
+    fn fail(&self, err: Error) -> Error {
         let reason = err.to_string();
         if self.failure.set(reason.clone()).is_ok() {
             // The changes waiting in the queue are not on disk: nobody must act on them.
@@ -632,20 +627,20 @@ impl Store {
     /// Refuses once a flush has failed. The group commit's own flag counts too: it is set
     /// before the failed flush's leader gets back here to record `failure`, and a writer
     /// that slipped into that gap would apply a change that GETs see and then get an error.
-    fn refuse_if_failed(&self) -> Result<(), StoreError> {
+    fn refuse_if_failed(&self) -> Result<(), Error> {
         if self.failure.get().is_some() || self.commit.failed() {
             return Err(self.failed_error());
         }
         Ok(())
     }
 
-    fn failed_error(&self) -> StoreError {
+    fn failed_error(&self) -> Error {
         // The leader of a failed flush records the reason just after waking its followers.
         let reason = self
             .failure
             .get()
             .map_or("a flush covering this write failed", String::as_str);
-        StoreError::Failed(reason.to_owned())
+        Error::Failed(reason.to_owned())
     }
 
     fn lock_untold(&self) -> MutexGuard<'_, VecDeque<(u64, Change)>> {
@@ -666,26 +661,21 @@ impl Store {
         }
     }
 
-    fn slice_id(&self, slice: &SliceName) -> Result<u64, StoreError> {
+    fn slice_id(&self, slice: &SliceName) -> Result<u64, Error> {
         match self.tree.get(Key::tag(Tag::SliceName).name(slice))? {
             Some(id) => keys::decode_u64(&id).ok_or_else(|| corrupt("slice record")),
             None => Err(SliceError::SliceNotFound(slice.clone()).into()),
         }
     }
 
-    fn port_seq(&self, id: u64, port: PortId) -> Result<u64, StoreError> {
+    fn port_seq(&self, id: u64, port: PortId) -> Result<u64, Error> {
         match self.tree.get(Key::tag(Tag::PortIndex).id(id).port(port))? {
             Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("port record")),
             None => Err(SliceError::PortNotFound(port).into()),
         }
     }
 
-    fn insert_port(
-        &self,
-        batch: &mut sled::Batch,
-        id: u64,
-        port: PortId,
-    ) -> Result<(), StoreError> {
+    fn insert_port(&self, batch: &mut sled::Batch, id: u64, port: PortId) -> Result<(), Error> {
         let seq = self.db.generate_id()?;
         batch.insert(
             Key::tag(Tag::PortIndex).id(id).port(port).as_ref(),
@@ -698,7 +688,7 @@ impl Store {
         Ok(())
     }
 
-    fn macs_of(&self, id: u64, port: PortId) -> Result<Vec<MacAddress>, StoreError> {
+    fn macs_of(&self, id: u64, port: PortId) -> Result<Vec<MacAddress>, Error> {
         self.tree
             .scan_prefix(Key::tag(Tag::MacOrder).id(id).port(port))
             .values()
@@ -713,7 +703,7 @@ impl Store {
             .collect()
     }
 
-    fn load_slice(&self, id: u64, name: SliceName) -> Result<Slice, StoreError> {
+    fn load_slice(&self, id: u64, name: SliceName) -> Result<Slice, Error> {
         let mut ports = Vec::new();
         for value in self
             .tree
@@ -737,27 +727,115 @@ fn is_lock_conflict(err: &std::io::Error) -> bool {
         || err.to_string().starts_with("could not acquire lock")
 }
 
-fn decode_name(bytes: &[u8]) -> Result<SliceName, StoreError> {
+fn decode_name(bytes: &[u8]) -> Result<SliceName, Error> {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|text| text.parse().ok())
         .ok_or_else(|| corrupt("slice name"))
 }
 
-fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt(format!("malformed {what}"))
+fn corrupt(what: &str) -> Error {
+    Error::Corrupt(format!("malformed {what}"))
 }
 
-/// The controller follows the slices through this contract, not through `Store` itself.
-impl MembershipSource for Store {
-    type Error = StoreError;
+impl From<Error> for StoreError {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Slice(err) => StoreError::Slice(err),
+            locked @ Error::Locked(_) => StoreError::Unavailable(Box::new(locked)),
+            other => StoreError::Failed(Box::new(other)),
+        }
+    }
+}
 
+/// The store as slice-http, slice-cli and the controller use it: the methods above, with
+/// their errors widened to the interface's.
+impl SliceStore for Store {
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
+        self.with_slices(look);
+        Ok(())
+    }
+
+    fn slices_version(&self) -> Result<u64, StoreError> {
+        Ok(self.with_slices(|_, version| version))
+    }
+
+    fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+        Ok(Store::check_slice(self, slice)?)
+    }
+
+    fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, StoreError> {
+        Ok(Store::ports(self, slice)?)
+    }
+
+    fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+        Ok(Store::check_port(self, slice, port)?)
+    }
+
+    fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, StoreError> {
+        Ok(Store::macs(self, slice, port)?)
+    }
+
+    fn check_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError> {
+        Ok(Store::check_mac(self, slice, port, mac)?)
+    }
+
+    fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+        Ok(Store::create_slice(self, slice)?)
+    }
+
+    fn delete_slice(&self, slice: &SliceName) -> Result<Slice, StoreError> {
+        Ok(Store::delete_slice(self, slice)?)
+    }
+
+    fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+        Ok(Store::add_port(self, slice, port)?)
+    }
+
+    fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, StoreError> {
+        Ok(Store::delete_port(self, slice, port)?)
+    }
+
+    fn add_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<bool, StoreError> {
+        Ok(Store::add_mac(self, slice, port, mac)?)
+    }
+
+    fn delete_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError> {
+        Ok(Store::delete_mac(self, slice, port, mac)?)
+    }
+
+    fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
+        Ok(Store::revoke_session(self, id, expires_at, now)?)
+    }
+
+    fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
+        Ok(Store::session_revoked(self, id, issued_at)?)
+    }
+}
+
+/// The controller follows the slices through this part of the interface.
+impl MembershipSource for Store {
     fn subscribe(&self, listener: ChangeListener) {
         Store::subscribe(self, listener);
     }
 
     fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
-        Store::snapshot(self)
+        Ok(Store::snapshot(self)?)
     }
 }
 

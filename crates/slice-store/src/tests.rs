@@ -24,141 +24,24 @@ pub(crate) fn reopen(path: &std::path::Path) -> Store {
     reopen_result(path).unwrap()
 }
 
-fn slice_error(result: Result<impl std::fmt::Debug, StoreError>) -> SliceError {
-    match result {
-        Err(StoreError::Slice(err)) => err,
-        other => panic!("expected a slice error, got {other:?}"),
-    }
-}
+// The slice contract itself (orders, errors, cascades, the change stream, durability) is
+// tested once for every backend, in tests/contract.rs; what follows is sled's alone.
 
 #[test]
-fn slices_list_in_creation_order_not_name_order() {
-    let (_dir, store) = open();
-    for slice in ["zeta", "alpha", "mid"] {
-        store.create_slice(&name(slice)).unwrap();
-    }
-    assert_eq!(
-        store.slices().unwrap(),
-        vec![name("zeta"), name("alpha"), name("mid")]
-    );
-}
-
-#[test]
-fn duplicates_conflict_with_the_spec_messages() {
+fn a_deleted_slice_leaves_no_record_behind() {
     let (_dir, store) = open();
     let s = name("s");
     store.create_slice(&s).unwrap();
+    store.add_mac(&s, PortId::new(1, 1), mac(1)).unwrap();
+    store.add_mac(&s, PortId::new(2, 2), mac(2)).unwrap();
+    store.delete_port(&s, PortId::new(2, 2)).unwrap();
     assert_eq!(
-        slice_error(store.create_slice(&s)).to_string(),
-        "Slice s already exists"
+        store.tree.len(),
+        1 + 2 + 2 + 2,
+        "schema, slice, port and MAC records"
     );
-    store.add_port(&s, PortId::new(0xab, 1)).unwrap();
-    assert_eq!(
-        slice_error(store.add_port(&s, PortId::new(0xab, 1))).to_string(),
-        "Port 0xab:1 already exists"
-    );
-    store.add_mac(&s, PortId::new(0xab, 1), mac(1)).unwrap();
-    assert_eq!(
-        slice_error(store.add_mac(&s, PortId::new(0xab, 1), mac(1))).to_string(),
-        "MAC address 00:00:00:00:00:01 already exists"
-    );
-}
-
-#[test]
-fn ports_and_macs_keep_insertion_order() {
-    let (_dir, store) = open();
-    let s = name("s");
+    store.delete_slice(&s).unwrap();
     store.create_slice(&s).unwrap();
-    let ports = [PortId::new(9, 1), PortId::new(1, 7), PortId::new(5, 0)];
-    for port in ports {
-        store.add_port(&s, port).unwrap();
-    }
-    assert_eq!(store.ports(&s).unwrap(), ports);
-    for last in [9, 3, 7] {
-        store.add_mac(&s, ports[1], mac(last)).unwrap();
-    }
-    assert_eq!(store.macs(&s, ports[1]).unwrap(), [mac(9), mac(3), mac(7)]);
-    assert!(store.macs(&s, ports[0]).unwrap().is_empty());
-}
-
-#[test]
-fn adding_a_mac_creates_its_port() {
-    let (_dir, store) = open();
-    let s = name("s");
-    store.create_slice(&s).unwrap();
-    assert!(store.add_mac(&s, PortId::new(1, 2), mac(1)).unwrap());
-    assert!(!store.add_mac(&s, PortId::new(1, 2), mac(2)).unwrap());
-    assert_eq!(store.ports(&s).unwrap(), [PortId::new(1, 2)]);
-    assert_eq!(store.macs(&s, PortId::new(1, 2)).unwrap(), [mac(1), mac(2)]);
-}
-
-#[test]
-fn checks_run_slice_then_port_then_mac() {
-    let (_dir, store) = open();
-    let (s, missing) = (name("s"), name("missing"));
-    let port = PortId::new(1, 1);
-    store.create_slice(&s).unwrap();
-    assert_eq!(
-        slice_error(store.check_mac(&missing, port, mac(1))),
-        SliceError::SliceNotFound(missing.clone())
-    );
-    assert_eq!(
-        slice_error(store.delete_mac(&missing, port, mac(1))),
-        SliceError::SliceNotFound(missing.clone())
-    );
-    assert_eq!(
-        slice_error(store.check_mac(&s, port, mac(1))),
-        SliceError::PortNotFound(port)
-    );
-    assert_eq!(
-        slice_error(store.delete_mac(&s, port, mac(1))),
-        SliceError::PortNotFound(port)
-    );
-    store.add_port(&s, port).unwrap();
-    assert_eq!(
-        slice_error(store.check_mac(&s, port, mac(1))),
-        SliceError::MacNotFound(mac(1))
-    );
-    assert_eq!(
-        slice_error(store.add_port(&missing, port)),
-        SliceError::SliceNotFound(missing)
-    );
-}
-
-#[test]
-fn deletes_cascade_and_leave_the_rest() {
-    let (_dir, store) = open();
-    let s = name("s");
-    let (p1, p2) = (PortId::new(1, 1), PortId::new(2, 2));
-    store.create_slice(&s).unwrap();
-    store.add_mac(&s, p1, mac(1)).unwrap();
-    store.add_mac(&s, p1, mac(2)).unwrap();
-    store.add_mac(&s, p2, mac(3)).unwrap();
-
-    store.delete_mac(&s, p1, mac(1)).unwrap();
-    assert_eq!(store.macs(&s, p1).unwrap(), [mac(2)]);
-    assert_eq!(store.ports(&s).unwrap(), [p1, p2]);
-
-    let removed = store.delete_port(&s, p1).unwrap();
-    assert_eq!(
-        removed,
-        Port {
-            id: p1,
-            macs: vec![mac(2)]
-        }
-    );
-    assert_eq!(store.ports(&s).unwrap(), [p2]);
-    // A port added again starts empty and goes to the end.
-    store.add_port(&s, p1).unwrap();
-    assert!(store.macs(&s, p1).unwrap().is_empty());
-    assert_eq!(store.ports(&s).unwrap(), [p2, p1]);
-
-    let removed = store.delete_slice(&s).unwrap();
-    assert_eq!(removed.ports.len(), 2);
-    assert!(store.slices().unwrap().is_empty());
-    // Nothing of the old slice leaks into a new one of the same name.
-    store.create_slice(&s).unwrap();
-    assert!(store.ports(&s).unwrap().is_empty());
     assert_eq!(
         store.tree.len(),
         1 + 2,
@@ -167,149 +50,37 @@ fn deletes_cascade_and_leave_the_rest() {
 }
 
 #[test]
-fn everything_survives_reopening_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let expected = {
-        let store = Store::open(dir.path()).unwrap();
-        for slice in ["b", "a", "c"] {
-            store.create_slice(&name(slice)).unwrap();
+fn through_the_interface_errors_keep_their_messages_and_say_what_kind_they_are() {
+    let (dir, store) = open();
+    let store: &dyn SliceStore = &store;
+    match store.delete_slice(&name("missing")) {
+        Err(StoreError::Slice(SliceError::SliceNotFound(missing))) => {
+            assert_eq!(missing, name("missing"))
         }
-        store
-            .add_mac(&name("a"), PortId::new(2, 1), mac(2))
-            .unwrap();
-        store
-            .add_mac(&name("a"), PortId::new(1, 1), mac(1))
-            .unwrap();
-        store
-            .add_mac(&name("a"), PortId::new(1, 1), mac(0))
-            .unwrap();
-        store.snapshot().unwrap()
-    };
-    let store = reopen(dir.path());
-    assert_eq!(store.snapshot().unwrap(), expected);
-    assert_eq!(expected[1].ports[1].macs, [mac(1), mac(0)]);
-}
-
-#[test]
-fn listeners_hear_every_change_in_order() {
-    let (_dir, store) = open();
-    let heard = Arc::new(Mutex::new(Vec::new()));
-    let sink = heard.clone();
-    store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
-    let s = name("s");
-    let port = PortId::new(1, 1);
-    store.create_slice(&s).unwrap();
-    store.add_mac(&s, port, mac(1)).unwrap();
-    let _ = store.create_slice(&s); // fails: nothing to hear
-    store.delete_slice(&s).unwrap();
-    let heard = heard.lock().unwrap();
-    assert_eq!(
-        *heard,
-        vec![
-            Change::SliceCreated(s.clone()),
-            Change::MacAdded {
-                slice: s.clone(),
-                port,
-                mac: mac(1)
-            },
-            Change::SliceDeleted(Slice {
-                name: s.clone(),
-                ports: vec![Port {
-                    id: port,
-                    macs: vec![mac(1)]
-                }],
-            }),
-        ]
-    );
-}
-
-#[test]
-fn racing_creates_of_one_slice_admit_exactly_one() {
-    let (_dir, store) = open();
-    let store = Arc::new(store);
-    let results: Vec<_> = (0..16)
-        .map(|_| {
-            let store = store.clone();
-            std::thread::spawn(move || store.create_slice(&name("contested")).is_ok())
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|thread| thread.join().unwrap())
-        .collect();
-    assert_eq!(results.iter().filter(|won| **won).count(), 1);
-}
-
-#[test]
-fn concurrent_mac_adds_to_one_port_all_land() {
-    let (_dir, store) = open();
-    let store = Arc::new(store);
-    let s = name("s");
-    store.create_slice(&s).unwrap();
-    let threads: Vec<_> = (0..32u8)
-        .map(|last| {
-            let (store, s) = (store.clone(), s.clone());
-            std::thread::spawn(move || store.add_mac(&s, PortId::new(1, 1), mac(last)).unwrap())
-        })
-        .collect();
-    let created = threads
-        .into_iter()
-        .map(|thread| thread.join().unwrap())
-        .filter(|created| *created)
-        .count();
-    assert_eq!(created, 1, "exactly one add creates the port");
-    let mut macs = store.macs(&s, PortId::new(1, 1)).unwrap();
-    macs.sort();
-    assert_eq!(macs, (0..32).map(mac).collect::<Vec<_>>());
+        other => panic!("expected a contract error, got {other:?}"),
+    }
+    let locked = Error::Locked(dir.path().to_owned());
+    let message = locked.to_string();
+    match StoreError::from(locked) {
+        StoreError::Unavailable(err) => assert_eq!(err.to_string(), message),
+        other => panic!("a held database is unavailable, not {other:?}"),
+    }
+    let failed = Error::Failed("injected".into());
+    let message = failed.to_string();
+    match StoreError::from(failed) {
+        StoreError::Failed(err) => assert_eq!(err.to_string(), message),
+        other => panic!("a failed store is a failure, not {other:?}"),
+    }
 }
 
 #[test]
 fn a_second_open_of_a_held_database_says_locked() {
     let (dir, _store) = open();
     match Store::open(dir.path()) {
-        Err(StoreError::Locked(path)) => assert_eq!(path, dir.path()),
+        Err(Error::Locked(path)) => assert_eq!(path, dir.path()),
         Err(other) => panic!("expected Locked, got {other}"),
         Ok(_) => panic!("a held database opened twice"),
     }
-}
-
-#[test]
-fn the_slice_list_follows_deletes_recreates_and_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    for slice in ["a", "b", "c"] {
-        store.create_slice(&name(slice)).unwrap();
-    }
-    store.delete_slice(&name("b")).unwrap();
-    // A failed write changes nothing in the list either.
-    slice_error(store.create_slice(&name("a")));
-    slice_error(store.delete_slice(&name("b")));
-    store.create_slice(&name("b")).unwrap();
-    let expected = vec![name("a"), name("c"), name("b")];
-    assert_eq!(
-        store.slices().unwrap(),
-        expected,
-        "a re-created slice is newest"
-    );
-    assert_eq!(store.with_slices(|names, _| names.len()), 3);
-    let version = store.slices_version();
-    store.add_port(&name("a"), PortId::new(1, 1)).unwrap();
-    assert_eq!(
-        store.slices_version(),
-        version,
-        "ports do not change the list"
-    );
-    store.delete_slice(&name("c")).unwrap();
-    assert_ne!(store.slices_version(), version);
-    store.create_slice(&name("c")).unwrap();
-    let expected = vec![name("a"), name("b"), name("c")];
-    drop(store);
-
-    let reopened = reopen(dir.path());
-    assert_eq!(
-        reopened.slices().unwrap(),
-        expected,
-        "the list is rebuilt in order"
-    );
 }
 
 /// Counts the store's fdatasyncs and fails the next one on request: a disk that fails
@@ -321,9 +92,9 @@ pub(super) struct SyncProbe {
 }
 
 impl SyncProbe {
-    pub(super) fn before_fdatasync(&self) -> Result<(), StoreError> {
+    pub(super) fn before_fdatasync(&self) -> Result<(), Error> {
         if self.fail_next.swap(false, Ordering::SeqCst) {
-            return Err(StoreError::Sync(std::io::Error::other(
+            return Err(Error::Sync(std::io::Error::other(
                 "injected fdatasync failure",
             )));
         }
@@ -371,7 +142,7 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
     store.create_slice(&name("kept")).unwrap();
     store.sync_probe.fail_next.store(true, Ordering::SeqCst);
     match store.create_slice(&name("lost")) {
-        Err(StoreError::Sync(err)) => assert!(err.to_string().contains("injected")),
+        Err(Error::Sync(err)) => assert!(err.to_string().contains("injected")),
         other => panic!("expected the fdatasync error, got {other:?}"),
     }
     // The probe fails only once: a retry would succeed, and must not be made.
@@ -381,7 +152,7 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
         store.flush(),
     ] {
         match refused {
-            Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+            Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
@@ -428,12 +199,12 @@ fn a_write_between_a_failed_flush_and_its_report_is_refused_and_changes_nothing(
     assert!(store.commit.wait_durable(ticket, || store.sync()).is_err());
     assert!(store.failure().is_none());
     match store.create_slice(&name("slipped-in")) {
-        Err(StoreError::Failed(_)) => {}
+        Err(Error::Failed(_)) => {}
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(matches!(
         store.revoke_session(b"session", 200, 100),
-        Err(StoreError::Failed(_))
+        Err(Error::Failed(_))
     ));
     // Nothing reached sled's memory, where GETs would have seen it.
     assert_eq!(store.slices().unwrap(), [name("kept")]);
@@ -446,7 +217,7 @@ fn a_revocation_on_a_failed_store_is_refused_and_changes_nothing() {
     store.sync_probe.fail_next.store(true, Ordering::SeqCst);
     assert!(store.create_slice(&name("lost")).is_err());
     match store.revoke_session(b"session", 200, 100) {
-        Err(StoreError::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
+        Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(!store.session_revoked(b"session", 50).unwrap());
@@ -467,7 +238,7 @@ fn a_revocation_is_made_durable_by_the_group_commit() {
     assert_eq!(failures.lock().unwrap().len(), 1);
     assert!(matches!(
         store.create_slice(&name("later")),
-        Err(StoreError::Failed(_))
+        Err(Error::Failed(_))
     ));
 }
 
@@ -565,7 +336,7 @@ fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
     drop(log);
     let before = std::fs::read(&log_path).unwrap();
     match reopen_result(dir.path()) {
-        Err(StoreError::Damaged { path, detail }) => {
+        Err(Error::Damaged { path, detail }) => {
             assert_eq!(path, dir.path());
             assert!(detail.contains("sled finds none"), "{detail}");
         }
@@ -585,16 +356,16 @@ fn a_marker_of_another_format_is_damage() {
     .unwrap();
     assert!(matches!(
         reopen_result(dir.path()),
-        Err(StoreError::Damaged { .. })
+        Err(Error::Damaged { .. })
     ));
 }
 
 /// [`reopen`] for an open that may fail for another reason than the lock.
-fn reopen_result(path: &std::path::Path) -> Result<Store, StoreError> {
+fn reopen_result(path: &std::path::Path) -> Result<Store, Error> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         match Store::open(path) {
-            Err(StoreError::Locked(_)) if std::time::Instant::now() < deadline => {
+            Err(Error::Locked(_)) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             opened => return opened,

@@ -11,11 +11,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
+use openflow::packet::{EtherType, EthernetFrame};
 
 /// The source address sliced's probes used before they were signed.
 const OLD_PROBE_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
 const ETH_P_ALL: u16 = 0x0003;
-const ETH_P_LLDP: u16 = 0x88cc;
 
 /// `xtask lldp ...`: the scenarios build these command lines (scenarios.rs), so the
 /// positional interface is fixed.
@@ -187,7 +187,8 @@ fn capture_signed_probe(iface: &str, timeout: Duration) -> anyhow::Result<Vec<u8
         let Some(frame) = socket.receive(left.max(Duration::from_millis(1)))? else {
             break;
         };
-        let is_lldp = frame.get(12..14) == Some(&ETH_P_LLDP.to_be_bytes()[..]);
+        let is_lldp = EthernetFrame::new_checked(&frame[..])
+            .is_ok_and(|frame| EtherType::from(frame.ethertype()) == EtherType::Lldp);
         let signed = openflow::packet::parse_probe(&frame).is_some_and(|p| p.proof.is_some());
         if is_lldp && signed {
             return Ok(frame);

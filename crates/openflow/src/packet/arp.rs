@@ -11,12 +11,14 @@ const HTYPE_ETHERNET: u16 = 1;
 /// Protocol type IPv4.
 const PTYPE_IPV4: u16 = 0x0800;
 
-/// ARP operations.
-pub mod operation {
-    /// Who has this address?
-    pub const REQUEST: u16 = 1;
-    /// I have it.
-    pub const REPLY: u16 = 2;
+enum_with_unknown! {
+    /// The ARP operation.
+    pub enum ArpOperation(u16) {
+        /// Who has this address?
+        Request = 1,
+        /// I have it.
+        Reply = 2,
+    }
 }
 
 mod field {
@@ -45,7 +47,7 @@ fields!(ArpPacket {
     hardware_len / set_hardware_len: u8 = field::HLEN;
     /// Protocol address length (4).
     protocol_len / set_protocol_len: u8 = field::PLEN;
-    /// Operation: 1 request, 2 reply.
+    /// Operation; see [`ArpOperation`].
     operation / set_operation: u16 = field::OPER;
     /// Sender MAC address.
     sender_mac / set_sender_mac: [u8; 6] = field::SHA;
@@ -67,8 +69,8 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
 /// A decoded Ethernet/IPv4 ARP packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ArpRepr {
-    /// Operation: 1 request, 2 reply.
-    pub operation: u16,
+    /// Request or reply.
+    pub operation: ArpOperation,
     /// Sender MAC address.
     pub sender_mac: [u8; 6],
     /// Sender IPv4 address.
@@ -98,7 +100,7 @@ impl ArpRepr {
             }
         }
         Ok(ArpRepr {
-            operation: packet.operation(),
+            operation: ArpOperation::from(packet.operation()),
             sender_mac: packet.sender_mac(),
             sender_ip: Ipv4Addr::from(packet.sender_ip()),
             target_mac: packet.target_mac(),
@@ -117,7 +119,7 @@ impl ArpRepr {
         packet.set_protocol_type(PTYPE_IPV4);
         packet.set_hardware_len(6);
         packet.set_protocol_len(4);
-        packet.set_operation(self.operation);
+        packet.set_operation(u16::from(self.operation));
         packet.set_sender_mac(self.sender_mac);
         packet.set_sender_ip(self.sender_ip.octets());
         packet.set_target_mac(self.target_mac);

@@ -8,9 +8,9 @@
 //! checking it is the controller's business.
 
 use super::ethernet::{self, EthernetFrame, EthernetRepr};
-use super::ethertype;
 use super::lldp::{self, tlv_type, LldpRepr, SUBTYPE_LOCAL};
 use super::vlan::VlanTag;
+use super::EtherType;
 use crate::wire::{grow, tail_mut};
 
 /// The nearest-bridge LLDP group address, which no bridge forwards.
@@ -89,7 +89,7 @@ fn build_frame(
     let ethernet = EthernetRepr {
         dst: LLDP_MULTICAST,
         src,
-        ethertype: ethertype::LLDP,
+        ethertype: EtherType::Lldp,
     };
     let nonce = proof.map(|proof| proof.nonce.to_be_bytes());
     let extra_len = 4 + PROOF_LEN;
@@ -131,17 +131,17 @@ pub fn parse_discovery(frame: &[u8]) -> Option<(u64, u32)> {
 /// right length (a proof TLV of any other length counts as no proof).
 pub fn parse_probe(frame: &[u8]) -> Option<Probe> {
     let ethernet = EthernetFrame::new_checked(frame).ok()?;
-    let (kind, payload) = match ethernet.ethertype() {
-        ethertype::VLAN => {
+    let (kind, payload) = match EtherType::from(ethernet.ethertype()) {
+        EtherType::Vlan => {
             let tag = VlanTag::new_checked(ethernet.payload()).ok()?;
             (
-                tag.ethertype(),
+                EtherType::from(tag.ethertype()),
                 tag.into_inner().get(super::vlan::TAG_LEN..)?,
             )
         }
         kind => (kind, ethernet.payload()),
     };
-    if kind != ethertype::LLDP {
+    if kind != EtherType::Lldp {
         return None;
     }
     let lldp = LldpRepr::parse(payload).ok()?;

@@ -1,5 +1,6 @@
 //! Ethernet II framing: destination, source, EtherType, payload (no FCS).
 
+use super::EtherType;
 use crate::wire::tail;
 use crate::Error;
 
@@ -42,7 +43,7 @@ pub struct EthernetRepr {
     /// Source address.
     pub src: [u8; 6],
     /// EtherType.
-    pub ethertype: u16,
+    pub ethertype: EtherType,
 }
 
 impl EthernetRepr {
@@ -52,7 +53,7 @@ impl EthernetRepr {
         Ok(EthernetRepr {
             dst: frame.dst(),
             src: frame.src(),
-            ethertype: frame.ethertype(),
+            ethertype: EtherType::from(frame.ethertype()),
         })
     }
 
@@ -65,6 +66,6 @@ impl EthernetRepr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, frame: &mut EthernetFrame<T>) {
         frame.set_dst(self.dst);
         frame.set_src(self.src);
-        frame.set_ethertype(self.ethertype);
+        frame.set_ethertype(u16::from(self.ethertype));
     }
 }

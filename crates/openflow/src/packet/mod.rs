@@ -12,7 +12,7 @@ pub mod ipv4;
 pub mod lldp;
 pub mod vlan;
 
-pub use arp::{ArpPacket, ArpRepr};
+pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use discovery::{
     discovery_frame, parse_discovery, parse_probe, signed_discovery_frame, Probe, ProbeProof,
     PROOF_OUI, PROOF_SUBTYPE, PROOF_TAG_LEN,
@@ -22,16 +22,18 @@ pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use lldp::{LldpRepr, LldpTlv};
 pub use vlan::{VlanRepr, VlanTag};
 
-/// EtherType values used here.
-pub mod ethertype {
-    /// IPv4.
-    pub const IPV4: u16 = 0x0800;
-    /// ARP.
-    pub const ARP: u16 = 0x0806;
-    /// An 802.1Q VLAN tag follows.
-    pub const VLAN: u16 = 0x8100;
-    /// IPv6.
-    pub const IPV6: u16 = 0x86dd;
-    /// LLDP.
-    pub const LLDP: u16 = 0x88cc;
+enum_with_unknown! {
+    /// The EtherType of an Ethernet frame, or of what follows an 802.1Q tag.
+    pub enum EtherType(u16) {
+        /// IPv4.
+        Ipv4 = 0x0800,
+        /// ARP.
+        Arp = 0x0806,
+        /// An 802.1Q VLAN tag follows.
+        Vlan = 0x8100,
+        /// IPv6.
+        Ipv6 = 0x86dd,
+        /// LLDP.
+        Lldp = 0x88cc,
+    }
 }

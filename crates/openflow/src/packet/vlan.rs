@@ -1,6 +1,7 @@
 //! The 802.1Q tag that follows an EtherType of 0x8100: priority, drop eligibility and
 //! VLAN id packed in 16 bits, then the inner EtherType.
 
+use super::EtherType;
 use crate::wire::tail;
 use crate::Error;
 
@@ -46,7 +47,7 @@ pub struct VlanRepr {
     /// VLAN id, 0..=4095.
     pub vid: u16,
     /// Inner EtherType.
-    pub ethertype: u16,
+    pub ethertype: EtherType,
 }
 
 impl VlanRepr {
@@ -58,7 +59,7 @@ impl VlanRepr {
             pcp: (tci >> 13) as u8,
             dei: tci & 0x1000 != 0,
             vid: tci & 0x0fff,
-            ethertype: tag.ethertype(),
+            ethertype: EtherType::from(tag.ethertype()),
         })
     }
 
@@ -83,7 +84,7 @@ impl VlanRepr {
         }
         let tci = (u16::from(self.pcp) << 13) | (u16::from(self.dei) << 12) | self.vid;
         tag.set_tci(tci);
-        tag.set_ethertype(self.ethertype);
+        tag.set_ethertype(u16::from(self.ethertype));
         Ok(())
     }
 }

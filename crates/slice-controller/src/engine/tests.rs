@@ -27,11 +27,11 @@ fn mac(last: u8) -> MacAddress {
 /// A switch that needs a table-miss flow (an OpenFlow 1.3 one), and one that does not.
 const NEEDS_TABLE_MISS: SwitchProfile = SwitchProfile {
     needs_table_miss_flow: true,
-    protocol: 0x04,
+    protocol: Version::Of13,
 };
 const SENDS_MISSES: SwitchProfile = SwitchProfile {
     needs_table_miss_flow: false,
-    protocol: 0x01,
+    protocol: Version::Of10,
 };
 
 const BROADCAST: MacAddress = MacAddress::new([0xff; 6]);

@@ -1,10 +1,11 @@
 //! The session driven with frames built by the codec and a made-up clock.
 
 use super::*;
+use openflow::error_msg::BadRequestCode;
 use openflow::{FeaturesReply, FlowRemoved, MeterFeatures};
 
-const OF10: u8 = openflow::OFP10;
-const OF13: u8 = openflow::OFP13;
+const OF10: Version = Version::Of10;
+const OF13: Version = Version::Of13;
 const DPID: u64 = 0xabc;
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -17,7 +18,7 @@ fn session(config: ControllerConfig, now: Instant) -> SwitchSession {
 }
 
 /// `message` as a switch speaking `version` sends it.
-fn wire(version: u8, xid: u32, message: &Message) -> Vec<u8> {
+fn wire(version: Version, xid: u32, message: &Message) -> Vec<u8> {
     let mut bytes = Vec::new();
     message
         .emit(version, xid, &mut bytes)
@@ -73,12 +74,12 @@ fn port_states(numbers: &[u32]) -> BTreeMap<u32, PortState> {
     numbers.iter().map(|&n| (n, port_state(&port(n)))).collect()
 }
 
-fn hello(version: u8) -> Vec<u8> {
+fn hello(version: Version) -> Vec<u8> {
     wire(
         version,
         1,
         &Message::Hello {
-            versions: Some(1 << version),
+            versions: Some(version.bitmap_bit()),
         },
     )
 }
@@ -120,12 +121,12 @@ fn ethernet(src: u8) -> Vec<u8> {
     frame
 }
 
-fn packet_in(version: u8, in_port: u32, data: Vec<u8>) -> Vec<u8> {
+fn packet_in(version: Version, in_port: u32, data: Vec<u8>) -> Vec<u8> {
     let packet = PacketIn {
         buffer_id: None,
         total_len: u16::try_from(data.len()).unwrap_or(u16::MAX),
         in_port,
-        reason: 0,
+        reason: openflow::PacketInReason::NoMatch,
         table_id: 0,
         cookie: 0,
         data,
@@ -144,7 +145,7 @@ fn the_session_opens_with_a_hello_offering_1_0_and_1_3() {
     assert_eq!(
         sent[0].1,
         Message::Hello {
-            versions: Some((1 << OF10) | (1 << OF13))
+            versions: Some(OF10.bitmap_bit() | OF13.bitmap_bit())
         }
     );
 }
@@ -318,19 +319,20 @@ fn no_common_version_is_refused_with_hello_failed_and_closes() {
     let mut session = session(config(), now);
     sent(&mut session);
     // A switch that speaks only OpenFlow 1.5.
+    let of15 = Version::from(0x06);
     session.handle_bytes(
         &wire(
-            0x06,
+            of15,
             42,
             &Message::Hello {
-                versions: Some(1 << 6),
+                versions: Some(of15.bitmap_bit()),
             },
         ),
         now,
     );
     assert_eq!(
         session.close_reason(),
-        Some(&CloseReason::NoCommonVersion(6))
+        Some(&CloseReason::NoCommonVersion(of15))
     );
     let farewell = sent(&mut session);
     assert_eq!(farewell.len(), 1);
@@ -338,10 +340,10 @@ fn no_common_version_is_refused_with_hello_failed_and_closes() {
     assert!(matches!(
         farewell[0].1,
         Message::Error {
-            err_type: openflow::error_msg::ERROR_TYPE_HELLO_FAILED,
-            code: openflow::error_msg::HELLO_FAILED_INCOMPATIBLE,
+            err_type: ErrorType::HelloFailed,
+            code,
             ..
-        }
+        } if code == u16::from(HelloFailedCode::Incompatible)
     ));
     assert_eq!(session.poll_timeout(), None);
 }
@@ -352,16 +354,16 @@ fn an_error_during_the_handshake_closes_the_session() {
     let mut session = session(config(), now);
     session.handle_bytes(&hello(OF13), now);
     let error = Message::Error {
-        err_type: 1,
-        code: 1,
+        err_type: ErrorType::BadRequest,
+        code: BadRequestCode::BadType.into(),
         data: Vec::new(),
     };
     session.handle_bytes(&wire(OF13, 1, &error), now);
     assert_eq!(
         session.close_reason(),
         Some(&CloseReason::HandshakeError {
-            err_type: 1,
-            code: 1
+            err_type: ErrorType::BadRequest,
+            code: BadRequestCode::BadType.into()
         })
     );
 }
@@ -451,7 +453,7 @@ fn a_frame_shorter_than_a_header_closes_the_session() {
     let now = Instant::now();
     let mut session = connected_1_0(config(), now);
     // Length 4: less than the 8-byte header itself.
-    session.handle_bytes(&[OF10, 2, 0, 4, 0, 0, 0, 1], now);
+    session.handle_bytes(&[u8::from(OF10), 2, 0, 4, 0, 0, 0, 1], now);
     assert!(matches!(
         session.close_reason(),
         Some(CloseReason::Malformed(_))
@@ -485,9 +487,8 @@ fn a_message_in_an_unknown_version_closes_the_session() {
     session.handle_bytes(&[0x09, 2, 0, 8, 0, 0, 0, 1], now);
     assert!(matches!(
         session.close_reason(),
-        Some(CloseReason::Malformed(openflow::Error::UnsupportedVersion(
-            9
-        )))
+        Some(CloseReason::Malformed(openflow::Error::UnsupportedVersion(version)))
+            if *version == Version::from(9)
     ));
 }
 
@@ -664,7 +665,7 @@ fn a_packet_in_reaches_the_engine_as_a_slice_of_the_read_buffer() {
         assert_eq!(data[..], frame[..]);
         assert!(
             buffer.contains(&data.as_ptr()),
-            "the payload was copied out of the read buffer (version {version})"
+            "the payload was copied out of the read buffer (version {version:?})"
         );
     }
 }
@@ -728,8 +729,8 @@ fn the_table_miss_flow_waits_for_the_meter_setup_on_1_3() {
     assert!(sent(&mut session).is_empty(), "held while the setup runs");
     // A switch without meters refuses the features request.
     let refusal = Message::Error {
-        err_type: openflow::error_msg::ERROR_TYPE_BAD_REQUEST,
-        code: openflow::error_msg::BAD_REQUEST_BAD_MULTIPART,
+        err_type: ErrorType::BadRequest,
+        code: BadRequestCode::BadMultipart.into(),
         data: Vec::new(),
     };
     let features_xid = 0x4d54_5201;
@@ -802,23 +803,10 @@ fn port_changes_and_removed_flows_become_events() {
         reason,
         desc: port(port_no),
     };
-    session.handle_bytes(
-        &wire(OF10, 0, &status(openflow::port_status::REASON_ADD, 3)),
-        now,
-    );
-    session.handle_bytes(
-        &wire(OF10, 0, &status(openflow::port_status::REASON_DELETE, 1)),
-        now,
-    );
+    session.handle_bytes(&wire(OF10, 0, &status(PortReason::Add, 3)), now);
+    session.handle_bytes(&wire(OF10, 0, &status(PortReason::Delete, 1)), now);
     // Reserved ports are not places for hosts or links.
-    session.handle_bytes(
-        &wire(
-            OF10,
-            0,
-            &status(openflow::port_status::REASON_ADD, port::LOCAL),
-        ),
-        now,
-    );
+    session.handle_bytes(&wire(OF10, 0, &status(PortReason::Add, port::LOCAL)), now);
     let rule = Rule {
         in_port: 1,
         eth_src: MacAddress::new([2, 0, 0, 0, 0, 1]),
@@ -827,7 +815,7 @@ fn port_changes_and_removed_flows_become_events() {
     let removed = FlowRemoved {
         cookie: 0,
         priority: 100,
-        reason: 0,
+        reason: openflow::FlowRemovedReason::IdleTimeout,
         table_id: 0,
         duration_sec: 0,
         duration_nsec: 0,
@@ -871,9 +859,9 @@ fn commands_get_increasing_transaction_ids() {
 // ---- whatever a switch sends ----------------------------------------------------------
 
 /// A frame with a well-formed header (so the decoders are reached) around any body.
-fn framed(version: u8, msg_type: u8, body: &[u8]) -> Vec<u8> {
+fn framed(version: Version, msg_type: u8, body: &[u8]) -> Vec<u8> {
     let length = u16::try_from(8 + body.len()).unwrap_or(u16::MAX);
-    let mut frame = vec![version, msg_type];
+    let mut frame = vec![u8::from(version), msg_type];
     frame.extend_from_slice(&length.to_be_bytes());
     frame.extend_from_slice(&[0, 0, 0, 1]);
     frame.extend_from_slice(body);

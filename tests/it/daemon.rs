@@ -2,14 +2,12 @@
 //! stopped by signals, configured by a file, on its defaults, and never twice on one
 //! database.
 
-mod common;
-
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{agent, free_port, signal, status_json, wait_with_timeout, Daemon, SLICED};
+use crate::common::{agent, free_port, signal, status_json, wait_with_timeout, Daemon, SLICED};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -340,9 +338,9 @@ fn sliced_makes_an_existing_data_dir_and_database_owner_only() {
 #[test]
 fn sliced_refuses_a_damaged_database_and_leaves_it_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let status = common::slice(dir.path(), &["add", "blue"]).status;
+    let status = crate::common::slice(dir.path(), &["add", "blue"]).status;
     assert!(status.success());
-    let damaged = common::damage_start_of_log(dir.path());
+    let damaged = crate::common::damage_start_of_log(dir.path());
     let mut child = sliced_on(dir.path(), free_port(), &[])
         .stderr(Stdio::piped())
         .spawn()
@@ -362,7 +360,7 @@ fn sliced_refuses_a_damaged_database_and_leaves_it_untouched() {
     );
     assert!(stderr.contains(&expected), "{stderr}");
     assert!(
-        common::files_with_bytes(dir.path()) == damaged,
+        crate::common::files_with_bytes(dir.path()) == damaged,
         "the damaged database was rewritten"
     );
 }
@@ -466,7 +464,7 @@ fn a_full_disk_stops_the_daemon_and_keeps_every_acknowledged_write() {
     );
 
     disk.resize("64m");
-    let listed = common::slice(&db, &["list"]);
+    let listed = crate::common::slice(&db, &["list"]);
     assert!(listed.status.success(), "{listed:?}");
     let listed = String::from_utf8(listed.stdout).unwrap();
     let listed: Vec<&str> = listed.lines().collect();

@@ -2,13 +2,11 @@
 //! directory, alone (it opens the database itself) and beside a real `sliced` (it sends
 //! its commands over the daemon's Unix socket).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{agent, status_json, Daemon, SLICE};
+use crate::common::{agent, status_json, Daemon, SLICE};
 use serde_json::{json, Value};
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -41,7 +39,7 @@ impl From<Output> for Run {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Run {
-    common::slice(dir, args).into()
+    crate::common::slice(dir, args).into()
 }
 
 /// Runs a command that must succeed silently on stderr; returns its stdout.
@@ -1045,10 +1043,10 @@ fn a_damaged_database_is_reported_and_left_untouched_never_listed_as_empty() {
     let dir = private_tempdir().unwrap();
     let d = dir.path();
     ok(d, &["add", "blue"]);
-    let damaged = common::damage_start_of_log(d);
+    let damaged = crate::common::damage_start_of_log(d);
     list_of_damaged_database(d);
     assert!(
-        common::files_with_bytes(d) == damaged,
+        crate::common::files_with_bytes(d) == damaged,
         "the damaged database was rewritten"
     );
 }
@@ -1061,10 +1059,10 @@ fn a_damaged_database_with_a_snapshot_is_reported_too() {
     let d = dir.path();
     ok(d, &["add", "blue"]);
     ok(d, &["add", "red"]);
-    let damaged = common::damage_start_of_log(d);
+    let damaged = crate::common::damage_start_of_log(d);
     list_of_damaged_database(d);
     assert!(
-        common::files_with_bytes(d) == damaged,
+        crate::common::files_with_bytes(d) == damaged,
         "the damaged database was rewritten"
     );
 }

@@ -2,21 +2,15 @@
 //! switches over TLS with certificates the test makes, and the plain-TCP and allow-list
 //! settings around it.
 
-mod common;
-#[path = "common/switch.rs"]
-mod switch;
-#[path = "common/tls.rs"]
-mod tls;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, wait_with_timeout, Daemon, SLICED};
-use openflow::{OFP10, OFP13};
+use crate::common::switch::{eventually, frame, host, Network, BROADCAST};
+use crate::common::tls::{self, Pki};
+use crate::common::{free_port, wait_with_timeout, Daemon, SLICED};
+use openflow::Version;
 use serde_json::json;
-use switch::{eventually, frame, host, Network, BROADCAST};
-use tls::Pki;
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
@@ -45,7 +39,7 @@ fn tls_daemon(dir: &Path, pki: &Pki, extra: &[&str]) -> (Daemon, std::net::Socke
     (daemon, tls_addr)
 }
 
-fn tls_switch_gets_its_flows(version: u8) {
+fn tls_switch_gets_its_flows(version: Version) {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new(dir.path(), "lab");
     let (daemon, tls_addr) = tls_daemon(dir.path(), &pki, &["--no-slicing"]);
@@ -54,7 +48,7 @@ fn tls_switch_gets_its_flows(version: u8) {
     let stream = tls::bridge(tls_addr, pki.client("switch-abc"));
     let switch = network.connect_over(stream, 0xabc, version, 2);
     assert!(eventually(WAIT, || daemon.switches_without_drops()
-        == json!([{"dpid": 0xabc, "name": "0xabc", "version": version, "ports": [
+        == json!([{"dpid": 0xabc, "name": "0xabc", "version": u8::from(version), "ports": [
             {"port_no": 1, "name": "eth1", "live": true},
             {"port_no": 2, "name": "eth2", "live": true},
         ]}])));
@@ -84,12 +78,12 @@ fn tls_switch_gets_its_flows(version: u8) {
 
 #[test]
 fn a_switch_with_a_ca_signed_certificate_gets_flows_over_tls_on_1_0() {
-    tls_switch_gets_its_flows(OFP10);
+    tls_switch_gets_its_flows(Version::Of10);
 }
 
 #[test]
 fn a_switch_with_a_ca_signed_certificate_gets_flows_over_tls_on_1_3() {
-    tls_switch_gets_its_flows(OFP13);
+    tls_switch_gets_its_flows(Version::Of13);
 }
 
 #[test]
@@ -112,10 +106,10 @@ fn peers_without_a_certificate_from_the_ca_are_refused_and_others_carry_on() {
     );
     // A switch speaking plain OpenFlow to the TLS port.
     let mut network = Network::new();
-    let plain = network.connect(tls_addr, 0x66, OFP13, 1);
+    let plain = network.connect(tls_addr, 0x66, Version::Of13, 1);
     let mut hello = Vec::new();
     openflow::Message::Hello { versions: None }
-        .emit(OFP13, 1, &mut hello)
+        .emit(Version::Of13, 1, &mut hello)
         .unwrap();
     plain.send_raw(&hello);
     assert!(
@@ -126,18 +120,23 @@ fn peers_without_a_certificate_from_the_ca_are_refused_and_others_carry_on() {
     let anonymous = network.connect_over(
         tls::bridge(tls_addr, pki.anonymous_client()),
         0x67,
-        OFP13,
+        Version::Of13,
         1,
     );
     let impostor = network.connect_over(
         tls::bridge(tls_addr, rogue.client_for(&pki, "x")),
         0x68,
-        OFP13,
+        Version::Of13,
         1,
     );
     assert!(eventually(WAIT, || anonymous.is_closed() && impostor.is_closed()));
 
-    let good = network.connect_over(tls::bridge(tls_addr, pki.client("good")), 1, OFP13, 1);
+    let good = network.connect_over(
+        tls::bridge(tls_addr, pki.client("good")),
+        1,
+        Version::Of13,
+        1,
+    );
     assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![1]));
     assert!(!good.is_closed());
     assert!(
@@ -176,9 +175,10 @@ fn plain_tcp_can_be_turned_off_and_the_settings_file_has_the_tls_keys() {
     let refused = std::net::TcpStream::connect(plain_addr);
     assert!(refused.is_err(), "nothing listens on the plain port");
     let mut network = Network::new();
-    let outsider = network.connect_over(tls::bridge(tls_addr, pki.client("s5")), 5, OFP13, 1);
-    network.connect_over(tls::bridge(tls_addr, pki.client("s1")), 1, OFP13, 1);
-    network.connect_over(tls::bridge(tls_addr, pki.client("s2")), 2, OFP10, 1);
+    let outsider =
+        network.connect_over(tls::bridge(tls_addr, pki.client("s5")), 5, Version::Of13, 1);
+    network.connect_over(tls::bridge(tls_addr, pki.client("s1")), 1, Version::Of13, 1);
+    network.connect_over(tls::bridge(tls_addr, pki.client("s2")), 2, Version::Of10, 1);
     assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![1, 2]));
     assert!(
         eventually(WAIT, || outsider.is_closed()),
@@ -215,9 +215,10 @@ fn a_datapath_id_off_the_allow_list_is_refused() {
     );
     let mut network = Network::new();
     // A valid certificate does not make any datapath id acceptable.
-    let stranger = network.connect_over(tls::bridge(tls_addr, pki.client("s2")), 2, OFP13, 1);
-    let first = network.connect_over(tls::bridge(tls_addr, pki.client("s1")), 1, OFP13, 1);
-    let third = network.connect_over(tls::bridge(tls_addr, pki.client("s3")), 3, OFP10, 1);
+    let stranger =
+        network.connect_over(tls::bridge(tls_addr, pki.client("s2")), 2, Version::Of13, 1);
+    let first = network.connect_over(tls::bridge(tls_addr, pki.client("s1")), 1, Version::Of13, 1);
+    let third = network.connect_over(tls::bridge(tls_addr, pki.client("s3")), 3, Version::Of10, 1);
     assert!(eventually(WAIT, || stranger.is_closed()));
     assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![1, 3]));
     assert!(!first.is_closed() && !third.is_closed());
@@ -234,9 +235,9 @@ fn a_second_connection_for_a_datapath_id_replaces_the_first_and_is_logged() {
     let log = dir.path().join("sliced.log");
     let daemon = Daemon::start_logged(&dir.path().join("db"), &[], true, &log);
     let mut network = Network::new();
-    let first = network.connect(daemon.openflow, 7, OFP13, 1);
+    let first = network.connect(daemon.openflow, 7, Version::Of13, 1);
     assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![7]));
-    let _second = network.connect(daemon.openflow, 7, OFP13, 1);
+    let _second = network.connect(daemon.openflow, 7, Version::Of13, 1);
     assert!(
         eventually(WAIT, || first.is_closed()),
         "the first is closed"
@@ -260,9 +261,10 @@ fn a_plain_connection_never_replaces_a_tls_switch() {
     let plain = plain_addr.to_string();
     let (daemon, tls_addr) = tls_daemon(dir.path(), &pki, &["--openflow", &plain]);
     let mut network = Network::new();
-    let genuine = network.connect_over(tls::bridge(tls_addr, pki.client("s7")), 7, OFP13, 1);
+    let genuine =
+        network.connect_over(tls::bridge(tls_addr, pki.client("s7")), 7, Version::Of13, 1);
     assert!(eventually(WAIT, || switch_dpids(&daemon) == vec![7]));
-    let impostor = network.connect(plain_addr, 7, OFP13, 1);
+    let impostor = network.connect(plain_addr, 7, Version::Of13, 1);
     let log = dir.path().join("sliced.log");
     assert!(
         eventually(WAIT, || impostor.is_closed()),

@@ -1,15 +1,11 @@
 //! Black-box tests of the controller: the real `sliced`, emulated switches over real TCP.
 
-mod common;
-#[path = "common/switch.rs"]
-mod switch;
-
 use std::time::Duration;
 
-use common::{agent, status_json, Daemon};
-use openflow::{FlowModCommand, Message, OFP10, OFP13};
+use crate::common::switch::{self, eventually, frame, host, Network, BROADCAST};
+use crate::common::{agent, status_json, Daemon};
+use openflow::{ErrorType, FlowModCommand, Message, Version};
 use serde_json::{json, Value};
-use switch::{eventually, frame, host, Network, BROADCAST};
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
@@ -47,7 +43,7 @@ fn announce(daemon: &Daemon, switch: &switch::Switch, port: u32, last: u8) {
 }
 
 /// Switches 1 - 2 - 3 in a line on ports 2 and 3; a host port 1 on each.
-fn line(daemon: &Daemon, version: u8) -> Network {
+fn line(daemon: &Daemon, version: Version) -> Network {
     cabled(daemon, version, &[((1, 2), (2, 2)), ((2, 3), (3, 2))])
 }
 
@@ -56,7 +52,7 @@ fn line(daemon: &Daemon, version: u8) -> Network {
 /// A cable between two (dpid, port) ends.
 type Cable = ((u64, u32), (u64, u32));
 
-fn cabled(daemon: &Daemon, version: u8, cables: &[Cable]) -> Network {
+fn cabled(daemon: &Daemon, version: Version, cables: &[Cable]) -> Network {
     let mut network = Network::new();
     for (a, b) in cables {
         network.cable(*a, *b);
@@ -77,16 +73,16 @@ fn cabled(daemon: &Daemon, version: u8, cables: &[Cable]) -> Network {
     network
 }
 
-/// `/topology/switches` without the drop counters, which `tests/hostile_network.rs`
-/// covers.
-fn handshake(version: u8) {
+/// `/topology/switches` without the drop counters, which the `hostile_network` tests
+/// cover.
+fn handshake(version: Version) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
     let mut network = Network::new();
     let switch = network.connect(daemon.openflow, 0xabc, version, 2);
     assert!(eventually(WAIT, || {
         daemon.switches_without_drops()
-            == json!([{"dpid": 0xabc, "name": "0xabc", "version": version, "ports": [
+            == json!([{"dpid": 0xabc, "name": "0xabc", "version": u8::from(version), "ports": [
                 {"port_no": 1, "name": "eth1", "live": true},
                 {"port_no": 2, "name": "eth2", "live": true},
             ]}])
@@ -104,35 +100,68 @@ fn handshake(version: u8) {
         .iter()
         .any(|f| f.command == FlowModCommand::Delete);
     assert!(clears_flows, "a fresh start");
-    let table_miss = switch.flow_mods().into_iter().any(|f| {
-        f.command == FlowModCommand::Add
-            && f.priority == 0
-            && f.r#match == openflow::Match::default()
-    });
-    assert_eq!(table_miss, version == OFP13, "table-miss only where needed");
+    let has_table_miss = || {
+        switch.flow_mods().into_iter().any(|f| {
+            f.command == FlowModCommand::Add
+                && f.priority == 0
+                && f.r#match == openflow::Match::default()
+        })
+    };
+    if version == Version::Of13 {
+        // It follows the meter negotiation, which may end after the switch is listed.
+        assert!(eventually(WAIT, has_table_miss), "a table-miss flow on 1.3");
+    } else {
+        assert!(!has_table_miss(), "no table-miss flow on 1.0");
+    }
     assert_eq!(
         received
             .iter()
             .any(|m| matches!(m, Message::PortDescRequest)),
-        version == OFP13
+        version == Version::Of13
     );
+}
+
+/// PORT_STATUS's reason decides between a port that is down and one that is gone.
+#[test]
+fn a_port_status_tells_a_changed_port_from_a_deleted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    let switch = network.connect(daemon.openflow, 0xabc, Version::Of13, 2);
+    let ports = |ports: Value| json!([{"dpid": 0xabc, "name": "0xabc", "version": u8::from(Version::Of13), "ports": ports}]);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([
+            {"port_no": 1, "name": "eth1", "live": true},
+            {"port_no": 2, "name": "eth2", "live": true},
+        ]))));
+
+    switch.port_status(2, false);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([
+            {"port_no": 1, "name": "eth1", "live": true},
+            {"port_no": 2, "name": "eth2", "live": false},
+        ]))));
+
+    switch.port_deleted(2);
+    assert!(eventually(WAIT, || daemon.switches_without_drops()
+        == ports(json!([{"port_no": 1, "name": "eth1", "live": true}]))));
 }
 
 #[test]
 fn handshake_on_openflow_1_0() {
-    handshake(OFP10);
+    handshake(Version::Of10);
 }
 
 #[test]
 fn handshake_on_openflow_1_3() {
-    handshake(OFP13);
+    handshake(Version::Of13);
 }
 
 #[test]
 fn links_are_discovered_by_lldp() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    let _network = line(&daemon, OFP13);
+    let _network = line(&daemon, Version::Of13);
     assert_eq!(
         daemon.get_json("/topology/links"),
         json!([
@@ -144,7 +173,7 @@ fn links_are_discovered_by_lldp() {
     );
 }
 
-fn path_installed_hop_by_hop(version: u8) {
+fn path_installed_hop_by_hop(version: Version) {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
@@ -179,12 +208,12 @@ fn path_installed_hop_by_hop(version: u8) {
 
 #[test]
 fn a_path_is_installed_hop_by_hop_on_1_0() {
-    path_installed_hop_by_hop(OFP10);
+    path_installed_hop_by_hop(Version::Of10);
 }
 
 #[test]
 fn a_path_is_installed_hop_by_hop_on_1_3() {
-    path_installed_hop_by_hop(OFP13);
+    path_installed_hop_by_hop(Version::Of13);
 }
 
 #[test]
@@ -194,7 +223,7 @@ fn slices_are_isolated_and_broadcasts_stay_inside() {
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
     daemon.add_host("red", "0x2:1", "00:00:00:00:00:02");
-    let network = line(&daemon, OFP13);
+    let network = line(&daemon, Version::Of13);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
 
     s2.packet_in(1, frame(2, BROADCAST));
@@ -229,7 +258,7 @@ fn removing_a_member_deletes_its_flows_from_every_switch() {
     let daemon = daemon(dir.path());
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
-    let network = line(&daemon, OFP10);
+    let network = line(&daemon, Version::Of10);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
     announce(&daemon, &s3, 1, 3);
     s1.packet_in(1, frame(1, host(3)));
@@ -258,7 +287,7 @@ fn removing_a_member_deletes_its_flows_from_every_switch() {
 fn a_slice_made_with_the_tool_through_the_daemon_reaches_the_controller() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
-    let network = line(&daemon, OFP13);
+    let network = line(&daemon, Version::Of13);
     for args in [
         &["add", "blue"][..],
         &[
@@ -280,7 +309,7 @@ fn a_slice_made_with_the_tool_through_the_daemon_reaches_the_controller() {
             "blue",
         ],
     ] {
-        let output = common::slice(dir.path(), args);
+        let output = crate::common::slice(dir.path(), args);
         assert!(
             output.status.success(),
             "{args:?}: {}",
@@ -299,7 +328,7 @@ fn a_failed_link_withdraws_its_paths() {
     let daemon = daemon(dir.path());
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
-    let network = line(&daemon, OFP13);
+    let network = line(&daemon, Version::Of13);
     let (s1, s2, s3) = (network.switch(1), network.switch(2), network.switch(3));
     announce(&daemon, &s3, 1, 3);
     s1.packet_in(1, frame(1, host(3)));
@@ -347,7 +376,7 @@ fn a_hostile_switch_is_cut_off_and_the_others_carry_on() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
     let mut network = Network::new();
-    let good = network.connect(daemon.openflow, 1, OFP13, 2);
+    let good = network.connect(daemon.openflow, 1, Version::Of13, 2);
     assert!(eventually(WAIT, || switch_count(&daemon) == 1));
 
     // A header that claims a length shorter than itself, then garbage.
@@ -404,15 +433,15 @@ fn a_connected_switch_that_sends_garbage_is_disconnected_and_forgotten() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path());
     let mut network = Network::new();
-    let good = network.connect(daemon.openflow, 1, OFP13, 2);
-    let bad = network.connect(daemon.openflow, 2, OFP13, 2);
+    let good = network.connect(daemon.openflow, 1, Version::Of13, 2);
+    let bad = network.connect(daemon.openflow, 2, Version::Of13, 2);
     assert!(eventually(WAIT, || switch_count(&daemon) == 2));
 
     // A PACKET_IN header whose body is far too short for a PACKET_IN.
     bad.send_raw(&[0x04, 10, 0x00, 0x0c, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff]);
     assert!(
         eventually(WAIT, || daemon.switches_without_drops()
-            == json!([{"dpid": 1, "name": "0x1", "version": OFP13, "ports": [
+            == json!([{"dpid": 1, "name": "0x1", "version": u8::from(Version::Of13), "ports": [
                 {"port_no": 1, "name": "eth1", "live": true},
                 {"port_no": 2, "name": "eth2", "live": true},
             ]}])),
@@ -446,16 +475,20 @@ fn a_switch_without_a_common_version_is_told_and_closed() {
         rest = &rest[len..];
     }
     assert!(
-        messages
-            .iter()
-            .any(|m| matches!(m, Ok(Message::Error { err_type: 0, .. }))),
+        messages.iter().any(|m| matches!(
+            m,
+            Ok(Message::Error {
+                err_type: ErrorType::HelloFailed,
+                ..
+            })
+        )),
         "an OFPET_HELLO_FAILED error: {messages:?}"
     );
     assert_eq!(switch_count(&daemon), 0);
 }
 
 /// Switches 1, 2 and 3 in a triangle: 1:2-2:2, 2:3-3:2, 3:3-1:3; a host port 1 on each.
-fn triangle(daemon: &Daemon, version: u8) -> Network {
+fn triangle(daemon: &Daemon, version: Version) -> Network {
     cabled(
         daemon,
         version,
@@ -469,7 +502,7 @@ fn after_a_link_fails_new_packets_take_another_path() {
     let daemon = daemon(dir.path());
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
-    let network = triangle(&daemon, OFP13);
+    let network = triangle(&daemon, Version::Of13);
     let (s1, s2) = (network.switch(1), network.switch(2));
     announce(&daemon, &s2, 1, 2);
     s1.packet_in(1, frame(1, host(2)));
@@ -502,7 +535,7 @@ fn a_pair_allowed_later_is_routed_at_once() {
     let daemon = daemon(dir.path());
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("red", "0x3:1", "00:00:00:00:00:03");
-    let network = line(&daemon, OFP10);
+    let network = line(&daemon, Version::Of10);
     let (s1, s3) = (network.switch(1), network.switch(3));
     announce(&daemon, &s3, 1, 3);
     s1.packet_in(1, frame(1, host(3)));

@@ -2,18 +2,14 @@
 //! and switches or hosts that try to make the daemon hold unbounded memory or work.
 //! The real `sliced`, emulated or hand-driven switches over real TCP.
 
-mod common;
-#[path = "common/switch.rs"]
-mod switch;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::Daemon;
-use openflow::{Message, PacketOut, PortDesc, OFP13};
+use crate::common::switch::{self, eventually, frame, host, Network, BROADCAST};
+use crate::common::Daemon;
+use openflow::{Message, PacketOut, PortDesc, Version};
 use serde_json::Value;
-use switch::{eventually, frame, host, Network, BROADCAST};
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
@@ -95,8 +91,8 @@ fn forged_and_relayed_lldp_makes_no_link_and_moves_no_traffic() {
     daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
     let mut network = Network::new();
     network.cable((1, 3), (2, 3));
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
-    let s2 = network.connect(daemon.openflow, 2, OFP13, 3);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 3);
+    let s2 = network.connect(daemon.openflow, 2, Version::Of13, 3);
     assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
 
     // The victim speaks first, so that forging "from" its port could make it vanish.
@@ -172,7 +168,7 @@ fn raw_switch(daemon: &Daemon, dpid: u64) -> TcpStream {
     send(
         &mut stream,
         &Message::Hello {
-            versions: Some(1 << OFP13),
+            versions: Some(Version::Of13.bitmap_bit()),
         },
     );
     loop {
@@ -197,7 +193,7 @@ fn raw_switch(daemon: &Daemon, dpid: u64) -> TcpStream {
 
 fn send(stream: &mut TcpStream, message: &Message) {
     let mut bytes = Vec::new();
-    message.emit(OFP13, 1, &mut bytes).unwrap();
+    message.emit(Version::Of13, 1, &mut bytes).unwrap();
     stream.write_all(&bytes).unwrap();
 }
 
@@ -235,7 +231,7 @@ fn port_desc_flood(
             ports: next(round),
             more: true,
         };
-        message.emit(OFP13, 2, &mut bytes).unwrap();
+        message.emit(Version::Of13, 2, &mut bytes).unwrap();
         if stream.write_all(&bytes).is_err() {
             return Some(written);
         }
@@ -297,8 +293,8 @@ fn a_switch_with_too_many_ports_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let small = self::daemon(dir.path(), &["--max-ports-per-switch", "2"]);
     let mut network = Network::new();
-    network.connect(small.openflow, 1, OFP13, 3);
-    network.connect(small.openflow, 2, OFP13, 2);
+    network.connect(small.openflow, 1, Version::Of13, 3);
+    network.connect(small.openflow, 2, Version::Of13, 2);
     assert!(eventually(WAIT, || has_switch(&small, 2)));
     assert!(!has_switch(&small, 1));
 }
@@ -339,7 +335,7 @@ fn a_switch_that_stops_reading_is_disconnected() {
         ],
     );
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 1);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 1);
     let mut deaf = raw_switch(&daemon, 2);
     send(
         &mut deaf,
@@ -383,7 +379,7 @@ fn a_mac_flood_learns_at_most_the_cap() {
         ],
     );
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
     for n in 0..1000u32 {
         let mut flood = frame(0, BROADCAST);
@@ -414,8 +410,8 @@ fn a_packet_in_flood_is_rate_limited_and_slows_no_other_switch() {
     daemon.add_host("blue", "0x2:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x2:2", "00:00:00:00:00:02");
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 1);
-    let s2 = network.connect(daemon.openflow, 2, OFP13, 2);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 1);
+    let s2 = network.connect(daemon.openflow, 2, Version::Of13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1) && has_switch(&daemon, 2)));
     for n in 0..5000u32 {
         let mut flood = frame(0, BROADCAST);
@@ -459,8 +455,8 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     let daemon = Daemon::start_with(&data, &["--config", config.to_str().unwrap()]);
     let mut network = Network::new();
     network.cable((1, 2), (2, 2));
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
-    network.connect(daemon.openflow, 2, OFP13, 2);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
+    network.connect(daemon.openflow, 2, Version::Of13, 2);
     assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
 
     let probe = probes_out_of(&s1, 1)
@@ -485,7 +481,7 @@ fn the_probe_secret_and_the_limits_come_from_the_config_file() {
     assert_eq!(hosts(&daemon).len(), 1);
 
     std::fs::write(&config, "[controller]\nmax_hosts_per_port = 0\n").unwrap();
-    let output = std::process::Command::new(common::SLICED)
+    let output = std::process::Command::new(crate::common::SLICED)
         .args([
             "--db",
             data.to_str().unwrap(),
@@ -519,7 +515,7 @@ fn a_flooding_host_leaves_room_for_the_others_on_its_switch() {
     daemon.add_host("blue", "0x1:2", "00:00:00:00:00:02");
     daemon.add_host("blue", "0x1:3", "00:00:00:00:00:03");
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 3);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
 
     let flooding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -566,7 +562,7 @@ fn idle_hosts_age_out_but_bound_hosts_stay() {
     let daemon = daemon(dir.path(), &["--host-idle-timeout", "1"]);
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
     s1.packet_in(1, frame(1, BROADCAST));
     s1.packet_in(2, frame(2, BROADCAST));
@@ -590,7 +586,7 @@ fn a_spoofed_frame_does_not_move_a_bound_host() {
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x1:3", "00:00:00:00:00:03");
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 3);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 3);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
     s1.packet_in(1, frame(1, BROADCAST));
     s1.packet_in(3, frame(3, host(1)));
@@ -635,7 +631,7 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = daemon(dir.path(), &["--max-pending-handshakes", "2"]);
     let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, OFP13, 2);
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
     assert!(eventually(WAIT, || has_switch(&daemon, 1)));
     let silent = [silent_peer(&daemon), silent_peer(&daemon)];
     let mut refused = TcpStream::connect(daemon.openflow).unwrap();
@@ -654,7 +650,7 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
     // still be turned away, and tries again, as a real one does.
     let mut attempts = Vec::new();
     let admitted = eventually(WAIT, || {
-        let switch = network.connect(daemon.openflow, 2, OFP13, 2);
+        let switch = network.connect(daemon.openflow, 2, Version::Of13, 2);
         let settled = eventually(WAIT, || has_switch(&daemon, 2) || switch.is_closed());
         attempts.push(switch);
         settled && has_switch(&daemon, 2)
@@ -691,11 +687,11 @@ fn owner_only(path: &std::path::Path) {
 
 /// Runs `sliced` with `--lldp-secret-file FILE`, which must stop it; returns its stderr.
 fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> String {
-    let mut child = std::process::Command::new(common::SLICED)
+    let mut child = std::process::Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(dir.join("db"))
-        .args(["--http", &common::free_port().to_string()])
-        .args(["--openflow", &common::free_port().to_string()])
+        .args(["--http", &crate::common::free_port().to_string()])
+        .args(["--openflow", &crate::common::free_port().to_string()])
         .arg("--lldp-secret-file")
         .arg(secret)
         .stdin(std::process::Stdio::null())
@@ -703,7 +699,7 @@ fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> Strin
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let status = common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
+    let status = crate::common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
     assert!(!status.success());
     let mut stderr = String::new();
     child
@@ -837,7 +833,7 @@ fn switches_without_meters_get_the_plain_table_miss_flow() {
         2,
         switch::Meters::Refused(switch::OVS_METERS),
     );
-    let old = network.connect(daemon.openflow, 3, openflow::OFP10, 2);
+    let old = network.connect(daemon.openflow, 3, openflow::Version::Of10, 2);
     for (dpid, switch) in [(1, &absent), (2, &refused)] {
         assert!(
             eventually(WAIT, || packet_in_meter(&daemon, dpid) == Some(false)

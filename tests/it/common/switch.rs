@@ -5,7 +5,6 @@
 //! the controller sends, and carries PACKET_OUTs across emulated cables: a frame sent out
 //! of a cabled port arrives at the far end as a PACKET_IN, which is how LLDP discovery
 //! works for real. A frame sent out of a host port is recorded as delivered.
-#![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -14,7 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use openflow::{FlowMod, FlowModCommand, Message, MeterFeatures, MeterMod, PacketIn, PortDesc};
+use openflow::error_msg::{BadRequestCode, MeterModFailedCode};
+use openflow::{
+    ErrorType, FlowMod, FlowModCommand, Message, MeterFeatures, MeterMod, PacketIn, PacketInReason,
+    PortDesc, PortReason, Version,
+};
 
 /// Where a port leads: another switch's port.
 type Cables = Arc<Mutex<HashMap<(u64, u32), (u64, u32)>>>;
@@ -51,7 +54,7 @@ pub const OVS_METERS: MeterFeatures = MeterFeatures {
 
 pub struct Switch {
     pub dpid: u64,
-    pub version: u8,
+    pub version: Version,
     meters: Meters,
     writer: Mutex<TcpStream>,
     received: Mutex<Vec<Message>>,
@@ -78,7 +81,7 @@ impl Network {
         &mut self,
         controller: SocketAddr,
         dpid: u64,
-        version: u8,
+        version: Version,
         ports: u32,
     ) -> Arc<Switch> {
         let stream = TcpStream::connect(controller).expect("the controller accepts");
@@ -94,7 +97,7 @@ impl Network {
         meters: Meters,
     ) -> Arc<Switch> {
         let stream = TcpStream::connect(controller).expect("the controller accepts");
-        self.start(stream, dpid, openflow::OFP13, ports, meters)
+        self.start(stream, dpid, Version::Of13, ports, meters)
     }
 
     /// Like [`Network::connect`], over a stream the test opened itself (a TLS bridge).
@@ -102,7 +105,7 @@ impl Network {
         &mut self,
         stream: TcpStream,
         dpid: u64,
-        version: u8,
+        version: Version,
         ports: u32,
     ) -> Arc<Switch> {
         self.start(stream, dpid, version, ports, Meters::Absent)
@@ -112,7 +115,7 @@ impl Network {
         &mut self,
         stream: TcpStream,
         dpid: u64,
-        version: u8,
+        version: Version,
         ports: u32,
         meters: Meters,
     ) -> Arc<Switch> {
@@ -171,7 +174,7 @@ impl Switch {
         let _ = self.writer.lock().unwrap().write_all(&bytes);
     }
 
-    fn send_error(&self, err_type: u16, code: u16, xid: u32) {
+    fn send_error(&self, err_type: ErrorType, code: u16, xid: u32) {
         let error = Message::Error {
             err_type,
             code,
@@ -191,7 +194,7 @@ impl Switch {
             buffer_id: None,
             total_len: frame.len() as u16,
             in_port: port,
-            reason: 0,
+            reason: PacketInReason::NoMatch,
             table_id: 0,
             cookie: 0,
             data: frame,
@@ -201,8 +204,16 @@ impl Switch {
     /// Reports a port going down (or up).
     pub fn port_status(&self, port: u32, live: bool) {
         self.send(&Message::PortStatus {
-            reason: 2, // OFPPR_MODIFY
+            reason: PortReason::Modify,
             desc: port_desc(port, live),
+        });
+    }
+
+    /// Reports a port removed from the switch altogether.
+    pub fn port_deleted(&self, port: u32) {
+        self.send(&Message::PortStatus {
+            reason: PortReason::Delete,
+            desc: port_desc(port, false),
         });
     }
 
@@ -300,14 +311,14 @@ impl Switch {
             Message::Hello { .. } => {
                 self.send_with_xid(
                     &Message::Hello {
-                        versions: Some(1 << self.version),
+                        versions: Some(self.version.bitmap_bit()),
                     },
                     header.xid,
                 );
                 self.said_hello.store(true, Ordering::SeqCst);
             }
             Message::FeaturesRequest => {
-                let ports = if self.version == openflow::OFP10 {
+                let ports = if self.version == Version::Of10 {
                     (1..=ports).map(|p| port_desc(p, true)).collect()
                 } else {
                     Vec::new()
@@ -337,8 +348,8 @@ impl Switch {
             Message::BarrierRequest => self.send_with_xid(&Message::BarrierReply, header.xid),
             Message::MeterFeaturesRequest => match self.meters {
                 Meters::Absent => self.send_error(
-                    openflow::error_msg::ERROR_TYPE_BAD_REQUEST,
-                    openflow::error_msg::BAD_REQUEST_BAD_MULTIPART,
+                    ErrorType::BadRequest,
+                    BadRequestCode::BadMultipart.into(),
                     header.xid,
                 ),
                 Meters::Offered(features) | Meters::Refused(features) => {
@@ -346,8 +357,8 @@ impl Switch {
                 }
             },
             Message::MeterMod(_) if matches!(self.meters, Meters::Refused(_)) => self.send_error(
-                openflow::error_msg::ERROR_TYPE_METER_MOD_FAILED,
-                openflow::error_msg::METER_MOD_FAILED_OUT_OF_METERS,
+                ErrorType::MeterModFailed,
+                MeterModFailedCode::OutOfMeters.into(),
                 header.xid,
             ),
             Message::PacketOut(packet) => {

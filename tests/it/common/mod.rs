@@ -1,6 +1,9 @@
 //! What the black-box tests share: starting the real `sliced` binary on a temporary data
 //! directory and a free port, and reaching it over real sockets.
-#![allow(dead_code)] // each test binary uses a different part of this module
+
+pub mod in_process;
+pub mod switch;
+pub mod tls;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
-//! Black-box tests of the HTTP surface's defences against hostile web pages and clients:
-//! cross-site requests, DNS rebinding, replayed session cookies, stalled request bodies,
-//! malformed requests, and a session key open to others.
-
-mod common;
+//! The HTTP surface's defences against hostile web pages and clients: cross-site
+//! requests, DNS rebinding, replayed session cookies, stalled request bodies, malformed
+//! requests, and a session key open to others. The checks the application makes on each
+//! request (cross-site writes, replayed cookies, names) are tested in-process; what
+//! depends on the real daemon (the addresses it is bound to, its flags and settings file,
+//! restarts, the head guard and connection caps below actix, its log) is tested black-box.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -10,7 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{agent, status_json, Daemon};
+use crate::common::in_process::{Api, HOST};
+use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -92,20 +94,10 @@ fn refused() -> Value {
 
 // ---- cross-site requests and DNS rebinding (finding 2) -----------------------------------
 
-#[test]
-fn a_cross_site_page_cannot_create_slices_ports_or_hosts() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let host = daemon.http.to_string();
-    assert_eq!(
-        status_json(
-            agent()
-                .post(&daemon.url("/slices"))
-                .send_json(json!({"name": "s"}))
-        )
-        .0,
-        201
-    );
+#[actix_web::test]
+async fn a_cross_site_page_cannot_create_slices_ports_or_hosts() {
+    let api = Api::start().await;
+    assert_eq!(api.post("/slices", json!({"name": "s"})).await.0, 201);
     let evil = "Origin: http://evil.example";
     let form = "Content-Type: application/x-www-form-urlencoded";
     let attempts: [(&str, Vec<&str>, &str); 7] = [
@@ -131,23 +123,23 @@ fn a_cross_site_page_cannot_create_slices_ports_or_hosts() {
         ),
     ];
     for (path, headers, body) in attempts {
-        let answer = raw(daemon.http, &request("POST", path, &host, &headers, body));
+        let answer = api.send("POST", path, &headers, body).await;
         assert_eq!(
             (answer.status, answer.json()),
             (403, refused()),
             "{path} {headers:?}"
         );
     }
-    let answer = raw(
-        daemon.http,
-        &request("DELETE", "/slices", &host, &[evil], r#"{"name":"s"}"#),
-    );
+    let answer = api
+        .send("DELETE", "/slices", &[evil], r#"{"name":"s"}"#)
+        .await;
     assert_eq!((answer.status, answer.json()), (403, refused()));
-    assert_eq!(slices(&daemon), json!([{"name": "s"}]), "nothing changed");
     assert_eq!(
-        status_json(agent().get(&daemon.url("/slices/s/ports")).call()),
-        (200, json!([]))
+        api.get("/slices").await,
+        (200, json!([{"name": "s"}])),
+        "nothing changed"
     );
+    assert_eq!(api.get("/slices/s/ports").await, (200, json!([])));
 }
 
 #[test]
@@ -245,7 +237,7 @@ fn the_config_file_sets_the_allowed_hosts_and_the_session_lifetime() {
         "[auth]\nsession_ttl_seconds = 60\nsession_ttl_hours = 1\n",
     )
     .unwrap();
-    let output = Command::new(common::SLICED)
+    let output = Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(&data)
         .arg("--config")
@@ -258,104 +250,85 @@ fn the_config_file_sets_the_allowed_hosts_and_the_session_lifetime() {
     assert!(stderr.contains("not both"), "{stderr}");
 }
 
-#[test]
-fn a_login_from_another_site_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let host = daemon.http.to_string();
+#[actix_web::test]
+async fn a_login_from_another_site_is_refused() {
+    let api = Api::start().await;
     for origin in ["Origin: http://evil.example", "Sec-Fetch-Site: cross-site"] {
-        let answer = raw(
-            daemon.http,
-            &request(
+        let answer = api
+            .send(
                 "POST",
                 "/auth/developer/callback",
-                &host,
                 &[origin, "Content-Type: application/x-www-form-urlencoded"],
                 "name=Mallory&email=mallory%40evil.example",
-            ),
-        );
+            )
+            .await;
         assert_eq!((answer.status, answer.json()), (403, refused()), "{origin}");
         assert_eq!(answer.header("set-cookie"), None, "no session for {origin}");
     }
 }
 
-#[test]
-fn scripts_and_the_daemons_own_pages_keep_working() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let host = daemon.http.to_string();
-    let own = format!("Origin: http://{host}");
+#[actix_web::test]
+async fn scripts_and_the_daemons_own_pages_keep_working() {
+    let api = Api::start().await;
+    let own = format!("Origin: http://{HOST}");
     // curl -d without a Content-Type header, no Origin: JSON, as always.
-    let answer = raw(
-        daemon.http,
-        &request("POST", "/slices", &host, &[], r#"{"name":"curl"}"#),
-    );
+    let answer = api.send("POST", "/slices", &[], r#"{"name":"curl"}"#).await;
     assert_eq!(
         (answer.status, answer.json()),
         (201, json!({"name": "curl"}))
     );
     // The login form served by the daemon posts from the daemon's own origin.
-    let answer = raw(
-        daemon.http,
-        &request(
+    let answer = api
+        .send(
             "POST",
             "/auth/developer/callback",
-            &host,
             &[
                 &own,
                 "Sec-Fetch-Site: same-origin",
                 "Content-Type: application/x-www-form-urlencoded",
             ],
             "name=Ada&email=ada%40example.com",
-        ),
-    );
+        )
+        .await;
     assert_eq!(
         (answer.status, answer.json()),
         (200, json!({"status": "ok"}))
     );
     assert!(answer.header("set-cookie").is_some());
-    let answer = raw(
-        daemon.http,
-        &request(
+    let answer = api
+        .send(
             "POST",
             "/slices",
-            &host,
             &[&own, "Content-Type: application/json"],
             r#"{"name":"page"}"#,
-        ),
-    );
+        )
+        .await;
     assert_eq!(answer.status, 201, "{answer:?}");
     // A typed-in request (Sec-Fetch-Site: none) is the user's own.
-    let answer = raw(
-        daemon.http,
-        &request(
+    let answer = api
+        .send(
             "POST",
             "/slices",
-            &host,
             &["Sec-Fetch-Site: none", "Content-Type: application/json"],
             r#"{"name":"typed"}"#,
-        ),
-    );
+        )
+        .await;
     assert_eq!(answer.status, 201, "{answer:?}");
     // From a browser, even the same origin must label its JSON.
-    let answer = raw(
-        daemon.http,
-        &request(
-            "POST",
-            "/slices",
-            &host,
-            &[&own],
-            r#"{"name":"unlabelled"}"#,
-        ),
-    );
+    let answer = api
+        .send("POST", "/slices", &[&own], r#"{"name":"unlabelled"}"#)
+        .await;
     assert_eq!(answer.status, 415, "{answer:?}");
     assert!(answer.json()["error"]
         .as_str()
         .unwrap()
         .contains("Content-Type: application/json"));
     assert_eq!(
-        slices(&daemon),
-        json!([{"name": "curl"}, {"name": "page"}, {"name": "typed"}])
+        api.get("/slices").await,
+        (
+            200,
+            json!([{"name": "curl"}, {"name": "page"}, {"name": "typed"}])
+        )
     );
 }
 
@@ -392,16 +365,59 @@ fn logout(daemon: &Daemon, cookie: &str) {
     assert_eq!((status, body), (200, json!({"status": "ok"})));
 }
 
-#[test]
-fn a_cookie_saved_before_logout_is_refused_after_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let saved = login_cookie(&daemon);
-    let other = login_cookie(&daemon);
-    assert_eq!(with_cookie(&daemon, &saved), 200);
-    logout(&daemon, &saved);
-    assert_eq!(with_cookie(&daemon, &saved), 403);
-    assert_eq!(with_cookie(&daemon, &other), 200, "other sessions live on");
+/// Logs in through the application, sending `cookie` if given, and returns the session
+/// cookie as sent back (`name=value`).
+async fn sign_in(api: &Api, cookie: Option<&str>) -> String {
+    let cookie = cookie.map(|cookie| format!("Cookie: {cookie}"));
+    let mut headers = vec!["Content-Type: application/x-www-form-urlencoded"];
+    headers.extend(cookie.as_deref());
+    let answer = api
+        .send(
+            "POST",
+            "/auth/developer/callback",
+            &headers,
+            "name=Ada&email=ada%40example.com",
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    answer.cookie().expect("a login sets the session cookie")
+}
+
+/// The status of `GET /api/session` with exactly this cookie.
+async fn session_status(api: &Api, cookie: &str) -> u16 {
+    let cookie = format!("Cookie: {cookie}");
+    api.send(
+        "GET",
+        "/api/session",
+        &["Accept: application/json", &cookie],
+        "",
+    )
+    .await
+    .status
+}
+
+async fn sign_out(api: &Api, cookie: &str) {
+    let cookie = format!("Cookie: {cookie}");
+    let answer = api.send("POST", "/auth/logout", &[&cookie], "").await;
+    assert_eq!(
+        (answer.status, answer.json()),
+        (200, json!({"status": "ok"}))
+    );
+}
+
+#[actix_web::test]
+async fn a_cookie_saved_before_logout_is_refused_after_it() {
+    let api = Api::start().await;
+    let saved = sign_in(&api, None).await;
+    let other = sign_in(&api, None).await;
+    assert_eq!(session_status(&api, &saved).await, 200);
+    sign_out(&api, &saved).await;
+    assert_eq!(session_status(&api, &saved).await, 403);
+    assert_eq!(
+        session_status(&api, &other).await,
+        200,
+        "other sessions live on"
+    );
 }
 
 #[test]
@@ -434,27 +450,15 @@ fn the_server_refuses_a_session_past_its_lifetime() {
     }
 }
 
-/// Logs in again from a client that sends `cookie`, and returns the new session cookie.
-fn login_again(daemon: &Daemon, cookie: &str) -> String {
-    let response = ureq::post(&daemon.url("/auth/developer/callback"))
-        .set("Content-Type", FORM)
-        .set("Cookie", cookie)
-        .send_string("name=Ada&email=ada%40example.com")
-        .unwrap();
-    let renewed = response.header("set-cookie").unwrap();
-    renewed.split(';').next().unwrap().to_owned()
-}
-
-#[test]
-fn a_new_login_revokes_the_session_it_replaces() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
-    let copied = login_cookie(&daemon);
-    let renewed = login_again(&daemon, &copied);
+#[actix_web::test]
+async fn a_new_login_revokes_the_session_it_replaces() {
+    let api = Api::start().await;
+    let copied = sign_in(&api, None).await;
+    let renewed = sign_in(&api, Some(&copied)).await;
     assert_ne!(renewed, copied);
-    assert_eq!(with_cookie(&daemon, &renewed), 200);
+    assert_eq!(session_status(&api, &renewed).await, 200);
     assert_eq!(
-        with_cookie(&daemon, &copied),
+        session_status(&api, &copied).await,
         403,
         "the replaced session lives on"
     );
@@ -637,16 +641,11 @@ fn head_answers_like_get_without_a_body() {
     );
 }
 
-#[test]
-fn dot_and_dot_dot_are_not_slice_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
+#[actix_web::test]
+async fn dot_and_dot_dot_are_not_slice_names() {
+    let api = Api::start().await;
     for name in [".", ".."] {
-        let (status, body) = status_json(
-            agent()
-                .post(&daemon.url("/slices"))
-                .send_json(json!({ "name": name })),
-        );
+        let (status, body) = api.post("/slices", json!({ "name": name })).await;
         assert_eq!(status, 400, "{name}");
         let expected = format!("invalid slice name \"{name}\": must not be '.' or '..'");
         assert!(
@@ -654,7 +653,7 @@ fn dot_and_dot_dot_are_not_slice_names() {
             "{body}"
         );
     }
-    assert_eq!(slices(&daemon), json!([]));
+    assert_eq!(api.get("/slices").await, (200, json!([])));
 }
 
 /// A daemon started with `-d` and RUST_LOG=info, so that its log can be read; killed
@@ -667,13 +666,13 @@ struct Logged {
 
 impl Logged {
     fn start(dir: &Path) -> Self {
-        let http = common::free_port();
+        let http = crate::common::free_port();
         let log = dir.join("sliced.log");
-        let output = Command::new(common::SLICED)
+        let output = Command::new(crate::common::SLICED)
             .args(["-d", "--db"])
             .arg(dir)
             .args(["--http", &http.to_string()])
-            .args(["--openflow", &common::free_port().to_string()])
+            .args(["--openflow", &crate::common::free_port().to_string()])
             .arg("--log-file")
             .arg(&log)
             .env("RUST_LOG", "info")
@@ -903,16 +902,16 @@ fn a_session_key_open_to_others_stops_the_start() {
     let key = dir.path().join("session.key");
     std::fs::write(&key, [7u8; 64]).unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut child = Command::new(common::SLICED)
+    let mut child = Command::new(crate::common::SLICED)
         .arg("--db")
         .arg(dir.path())
-        .args(["--http", &common::free_port().to_string()])
-        .args(["--openflow", &common::free_port().to_string()])
+        .args(["--http", &crate::common::free_port().to_string()])
+        .args(["--openflow", &crate::common::free_port().to_string()])
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let status = common::wait_with_timeout(&mut child, PATIENCE).expect("sliced exits");
+    let status = crate::common::wait_with_timeout(&mut child, PATIENCE).expect("sliced exits");
     assert!(!status.success());
     let mut stderr = String::new();
     child

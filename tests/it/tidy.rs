@@ -187,16 +187,16 @@ fn the_readme_set_up_commands_are_the_ones_ci_and_the_daemon_test_run() {
     );
 
     // The daemon command starts the `sliced` binary with no arguments: what
-    // tests/daemon.rs's bare-sliced test starts, on the defaults the README states.
+    // tests/it/daemon.rs's bare-sliced test starts, on the defaults the README states.
     assert_eq!(
         start_daemon, "cargo run --release --bin sliced",
-        "the README's daemon command must start a bare sliced, as tests/daemon.rs does"
+        "the README's daemon command must start a bare sliced, as tests/it/daemon.rs does"
     );
-    let daemon_test = read("tests/daemon.rs");
+    let daemon_test = read("tests/it/daemon.rs");
     let bare = daemon_test
         .split_once("fn a_bare_sliced_serves_on_the_defaults()")
         .map(|(_, body)| body.split("\n}\n").next().unwrap_or(body))
-        .expect("tests/daemon.rs has a_bare_sliced_serves_on_the_defaults");
+        .expect("tests/it/daemon.rs has a_bare_sliced_serves_on_the_defaults");
     let spawn = bare
         .split_once("Command::new(SLICED)")
         .and_then(|(_, rest)| rest.split_once(".spawn()"))

@@ -85,11 +85,11 @@ fn every_flag_in_the_security_page_is_a_flag_of_sliced() {
     assert!(unknown.is_empty(), "not flags of sliced: {unknown:?}");
 }
 
-/// Where a test named `file::test` may live: the root package's black-box tests, a
-/// crate's integration tests, or a unit-test module `file::tests::test` of a crate's
-/// `src/` (in `file.rs` or `file/tests.rs`).
+/// Where a test named `file::test` may live: a module of the root package's black-box
+/// test binary (`tests/it/`), a crate's integration tests, or a unit-test module
+/// `file::tests::test` of a crate's `src/` (in `file.rs` or `file/tests.rs`).
 fn test_files(file: &str) -> Vec<PathBuf> {
-    let mut candidates = vec![root().join("tests").join(format!("{file}.rs"))];
+    let mut candidates = vec![root().join("tests/it").join(format!("{file}.rs"))];
     if let Ok(crates) = std::fs::read_dir(root().join("crates")) {
         for krate in crates.flatten() {
             let krate = krate.path();

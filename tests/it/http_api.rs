@@ -1,18 +1,21 @@
-//! Black-box tests of the REST API (spec sections 4 and 7) against the real `sliced`
-//! binary over real sockets, on a real database in a temporary directory.
+//! The REST API (spec sections 4 and 7). The contract (every endpoint, the errors and the
+//! order they are checked in, identifiers, bodies) is tested in-process against the
+//! application on a real store; what needs the real `sliced` over real sockets
+//! (durability across restarts and SIGKILL, concurrent clients on several workers) is
+//! tested black-box.
 
-mod common;
-
-use common::{agent, status_json, Daemon};
+use crate::common::in_process::Api;
+use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
 
-struct Api {
+/// The real daemon, for the tests that need its process, its workers or its disk.
+struct Served {
     daemon: Daemon,
     agent: ureq::Agent,
     _dir: tempfile::TempDir,
 }
 
-impl Api {
+impl Served {
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         Self {
@@ -33,34 +36,6 @@ impl Api {
     fn delete(&self, path: &str, body: Value) -> (u16, Value) {
         status_json(self.agent.delete(&self.daemon.url(path)).send_json(body))
     }
-
-    fn raw(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
-        status_json(
-            self.agent
-                .request(method, &self.daemon.url(path))
-                .set("Content-Type", content_type)
-                .send_string(body),
-        )
-    }
-
-    /// The whole tree as the GET endpoints show it, to prove that nothing changed.
-    fn tree(&self) -> Value {
-        let (_, slices) = self.get("/slices");
-        let mut tree = Vec::new();
-        for slice in slices.as_array().unwrap() {
-            let name = slice["name"].as_str().unwrap();
-            let (_, ports) = self.get(&format!("/slices/{name}/ports"));
-            let mut port_tree = Vec::new();
-            for port in ports.as_array().unwrap() {
-                let port_name = port["name"].as_str().unwrap();
-                let (_, macs) =
-                    self.get(&format!("/slices/{name}/ports/{port_name}/mac_addresses"));
-                port_tree.push(json!({"port": port, "macs": macs}));
-            }
-            tree.push(json!({"slice": name, "ports": port_tree}));
-        }
-        Value::Array(tree)
-    }
 }
 
 fn error(message: &str) -> Value {
@@ -69,100 +44,109 @@ fn error(message: &str) -> Value {
 
 // ---- spec section 4: every endpoint -----------------------------------------------------------
 
-#[test]
-fn slices_are_created_listed_read_and_deleted() {
-    let api = Api::start();
-    assert_eq!(api.get("/slices"), (200, json!([])));
+#[actix_web::test]
+async fn slices_are_created_listed_read_and_deleted() {
+    let api = Api::start().await;
+    assert_eq!(api.get("/slices").await, (200, json!([])));
     for name in ["zeta", "alpha", "mid"] {
         assert_eq!(
-            api.post("/slices", json!({"name": name})),
+            api.post("/slices", json!({"name": name})).await,
             (201, json!({"name": name}))
         );
     }
     assert_eq!(
-        api.get("/slices"),
+        api.get("/slices").await,
         (
             200,
             json!([{"name": "zeta"}, {"name": "alpha"}, {"name": "mid"}])
         ),
         "creation order, not name order"
     );
-    assert_eq!(api.get("/slices/alpha"), (200, json!({"name": "alpha"})));
     assert_eq!(
-        api.post("/slices", json!({"name": "alpha"})),
-        (409, error("Slice alpha already exists"))
-    );
-    assert_eq!(
-        api.delete("/slices", json!({"name": "alpha"})),
+        api.get("/slices/alpha").await,
         (200, json!({"name": "alpha"}))
     );
     assert_eq!(
-        api.get("/slices"),
+        api.post("/slices", json!({"name": "alpha"})).await,
+        (409, error("Slice alpha already exists"))
+    );
+    assert_eq!(
+        api.delete("/slices", json!({"name": "alpha"})).await,
+        (200, json!({"name": "alpha"}))
+    );
+    assert_eq!(
+        api.get("/slices").await,
         (200, json!([{"name": "zeta"}, {"name": "mid"}]))
     );
     assert_eq!(
-        api.get("/slices/alpha"),
+        api.get("/slices/alpha").await,
         (404, error("Slice alpha not found"))
     );
     assert_eq!(
-        api.delete("/slices", json!({"name": "alpha"})),
+        api.delete("/slices", json!({"name": "alpha"})).await,
         (404, error("Slice alpha not found"))
     );
 }
 
-#[test]
-fn ports_are_added_listed_read_and_deleted() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
-    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+#[actix_web::test]
+async fn ports_are_added_listed_read_and_deleted() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
+    assert_eq!(api.get("/slices/s/ports").await, (200, json!([])));
     let port = |dpid: u64, port_no: u32| json!({"name": format!("{dpid:#x}:{port_no}"), "dpid": dpid, "port_no": port_no});
     assert_eq!(
-        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1}))
+            .await,
         (201, port(171, 1))
     );
     assert_eq!(
-        api.post("/slices/s/ports", json!({"dpid": 2, "port_no": 9})),
+        api.post("/slices/s/ports", json!({"dpid": 2, "port_no": 9}))
+            .await,
         (201, port(2, 9))
     );
     assert_eq!(
-        api.get("/slices/s/ports"),
+        api.get("/slices/s/ports").await,
         (200, json!([port(171, 1), port(2, 9)]))
     );
-    assert_eq!(api.get("/slices/s/ports/0xab:1"), (200, port(171, 1)));
+    assert_eq!(api.get("/slices/s/ports/0xab:1").await, (200, port(171, 1)));
     assert_eq!(
-        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        api.post("/slices/s/ports", json!({"dpid": 171, "port_no": 1}))
+            .await,
         (409, error("Port 0xab:1 already exists"))
     );
     assert_eq!(
-        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1}))
+            .await,
         (200, port(171, 1))
     );
-    assert_eq!(api.get("/slices/s/ports"), (200, json!([port(2, 9)])));
+    assert_eq!(api.get("/slices/s/ports").await, (200, json!([port(2, 9)])));
     assert_eq!(
-        api.get("/slices/s/ports/0xab:1"),
+        api.get("/slices/s/ports/0xab:1").await,
         (404, error("Port 0xab:1 not found"))
     );
     assert_eq!(
-        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1})),
+        api.delete("/slices/s/ports", json!({"dpid": 171, "port_no": 1}))
+            .await,
         (404, error("Port 0xab:1 not found"))
     );
 }
 
-#[test]
-fn mac_addresses_are_added_listed_read_and_deleted() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
-    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+#[actix_web::test]
+async fn mac_addresses_are_added_listed_read_and_deleted() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}))
+        .await;
     let base = "/slices/s/ports/0x1:1/mac_addresses";
-    assert_eq!(api.get(base), (200, json!([])));
+    assert_eq!(api.get(base).await, (200, json!([])));
     for mac in ["00:00:00:00:00:09", "00:00:00:00:00:01"] {
         assert_eq!(
-            api.post(base, json!({"name": mac})),
+            api.post(base, json!({"name": mac})).await,
             (201, json!({"name": mac}))
         );
     }
     assert_eq!(
-        api.get(base),
+        api.get(base).await,
         (
             200,
             json!([{"name": "00:00:00:00:00:09"}, {"name": "00:00:00:00:00:01"}])
@@ -170,105 +154,118 @@ fn mac_addresses_are_added_listed_read_and_deleted() {
         "the order added"
     );
     assert_eq!(
-        api.get(&format!("{base}/00:00:00:00:00:01")),
+        api.get(&format!("{base}/00:00:00:00:00:01")).await,
         (200, json!({"name": "00:00:00:00:00:01"}))
     );
     assert_eq!(
-        api.post(base, json!({"name": "00:00:00:00:00:01"})),
+        api.post(base, json!({"name": "00:00:00:00:00:01"})).await,
         (409, error("MAC address 00:00:00:00:00:01 already exists"))
     );
     assert_eq!(
-        api.delete(base, json!({"name": "00:00:00:00:00:09"})),
+        api.delete(base, json!({"name": "00:00:00:00:00:09"})).await,
         (200, json!({"name": "00:00:00:00:00:09"}))
     );
     assert_eq!(
-        api.get(&format!("{base}/00:00:00:00:00:09")),
+        api.get(&format!("{base}/00:00:00:00:00:09")).await,
         (404, error("MAC address 00:00:00:00:00:09 not found"))
     );
     assert_eq!(
-        api.delete(base, json!({"name": "00:00:00:00:00:09"})),
+        api.delete(base, json!({"name": "00:00:00:00:00:09"})).await,
         (404, error("MAC address 00:00:00:00:00:09 not found"))
     );
     // Rule 3: the port stays after its MAC address goes.
-    assert_eq!(api.get("/slices/s/ports/0x1:1").0, 200);
+    assert_eq!(api.get("/slices/s/ports/0x1:1").await.0, 200);
 }
 
-#[test]
-fn adding_a_mac_to_a_missing_port_creates_the_port() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn adding_a_mac_to_a_missing_port_creates_the_port() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     assert_eq!(
         api.post(
             "/slices/s/ports/0x2:3/mac_addresses",
             json!({"name": "aa:bb:cc:dd:ee:ff"})
-        ),
+        )
+        .await,
         (201, json!({"name": "aa:bb:cc:dd:ee:ff"}))
     );
     assert_eq!(
-        api.get("/slices/s/ports"),
+        api.get("/slices/s/ports").await,
         (200, json!([{"name": "0x2:3", "dpid": 2, "port_no": 3}]))
     );
 }
 
-#[test]
-fn deleting_a_port_takes_its_macs_with_it() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn deleting_a_port_takes_its_macs_with_it() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     api.post(
         "/slices/s/ports/0x1:1/mac_addresses",
         json!({"name": "00:00:00:00:00:01"}),
-    );
-    api.delete("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
-    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+    )
+    .await;
+    api.delete("/slices/s/ports", json!({"dpid": 1, "port_no": 1}))
+        .await;
+    assert_eq!(api.get("/slices/s/ports").await, (200, json!([])));
     // Added again, the port starts empty.
-    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}))
+        .await;
     assert_eq!(
-        api.get("/slices/s/ports/0x1:1/mac_addresses"),
+        api.get("/slices/s/ports/0x1:1/mac_addresses").await,
         (200, json!([]))
     );
 }
 
-#[test]
-fn deleting_a_slice_takes_everything_with_it() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn deleting_a_slice_takes_everything_with_it() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     api.post(
         "/slices/s/ports/0x1:1/mac_addresses",
         json!({"name": "00:00:00:00:00:01"}),
-    );
-    api.delete("/slices", json!({"name": "s"}));
-    api.post("/slices", json!({"name": "s"}));
-    assert_eq!(api.get("/slices/s/ports"), (200, json!([])));
+    )
+    .await;
+    api.delete("/slices", json!({"name": "s"})).await;
+    api.post("/slices", json!({"name": "s"})).await;
+    assert_eq!(api.get("/slices/s/ports").await, (200, json!([])));
 }
 
-#[test]
-fn created_resources_carry_their_location() {
-    let api = Api::start();
-    let location = |response: Result<ureq::Response, ureq::Error>| {
-        response.unwrap().header("location").unwrap().to_owned()
+#[actix_web::test]
+async fn created_resources_carry_their_location() {
+    let api = Api::start().await;
+    let json = "Content-Type: application/json";
+    let location = |answer: crate::common::in_process::Answer| {
+        assert_eq!(answer.status, 201, "{answer:?}");
+        answer.header("location").unwrap().to_owned()
     };
-    let url = |path: &str| api.daemon.url(path);
     assert_eq!(
         location(
-            api.agent
-                .post(&url("/slices"))
-                .send_json(json!({"name": "s"}))
+            api.send("POST", "/slices", &[json], r#"{"name": "s"}"#)
+                .await
         ),
         "/slices/s"
     );
     assert_eq!(
         location(
-            api.agent
-                .post(&url("/slices/s/ports"))
-                .send_json(json!({"dpid": 255, "port_no": 2}))
+            api.send(
+                "POST",
+                "/slices/s/ports",
+                &[json],
+                r#"{"dpid": 255, "port_no": 2}"#
+            )
+            .await
         ),
         "/slices/s/ports/0xff:2"
     );
     assert_eq!(
         location(
-            api.agent
-                .post(&url("/slices/s/ports/0xFF:02/mac_addresses"))
-                .send_json(json!({"name": "AA:00:00:00:00:01"}))
+            api.send(
+                "POST",
+                "/slices/s/ports/0xFF:02/mac_addresses",
+                &[json],
+                r#"{"name": "AA:00:00:00:00:01"}"#
+            )
+            .await
         ),
         "/slices/s/ports/0xff:2/mac_addresses/aa:00:00:00:00:01"
     );
@@ -276,140 +273,161 @@ fn created_resources_carry_their_location() {
 
 // ---- spec section 7: errors and their order ----------------------------------------------------
 
-#[test]
-fn a_missing_slice_is_reported_on_every_slice_endpoint() {
-    let api = Api::start();
+#[actix_web::test]
+async fn a_missing_slice_is_reported_on_every_slice_endpoint() {
+    let api = Api::start().await;
     let missing = error("Slice nope not found");
     let port = json!({"dpid": 1, "port_no": 1});
     let mac = json!({"name": "00:00:00:00:00:01"});
-    assert_eq!(api.get("/slices/nope"), (404, missing.clone()));
+    assert_eq!(api.get("/slices/nope").await, (404, missing.clone()));
     assert_eq!(
-        api.delete("/slices", json!({"name": "nope"})),
+        api.delete("/slices", json!({"name": "nope"})).await,
         (404, missing.clone())
     );
     assert_eq!(
-        api.post("/slices/nope/ports", port.clone()),
+        api.post("/slices/nope/ports", port.clone()).await,
         (404, missing.clone())
     );
-    assert_eq!(api.get("/slices/nope/ports"), (404, missing.clone()));
+    assert_eq!(api.get("/slices/nope/ports").await, (404, missing.clone()));
     assert_eq!(
-        api.delete("/slices/nope/ports", port),
+        api.delete("/slices/nope/ports", port).await,
         (404, missing.clone())
     );
-    assert_eq!(api.get("/slices/nope/ports/0x1:1"), (404, missing.clone()));
+    assert_eq!(
+        api.get("/slices/nope/ports/0x1:1").await,
+        (404, missing.clone())
+    );
     let macs = "/slices/nope/ports/0x1:1/mac_addresses";
-    assert_eq!(api.post(macs, mac.clone()), (404, missing.clone()));
-    assert_eq!(api.get(macs), (404, missing.clone()));
+    assert_eq!(api.post(macs, mac.clone()).await, (404, missing.clone()));
+    assert_eq!(api.get(macs).await, (404, missing.clone()));
     assert_eq!(
-        api.delete(macs, mac),
+        api.delete(macs, mac).await,
         (404, missing.clone()),
         "endpoint 11 too"
     );
     assert_eq!(
-        api.get(&format!("{macs}/00:00:00:00:00:01")),
+        api.get(&format!("{macs}/00:00:00:00:00:01")).await,
         (404, missing)
     );
-    assert_eq!(api.get("/slices"), (200, json!([])), "nothing was created");
+    assert_eq!(
+        api.get("/slices").await,
+        (200, json!([])),
+        "nothing was created"
+    );
 }
 
-#[test]
-fn the_slice_is_checked_before_the_port_and_the_port_before_the_mac() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn the_slice_is_checked_before_the_port_and_the_port_before_the_mac() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     let mac = "00:00:00:00:00:01";
     let path = |slice: &str| format!("/slices/{slice}/ports/0x1:1/mac_addresses/{mac}");
-    assert_eq!(api.get(&path("nope")), (404, error("Slice nope not found")));
-    assert_eq!(api.get(&path("s")), (404, error("Port 0x1:1 not found")));
     assert_eq!(
-        api.get("/slices/s/ports/0x1:1/mac_addresses"),
+        api.get(&path("nope")).await,
+        (404, error("Slice nope not found"))
+    );
+    assert_eq!(
+        api.get(&path("s")).await,
         (404, error("Port 0x1:1 not found"))
     );
     assert_eq!(
-        api.delete("/slices/s/ports/0x1:1/mac_addresses", json!({"name": mac})),
+        api.get("/slices/s/ports/0x1:1/mac_addresses").await,
         (404, error("Port 0x1:1 not found"))
     );
-    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}));
     assert_eq!(
-        api.get(&path("s")),
+        api.delete("/slices/s/ports/0x1:1/mac_addresses", json!({"name": mac}))
+            .await,
+        (404, error("Port 0x1:1 not found"))
+    );
+    api.post("/slices/s/ports", json!({"dpid": 1, "port_no": 1}))
+        .await;
+    assert_eq!(
+        api.get(&path("s")).await,
         (404, error(&format!("MAC address {mac} not found")))
     );
 }
 
-#[test]
-fn port_names_in_messages_are_canonical_whatever_the_request_said() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn port_names_in_messages_are_canonical_whatever_the_request_said() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     assert_eq!(
-        api.get("/slices/s/ports/0X00AB:007"),
+        api.get("/slices/s/ports/0X00AB:007").await,
         (404, error("Port 0xab:7 not found"))
     );
     assert_eq!(
-        api.delete("/slices/s/ports", json!({"dpid": 0xab, "port_no": 7})),
+        api.delete("/slices/s/ports", json!({"dpid": 0xab, "port_no": 7}))
+            .await,
         (404, error("Port 0xab:7 not found"))
     );
 }
 
 // ---- identifiers -------------------------------------------------------------------------------
 
-#[test]
-fn identifiers_are_read_leniently_and_shown_canonically() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn identifiers_are_read_leniently_and_shown_canonically() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     api.post(
         "/slices/s/ports/0xAB:1/mac_addresses",
         json!({"name": "AA:BB:CC:DD:EE:FF"}),
-    );
+    )
+    .await;
     for spelling in ["0xab:1", "0xAB:1", "0x00ab:1", "0X00Ab:0001", "0xab%3A1"] {
         assert_eq!(
-            api.get(&format!("/slices/s/ports/{spelling}")),
+            api.get(&format!("/slices/s/ports/{spelling}")).await,
             (200, json!({"name": "0xab:1", "dpid": 171, "port_no": 1})),
             "{spelling}"
         );
     }
     assert_eq!(
-        api.get("/slices/s/ports/0xab:1/mac_addresses/aA:Bb:cC:dD:eE:fF"),
+        api.get("/slices/s/ports/0xab:1/mac_addresses/aA:Bb:cC:dD:eE:fF")
+            .await,
         (200, json!({"name": "aa:bb:cc:dd:ee:ff"}))
     );
     assert_eq!(
         api.post(
             "/slices/s/ports/0xab:1/mac_addresses",
             json!({"name": "aa:bb:cc:dd:ee:FF"})
-        ),
+        )
+        .await,
         (409, error("MAC address aa:bb:cc:dd:ee:ff already exists")),
         "MAC addresses compare without case"
     );
 }
 
-#[test]
-fn the_largest_identifiers_round_trip() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "x".repeat(64)}));
+#[actix_web::test]
+async fn the_largest_identifiers_round_trip() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "x".repeat(64)})).await;
     let body = json!({"dpid": u64::MAX, "port_no": u32::MAX});
     let expected =
         json!({"name": "0xffffffffffffffff:4294967295", "dpid": u64::MAX, "port_no": u32::MAX});
     let slice = "x".repeat(64);
     assert_eq!(
-        api.post(&format!("/slices/{slice}/ports"), body),
+        api.post(&format!("/slices/{slice}/ports"), body).await,
         (201, expected.clone())
     );
     assert_eq!(
         api.get(&format!(
             "/slices/{slice}/ports/0xffffffffffffffff:4294967295"
-        )),
+        ))
+        .await,
         (200, expected)
     );
 }
 
-#[test]
-fn form_bodies_are_accepted_like_json() {
-    let api = Api::start();
+#[actix_web::test]
+async fn form_bodies_are_accepted_like_json() {
+    let api = Api::start().await;
     let form = "application/x-www-form-urlencoded";
     assert_eq!(
-        api.raw("POST", "/slices", form, "name=s"),
+        api.raw("POST", "/slices", form, "name=s").await,
         (201, json!({"name": "s"}))
     );
     assert_eq!(
-        api.raw("POST", "/slices/s/ports", form, "dpid=16&port_no=2"),
+        api.raw("POST", "/slices/s/ports", form, "dpid=16&port_no=2")
+            .await,
         (201, json!({"name": "0x10:2", "dpid": 16, "port_no": 2}))
     );
     assert_eq!(
@@ -418,31 +436,34 @@ fn form_bodies_are_accepted_like_json() {
             "/slices/s/ports/0x10:2/mac_addresses",
             form,
             "name=00%3A00%3A00%3A00%3A00%3A01"
-        ),
+        )
+        .await,
         (201, json!({"name": "00:00:00:00:00:01"}))
     );
     assert_eq!(
-        api.raw("DELETE", "/slices/s/ports", form, "dpid=16&port_no=2"),
+        api.raw("DELETE", "/slices/s/ports", form, "dpid=16&port_no=2")
+            .await,
         (200, json!({"name": "0x10:2", "dpid": 16, "port_no": 2}))
     );
     // What `curl -d '{...}'` sends: JSON labelled as a form.
     assert_eq!(
-        api.raw("POST", "/slices", form, r#"{"name":"t"}"#),
+        api.raw("POST", "/slices", form, r#"{"name":"t"}"#).await,
         (201, json!({"name": "t"}))
     );
 }
 
 // ---- bad input: a clear 4xx and nothing changed ----------------------------------------------
 
-#[test]
-fn bad_bodies_get_400_and_change_nothing() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn bad_bodies_get_400_and_change_nothing() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     api.post(
         "/slices/s/ports/0x1:1/mac_addresses",
         json!({"name": "00:00:00:00:00:01"}),
-    );
-    let before = api.tree();
+    )
+    .await;
+    let before = api.tree().await;
     let json_type = "application/json";
     let cases: &[(&str, &str, &str)] = &[
         ("POST", "/slices", "{"),
@@ -510,19 +531,21 @@ fn bad_bodies_get_400_and_change_nothing() {
         ),
     ];
     for (method, path, body) in cases {
-        let (status, response) = api.raw(method, path, json_type, body);
+        let (status, response) = api.raw(method, path, json_type, body).await;
         assert_eq!(status, 400, "{method} {path} {body}: {response}");
         let message = response["error"].as_str().unwrap_or_default();
         assert!(!message.is_empty(), "{method} {path} {body}: {response}");
     }
-    assert_eq!(api.tree(), before);
+    assert_eq!(api.tree().await, before);
 }
 
-#[test]
-fn bad_body_messages_say_what_is_wrong() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
-    let (_, body) = api.raw("POST", "/slices", "application/json", r#"{"name": "a b"}"#);
+#[actix_web::test]
+async fn bad_body_messages_say_what_is_wrong() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
+    let (_, body) = api
+        .raw("POST", "/slices", "application/json", r#"{"name": "a b"}"#)
+        .await;
     assert!(
         body["error"]
             .as_str()
@@ -530,12 +553,14 @@ fn bad_body_messages_say_what_is_wrong() {
             .contains("invalid slice name \"a b\""),
         "{body}"
     );
-    let (_, body) = api.raw(
-        "POST",
-        "/slices/s/ports",
-        "application/json",
-        r#"{"dpid": 1}"#,
-    );
+    let (_, body) = api
+        .raw(
+            "POST",
+            "/slices/s/ports",
+            "application/json",
+            r#"{"dpid": 1}"#,
+        )
+        .await;
     assert!(
         body["error"]
             .as_str()
@@ -543,27 +568,30 @@ fn bad_body_messages_say_what_is_wrong() {
             .contains("missing field `port_no`"),
         "{body}"
     );
-    let (_, body) = api.raw(
-        "POST",
-        "/slices/s/ports",
-        "application/json",
-        r#"{"dpid": 1, "port_no": 4294967296}"#,
-    );
+    let (_, body) = api
+        .raw(
+            "POST",
+            "/slices/s/ports",
+            "application/json",
+            r#"{"dpid": 1, "port_no": 4294967296}"#,
+        )
+        .await;
     assert!(
         body["error"].as_str().unwrap().contains("4294967296"),
         "{body}"
     );
 }
 
-#[test]
-fn bad_identifiers_in_the_path_get_400() {
-    let api = Api::start();
-    api.post("/slices", json!({"name": "s"}));
+#[actix_web::test]
+async fn bad_identifiers_in_the_path_get_400() {
+    let api = Api::start().await;
+    api.post("/slices", json!({"name": "s"})).await;
     api.post(
         "/slices/s/ports/0x1:1/mac_addresses",
         json!({"name": "00:00:00:00:00:01"}),
-    );
-    let before = api.tree();
+    )
+    .await;
+    let before = api.tree().await;
     for path in [
         "/slices/bad%20name",
         "/slices/s/ports/1:1",
@@ -574,40 +602,42 @@ fn bad_identifiers_in_the_path_get_400() {
         "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00",
         "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:0g",
     ] {
-        let (status, body) = api.get(path);
+        let (status, body) = api.get(path).await;
         assert_eq!(status, 400, "{path}: {body}");
         assert!(
             body["error"].as_str().unwrap().starts_with("invalid"),
             "{path}: {body}"
         );
     }
-    let (status, body) = api.post(
-        "/slices/s/ports/0x1/mac_addresses",
-        json!({"name": "00:00:00:00:00:02"}),
-    );
+    let (status, body) = api
+        .post(
+            "/slices/s/ports/0x1/mac_addresses",
+            json!({"name": "00:00:00:00:00:02"}),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(api.tree(), before);
+    assert_eq!(api.tree().await, before);
 }
 
-#[test]
-fn oversized_and_unsupported_bodies_are_refused() {
-    let api = Api::start();
+#[actix_web::test]
+async fn oversized_and_unsupported_bodies_are_refused() {
+    let api = Api::start().await;
     let huge = format!(r#"{{"name": "s", "padding": "{}"}}"#, "x".repeat(64 * 1024));
-    let (status, body) = api.raw("POST", "/slices", "application/json", &huge);
+    let (status, body) = api.raw("POST", "/slices", "application/json", &huge).await;
     assert_eq!(status, 413, "{body}");
     assert!(body["error"].as_str().unwrap().contains("too large"));
-    let (status, body) = api.raw("POST", "/slices", "text/plain", "name=s");
+    let (status, body) = api.raw("POST", "/slices", "text/plain", "name=s").await;
     assert_eq!(status, 415, "{body}");
     assert!(body["error"].as_str().unwrap().contains("text/plain"));
-    assert_eq!(api.get("/slices"), (200, json!([])));
+    assert_eq!(api.get("/slices").await, (200, json!([])));
 }
 
-#[test]
-fn unknown_paths_and_wrong_methods_answer_in_json() {
-    let api = Api::start();
-    assert_eq!(api.get("/nothing/here"), (404, error("not found")));
+#[actix_web::test]
+async fn unknown_paths_and_wrong_methods_answer_in_json() {
+    let api = Api::start().await;
+    assert_eq!(api.get("/nothing/here").await, (404, error("not found")));
     assert_eq!(
-        api.get("/slices/s/ports/0x1:1/extra"),
+        api.get("/slices/s/ports/0x1:1/extra").await,
         (404, error("not found"))
     );
     for (method, path, allow) in [
@@ -629,18 +659,12 @@ fn unknown_paths_and_wrong_methods_answer_in_json() {
         ("GET", "/auth/developer/callback", "POST"),
         ("POST", "/topology/links", "GET, HEAD"),
     ] {
-        let response = match api
-            .agent
-            .request(method, &api.daemon.url(path))
-            .set("Content-Type", "application/json")
-            .send_string("{}")
-        {
-            Err(ureq::Error::Status(_, response)) => response,
-            other => panic!("{method} {path}: expected a 405, got {other:?}"),
-        };
-        assert_eq!(response.status(), 405, "{method} {path}");
+        let response = api
+            .send(method, path, &["Content-Type: application/json"], "{}")
+            .await;
+        assert_eq!(response.status, 405, "{method} {path}");
         assert_eq!(response.header("Allow"), Some(allow), "{method} {path}");
-        let body: Value = serde_json::from_str(&response.into_string().unwrap()).unwrap();
+        let body = response.json();
         assert_eq!(
             body,
             json!({"error": "method not allowed"}),
@@ -649,11 +673,13 @@ fn unknown_paths_and_wrong_methods_answer_in_json() {
     }
 }
 
+// ---- the real daemon: several workers, durability, concurrency ---------------------------------
+
 /// The slice list is served from memory: every write must show in the very next read,
 /// whichever worker and connection answers it (a fresh agent per read changes both).
 #[test]
 fn the_slice_list_shows_every_write_at_once() {
-    let api = Api::start();
+    let api = Served::start();
     let mut expected: Vec<Value> = Vec::new();
     for round in 0..20 {
         let name = format!("s{round}");
@@ -673,8 +699,6 @@ fn the_slice_list_shows_every_write_at_once() {
         assert_eq!(api.get("/slices"), (200, Value::Array(expected.clone())));
     }
 }
-
-// ---- durability and concurrency ----------------------------------------------------------------
 
 #[test]
 fn everything_survives_a_restart_in_order() {
@@ -752,7 +776,7 @@ fn an_acknowledged_write_survives_kill_9() {
 
 #[test]
 fn racing_creates_of_one_slice_admit_exactly_one() {
-    let api = Api::start();
+    let api = Served::start();
     let url = api.daemon.url("/slices");
     let statuses: Vec<u16> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..24)
@@ -780,7 +804,7 @@ fn racing_creates_of_one_slice_admit_exactly_one() {
 
 #[test]
 fn concurrent_mac_adds_to_one_port_all_land() {
-    let api = Api::start();
+    let api = Served::start();
     api.post("/slices", json!({"name": "s"}));
     let url = api.daemon.url("/slices/s/ports/0x1:1/mac_addresses");
     std::thread::scope(|scope| {

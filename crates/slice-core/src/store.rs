@@ -1,0 +1,165 @@
+//! The contract every store of slices keeps, whatever holds the data: the interface the
+//! REST application and the `slice` tool read and write through, and that the controller
+//! follows ([`MembershipSource`]).
+//!
+//! Today one backend implements it, `slice-store` (sled, on local disk); a cluster backend
+//! (etcd) is to plug in beside it. The store contract tests in
+//! `crates/slice-store/tests/contract.rs` are written once against [`SliceStore`] and run
+//! against every backend.
+//!
+//! # Why the interface is synchronous
+//!
+//! Every write returns only once it is durable, so a write waits: for an fsync on one
+//! disk, for a quorum in a cluster. The REST application already runs writes on actix's
+//! blocking pool, the tool is a plain program with no runtime, and the controller hears
+//! of changes through a callback on the writer's thread. A blocking interface serves all
+//! three, stays object safe (`Arc<dyn SliceStore>`) without boxing a future per call, and
+//! ties slice-core to no async runtime. A backend whose client is async (etcd's is built
+//! on Tokio) blocks on a runtime of its own inside each call.
+//!
+//! Reads are called on the REST application's async workers, so they must not wait on a
+//! peer: a backend answers them from memory or local disk (a cluster backend, from a
+//! local copy that a watch keeps current), or the application has to move them to the
+//! blocking pool first.
+
+use crate::{Change, MacAddress, Port, PortId, Slice, SliceError, SliceName};
+
+/// A failure of the backend itself, for the log: the message names the cause.
+pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a store operation failed. Whatever the variant, a failed write changed nothing
+/// (with the one exception stated on [`StoreError::Unavailable`]).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The request broke the slice contract; the message is the specification's (HTTP 404
+    /// or 409).
+    #[error(transparent)]
+    Slice(#[from] SliceError),
+    /// The backend cannot serve the request now, and retrying later may succeed: a
+    /// cluster without a quorum, a database another process holds (HTTP 503). A write
+    /// refused before it was sent changed nothing; one whose answer was lost on the way
+    /// (a cluster that lost its quorum meanwhile) may have been applied, and the backend
+    /// says so in the message.
+    #[error(transparent)]
+    Unavailable(BackendError),
+    /// The backend failed: a disk, a damaged record, a store that takes no more changes
+    /// after a failed flush (HTTP 500).
+    #[error(transparent)]
+    Failed(BackendError),
+}
+
+/// The reads and writes of slices, ports and MAC addresses, the session revocation list,
+/// and the change stream, as the REST application and the `slice` tool use them. Every
+/// method may be called from any thread, concurrently.
+///
+/// Reads check the parts of their path in the specification's order: the slice, then the
+/// port, then the MAC address; the first one missing is the error. Writes check the same
+/// way before the check that makes them conflict. A write is atomic and durable when it
+/// returns `Ok`; once it has, every later read (in any process using the same data) sees
+/// it, and the listeners have been told of it (see [`MembershipSource`]). A failed write
+/// changes nothing and is told to nobody.
+pub trait SliceStore: MembershipSource + Send + Sync {
+    // ---- reads -------------------------------------------------------------------------
+
+    /// Runs `look` once on the names of all slices, in creation order, and on the version
+    /// of that list (see [`SliceStore::slices_version`]), without copying the list; an
+    /// `Ok` means it ran. Writers may wait while it runs: keep it short.
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError>;
+
+    /// A number that changes whenever the list of slices does (not when ports or MAC
+    /// addresses do): a copy of the list made at this version is still current. Cheap, so
+    /// that a cached encoding of the list can be checked on every request.
+    fn slices_version(&self) -> Result<u64, StoreError>;
+
+    /// The names of all slices, in creation order.
+    fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
+        let mut names = Vec::new();
+        self.read_slices(&mut |list, _| names = list.to_vec())?;
+        Ok(names)
+    }
+
+    /// Fails with `SliceNotFound` unless the slice exists.
+    fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError>;
+
+    /// The ports of a slice, in the order they were added.
+    fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, StoreError>;
+
+    /// Fails with the first of `SliceNotFound`, `PortNotFound` that applies.
+    fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError>;
+
+    /// The MAC addresses of a port of a slice, in the order they were added.
+    fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, StoreError>;
+
+    /// Fails with the first of `SliceNotFound`, `PortNotFound`, `MacNotFound` that applies.
+    fn check_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress)
+        -> Result<(), StoreError>;
+
+    // ---- writes: each returns once the change is durable --------------------------------
+
+    /// Fails with `SliceExists` when a slice of that name exists.
+    fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError>;
+
+    /// Deletes a slice with all its ports and MAC addresses and returns what it held. A
+    /// slice created again under the name starts empty and lists last.
+    fn delete_slice(&self, slice: &SliceName) -> Result<Slice, StoreError>;
+
+    /// Adds an empty port at the end of the slice's ports; fails with `SliceNotFound`,
+    /// then `PortExists`.
+    fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError>;
+
+    /// Removes a port and its MAC addresses from a slice and returns what it held; fails
+    /// with `SliceNotFound`, then `PortNotFound`.
+    fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, StoreError>;
+
+    /// Adds a MAC address at the end of a port's, adding the port to the slice first when
+    /// it is not there (spec rule 4.1); fails with `SliceNotFound`, then `MacExists`.
+    /// Returns true when the port was created.
+    fn add_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress)
+        -> Result<bool, StoreError>;
+
+    /// Removes a MAC address from a port, which stays in the slice; fails with
+    /// `SliceNotFound`, then `PortNotFound`, then `MacNotFound`.
+    fn delete_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError>;
+
+    // ---- revoked login sessions ----------------------------------------------------------
+
+    /// Records that the login session `id`, valid until `expires_at`, was ended; durable
+    /// when it returns, like any write. Times are seconds since the epoch, `now` the
+    /// current one. The list is bounded by [`MAX_REVOKED_SESSIONS`]: entries past their
+    /// expiry may be dropped, and a full list of live entries is replaced by a cut-off
+    /// that ends every session issued until `now`, which never lets a revoked session
+    /// back in.
+    fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError>;
+
+    /// Whether the session `id`, issued at `issued_at`, was ended (revoked, or issued
+    /// before a cut-off). Every instance serving the same data gives the same answer once
+    /// the revocation has returned.
+    fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError>;
+}
+
+/// The most revoked sessions a store keeps before it cuts every session off instead. Each
+/// costs a login and a logout, so only a client that can log in at will reaches it, and
+/// then all it achieves is a new login for everyone.
+pub const MAX_REVOKED_SESSIONS: usize = 10_000;
+
+/// Told every committed change, on the writer's thread, in commit order.
+pub type ChangeListener = Box<dyn Fn(&Change) + Send + Sync>;
+
+/// What the controller needs of a store: the slices as they are, and every committed
+/// change after that.
+pub trait MembershipSource {
+    /// Registers `listener` for every change committed from now on, each told once, in
+    /// commit order, once it is durable. It must be quick (send on a channel and return):
+    /// it may run while the store keeps deliveries in order.
+    fn subscribe(&self, listener: ChangeListener);
+
+    /// Every slice with its ports and MAC addresses, in order. Subscribe first: a change
+    /// between the two is then told as well as seen in the snapshot, and applying it twice
+    /// is harmless, where the other order could lose it.
+    fn snapshot(&self) -> Result<Vec<Slice>, StoreError>;
+}

@@ -1,0 +1,17 @@
+//! The black-box tests of sliced, one module per area, all in one test binary so that the
+//! helpers in `common` are compiled and linked once.
+//!
+//! Run one area with its module name as the filter: `cargo test --test it http_api::`.
+
+mod common;
+
+mod auth;
+mod cli;
+mod controller;
+mod daemon;
+mod docs;
+mod hostile_network;
+mod http_api;
+mod openflow_tls;
+mod tidy;
+mod web_security;
