@@ -739,6 +739,13 @@ impl Connection {
     async fn run(&mut self, stopped: &mut watch::Receiver<bool>) -> Result<(), ConnectionError> {
         // Bytes of engine commands queued into the session and not yet written.
         let mut unwritten = 0;
+        // One timer for the connection's life. Hearing from the switch puts the session's
+        // deadline off, and re-arming a timer per message would cost more than waking
+        // early: it is moved only when the deadline comes sooner, and when it fires the
+        // session does what is due (maybe nothing) and it is armed again.
+        let wake = tokio::time::sleep_until(Instant::now().into());
+        tokio::pin!(wake);
+        let mut armed = false;
         loop {
             self.flush().await?;
             if let Some(link) = &self.engine {
@@ -758,6 +765,11 @@ impl Connection {
             let Some(deadline) = self.session.poll_timeout() else {
                 return Ok(());
             };
+            let deadline = tokio::time::Instant::from_std(deadline);
+            if !armed || deadline < wake.deadline() {
+                wake.as_mut().reset(deadline);
+                armed = true;
+            }
             let commands = async {
                 match &mut self.engine {
                     Some(link) => link.commands.recv().await,
@@ -781,7 +793,8 @@ impl Connection {
                         unwritten += self.queue(batch);
                     }
                 }
-                _ = tokio::time::sleep_until(deadline.into()) => {
+                _ = &mut wake => {
+                    armed = false;
                     self.session.handle_timeout(Instant::now());
                 }
                 _ = stopped.changed() => return Ok(()),

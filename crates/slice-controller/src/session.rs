@@ -42,6 +42,8 @@ const OUR_VERSIONS: [Version; 2] = [Version::Of10, Version::Of13];
 /// How much room one read gets. PACKET_IN payloads handed to the engine are slices of
 /// these chunks, so a chunk lives until the last of its packets is written out again.
 const READ_CHUNK: usize = 16 * 1024;
+/// Below this much room, the next read gets a new chunk.
+const MIN_READ_ROOM: usize = 2 * 1024;
 /// Source MAC of the LLDP frames the controller sends: locally administered.
 const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
 
@@ -185,11 +187,16 @@ impl SwitchSession {
         session
     }
 
-    /// The buffer the next read appends to, with room for one read reserved. What is
-    /// left in it between reads is at most one incomplete message (under 64 KiB), so it
-    /// stays bounded whatever the peer sends.
+    /// The buffer the next read appends to, with room for a read. What is left in it
+    /// between reads is at most one incomplete message (under 64 KiB), so it stays
+    /// bounded whatever the peer sends.
     pub fn read_buffer(&mut self) -> &mut BytesMut {
-        self.inbound.reserve(READ_CHUNK);
+        // Reads fill the rest of the current chunk before a new one is taken: frames
+        // still held elsewhere share the chunk, so a reserve per read would allocate
+        // a fresh chunk per read.
+        if self.inbound.capacity() - self.inbound.len() < MIN_READ_ROOM {
+            self.inbound.reserve(READ_CHUNK);
+        }
         &mut self.inbound
     }
 
