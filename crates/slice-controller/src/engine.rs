@@ -442,13 +442,13 @@ impl Engine {
             self.hosts.get(&frame.dst)
         };
         match destination {
-            None => self.flood_within_slices(src, &frame.data),
+            None => self.flood_within_slices(src, frame.data),
             Some(port) => {
                 let dst = Host {
                     port,
                     mac: frame.dst,
                 };
-                self.route(src, dst, &frame.data, now);
+                self.route(src, dst, frame.data, now);
             }
         }
     }
@@ -547,7 +547,7 @@ impl Engine {
 
     /// Broadcast and unknown destinations: to the edge ports of the other members of the
     /// sender's slices (every other edge port without slicing), never over links.
-    fn flood_within_slices(&mut self, src: Host, data: &Bytes) {
+    fn flood_within_slices(&mut self, src: Host, data: Bytes) {
         let targets: Vec<PortId> = if self.config.slicing {
             self.membership
                 .peer_ports(&src)
@@ -571,7 +571,7 @@ impl Engine {
         }
     }
 
-    fn route(&mut self, src: Host, dst: Host, data: &Bytes, now: Instant) {
+    fn route(&mut self, src: Host, dst: Host, data: Bytes, now: Instant) {
         if !self.may_talk(&src, &dst) {
             self.install_drop(src, dst, now);
             return;
@@ -604,7 +604,7 @@ impl Engine {
                 last.dpid,
                 Command::PacketOut {
                     out_port: last.out_port,
-                    data: data.clone(),
+                    data,
                 },
             );
         }

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use openflow::error_msg::HelloFailedCode;
 use openflow::header::Header;
 use openflow::msg_type::{v10, v13};
@@ -208,9 +208,9 @@ impl SwitchSession {
                 Ok(None) => return,
                 Err(err) => return self.close(err.into()),
             };
-            // Freezing a prefix shares the buffer rather than copying it, so a PACKET_IN
-            // reaches the engine, and its PACKET_OUT the write buffer, without a copy.
-            let frame = self.inbound.split_to(len).freeze();
+            // Splitting shares the buffer rather than copying it, so a PACKET_IN reaches
+            // the engine, and its PACKET_OUT the write buffer, without a copy.
+            let frame = self.inbound.split_to(len);
             self.handle_frame(frame, now);
         }
         // A closed session keeps nothing a peer sent.
@@ -403,13 +403,13 @@ impl SwitchSession {
 
     // ---- input ---------------------------------------------------------------------
 
-    fn handle_frame(&mut self, frame: Bytes, now: Instant) {
+    fn handle_frame(&mut self, frame: BytesMut, now: Instant) {
         let echo_interval = self.config.echo_interval;
         if let Some(open) = self.open_mut() {
             open.last_heard = now;
             open.echo_due = now + echo_interval;
             // The hot path: a PACKET_IN in the negotiated version is read through the
-            // codec's view, and its payload stays a slice of `frame`.
+            // codec's view, and its payload stays in `frame`'s buffer.
             let header = Header::new_unchecked(&frame[..]);
             let packet_in_type = if self.version == Version::Of10 {
                 v10::PACKET_IN
@@ -419,7 +419,7 @@ impl SwitchSession {
             if Version::from(header.version()) == self.version
                 && header.msg_type() == packet_in_type
             {
-                return match packet_in_parts(self.version, &frame) {
+                return match packet_in_parts(self.version, frame) {
                     Ok((in_port, data)) => self.packet_in(in_port, data, now),
                     Err(err) => self.close(err.into()),
                 };
@@ -799,10 +799,10 @@ impl SwitchSession {
     }
 }
 
-/// The input port and the payload of a PACKET_IN frame in `version`, the payload a
-/// slice of `frame`. The fixed part is parsed by the codec with the payload cut off, so
+/// The input port and the payload of a PACKET_IN frame in `version`, the payload in
+/// `frame`'s buffer. The fixed part is parsed by the codec with the payload cut off, so
 /// parsing copies nothing.
-fn packet_in_parts(version: Version, frame: &Bytes) -> Result<(u32, Bytes), openflow::Error> {
+fn packet_in_parts(version: Version, mut frame: BytesMut) -> Result<(u32, Bytes), openflow::Error> {
     let payload_len = if version == Version::Of10 {
         PacketInV10::new_checked(&frame[..])?.data().len()
     } else {
@@ -815,7 +815,10 @@ fn packet_in_parts(version: Version, frame: &Bytes) -> Result<(u32, Bytes), open
     } else {
         PacketIn::parse_v13(&PacketInV13::new_unchecked(fixed))?.in_port
     };
-    Ok((in_port, frame.slice(payload_at..)))
+    // Moving the start rather than slicing leaves the buffer's shared count alone: it is
+    // touched from the engine's thread too, so every change of it costs.
+    frame.advance(payload_at);
+    Ok((in_port, frame.freeze()))
 }
 
 fn rule_match(rule: Rule) -> Match {
