@@ -3,9 +3,8 @@
 //! follows ([`MembershipSource`]).
 //!
 //! Today one backend implements it, `slice-store` (sled, on local disk); a cluster backend
-//! (etcd) is to plug in beside it. The store contract tests in
-//! `crates/slice-store/tests/contract.rs` are written once against [`SliceStore`] and run
-//! against every backend.
+//! (etcd) is to plug in beside it. The store contract tests in `crates/slice-store-contract` are
+//! written once against [`SliceStore`] and run against every backend.
 //!
 //! # Why the interface is synchronous
 //!
