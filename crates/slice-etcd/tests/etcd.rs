@@ -1,0 +1,140 @@
+//! What is etcd's alone: the watch that keeps each instance's copy current across a
+//! restart of etcd, a lost etcd, and two instances sharing one etcd.
+
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use slice_core::{
+    Change, MacAddress, MembershipSource, PortId, SliceError, SliceName, SliceStore, StoreError,
+};
+use slice_etcd::test_server::LocalEtcd;
+use slice_etcd::{EtcdStore, DEFAULT_PREFIX};
+
+/// Longer than any change takes to reach another instance on a loaded machine.
+const PROPAGATION: Duration = Duration::from_secs(20);
+
+fn name(text: &str) -> SliceName {
+    text.parse().unwrap()
+}
+
+fn open(etcd: &LocalEtcd) -> Arc<EtcdStore> {
+    Arc::new(EtcdStore::open(&[etcd.endpoint()], DEFAULT_PREFIX).unwrap())
+}
+
+/// Polls `check` until it holds; false when it never did within [`PROPAGATION`].
+fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + PROPAGATION;
+    while !check() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn record_changes(store: &dyn SliceStore) -> Arc<Mutex<Vec<Change>>> {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(Box::new(move |change| {
+        sink.lock().unwrap().push(change.clone())
+    }));
+    heard
+}
+
+#[test]
+fn two_instances_on_one_etcd_race_one_create_and_see_each_others_writes() {
+    let etcd = LocalEtcd::start();
+    let (a, b) = (open(&etcd), open(&etcd));
+    let heard_by_b = record_changes(b.as_ref());
+    let start = Arc::new(Barrier::new(2));
+    let racers: Vec<_> = [a.clone(), b.clone()]
+        .into_iter()
+        .map(|store| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                store.create_slice(&name("contested"))
+            })
+        })
+        .collect();
+    let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|won| won.is_ok()).count(), 1);
+    let lost = results.into_iter().find_map(Result::err).unwrap();
+    assert!(
+        matches!(&lost, StoreError::Slice(SliceError::SliceExists(s)) if *s == name("contested")),
+        "{lost:?}"
+    );
+    let port = PortId::new(1, 1);
+    let mac = MacAddress::new([0, 0, 0, 0, 0, 1]);
+    a.add_port(&name("contested"), port).unwrap();
+    assert!(eventually(|| b.ports(&name("contested")).unwrap() == [port]));
+    b.add_mac(&name("contested"), port, mac).unwrap();
+    assert!(eventually(
+        || a.macs(&name("contested"), port).unwrap() == [mac]
+    ));
+    assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+    assert_eq!(
+        *heard_by_b.lock().unwrap(),
+        [
+            Change::SliceCreated(name("contested")),
+            Change::PortAdded {
+                slice: name("contested"),
+                port
+            },
+            Change::MacAdded {
+                slice: name("contested"),
+                port,
+                mac
+            },
+        ],
+        "b hears a's writes as well as its own, once each"
+    );
+}
+
+#[test]
+fn the_watch_resumes_after_etcd_restarts() {
+    let mut etcd = LocalEtcd::start();
+    let (a, b) = (open(&etcd), open(&etcd));
+    a.create_slice(&name("before")).unwrap();
+    assert!(eventually(|| b.check_slice(&name("before")).is_ok()));
+    let heard_by_b = record_changes(b.as_ref());
+    etcd.stop();
+    etcd.restart();
+    // The first write after the restart may find the client still reconnecting.
+    assert!(eventually(|| a.create_slice(&name("after")).is_ok()));
+    assert!(eventually(
+        || b.slices().unwrap() == [name("before"), name("after")]
+    ));
+    assert_eq!(
+        *heard_by_b.lock().unwrap(),
+        [Change::SliceCreated(name("after"))]
+    );
+}
+
+#[test]
+fn without_etcd_writes_are_unavailable_reads_answer_and_all_resumes_after() {
+    let mut etcd = LocalEtcd::start();
+    let store = open(&etcd);
+    store.create_slice(&name("kept")).unwrap();
+    store.add_port(&name("kept"), PortId::new(1, 1)).unwrap();
+    etcd.stop();
+    for write in [
+        store.create_slice(&name("new")).map(drop),
+        store.add_port(&name("kept"), PortId::new(2, 2)).map(drop),
+        store.delete_slice(&name("kept")).map(drop),
+        store.revoke_session(b"session", 200, 100),
+    ] {
+        assert!(
+            matches!(write, Err(StoreError::Unavailable(_))),
+            "{write:?}"
+        );
+    }
+    // Reads come from the instance's copy, which still holds the last state.
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    assert_eq!(store.ports(&name("kept")).unwrap(), [PortId::new(1, 1)]);
+    assert!(!store.session_revoked(b"session", 50).unwrap());
+    etcd.restart();
+    assert!(eventually(|| store.create_slice(&name("new")).is_ok()));
+    assert_eq!(store.slices().unwrap(), [name("kept"), name("new")]);
+}
