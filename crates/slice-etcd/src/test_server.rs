@@ -13,29 +13,59 @@ use std::time::{Duration, Instant};
 /// How long etcd may take to come up on a loaded two-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running etcd of one member.
+/// A running etcd member: alone, or one of a [`LocalEtcd::cluster`].
 pub struct LocalEtcd {
     child: Option<Child>,
     dir: tempfile::TempDir,
+    name: String,
     client: SocketAddr,
     peer: SocketAddr,
+    /// `--initial-cluster`: every member's name and peer URL.
+    initial_cluster: String,
 }
 
 impl LocalEtcd {
-    /// Starts etcd and waits until it reports itself healthy. Panics, naming the cause,
-    /// when it cannot: this is a test fixture.
+    /// Starts an etcd of one member and waits until it reports itself healthy. Panics,
+    /// naming the cause, when it cannot: this is a test fixture.
     pub fn start() -> Self {
-        // Both listeners are held until both ports are chosen, so they differ.
-        let (client, peer) = (free_port(), free_port());
-        let mut etcd = Self {
-            child: None,
-            dir: tempfile::tempdir().expect("a temporary directory for etcd"),
-            client: client.local_addr().expect("a bound port has an address"),
-            peer: peer.local_addr().expect("a bound port has an address"),
-        };
-        drop((client, peer));
-        etcd.restart();
-        etcd
+        let mut members = Self::cluster(1);
+        members.remove(0)
+    }
+
+    /// Starts a cluster of `size` members and waits until each reports itself healthy.
+    pub fn cluster(size: usize) -> Vec<Self> {
+        // Every listener is held until all ports are chosen, so that they differ.
+        let ports: Vec<(TcpListener, TcpListener)> =
+            (0..size).map(|_| (free_port(), free_port())).collect();
+        let address =
+            |listener: &TcpListener| listener.local_addr().expect("a bound port has an address");
+        let initial_cluster = ports
+            .iter()
+            .enumerate()
+            .map(|(at, (_, peer))| format!("member{at}=http://{}", address(peer)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut members: Vec<Self> = ports
+            .iter()
+            .enumerate()
+            .map(|(at, (client, peer))| Self {
+                child: None,
+                dir: tempfile::tempdir().expect("a temporary directory for etcd"),
+                name: format!("member{at}"),
+                client: address(client),
+                peer: address(peer),
+                initial_cluster: initial_cluster.clone(),
+            })
+            .collect();
+        drop(ports);
+        // All first: a member of a cluster is healthy only once a quorum runs.
+        for member in &mut members {
+            member.spawn();
+        }
+        for member in &mut members {
+            member.wait_until_healthy();
+        }
+        members
     }
 
     /// The endpoint to give the client: `http://127.0.0.1:<port>`.
@@ -51,17 +81,21 @@ impl LocalEtcd {
         }
     }
 
-    /// Starts etcd again on the same ports and data (after [`LocalEtcd::stop`]).
+    /// Starts etcd again on the same ports and data (after [`LocalEtcd::stop`]) and
+    /// waits until it is healthy, which for a cluster member needs a quorum running.
     pub fn restart(&mut self) {
+        self.spawn();
+        self.wait_until_healthy();
+    }
+
+    fn spawn(&mut self) {
         self.stop();
-        let (client, peer) = (
-            format!("http://{}", self.client),
-            format!("http://{}", self.peer),
-        );
+        let client = format!("http://{}", self.client);
+        let peer = format!("http://{}", self.peer);
         let log = std::fs::File::create(self.dir.path().join("etcd.log"))
             .expect("etcd's log file can be created");
         let child = Command::new("etcd")
-            .arg("--name=test")
+            .arg(format!("--name={}", self.name))
             .arg(format!(
                 "--data-dir={}",
                 self.dir.path().join("data").display()
@@ -70,7 +104,7 @@ impl LocalEtcd {
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
+            .arg(format!("--initial-cluster={}", self.initial_cluster))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -82,7 +116,11 @@ impl LocalEtcd {
                 )
             });
         self.child = Some(child);
-        self.wait_until_healthy();
+    }
+
+    /// Whether this member says it has a leader and serves, as etcd's `/health` does.
+    pub fn is_healthy(&self) -> bool {
+        healthy(self.client)
     }
 
     fn wait_until_healthy(&mut self) {

@@ -138,3 +138,43 @@ fn without_etcd_writes_are_unavailable_reads_answer_and_all_resumes_after() {
     assert!(eventually(|| store.create_slice(&name("new")).is_ok()));
     assert_eq!(store.slices().unwrap(), [name("kept"), name("new")]);
 }
+
+#[test]
+fn a_lost_quorum_makes_writes_unavailable_while_reads_answer_until_it_returns() {
+    let mut members = LocalEtcd::cluster(3);
+    // Connected to the member that stays up: what it answers without a quorum is tested,
+    // not a refused connection to a stopped one.
+    let store = EtcdStore::open(&[members[0].endpoint()], DEFAULT_PREFIX).unwrap();
+    store.create_slice(&name("kept")).unwrap();
+    // One member of three down changes nothing, once a leader is elected again (it may
+    // have been the leader).
+    members[1].stop();
+    assert!(eventually(|| members[0].is_healthy()));
+    store.create_slice(&name("two-of-three")).unwrap();
+    members[2].stop();
+    let write = store.create_slice(&name("lost"));
+    assert!(
+        matches!(write, Err(StoreError::Unavailable(_))),
+        "{write:?}"
+    );
+    assert_eq!(
+        store.slices().unwrap(),
+        [name("kept"), name("two-of-three")]
+    );
+    members[1].restart();
+    assert!(eventually(|| store.create_slice(&name("back")).is_ok()));
+    // The refused write may still commit once the quorum is back, when the member kept it
+    // in its log (which is why its error says it may have been applied); nothing else
+    // can have happened.
+    let slices = store.slices().unwrap();
+    let lost_committed = [
+        name("kept"),
+        name("two-of-three"),
+        name("lost"),
+        name("back"),
+    ];
+    assert!(
+        slices == [name("kept"), name("two-of-three"), name("back")] || slices == lost_committed,
+        "{slices:?}"
+    );
+}
