@@ -71,6 +71,8 @@ pub enum Error {
     Timeout,
     #[error("etcd: {0}")]
     Etcd(#[from] etcd_client::Error),
+    #[error("etcd did not confirm the change ({0}); it may or may not have been applied")]
+    Unconfirmed(etcd_client::Error),
     #[error(
         "etcd committed the change at revision {0}, but this instance has not seen it come \
          back within {REQUEST_TIMEOUT:?}"
@@ -89,14 +91,19 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Timeout | Error::NotSeen(_) | Error::Stopped => true,
-            Error::Etcd(etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_)) => {
-                true
-            }
-            Error::Etcd(etcd_client::Error::GRpcStatus(status)) => {
-                TRANSIENT_GRPC_CODES.contains(&i32::from(status.code()))
-            }
-            Error::Etcd(_) | Error::NoRevision | Error::Runtime(_) => false,
+            Error::Etcd(err) | Error::Unconfirmed(err) => transient(err),
+            Error::NoRevision | Error::Runtime(_) => false,
         }
+    }
+}
+
+fn transient(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => {
+            TRANSIENT_GRPC_CODES.contains(&i32::from(status.code()))
+        }
+        _ => false,
     }
 }
 
@@ -172,11 +179,18 @@ impl EtcdStore {
         self.shared.mirror.lock().revision
     }
 
-    /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`].
+    /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`]. A transient failure may have
+    /// come after etcd committed it, and says so.
     fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
         let mut client = self.client.clone();
         let runtime = self.runtime.as_ref().ok_or(Error::Stopped)?;
-        Ok(run(runtime, async move { client.txn(txn).await })??)
+        run(runtime, async move { client.txn(txn).await })?.map_err(|err| {
+            if transient(&err) {
+                Error::Unconfirmed(err)
+            } else {
+                Error::Etcd(err)
+            }
+        })
     }
 
     /// Waits until the copy has applied the revision of a committed transaction, so that
@@ -649,5 +663,23 @@ async fn resynchronise(client: &Client, layout: &Layout, shared: &Shared) {
             Err(_) => log::warn!("cannot re-read the slices from etcd: {}", Error::Timeout),
         }
         tokio::time::sleep(RECONNECT_DELAY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_etcd_did_not_confirm_is_unavailable_and_says_it_may_have_been_applied() {
+        let lost = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let err = Error::Unconfirmed(etcd_client::Error::IoError(lost));
+        assert!(
+            err.to_string().contains("may or may not have been applied"),
+            "{err}"
+        );
+        assert!(matches!(StoreError::from(err), StoreError::Unavailable(_)));
+        let refused = Error::Etcd(etcd_client::Error::InvalidArgs("bad".into()));
+        assert!(matches!(StoreError::from(refused), StoreError::Failed(_)));
     }
 }
