@@ -190,3 +190,132 @@ fn a_lost_quorum_makes_writes_unavailable_while_reads_answer_until_it_returns() 
         "{slices:?}"
     );
 }
+
+/// A TCP relay between one instance and etcd that the test can cut and heal, so that the
+/// instance misses revisions while etcd and every other instance go on.
+struct Relay {
+    addr: std::net::SocketAddr,
+    open: Arc<std::sync::atomic::AtomicBool>,
+    streams: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Relay {
+    fn to(target: std::net::SocketAddr) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let relay = Self {
+            addr: listener.local_addr().unwrap(),
+            open: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            streams: Arc::default(),
+        };
+        let (open, streams) = (relay.open.clone(), relay.streams.clone());
+        // Lives as long as the test process: it only ever blocks in accept.
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if !open.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused
+                }
+                let Ok(server) = std::net::TcpStream::connect(target) else {
+                    continue;
+                };
+                let mut tracked = streams.lock().unwrap();
+                tracked.push(client.try_clone().unwrap());
+                tracked.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        relay
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Breaks every relayed connection and refuses new ones.
+    fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for stream in self.streams.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Compacts etcd's history up to its current revision.
+fn compact(etcd: &LocalEtcd) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = etcd_client::Client::connect([etcd.endpoint()], None)
+            .await
+            .unwrap();
+        let revision = client
+            .get("/", None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision();
+        let options = etcd_client::CompactionOptions::new().with_physical();
+        client.compact(revision, Some(options)).await.unwrap();
+    });
+}
+
+#[test]
+fn an_instance_that_missed_compacted_revisions_rereads_and_tells_the_difference() {
+    let etcd = LocalEtcd::start();
+    let target = etcd
+        .endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let relay = Relay::to(target);
+    let a = open(&etcd);
+    let b = Arc::new(EtcdStore::open(&[relay.endpoint()], DEFAULT_PREFIX).unwrap());
+    let (gone, port, mac) = (
+        name("gone"),
+        PortId::new(1, 1),
+        MacAddress::new([0, 0, 0, 0, 0, 1]),
+    );
+    a.create_slice(&gone).unwrap();
+    a.add_mac(&gone, port, mac).unwrap();
+    a.create_slice(&name("stays")).unwrap();
+    assert!(eventually(|| b.macs(&gone, port).ok() == Some(vec![mac])));
+    let heard_by_b = record_changes(b.as_ref());
+
+    relay.cut();
+    a.delete_slice(&gone).unwrap();
+    a.create_slice(&name("new")).unwrap();
+    compact(&etcd);
+    relay.heal();
+
+    assert!(eventually(
+        || b.slices().unwrap() == [name("stays"), name("new")]
+    ));
+    assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+    assert_eq!(
+        *heard_by_b.lock().unwrap(),
+        [
+            Change::SliceDeleted(slice_core::Slice {
+                name: gone,
+                ports: vec![slice_core::Port {
+                    id: port,
+                    macs: vec![mac]
+                }],
+            }),
+            Change::SliceCreated(name("new")),
+        ]
+    );
+}
