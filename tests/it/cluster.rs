@@ -7,7 +7,7 @@ use serde_json::json;
 use slice_etcd::test_server::LocalEtcd;
 
 use crate::common::switch::eventually;
-use crate::common::{agent, status_json, Daemon};
+use crate::common::{agent, free_port, status_json, Daemon};
 
 /// Longer than a change takes to reach another instance on a loaded machine.
 const PROPAGATION: Duration = Duration::from_secs(20);
@@ -82,5 +82,43 @@ fn without_etcd_writes_answer_503_reads_answer_and_writes_resume() {
     assert_eq!(
         slices(&daemon),
         (200, json!([{ "name": "kept" }, { "name": "new" }]))
+    );
+}
+
+#[test]
+fn an_unreachable_etcd_or_a_prefix_without_etcd_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let sliced = |args: &[&str]| {
+        std::process::Command::new(crate::common::SLICED)
+            .arg("--db")
+            .arg(dir.path())
+            .args(["--http", &free_port().to_string()])
+            .args(["--openflow", &free_port().to_string()])
+            .args(args)
+            .env_remove("SLICED_ETCD")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Nothing listens there: the port was free a moment ago.
+    let nowhere = format!("http://{}", free_port());
+    let output = sliced(&["--etcd", &nowhere]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot open the store in etcd at {nowhere} under /sliced/"
+        )),
+        "{stderr}"
+    );
+
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(&config, "[store]\netcd_prefix = \"/other/\"\n").unwrap();
+    let output = sliced(&["--config", config.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("store.etcd_prefix is used only with etcd"),
+        "{stderr}"
     );
 }

@@ -128,8 +128,26 @@ pub struct EtcdStore {
     layout: Layout,
     client: Client,
     shared: Arc<Shared>,
-    /// Taken in `drop` to shut it down without waiting on a task.
-    runtime: Option<Runtime>,
+    runtime: OwnedRuntime,
+}
+
+/// The store's runtime, shut down without waiting on its tasks when dropped: `Runtime`'s
+/// own drop waits for the watch task and panics inside another runtime (the daemon opens
+/// the store, and may drop it on a failed open, on actix's).
+struct OwnedRuntime(Option<Runtime>);
+
+impl OwnedRuntime {
+    fn get(&self) -> Result<&Runtime, Error> {
+        self.0.as_ref().ok_or(Error::Stopped)
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl EtcdStore {
@@ -137,12 +155,15 @@ impl EtcdStore {
     /// `prefix` and starts following it. Fails when etcd does not answer within
     /// [`REQUEST_TIMEOUT`].
     pub fn open(endpoints: &[String], prefix: &str) -> Result<Self, Error> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("slice-etcd")
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
+        let owned = OwnedRuntime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("slice-etcd")
+                .enable_all()
+                .build()
+                .map_err(Error::Runtime)?,
+        ));
+        let runtime = owned.get()?;
         let layout = Layout::new(prefix);
         let options = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
@@ -151,15 +172,12 @@ impl EtcdStore {
             // A member cut off from its leader refuses instead of serving stale data.
             .with_require_leader(true);
         let endpoints = endpoints.to_vec();
-        let client = run(&runtime, async move {
+        let client = run(runtime, async move {
             Client::connect(endpoints, Some(options)).await
         })??;
         let snapshot = {
             let (client, layout) = (client.clone(), layout.clone());
-            run(
-                &runtime,
-                async move { read_snapshot(client, &layout).await },
-            )??
+            run(runtime, async move { read_snapshot(client, &layout).await })??
         };
         let shared = Arc::new(Shared {
             mirror: Mutex::new(Mirror::from_snapshot(&layout, snapshot)),
@@ -170,7 +188,7 @@ impl EtcdStore {
             layout,
             client,
             shared,
-            runtime: Some(runtime),
+            runtime: owned,
         })
     }
 
@@ -183,7 +201,7 @@ impl EtcdStore {
     /// come after etcd committed it, and says so.
     fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
         let mut client = self.client.clone();
-        let runtime = self.runtime.as_ref().ok_or(Error::Stopped)?;
+        let runtime = self.runtime.get()?;
         run(runtime, async move { client.txn(txn).await })?.map_err(|err| {
             if transient(&err) {
                 Error::Unconfirmed(err)
@@ -239,15 +257,6 @@ impl EtcdStore {
     /// Reads from the copy.
     fn read<T>(&self, look: impl FnOnce(&Mirror) -> T) -> T {
         look(&self.shared.mirror.lock())
-    }
-}
-
-impl Drop for EtcdStore {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            // Not `drop`: that waits for the watch task, and panics inside another runtime.
-            runtime.shutdown_background();
-        }
     }
 }
 
