@@ -587,12 +587,15 @@ async fn read_snapshot(
 enum WatchEnd {
     /// etcd no longer has the revision to resume from: read a snapshot instead.
     Compacted,
-    /// The connection or the watch went away: resume from the last revision.
-    Lost(String),
+    /// The connection or the watch went away, or never came (`established` false): resume
+    /// from the last revision.
+    Lost { reason: String, established: bool },
 }
 
 /// Keeps the copy current for as long as the store lives.
 async fn follow(client: Client, layout: Layout, shared: Arc<Shared>) {
+    // While etcd stays away, one warning, not one per retry.
+    let mut warned = false;
     loop {
         let from = shared.mirror.lock().revision + 1;
         match watch_from(client.clone(), &layout, &shared, from).await {
@@ -603,8 +606,16 @@ async fn follow(client: Client, layout: Layout, shared: Arc<Shared>) {
                 );
                 resynchronise(&client, &layout, &shared).await;
             }
-            WatchEnd::Lost(reason) => {
-                log::warn!("lost the watch on etcd ({reason}); resuming from revision {from}");
+            WatchEnd::Lost {
+                reason,
+                established,
+            } => {
+                if established || !warned {
+                    log::warn!("lost the watch on etcd ({reason}); resuming from revision {from}");
+                    warned = true;
+                } else {
+                    log::debug!("etcd still unreachable ({reason})");
+                }
                 tokio::time::sleep(RECONNECT_DELAY).await;
             }
         }
@@ -621,20 +632,20 @@ async fn watch_from(mut client: Client, layout: &Layout, shared: &Shared, from: 
     .await
     {
         Ok(Ok(stream)) => stream,
-        Ok(Err(err)) => return WatchEnd::Lost(err.to_string()),
-        Err(_) => return WatchEnd::Lost(Error::Timeout.to_string()),
+        Ok(Err(err)) => return lost(err.to_string(), false),
+        Err(_) => return lost(Error::Timeout.to_string(), false),
     };
     loop {
         let response = match stream.message().await {
             Ok(Some(response)) => response,
-            Ok(None) => return WatchEnd::Lost("the watch stream ended".into()),
-            Err(err) => return WatchEnd::Lost(err.to_string()),
+            Ok(None) => return lost("the watch stream ended".into(), true),
+            Err(err) => return lost(err.to_string(), true),
         };
         if response.compact_revision() > 0 {
             return WatchEnd::Compacted;
         }
         if response.canceled() {
-            return WatchEnd::Lost(format!("canceled: {}", response.cancel_reason()));
+            return lost(format!("canceled: {}", response.cancel_reason()), true);
         }
         let mut mirror = shared.mirror.lock();
         let events = response.events();
@@ -651,6 +662,13 @@ async fn watch_from(mut client: Client, layout: &Layout, shared: &Shared, from: 
         }
         drop(mirror);
         shared.applied.notify_all();
+    }
+}
+
+fn lost(reason: String, established: bool) -> WatchEnd {
+    WatchEnd::Lost {
+        reason,
+        established,
     }
 }
 
