@@ -87,6 +87,15 @@ pub struct Args {
     /// Session lifetime in seconds, instead of auth.session_ttl_hours [default: 43200]
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub session_ttl_seconds: Option<u64>,
+    /// Keep the slices in this etcd cluster instead of the data directory's database
+    /// (comma-separated endpoints) [default: off]
+    #[arg(
+        long,
+        env = "SLICED_ETCD",
+        value_name = "URL[,URL...]",
+        value_delimiter = ','
+    )]
+    pub etcd: Vec<String>,
     #[command(flatten)]
     pub switch_limits: SwitchLimitArgs,
 }
@@ -187,6 +196,7 @@ const EXAMPLES: &str = "Examples:
   sliced                                  # foreground, defaults
   sliced --db /var/lib/sliced -d --pid-file /run/sliced.pid
   sliced --config /etc/sliced.toml
+  sliced --etcd http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379
   sliced --openflow-tls 0.0.0.0:6653 --openflow-cert sc-cert.pem \\
          --openflow-key sc-privkey.pem --openflow-ca switchca/cacert.pem
   RUST_LOG=debug sliced --http 0.0.0.0:9292";
@@ -209,6 +219,23 @@ struct FileConfig {
     auth: AuthFile,
     #[serde(default)]
     controller: ControllerFile,
+    #[serde(default)]
+    store: StoreFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreFile {
+    etcd: Option<Vec<String>>,
+    etcd_prefix: Option<String>,
+}
+
+/// Where the slices live when not in the data directory: an etcd cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdConfig {
+    pub endpoints: Vec<String>,
+    /// The prefix of every key of the store (`slice_etcd::DEFAULT_PREFIX` unless set).
+    pub prefix: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -279,6 +306,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Unset limits keep the controller's defaults.
     pub switch_limits: SwitchLimitArgs,
+    /// Unset: the slices are in the data directory's sled database.
+    pub etcd: Option<EtcdConfig>,
 }
 
 impl Config {
@@ -328,6 +357,7 @@ impl Config {
         );
         let switch_limits = args.switch_limits.or(file.controller);
         switch_limits.check()?;
+        let etcd = etcd(args, file.store)?;
         Ok(Self {
             http: args
                 .http
@@ -360,8 +390,42 @@ impl Config {
             request_timeout,
             switch_limits,
             data_dir,
+            etcd,
         })
     }
+}
+
+/// `--etcd` (or `SLICED_ETCD`) over `store.etcd`; `store.etcd_prefix` only with one of them.
+fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
+    let endpoints = if args.etcd.is_empty() {
+        file.etcd
+    } else {
+        Some(args.etcd.clone())
+    };
+    let Some(endpoints) = endpoints else {
+        anyhow::ensure!(
+            file.etcd_prefix.is_none(),
+            "store.etcd_prefix is used only with etcd (--etcd or store.etcd)"
+        );
+        return Ok(None);
+    };
+    let endpoints: Vec<String> = endpoints
+        .into_iter()
+        .map(|endpoint| endpoint.trim().to_owned())
+        .collect();
+    anyhow::ensure!(
+        !endpoints.is_empty() && endpoints.iter().all(|endpoint| !endpoint.is_empty()),
+        "the etcd endpoints must be a non-empty list of URLs (--etcd URL[,URL...])"
+    );
+    let prefix = file
+        .etcd_prefix
+        .unwrap_or_else(|| slice_etcd::DEFAULT_PREFIX.to_owned());
+    anyhow::ensure!(
+        prefix.starts_with('/') && prefix.len() > 1,
+        "store.etcd_prefix must start with / and name something, like {:?}",
+        slice_etcd::DEFAULT_PREFIX
+    );
+    Ok(Some(EtcdConfig { endpoints, prefix }))
 }
 
 /// Plain TCP is on by default, on the port Open vSwitch uses; once TLS is on it is off

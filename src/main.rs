@@ -15,7 +15,9 @@ use clap::Parser;
 use slice_cli::DataDir;
 use slice_store::{Opened, Store, LOCKED_WAIT};
 
-use crate::config::{Args, Config};
+use slice_core::SliceStore;
+
+use crate::config::{Args, Config, EtcdConfig};
 
 fn main() -> ExitCode {
     // The access log (target sliced::http) is opt-in: a line per request costs throughput.
@@ -54,9 +56,13 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     for change in tightened {
         log::warn!("{change}");
     }
-    // The one place that knows the backend is sled: the controller gets it as a
+    // The one place that knows the backend: the controller gets it as a
     // `MembershipSource` and the REST application as a `SliceStore`.
-    let store = Arc::new(open_store(data_dir)?);
+    let backend = match &config.etcd {
+        None => Backend::Sled(Arc::new(open_store(data_dir)?)),
+        Some(etcd) => Backend::Etcd(Arc::new(open_etcd(data_dir, etcd)?)),
+    };
+    let store = backend.shared();
 
     let session_key = slice_cli::load_or_create_session_key(&config.session_key_file)
         .map_err(anyhow::Error::from)
@@ -85,11 +91,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.host_policy =
         slice_http::HostPolicy::new(&http_addrs, Some(&config.http), &config.allowed_hosts);
 
-    let controller = slice_controller::Controller::start(
-        &config.openflow,
-        store.as_ref(),
-        controller_config(&config)?,
-    )?;
+    let controller = backend.start_controller(&config.openflow, controller_config(&config)?)?;
     let openflow_addrs: Vec<String> = [
         controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
         controller.tls_addr().map(|addr| format!("{addr} (tls)")),
@@ -100,7 +102,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let network: Arc<dyn slice_http::NetworkView> =
         Arc::new(network::ControllerView::new(controller.handle()));
 
-    // We hold the database lock, so a socket file left here is a dead daemon's.
+    // We hold the database lock (or, on etcd, no daemon answered on it), so a socket file
+    // left here is a dead daemon's.
     let socket = data_dir.socket_path();
     remove_if_exists(&socket)?;
     // Bound here so that the mode is set before anyone can connect.
@@ -128,39 +131,48 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
     let stoppers = [server.handle(), local_server.handle()];
     actix_web::rt::spawn(stop_signal.stop_on_signal(stoppers.clone()));
-    store.on_failure(move |reason| {
-        log::error!(
-            "the database could not be flushed: {reason}; stopping to avoid serving state \
-             that is not on disk"
-        );
-        // The stop commands are sent at once; their futures only report completion.
-        for stopper in &stoppers {
-            drop(stopper.stop(true));
-        }
-    });
+    if let Backend::Sled(sled) = &backend {
+        sled.on_failure(move |reason| {
+            log::error!(
+                "the database could not be flushed: {reason}; stopping to avoid serving \
+                 state that is not on disk"
+            );
+            // The stop commands are sent at once; their futures only report completion.
+            for stopper in &stoppers {
+                drop(stopper.stop(true));
+            }
+        });
+    }
 
     if let Some(pid_file) = &config.pid_file {
         std::fs::write(pid_file, format!("{}\n", std::process::id()))
             .with_context(|| format!("cannot write the pid file {}", pid_file.display()))?;
     }
     log::info!(
-        "sliced serving: http on {}, openflow on {}, local socket {}, database {}, slicing {}",
+        "sliced serving: http on {}, openflow on {}, local socket {}, {}, slicing {}",
         http_addrs.join(", "),
         openflow_addrs.join(", "),
         socket.display(),
-        data_dir.store_path().display(),
+        match &config.etcd {
+            None => format!("database {}", data_dir.store_path().display()),
+            Some(etcd) => format!("etcd {} under {}", etcd.endpoints.join(","), etcd.prefix),
+        },
         if config.slicing { "on" } else { "off" },
     );
 
     let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
     controller.stop();
-    let flushed = store.flush();
+    // etcd has nothing to flush: each write returned once committed.
+    let (flushed, failure) = match &backend {
+        Backend::Sled(sled) => (sled.flush(), sled.failure()),
+        Backend::Etcd(_) => (Ok(()), None),
+    };
     let _ = std::fs::remove_file(&socket);
     if let Some(pid_file) = &config.pid_file {
         let _ = std::fs::remove_file(pid_file);
     }
-    if let Some(reason) = store.failure() {
+    if let Some(reason) = failure {
         anyhow::bail!(
             "stopped because the database {} could not be flushed: {reason}",
             data_dir.store_path().display()
@@ -202,6 +214,56 @@ impl StopSignal {
             server.stop(true).await;
         }
     }
+}
+
+/// The store the daemon serves, by backend, for what is one backend's alone.
+enum Backend {
+    Sled(Arc<Store>),
+    Etcd(Arc<slice_etcd::EtcdStore>),
+}
+
+impl Backend {
+    fn shared(&self) -> Arc<dyn SliceStore> {
+        match self {
+            Backend::Sled(sled) => sled.clone(),
+            Backend::Etcd(etcd) => etcd.clone(),
+        }
+    }
+
+    /// The controller follows the store through its concrete type.
+    fn start_controller(
+        &self,
+        listeners: &slice_controller::Listeners,
+        config: slice_controller::ControllerConfig,
+    ) -> Result<slice_controller::Controller, slice_controller::StartError> {
+        match self {
+            Backend::Sled(sled) => {
+                slice_controller::Controller::start(listeners, sled.as_ref(), config)
+            }
+            Backend::Etcd(etcd) => {
+                slice_controller::Controller::start(listeners, etcd.as_ref(), config)
+            }
+        }
+    }
+}
+
+/// Connects to etcd. Without the sled database's lock to tell, another daemon on the same
+/// data directory is found by its socket.
+fn open_etcd(data_dir: &DataDir, etcd: &EtcdConfig) -> anyhow::Result<slice_etcd::EtcdStore> {
+    let socket = data_dir.socket_path();
+    anyhow::ensure!(
+        !slice_cli::daemon_answers(&socket),
+        "another sliced already runs on {} (it answers on {})",
+        data_dir.root().display(),
+        socket.display()
+    );
+    slice_etcd::EtcdStore::open(&etcd.endpoints, &etcd.prefix).with_context(|| {
+        format!(
+            "cannot open the store in etcd at {} under {}",
+            etcd.endpoints.join(","),
+            etcd.prefix
+        )
+    })
 }
 
 /// Opens the database, waiting out a short-lived holder such as a `slice` command. Only a

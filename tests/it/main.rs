@@ -7,6 +7,7 @@ mod common;
 
 mod auth;
 mod cli;
+mod cluster;
 mod controller;
 mod daemon;
 mod docs;

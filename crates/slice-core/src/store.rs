@@ -2,10 +2,9 @@
 //! REST application and the `slice` tool read and write through, and that the controller
 //! follows ([`MembershipSource`]).
 //!
-//! Today one backend implements it, `slice-store` (sled, on local disk); a cluster backend
-//! (etcd) is to plug in beside it. The store contract tests in
-//! `crates/slice-store/tests/contract.rs` are written once against [`SliceStore`] and run
-//! against every backend.
+//! Two backends implement it: `slice-store` (sled, on local disk) and `slice-etcd` (etcd,
+//! shared by a cluster). The store contract tests in `crates/slice-store-contract` are
+//! written once against [`SliceStore`] and run against every backend.
 //!
 //! # Why the interface is synchronous
 //!

@@ -1,0 +1,712 @@
+//! A store of slices kept in etcd, so that several `sliced` share one set of slices.
+//!
+//! [`EtcdStore`] implements slice-core's `SliceStore`. Every write is one etcd
+//! transaction: its compares are the specification's checks in their order (the slice,
+//! then the port, then the MAC address) together with the conflict check, so that of two
+//! instances racing to create one slice exactly one succeeds, and a cascade deletes in the
+//! same transaction. A failed compare reads what it needs to name the error in the same
+//! transaction, so the error is the one that held at that revision.
+//!
+//! Reads never wait on etcd: each instance keeps a copy of the store ([`mirror`]) that a
+//! watch keeps current from the revision of the snapshot it started from. The watch
+//! resumes from the last applied revision after a disconnect, and when that revision has
+//! been compacted it reads a new snapshot and tells the listeners the difference. A write
+//! returns only once the copy has applied the write's revision, so the writer reads its
+//! own write and the listeners have heard of it, as the store contract asks.
+//!
+//! The client is async (tonic); every call blocks on a Tokio runtime the store owns, and
+//! every request to etcd is bounded by [`REQUEST_TIMEOUT`], so that a cluster without a
+//! quorum answers `StoreError::Unavailable` promptly instead of hanging a request.
+//! The key layout is in [`keys`].
+
+mod keys;
+mod mirror;
+#[cfg(feature = "test-server")]
+pub mod test_server;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KeyValue,
+    PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
+};
+use parking_lot::{Condvar, Mutex};
+use slice_core::{
+    ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice, SliceError, SliceName,
+    SliceStore, StoreError, MAX_REVOKED_SESSIONS,
+};
+use tokio::runtime::Runtime;
+
+use keys::{Key, Layout};
+use mirror::{Mirror, Snapshot};
+
+/// Where the store's keys live in etcd unless told otherwise.
+pub const DEFAULT_PREFIX: &str = "/sliced/";
+
+/// The longest any request to etcd may take, and the longest a write waits for its own
+/// revision to come back through the watch: a few seconds, so that a lost quorum is a
+/// prompt 503 rather than a hung request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long the watch waits before it tries etcd again after losing it.
+const RECONNECT_DELAY: Duration = Duration::from_millis(200);
+
+/// The most expired revocations one revocation prunes: etcd refuses a transaction of more
+/// than 128 operations by default (`--max-txn-ops`), and the rest go with later ones.
+const PRUNE_BATCH: usize = 100;
+
+/// etcd's gRPC status codes that mean "not now" rather than "never": Cancelled, Unknown
+/// (what a member answers when it lost its leader mid-request), DeadlineExceeded,
+/// ResourceExhausted and Unavailable.
+const TRANSIENT_GRPC_CODES: [i32; 5] = [1, 2, 4, 8, 14];
+
+/// Why the etcd store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "etcd did not answer within {REQUEST_TIMEOUT:?}; a write may or may not have been applied"
+    )]
+    Timeout,
+    #[error("etcd: {0}")]
+    Etcd(#[from] etcd_client::Error),
+    #[error("etcd did not confirm the change ({0}); it may or may not have been applied")]
+    Unconfirmed(etcd_client::Error),
+    #[error(
+        "etcd committed the change at revision {0}, but this instance has not seen it come \
+         back within {REQUEST_TIMEOUT:?}"
+    )]
+    NotSeen(i64),
+    #[error("etcd answered without the revision of its answer")]
+    NoRevision,
+    #[error("cannot start the etcd client's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("the etcd store's runtime has stopped")]
+    Stopped,
+}
+
+impl Error {
+    /// Whether retrying later may succeed (HTTP 503) rather than the store being broken.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Timeout | Error::NotSeen(_) | Error::Stopped => true,
+            Error::Etcd(err) | Error::Unconfirmed(err) => transient(err),
+            Error::NoRevision | Error::Runtime(_) => false,
+        }
+    }
+}
+
+fn transient(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => {
+            TRANSIENT_GRPC_CODES.contains(&i32::from(status.code()))
+        }
+        _ => false,
+    }
+}
+
+impl From<Error> for StoreError {
+    fn from(err: Error) -> Self {
+        if err.is_transient() {
+            StoreError::Unavailable(Box::new(err))
+        } else {
+            StoreError::Failed(Box::new(err))
+        }
+    }
+}
+
+/// The copy of the store and the signal that it has moved on.
+struct Shared {
+    mirror: Mutex<Mirror>,
+    applied: Condvar,
+}
+
+/// A store of slices in etcd. See the crate documentation.
+pub struct EtcdStore {
+    layout: Layout,
+    client: Client,
+    shared: Arc<Shared>,
+    runtime: OwnedRuntime,
+}
+
+/// The store's runtime, shut down without waiting on its tasks when dropped: `Runtime`'s
+/// own drop waits for the watch task and panics inside another runtime (the daemon opens
+/// the store, and may drop it on a failed open, on actix's).
+struct OwnedRuntime(Option<Runtime>);
+
+impl OwnedRuntime {
+    fn get(&self) -> Result<&Runtime, Error> {
+        self.0.as_ref().ok_or(Error::Stopped)
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl EtcdStore {
+    /// Connects to the cluster at `endpoints` (`host:port` or URLs), reads the store under
+    /// `prefix` and starts following it. Fails when etcd does not answer within
+    /// [`REQUEST_TIMEOUT`].
+    pub fn open(endpoints: &[String], prefix: &str) -> Result<Self, Error> {
+        let owned = OwnedRuntime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("slice-etcd")
+                .enable_all()
+                .build()
+                .map_err(Error::Runtime)?,
+        ));
+        let runtime = owned.get()?;
+        let layout = Layout::new(prefix);
+        let options = ConnectOptions::new()
+            .with_connect_timeout(REQUEST_TIMEOUT)
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_keep_alive(REQUEST_TIMEOUT, REQUEST_TIMEOUT)
+            // A member cut off from its leader refuses instead of serving stale data.
+            .with_require_leader(true);
+        let endpoints = endpoints.to_vec();
+        let client = run(runtime, async move {
+            Client::connect(endpoints, Some(options)).await
+        })??;
+        let snapshot = {
+            let (client, layout) = (client.clone(), layout.clone());
+            run(runtime, async move { read_snapshot(client, &layout).await })??
+        };
+        let shared = Arc::new(Shared {
+            mirror: Mutex::new(Mirror::from_snapshot(&layout, snapshot)),
+            applied: Condvar::new(),
+        });
+        runtime.spawn(follow(client.clone(), layout.clone(), shared.clone()));
+        Ok(Self {
+            layout,
+            client,
+            shared,
+            runtime: owned,
+        })
+    }
+
+    /// The etcd revision this instance's copy has applied.
+    pub fn revision(&self) -> i64 {
+        self.shared.mirror.lock().revision
+    }
+
+    /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`]. A transient failure may have
+    /// come after etcd committed it, and says so.
+    fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
+        let mut client = self.client.clone();
+        let runtime = self.runtime.get()?;
+        run(runtime, async move { client.txn(txn).await })?.map_err(|err| {
+            if transient(&err) {
+                Error::Unconfirmed(err)
+            } else {
+                Error::Etcd(err)
+            }
+        })
+    }
+
+    /// Waits until the copy has applied the revision of a committed transaction, so that
+    /// the writer reads its write and the listeners have been told.
+    fn committed(&self, response: &TxnResponse) -> Result<(), Error> {
+        let revision = response.header().ok_or(Error::NoRevision)?.revision();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut mirror = self.shared.mirror.lock();
+        while mirror.revision < revision {
+            if self
+                .shared
+                .applied
+                .wait_until(&mut mirror, deadline)
+                .timed_out()
+            {
+                return Err(Error::NotSeen(revision));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a transaction whose compares are the checks of a write; on success waits for
+    /// it to come back and returns its answers, and on failure returns the answers of its
+    /// `or_else` reads for `refused` to name the error with.
+    fn write(
+        &self,
+        checks: Vec<Compare>,
+        then: Vec<TxnOp>,
+        reads: Vec<TxnOp>,
+        refused: impl FnOnce(&[bool]) -> SliceError,
+    ) -> Result<Vec<TxnOpResponse>, StoreError> {
+        let txn = Txn::new().when(checks).and_then(then).or_else(reads);
+        let response = self.txn(txn)?;
+        if !response.succeeded() {
+            let found: Vec<bool> = response
+                .op_responses()
+                .iter()
+                .map(|read| matches!(read, TxnOpResponse::Get(get) if !get.kvs().is_empty()))
+                .collect();
+            return Err(refused(&found).into());
+        }
+        self.committed(&response)?;
+        Ok(response.op_responses())
+    }
+
+    /// Reads from the copy.
+    fn read<T>(&self, look: impl FnOnce(&Mirror) -> T) -> T {
+        look(&self.shared.mirror.lock())
+    }
+}
+
+fn exists(key: String) -> Compare {
+    Compare::version(key, CompareOp::Greater, 0)
+}
+
+fn absent(key: String) -> Compare {
+    Compare::version(key, CompareOp::Equal, 0)
+}
+
+fn get(key: String) -> TxnOp {
+    TxnOp::get(key, Some(GetOptions::new().with_keys_only()))
+}
+
+fn put(key: String, value: impl Into<Vec<u8>>) -> TxnOp {
+    TxnOp::put(key, value, None)
+}
+
+fn delete_under(prefix: String) -> TxnOp {
+    TxnOp::delete(
+        prefix,
+        Some(DeleteOptions::new().with_prefix().with_prev_key()),
+    )
+}
+
+/// The records a delete returned, oldest first.
+fn deleted(response: Option<&TxnOpResponse>) -> Vec<KeyValue> {
+    let mut kvs = match response {
+        Some(TxnOpResponse::Delete(delete)) => delete.prev_kvs().to_vec(),
+        _ => Vec::new(),
+    };
+    kvs.sort_by_key(KeyValue::create_revision);
+    kvs
+}
+
+impl SliceStore for EtcdStore {
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
+        self.read(|mirror| look(&mirror.order, mirror.slices_version));
+        Ok(())
+    }
+
+    fn slices_version(&self) -> Result<u64, StoreError> {
+        Ok(self.read(|mirror| mirror.slices_version))
+    }
+
+    fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+        self.read(|mirror| mirror.slices.contains_key(slice))
+            .then_some(())
+            .ok_or_else(|| SliceError::SliceNotFound(slice.clone()).into())
+    }
+
+    fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, StoreError> {
+        self.read(|mirror| {
+            let ports = mirror
+                .slices
+                .get(slice)
+                .ok_or_else(|| SliceError::SliceNotFound(slice.clone()))?;
+            Ok(ports.iter().map(|port| port.id).collect())
+        })
+    }
+
+    fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+        self.macs(slice, port).map(drop)
+    }
+
+    fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, StoreError> {
+        self.read(|mirror| {
+            let ports = mirror
+                .slices
+                .get(slice)
+                .ok_or_else(|| SliceError::SliceNotFound(slice.clone()))?;
+            let held = ports
+                .iter()
+                .find(|held| held.id == port)
+                .ok_or(SliceError::PortNotFound(port))?;
+            Ok(held.macs.clone())
+        })
+    }
+
+    fn check_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError> {
+        if self.macs(slice, port)?.contains(&mac) {
+            Ok(())
+        } else {
+            Err(SliceError::MacNotFound(mac).into())
+        }
+    }
+
+    fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
+        let key = self.layout.slice(slice);
+        self.write(
+            vec![absent(key.clone())],
+            vec![put(key, "")],
+            vec![],
+            |_| SliceError::SliceExists(slice.clone()),
+        )
+        .map(drop)
+    }
+
+    fn delete_slice(&self, slice: &SliceName) -> Result<Slice, StoreError> {
+        let layout = &self.layout;
+        let answers = self.write(
+            vec![exists(layout.slice(slice))],
+            vec![
+                delete_under(layout.ports_of(slice)),
+                delete_under(layout.macs_of_slice(slice)),
+                TxnOp::delete(layout.slice(slice), None),
+            ],
+            vec![],
+            |_| SliceError::SliceNotFound(slice.clone()),
+        )?;
+        let mut ports: Vec<Port> = deleted(answers.first())
+            .iter()
+            .filter_map(|kv| match layout.decode(kv.key()) {
+                Some(Key::Port(_, id)) => Some(Port {
+                    id,
+                    macs: Vec::new(),
+                }),
+                _ => None,
+            })
+            .collect();
+        for kv in deleted(answers.get(1)) {
+            if let Some(Key::Mac(_, id, mac)) = layout.decode(kv.key()) {
+                if let Some(port) = ports.iter_mut().find(|port| port.id == id) {
+                    port.macs.push(mac);
+                }
+            }
+        }
+        Ok(Slice {
+            name: slice.clone(),
+            ports,
+        })
+    }
+
+    fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
+        let (slice_key, port_key) = (self.layout.slice(slice), self.layout.port(slice, port));
+        self.write(
+            vec![exists(slice_key.clone()), absent(port_key.clone())],
+            vec![put(port_key, "")],
+            vec![get(slice_key)],
+            |found| match found {
+                [true] => SliceError::PortExists(port),
+                _ => SliceError::SliceNotFound(slice.clone()),
+            },
+        )
+        .map(drop)
+    }
+
+    fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, StoreError> {
+        let layout = &self.layout;
+        let (slice_key, port_key) = (layout.slice(slice), layout.port(slice, port));
+        let answers = self.write(
+            vec![exists(slice_key.clone()), exists(port_key.clone())],
+            vec![
+                delete_under(layout.macs_of_port(slice, port)),
+                TxnOp::delete(port_key, None),
+            ],
+            vec![get(slice_key)],
+            |found| match found {
+                [true] => SliceError::PortNotFound(port),
+                _ => SliceError::SliceNotFound(slice.clone()),
+            },
+        )?;
+        let macs = deleted(answers.first())
+            .iter()
+            .filter_map(|kv| match layout.decode(kv.key()) {
+                Some(Key::Mac(_, _, mac)) => Some(mac),
+                _ => None,
+            })
+            .collect();
+        Ok(Port { id: port, macs })
+    }
+
+    fn add_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<bool, StoreError> {
+        let layout = &self.layout;
+        let (slice_key, mac_key) = (layout.slice(slice), layout.mac(slice, port, mac));
+        // Writing the port again keeps its create revision, so its place in the order;
+        // whether it was there before is what the previous value says.
+        let answers = self.write(
+            vec![exists(slice_key.clone()), absent(mac_key.clone())],
+            vec![
+                put(mac_key, ""),
+                TxnOp::put(
+                    layout.port(slice, port),
+                    "",
+                    Some(PutOptions::new().with_prev_key()),
+                ),
+            ],
+            vec![get(slice_key)],
+            |found| match found {
+                [true] => SliceError::MacExists(mac),
+                _ => SliceError::SliceNotFound(slice.clone()),
+            },
+        )?;
+        Ok(matches!(answers.get(1), Some(TxnOpResponse::Put(put)) if put.prev_key().is_none()))
+    }
+
+    fn delete_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<(), StoreError> {
+        let layout = &self.layout;
+        let (slice_key, port_key) = (layout.slice(slice), layout.port(slice, port));
+        let mac_key = layout.mac(slice, port, mac);
+        self.write(
+            vec![
+                exists(slice_key.clone()),
+                exists(port_key.clone()),
+                exists(mac_key.clone()),
+            ],
+            vec![TxnOp::delete(mac_key, None)],
+            vec![get(slice_key), get(port_key)],
+            |found| match found {
+                [true, true] => SliceError::MacNotFound(mac),
+                [true, false] => SliceError::PortNotFound(port),
+                _ => SliceError::SliceNotFound(slice.clone()),
+            },
+        )
+        .map(drop)
+    }
+
+    fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
+        let layout = &self.layout;
+        let (expired, live) = self.read(|mirror| {
+            let expired: Vec<String> = mirror
+                .revoked
+                .iter()
+                .filter(|(held, expiry)| **expiry <= now && held.as_slice() != id)
+                .take(PRUNE_BATCH)
+                .map(|(held, _)| layout.revoked(held))
+                .collect();
+            let live = mirror
+                .revoked
+                .iter()
+                .filter(|(held, expiry)| **expiry > now && held.as_slice() != id)
+                .count();
+            (expired, live)
+        });
+        let ops = if live >= MAX_REVOKED_SESSIONS {
+            log::warn!(
+                "{live} sessions were logged out within their lifetime: \
+                 ending every session issued so far"
+            );
+            vec![
+                delete_under(layout.revoked_sessions()),
+                put(layout.not_before(), (now + 1).to_string()),
+            ]
+        } else {
+            let mut ops: Vec<TxnOp> = expired
+                .into_iter()
+                .map(|key| TxnOp::delete(key, None))
+                .collect();
+            ops.push(put(layout.revoked(id), expires_at.to_string()));
+            ops
+        };
+        let response = self.txn(Txn::new().and_then(ops))?;
+        Ok(self.committed(&response)?)
+    }
+
+    fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
+        Ok(self.read(|mirror| issued_at < mirror.not_before || mirror.revoked.contains_key(id)))
+    }
+}
+
+impl MembershipSource for EtcdStore {
+    fn subscribe(&self, listener: ChangeListener) {
+        self.shared.mirror.lock().listeners.push(listener);
+    }
+
+    fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
+        Ok(self.read(|mirror| {
+            mirror
+                .order
+                .iter()
+                .filter_map(|name| mirror.slice(name))
+                .collect()
+        }))
+    }
+}
+
+/// Runs `work` on `runtime` and waits for it, for at most [`REQUEST_TIMEOUT`]. Works from
+/// any thread, also one that runs another runtime (where `block_on` would panic).
+fn run<T: Send + 'static>(
+    runtime: &Runtime,
+    work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+) -> Result<Result<T, etcd_client::Error>, Error> {
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let outcome = tokio::time::timeout(REQUEST_TIMEOUT, work).await;
+        // The caller may have given up; then nobody needs the answer.
+        let _ = answer.send(outcome);
+    });
+    match answered.recv() {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(_elapsed)) => Err(Error::Timeout),
+        Err(_) => Err(Error::Stopped),
+    }
+}
+
+/// Every record under the prefix, at one revision.
+async fn read_snapshot(
+    mut client: Client,
+    layout: &Layout,
+) -> Result<Snapshot, etcd_client::Error> {
+    let response = client
+        .get(layout.prefix(), Some(GetOptions::new().with_prefix()))
+        .await?;
+    let revision = response.header().map_or(0, |header| header.revision());
+    Ok(Snapshot {
+        revision,
+        kvs: response.kvs().to_vec(),
+    })
+}
+
+/// How a watch ended.
+enum WatchEnd {
+    /// etcd no longer has the revision to resume from: read a snapshot instead.
+    Compacted,
+    /// The connection or the watch went away, or never came (`established` false): resume
+    /// from the last revision.
+    Lost { reason: String, established: bool },
+}
+
+/// Keeps the copy current for as long as the store lives.
+async fn follow(client: Client, layout: Layout, shared: Arc<Shared>) {
+    // While etcd stays away, one warning, not one per retry.
+    let mut warned = false;
+    loop {
+        let from = shared.mirror.lock().revision + 1;
+        match watch_from(client.clone(), &layout, &shared, from).await {
+            WatchEnd::Compacted => {
+                log::warn!(
+                    "etcd compacted revision {from} before this instance saw it: \
+                     re-reading the slices"
+                );
+                resynchronise(&client, &layout, &shared).await;
+            }
+            WatchEnd::Lost {
+                reason,
+                established,
+            } => {
+                if established || !warned {
+                    log::warn!("lost the watch on etcd ({reason}); resuming from revision {from}");
+                    warned = true;
+                } else {
+                    log::debug!("etcd still unreachable ({reason})");
+                }
+                tokio::time::sleep(RECONNECT_DELAY).await;
+            }
+        }
+    }
+}
+
+/// Applies every change from revision `from` on, until the watch ends.
+async fn watch_from(mut client: Client, layout: &Layout, shared: &Shared, from: i64) -> WatchEnd {
+    let options = WatchOptions::new().with_prefix().with_start_revision(from);
+    let mut stream = match tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        client.watch(layout.prefix(), Some(options)),
+    )
+    .await
+    {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => return lost(err.to_string(), false),
+        Err(_) => return lost(Error::Timeout.to_string(), false),
+    };
+    loop {
+        let response = match stream.message().await {
+            Ok(Some(response)) => response,
+            Ok(None) => return lost("the watch stream ended".into(), true),
+            Err(err) => return lost(err.to_string(), true),
+        };
+        if response.compact_revision() > 0 {
+            return WatchEnd::Compacted;
+        }
+        if response.canceled() {
+            return lost(format!("canceled: {}", response.cancel_reason()), true);
+        }
+        let mut mirror = shared.mirror.lock();
+        let events = response.events();
+        // The events of one transaction share its revision and arrive together.
+        for revision in events.chunk_by(|a, b| mod_revision(a) == mod_revision(b)) {
+            let Some(first) = revision.first() else {
+                continue;
+            };
+            let batch: Vec<(EventType, &KeyValue)> = revision
+                .iter()
+                .filter_map(|event| Some((event.event_type(), event.kv()?)))
+                .collect();
+            mirror.apply_revision(layout, mod_revision(first), &batch);
+        }
+        drop(mirror);
+        shared.applied.notify_all();
+    }
+}
+
+fn lost(reason: String, established: bool) -> WatchEnd {
+    WatchEnd::Lost {
+        reason,
+        established,
+    }
+}
+
+fn mod_revision(event: &etcd_client::Event) -> i64 {
+    event.kv().map_or(0, KeyValue::mod_revision)
+}
+
+/// Replaces the copy with a fresh snapshot, retrying until etcd answers.
+async fn resynchronise(client: &Client, layout: &Layout, shared: &Shared) {
+    loop {
+        match tokio::time::timeout(REQUEST_TIMEOUT, read_snapshot(client.clone(), layout)).await {
+            Ok(Ok(snapshot)) => {
+                let fresh = Mirror::from_snapshot(layout, snapshot);
+                shared.mirror.lock().resynchronise(fresh);
+                shared.applied.notify_all();
+                return;
+            }
+            Ok(Err(err)) => log::warn!("cannot re-read the slices from etcd: {err}"),
+            Err(_) => log::warn!("cannot re-read the slices from etcd: {}", Error::Timeout),
+        }
+        tokio::time::sleep(RECONNECT_DELAY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_etcd_did_not_confirm_is_unavailable_and_says_it_may_have_been_applied() {
+        let lost = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let err = Error::Unconfirmed(etcd_client::Error::IoError(lost));
+        assert!(
+            err.to_string().contains("may or may not have been applied"),
+            "{err}"
+        );
+        assert!(matches!(StoreError::from(err), StoreError::Unavailable(_)));
+        let refused = Error::Etcd(etcd_client::Error::InvalidArgs("bad".into()));
+        assert!(matches!(StoreError::from(refused), StoreError::Failed(_)));
+    }
+}

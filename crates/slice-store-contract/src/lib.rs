@@ -1,0 +1,625 @@
+//! The store contract, written once against slice-core's `SliceStore` and run against every
+//! backend: each test below is a generic function over [`Backend`], and
+//! [`contract_tests!`] instantiates all of them for one backend. A backend's crate takes
+//! this one as a dev-dependency, implements `Backend` for its fixture in an integration
+//! test, and adds one `contract_tests!(module, Fixture);` line.
+//!
+//! What is one backend's alone (sled's group commit, its integrity checks, its file
+//! permissions; etcd's watch, its quorum loss) is tested in that backend's own crate.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier, Mutex};
+
+use slice_core::{
+    Change, Host, MacAddress, Membership, Port, PortId, Slice, SliceError, SliceName, SliceStore,
+    StoreError,
+};
+
+/// A backend under test.
+pub trait Backend: Sized {
+    /// A new, empty store of its own.
+    fn fresh() -> Self;
+
+    /// The store, shared like the daemon shares it.
+    fn store(&self) -> Arc<dyn SliceStore>;
+
+    /// Closes the store and opens the same data again, as a restarted daemon would; a
+    /// backend whose data lives only as long as its handle returns itself. The caller
+    /// holds no other handle on the store.
+    fn reopen(self) -> Self;
+}
+
+/// Instantiates every contract test as a `#[test]` in a module `$module`, for the backend
+/// `$backend` (a type that implements [`Backend`]).
+#[macro_export]
+macro_rules! contract_tests {
+    ($module:ident, $backend:ty) => {
+        $crate::contract_tests!(@each $module, $backend, [
+            slices_list_in_creation_order_not_name_order,
+            duplicates_conflict_with_the_spec_messages,
+            ports_and_macs_keep_insertion_order,
+            adding_a_mac_creates_its_port,
+            reads_check_slice_then_port_then_mac,
+            writes_check_slice_then_port_then_mac,
+            deleting_twice_finds_nothing_the_second_time,
+            deletes_cascade_return_what_they_held_and_leave_the_rest,
+            a_failed_write_changes_nothing,
+            the_slice_list_and_its_version_follow_slices_not_ports,
+            everything_survives_reopening_in_order,
+            listeners_hear_every_committed_change_once_in_order,
+            subscribing_before_the_snapshot_loses_no_concurrent_change,
+            racing_creates_of_one_slice_admit_exactly_one,
+            concurrent_mac_adds_to_one_port_all_land,
+            a_revoked_session_stays_revoked_until_it_expires,
+        ]);
+    };
+    (@each $module:ident, $backend:ty, [$($test:ident),* $(,)?]) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+                        $(
+                #[test]
+                fn $test() {
+                    $crate::$test::<$backend>();
+                }
+            )*
+        }
+    };
+}
+
+// ---- helpers -----------------------------------------------------------------------------
+
+fn name(text: &str) -> SliceName {
+    text.parse().unwrap()
+}
+
+fn mac(last: u8) -> MacAddress {
+    MacAddress::new([0, 0, 0, 0, 0, last])
+}
+
+fn slice_error<T: std::fmt::Debug>(result: Result<T, StoreError>) -> SliceError {
+    match result {
+        Err(StoreError::Slice(err)) => err,
+        other => panic!("expected a slice-contract error, got {other:?}"),
+    }
+}
+
+// ---- the contract ------------------------------------------------------------------------
+
+pub fn slices_list_in_creation_order_not_name_order<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    assert!(store.slices().unwrap().is_empty());
+    for slice in ["zeta", "alpha", "mid"] {
+        store.create_slice(&name(slice)).unwrap();
+    }
+    assert_eq!(
+        store.slices().unwrap(),
+        [name("zeta"), name("alpha"), name("mid")]
+    );
+    let mut seen = Vec::new();
+    store
+        .read_slices(&mut |names, _| seen = names.to_vec())
+        .unwrap();
+    assert_eq!(seen, store.slices().unwrap());
+}
+
+pub fn duplicates_conflict_with_the_spec_messages<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(0xab, 1);
+    store.create_slice(&s).unwrap();
+    assert_eq!(
+        slice_error(store.create_slice(&s)).to_string(),
+        "Slice s already exists"
+    );
+    store.add_port(&s, port).unwrap();
+    assert_eq!(
+        slice_error(store.add_port(&s, port)).to_string(),
+        "Port 0xab:1 already exists"
+    );
+    store.add_mac(&s, port, mac(1)).unwrap();
+    assert_eq!(
+        slice_error(store.add_mac(&s, port, mac(1))).to_string(),
+        "MAC address 00:00:00:00:00:01 already exists"
+    );
+    // A port that adding a MAC address created is there like any other.
+    store.add_mac(&s, PortId::new(2, 2), mac(1)).unwrap();
+    assert_eq!(
+        slice_error(store.add_port(&s, PortId::new(2, 2))),
+        SliceError::PortExists(PortId::new(2, 2))
+    );
+}
+
+pub fn ports_and_macs_keep_insertion_order<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    store.create_slice(&s).unwrap();
+    let ports = [PortId::new(9, 1), PortId::new(1, 7), PortId::new(5, 0)];
+    for port in ports {
+        store.add_port(&s, port).unwrap();
+    }
+    assert_eq!(store.ports(&s).unwrap(), ports);
+    for last in [9, 3, 7] {
+        store.add_mac(&s, ports[1], mac(last)).unwrap();
+    }
+    assert_eq!(store.macs(&s, ports[1]).unwrap(), [mac(9), mac(3), mac(7)]);
+    assert!(store.macs(&s, ports[0]).unwrap().is_empty());
+    // The same MAC address on two ports of a slice, or in two slices, is two entries.
+    store.add_mac(&s, ports[0], mac(9)).unwrap();
+    store.create_slice(&name("t")).unwrap();
+    store.add_mac(&name("t"), ports[1], mac(9)).unwrap();
+    assert_eq!(store.macs(&s, ports[1]).unwrap(), [mac(9), mac(3), mac(7)]);
+}
+
+pub fn adding_a_mac_creates_its_port<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(1, 2);
+    store.create_slice(&s).unwrap();
+    store.add_port(&s, PortId::new(7, 7)).unwrap();
+    assert!(store.add_mac(&s, port, mac(1)).unwrap(), "the port is new");
+    assert!(!store.add_mac(&s, port, mac(2)).unwrap(), "the port exists");
+    assert_eq!(store.ports(&s).unwrap(), [PortId::new(7, 7), port]);
+    assert_eq!(store.macs(&s, port).unwrap(), [mac(1), mac(2)]);
+    store.check_port(&s, port).unwrap();
+}
+
+pub fn reads_check_slice_then_port_then_mac<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let (s, missing) = (name("s"), name("missing"));
+    let port = PortId::new(1, 1);
+    store.create_slice(&s).unwrap();
+    let slice_missing = SliceError::SliceNotFound(missing.clone());
+    assert_eq!(slice_error(store.check_slice(&missing)), slice_missing);
+    assert_eq!(slice_error(store.ports(&missing)), slice_missing);
+    assert_eq!(slice_error(store.check_port(&missing, port)), slice_missing);
+    assert_eq!(slice_error(store.macs(&missing, port)), slice_missing);
+    assert_eq!(
+        slice_error(store.check_mac(&missing, port, mac(1))),
+        slice_missing
+    );
+    let port_missing = SliceError::PortNotFound(port);
+    assert_eq!(slice_error(store.check_port(&s, port)), port_missing);
+    assert_eq!(slice_error(store.macs(&s, port)), port_missing);
+    assert_eq!(slice_error(store.check_mac(&s, port, mac(1))), port_missing);
+    store.add_port(&s, port).unwrap();
+    assert_eq!(
+        slice_error(store.check_mac(&s, port, mac(1))),
+        SliceError::MacNotFound(mac(1))
+    );
+    store.add_mac(&s, port, mac(1)).unwrap();
+    store.check_slice(&s).unwrap();
+    store.check_port(&s, port).unwrap();
+    store.check_mac(&s, port, mac(1)).unwrap();
+    // A MAC address is looked up on its own port only.
+    store.add_port(&s, PortId::new(2, 2)).unwrap();
+    assert_eq!(
+        slice_error(store.check_mac(&s, PortId::new(2, 2), mac(1))),
+        SliceError::MacNotFound(mac(1))
+    );
+}
+
+pub fn writes_check_slice_then_port_then_mac<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let (s, missing) = (name("s"), name("missing"));
+    let port = PortId::new(1, 1);
+    store.create_slice(&s).unwrap();
+    let slice_missing = SliceError::SliceNotFound(missing.clone());
+    assert_eq!(slice_error(store.delete_slice(&missing)), slice_missing);
+    assert_eq!(slice_error(store.add_port(&missing, port)), slice_missing);
+    assert_eq!(
+        slice_error(store.delete_port(&missing, port)),
+        slice_missing
+    );
+    assert_eq!(
+        slice_error(store.add_mac(&missing, port, mac(1))),
+        slice_missing
+    );
+    assert_eq!(
+        slice_error(store.delete_mac(&missing, port, mac(1))),
+        slice_missing
+    );
+    let port_missing = SliceError::PortNotFound(port);
+    assert_eq!(slice_error(store.delete_port(&s, port)), port_missing);
+    assert_eq!(
+        slice_error(store.delete_mac(&s, port, mac(1))),
+        port_missing
+    );
+    store.add_port(&s, port).unwrap();
+    assert_eq!(
+        slice_error(store.delete_mac(&s, port, mac(1))),
+        SliceError::MacNotFound(mac(1))
+    );
+    assert!(store.slices().unwrap() == [s.clone()] && store.ports(&s).unwrap() == [port]);
+}
+
+pub fn deleting_twice_finds_nothing_the_second_time<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(1, 1);
+    store.create_slice(&s).unwrap();
+    store.add_mac(&s, port, mac(1)).unwrap();
+    store.add_mac(&s, port, mac(2)).unwrap();
+    store.delete_mac(&s, port, mac(1)).unwrap();
+    assert_eq!(
+        slice_error(store.delete_mac(&s, port, mac(1))),
+        SliceError::MacNotFound(mac(1))
+    );
+    assert_eq!(store.macs(&s, port).unwrap(), [mac(2)]);
+    store.delete_port(&s, port).unwrap();
+    assert_eq!(
+        slice_error(store.delete_port(&s, port)),
+        SliceError::PortNotFound(port)
+    );
+    store.delete_slice(&s).unwrap();
+    assert_eq!(
+        slice_error(store.delete_slice(&s)),
+        SliceError::SliceNotFound(s.clone())
+    );
+}
+
+pub fn deletes_cascade_return_what_they_held_and_leave_the_rest<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let (p1, p2) = (PortId::new(1, 1), PortId::new(2, 2));
+    store.create_slice(&s).unwrap();
+    store.create_slice(&name("other")).unwrap();
+    store.add_mac(&name("other"), p1, mac(1)).unwrap();
+    store.add_mac(&s, p1, mac(1)).unwrap();
+    store.add_mac(&s, p1, mac(2)).unwrap();
+    store.add_mac(&s, p2, mac(3)).unwrap();
+
+    // Deleting a MAC address leaves its port in the slice (spec rule 2.6).
+    store.delete_mac(&s, p1, mac(1)).unwrap();
+    assert_eq!(store.macs(&s, p1).unwrap(), [mac(2)]);
+    assert_eq!(store.ports(&s).unwrap(), [p1, p2]);
+
+    let removed = store.delete_port(&s, p1).unwrap();
+    assert_eq!(
+        removed,
+        Port {
+            id: p1,
+            macs: vec![mac(2)]
+        }
+    );
+    assert_eq!(store.ports(&s).unwrap(), [p2]);
+    // A port added again starts empty and goes to the end.
+    store.add_port(&s, p1).unwrap();
+    assert!(store.macs(&s, p1).unwrap().is_empty());
+    assert_eq!(store.ports(&s).unwrap(), [p2, p1]);
+
+    let removed = store.delete_slice(&s).unwrap();
+    assert_eq!(
+        removed,
+        Slice {
+            name: s.clone(),
+            ports: vec![
+                Port {
+                    id: p2,
+                    macs: vec![mac(3)]
+                },
+                Port {
+                    id: p1,
+                    macs: vec![]
+                },
+            ],
+        }
+    );
+    assert_eq!(store.slices().unwrap(), [name("other")]);
+    // Nothing of the old slice leaks into a new one of the same name, which lists last.
+    store.create_slice(&s).unwrap();
+    assert!(store.ports(&s).unwrap().is_empty());
+    assert_eq!(store.slices().unwrap(), [name("other"), s.clone()]);
+    // The other slice kept its port and MAC address.
+    assert_eq!(store.macs(&name("other"), p1).unwrap(), [mac(1)]);
+}
+
+pub fn a_failed_write_changes_nothing<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(1, 1);
+    store.create_slice(&s).unwrap();
+    store.add_mac(&s, port, mac(1)).unwrap();
+    let before = store.snapshot().unwrap();
+    let version = store.slices_version().unwrap();
+    slice_error(store.create_slice(&s));
+    slice_error(store.add_port(&s, port));
+    slice_error(store.add_mac(&s, port, mac(1)));
+    slice_error(store.add_mac(&name("missing"), PortId::new(2, 2), mac(2)));
+    slice_error(store.delete_mac(&s, port, mac(2)));
+    slice_error(store.delete_port(&s, PortId::new(2, 2)));
+    slice_error(store.delete_slice(&name("missing")));
+    assert_eq!(store.snapshot().unwrap(), before);
+    assert_eq!(store.slices_version().unwrap(), version);
+}
+
+pub fn the_slice_list_and_its_version_follow_slices_not_ports<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let version_of = |store: &dyn SliceStore| {
+        let mut read = None;
+        store
+            .read_slices(&mut |_, version| read = Some(version))
+            .unwrap();
+        let version = store.slices_version().unwrap();
+        assert_eq!(read, Some(version), "read_slices and slices_version agree");
+        version
+    };
+    let mut versions = BTreeSet::from([version_of(store.as_ref())]);
+    for slice in ["a", "b", "c"] {
+        store.create_slice(&name(slice)).unwrap();
+        assert!(versions.insert(version_of(store.as_ref())), "{slice} added");
+    }
+    let version = version_of(store.as_ref());
+    store
+        .add_mac(&name("a"), PortId::new(1, 1), mac(1))
+        .unwrap();
+    store.delete_port(&name("a"), PortId::new(1, 1)).unwrap();
+    assert_eq!(
+        version_of(store.as_ref()),
+        version,
+        "ports are not the list"
+    );
+    store.delete_slice(&name("b")).unwrap();
+    assert!(versions.insert(version_of(store.as_ref())), "b deleted");
+    store.create_slice(&name("b")).unwrap();
+    assert!(versions.insert(version_of(store.as_ref())), "b added again");
+    assert_eq!(
+        store.slices().unwrap(),
+        [name("a"), name("c"), name("b")],
+        "a re-created slice is newest"
+    );
+}
+
+pub fn everything_survives_reopening_in_order<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    for slice in ["b", "a", "c"] {
+        store.create_slice(&name(slice)).unwrap();
+    }
+    store
+        .add_mac(&name("a"), PortId::new(2, 1), mac(2))
+        .unwrap();
+    store
+        .add_mac(&name("a"), PortId::new(1, 1), mac(1))
+        .unwrap();
+    store
+        .add_mac(&name("a"), PortId::new(1, 1), mac(0))
+        .unwrap();
+    store.create_slice(&name("gone")).unwrap();
+    store.delete_slice(&name("gone")).unwrap();
+    store.delete_slice(&name("c")).unwrap();
+    store.create_slice(&name("c")).unwrap();
+    store.revoke_session(b"session", 200, 100).unwrap();
+    let expected = store.snapshot().unwrap();
+    assert_eq!(expected[1].ports[1].macs, [mac(1), mac(0)]);
+    drop(store);
+    let backend = backend.reopen();
+    let store = backend.store();
+    assert_eq!(store.snapshot().unwrap(), expected);
+    assert_eq!(store.slices().unwrap(), [name("b"), name("a"), name("c")]);
+    assert!(store.session_revoked(b"session", 50).unwrap());
+    // The order goes on from where it was: a new slice and port come last.
+    store.create_slice(&name("d")).unwrap();
+    store.add_port(&name("a"), PortId::new(0, 0)).unwrap();
+    assert_eq!(store.slices().unwrap().last(), Some(&name("d")));
+    assert_eq!(
+        store.ports(&name("a")).unwrap(),
+        [PortId::new(2, 1), PortId::new(1, 1), PortId::new(0, 0)]
+    );
+}
+
+/// Subscribes a listener that records what it hears.
+fn record_changes(store: &dyn SliceStore) -> Arc<Mutex<Vec<Change>>> {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(Box::new(move |change| {
+        sink.lock().unwrap().push(change.clone())
+    }));
+    heard
+}
+
+pub fn listeners_hear_every_committed_change_once_in_order<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(1, 1);
+    store.create_slice(&name("before")).unwrap();
+    let heard = record_changes(store.as_ref());
+    // A write returns only once it has been told: a 2xx means the controller knows.
+    let told = || heard.lock().unwrap().len();
+    store.create_slice(&s).unwrap();
+    assert_eq!(told(), 1);
+    store.add_port(&s, PortId::new(2, 2)).unwrap();
+    assert_eq!(told(), 2);
+    store.add_mac(&s, port, mac(1)).unwrap();
+    slice_error(store.create_slice(&s)); // refused: nothing to hear
+    store.add_mac(&s, port, mac(2)).unwrap();
+    store.delete_mac(&s, port, mac(2)).unwrap();
+    store.delete_port(&s, PortId::new(2, 2)).unwrap();
+    store.revoke_session(b"session", 200, 100).unwrap(); // not a membership change
+    store.delete_slice(&s).unwrap();
+    assert_eq!(told(), 7);
+    let heard = heard.lock().unwrap();
+    assert_eq!(
+        *heard,
+        [
+            Change::SliceCreated(s.clone()),
+            Change::PortAdded {
+                slice: s.clone(),
+                port: PortId::new(2, 2)
+            },
+            Change::MacAdded {
+                slice: s.clone(),
+                port,
+                mac: mac(1)
+            },
+            Change::MacAdded {
+                slice: s.clone(),
+                port,
+                mac: mac(2)
+            },
+            Change::MacDeleted {
+                slice: s.clone(),
+                port,
+                mac: mac(2)
+            },
+            Change::PortDeleted {
+                slice: s.clone(),
+                port: Port {
+                    id: PortId::new(2, 2),
+                    macs: vec![]
+                }
+            },
+            Change::SliceDeleted(Slice {
+                name: s.clone(),
+                ports: vec![Port {
+                    id: port,
+                    macs: vec![mac(1)]
+                }],
+            }),
+        ]
+    );
+}
+
+/// Which slices every host in `hosts` belongs to, and how many slices there are: what the
+/// controller asks of its index.
+fn answers(index: &Membership, hosts: &[Host]) -> (usize, Vec<Vec<SliceName>>) {
+    let of = |host| {
+        let mut slices = index.slices_of(host).to_vec();
+        slices.sort();
+        slices
+    };
+    (index.slice_count(), hosts.iter().map(of).collect())
+}
+
+pub fn subscribing_before_the_snapshot_loses_no_concurrent_change<B: Backend>() {
+    const WRITERS: u8 = 4;
+    const ROUNDS: u8 = 12;
+    let backend = B::fresh();
+    let store = backend.store();
+    let hosts: Vec<Host> = (0..WRITERS)
+        .flat_map(|writer| {
+            (0..ROUNDS).map(move |round| Host {
+                port: PortId::new(u64::from(writer), u32::from(round % 3)),
+                mac: mac(round),
+            })
+        })
+        .collect();
+    // Each writer churns a slice of its own while the controller's start-up runs.
+    let start = Arc::new(Barrier::new(usize::from(WRITERS) + 1));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                let slice = name(&format!("w{writer}"));
+                start.wait();
+                for round in 0..ROUNDS {
+                    let port = PortId::new(u64::from(writer), u32::from(round % 3));
+                    match round % 4 {
+                        0 => drop(store.create_slice(&slice)),
+                        1 | 2 => drop(store.add_mac(&slice, port, mac(round))),
+                        _ => drop(store.delete_port(&slice, PortId::new(u64::from(writer), 1))),
+                    }
+                    if round == ROUNDS / 2 {
+                        drop(store.delete_slice(&slice));
+                    }
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    // The controller's start-up: subscribe, then snapshot.
+    let heard = record_changes(store.as_ref());
+    let mut index = Membership::from_slices(&store.snapshot().unwrap());
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    for change in heard.lock().unwrap().iter() {
+        index.apply(change);
+    }
+    let settled = Membership::from_slices(&store.snapshot().unwrap());
+    assert_eq!(answers(&index, &hosts), answers(&settled, &hosts));
+}
+
+pub fn racing_creates_of_one_slice_admit_exactly_one<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let start = Arc::new(Barrier::new(16));
+    let racers: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                store.create_slice(&name("contested"))
+            })
+        })
+        .collect();
+    let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|won| won.is_ok()).count(), 1);
+    for lost in results.into_iter().filter(Result::is_err) {
+        assert_eq!(
+            slice_error(lost),
+            SliceError::SliceExists(name("contested"))
+        );
+    }
+    assert_eq!(store.slices().unwrap(), [name("contested")]);
+}
+
+pub fn concurrent_mac_adds_to_one_port_all_land<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let s = name("s");
+    let port = PortId::new(1, 1);
+    store.create_slice(&s).unwrap();
+    let start = Arc::new(Barrier::new(32));
+    let adders: Vec<_> = (0..32u8)
+        .map(|last| {
+            let (store, s, start) = (store.clone(), s.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                store.add_mac(&s, port, mac(last)).unwrap()
+            })
+        })
+        .collect();
+    let created = adders
+        .into_iter()
+        .map(|adder| adder.join().unwrap())
+        .filter(|created| *created)
+        .count();
+    assert_eq!(created, 1, "exactly one add creates the port");
+    assert_eq!(store.ports(&s).unwrap(), [port]);
+    let mut macs = store.macs(&s, port).unwrap();
+    macs.sort();
+    assert_eq!(macs, (0..32).map(mac).collect::<Vec<_>>());
+}
+
+pub fn a_revoked_session_stays_revoked_until_it_expires<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    assert!(!store.session_revoked(b"session-a", 100).unwrap());
+    store.revoke_session(b"session-a", 200, 150).unwrap();
+    assert!(store.session_revoked(b"session-a", 100).unwrap());
+    assert!(!store.session_revoked(b"session-b", 100).unwrap());
+    // Revoking twice is harmless.
+    store.revoke_session(b"session-a", 200, 160).unwrap();
+    assert!(store.session_revoked(b"session-a", 100).unwrap());
+    drop(store);
+    let backend = backend.reopen();
+    let store = backend.store();
+    assert!(store.session_revoked(b"session-a", 100).unwrap());
+    // Past its expiry an entry may go, and the session check refuses such a session
+    // anyway; a live one stays.
+    store.revoke_session(b"session-b", 400, 300).unwrap();
+    assert!(store.session_revoked(b"session-b", 250).unwrap());
+    assert!(!store.session_revoked(b"session-c", 250).unwrap());
+}
