@@ -781,7 +781,10 @@ impl Connection {
                     if read? == 0 {
                         return Err(ConnectionError::Closed);
                     }
-                    self.session.handle_read(Instant::now());
+                    let now = Instant::now();
+                    while self.session.handle_read_until_event(now) {
+                        self.forward_events().await?;
+                    }
                 }
                 batch = commands => {
                     let Some(batch) = batch else { return Err(ConnectionError::Dropped) };

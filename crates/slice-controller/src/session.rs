@@ -202,19 +202,36 @@ impl SwitchSession {
 
     /// Takes in what a read appended to [`Self::read_buffer`].
     pub fn handle_read(&mut self, now: Instant) {
+        while self.handle_read_until_event(now) {}
+    }
+
+    /// Takes in what a read appended to [`Self::read_buffer`], up to the first frame
+    /// that gives [`Self::poll_event`] something; whether bytes are left to take in. The
+    /// connection hands that event on before it decodes the rest, so that the engine
+    /// decides on one PACKET_IN while the next is decoded: with one busy switch, decoding
+    /// a whole read first leaves the engine idle meanwhile (about a fifth of the flow
+    /// setups at one switch, measured with sliced-bench).
+    pub fn handle_read_until_event(&mut self, now: Instant) -> bool {
         while self.closed.is_none() {
             let len = match openflow::frame_len(&self.inbound) {
                 Ok(Some(len)) => len,
-                Ok(None) => return,
-                Err(err) => return self.close(err.into()),
+                Ok(None) => return false,
+                Err(err) => {
+                    self.close(err.into());
+                    break;
+                }
             };
             // Splitting shares the buffer rather than copying it, so a PACKET_IN reaches
             // the engine, and its PACKET_OUT the write buffer, without a copy.
             let frame = self.inbound.split_to(len);
             self.handle_frame(frame, now);
+            if !self.events.is_empty() {
+                return self.closed.is_none() && !self.inbound.is_empty();
+            }
         }
         // A closed session keeps nothing a peer sent.
         self.inbound = BytesMut::new();
+        false
     }
 
     /// Takes in bytes from the switch: [`Self::handle_read`] for bytes read elsewhere.

@@ -671,6 +671,24 @@ fn a_packet_in_reaches_the_engine_as_a_slice_of_the_read_buffer() {
 }
 
 #[test]
+fn a_read_is_handed_on_one_event_at_a_time() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    let read = session.read_buffer();
+    for host in 1..=3 {
+        read.extend_from_slice(&packet_in(OF13, host, ethernet(host as u8)));
+    }
+    let mut handed_on = Vec::new();
+    while session.handle_read_until_event(now) {
+        handed_on.push(events(&mut session).len());
+    }
+    handed_on.push(events(&mut session).len());
+    // The first two stop at their event with whole frames left; the last finds none.
+    assert_eq!(handed_on, [1, 1, 1]);
+    assert!(!session.is_closed());
+}
+
+#[test]
 fn a_packet_in_without_an_ethernet_frame_is_ignored() {
     let now = Instant::now();
     let mut session = connected_1_0(config(), now);
