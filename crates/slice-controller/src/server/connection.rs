@@ -1,491 +1,31 @@
-//! OpenFlow over TCP or TLS: one task per switch connection, one task that owns the
-//! [`Engine`].
-//!
-//! This is the I/O: the listeners and their connection caps, TLS, a task per connection
-//! that runs a [`SwitchSession`] (which holds every protocol rule) between the socket,
-//! its deadlines and the engine task, and the engine task itself. The engine task never
-//! awaits a switch: it hands each switch its commands with `try_send`, and a switch too
-//! slow to take them is disconnected rather than allowed to stall the others.
+//! Switch connections: accept with connection caps, TLS, and per connection a short loop
+//! that runs a [`SwitchSession`] between the socket, its deadlines and the engine task.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use slice_core::{Change, Membership, MembershipSource, PortId};
+use slice_core::PortId;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
+use crate::engine::{Command, Frame, SwitchProfile};
 use crate::limits::LogLimiter;
-use crate::probe::ProbeKeyError;
 use crate::session::{CloseReason, SwitchEvent, SwitchSession};
-use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
-/// Where the controller listens for switches; at least one must be set.
-#[derive(Debug, Clone, Default)]
-pub struct Listeners {
-    /// Plain TCP: anyone who reaches it can act as a switch.
-    pub plain: Option<String>,
-    /// TLS, serving only switches whose certificate the configured CA signed.
-    pub tls: Option<(String, TlsFiles)>,
-}
-
-/// Why the controller could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    // The reason is in the message, so it is no `source`: the chain would say it twice.
-    #[error("cannot listen for OpenFlow on {addr}: {reason}")]
-    Listen {
-        addr: String,
-        reason: std::io::Error,
-    },
-    #[error("cannot read slice membership: {0}")]
-    Membership(Box<dyn std::error::Error + Send + Sync>),
-    #[error("cannot start the controller runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error(transparent)]
-    Tls(#[from] TlsError),
-    #[error("no OpenFlow listener: neither plain TCP nor TLS is on")]
-    NoListener,
-    #[error(transparent)]
-    ProbeKey(#[from] ProbeKeyError),
-}
+use super::engine_task::command_bytes;
+use super::Event;
 
 /// Capacity a connection's write buffer keeps between bursts.
 const WRITE_BUFFER_KEEP: usize = 64 * 1024;
 /// Command batches queued for one switch before it counts as too slow.
 const SWITCH_QUEUE: usize = 1024;
-/// Events queued from all switches to the engine.
-const EVENT_QUEUE: usize = 8192;
-
-type Inspector = Box<dyn FnOnce(&Engine) + Send>;
-
-enum Event {
-    SwitchUp {
-        dpid: u64,
-        profile: SwitchProfile,
-        ports: BTreeMap<u32, PortState>,
-        connection: u64,
-        commands: mpsc::Sender<Vec<Command>>,
-        queued_bytes: Arc<AtomicUsize>,
-        /// Came over TLS with a CA-signed certificate.
-        authenticated: bool,
-    },
-    SwitchDown {
-        dpid: u64,
-        connection: u64,
-    },
-    PacketIn {
-        dpid: u64,
-        in_port: u32,
-        frame: Frame,
-    },
-    PacketInsRateLimited {
-        dpid: u64,
-        count: u64,
-    },
-    /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
-    PacketInMeter {
-        dpid: u64,
-        connection: u64,
-        metered: bool,
-    },
-    PortStatus {
-        port: PortId,
-        state: Option<PortState>,
-    },
-    FlowRemoved {
-        dpid: u64,
-        rule: Rule,
-        priority: u16,
-    },
-    Store(Change),
-    Inspect(Inspector),
-}
-
-/// A cheap, cloneable way to ask the running controller about its state.
-#[derive(Clone)]
-pub struct ControllerHandle {
-    events: mpsc::Sender<Event>,
-}
-
-impl ControllerHandle {
-    /// Runs `look` on the engine between two events and returns what it found; None when
-    /// the controller has stopped.
-    pub async fn inspect<T: Send + 'static>(
-        &self,
-        look: impl FnOnce(&Engine) -> T + Send + 'static,
-    ) -> Option<T> {
-        let (reply, answer) = oneshot::channel();
-        let inspector: Inspector = Box::new(move |engine| {
-            let _ = reply.send(look(engine));
-        });
-        self.events.send(Event::Inspect(inspector)).await.ok()?;
-        answer.await.ok()
-    }
-}
-
-/// A running controller on its own runtime thread; stopped when dropped or by [`stop`].
-///
-/// [`stop`]: Controller::stop
-pub struct Controller {
-    handle: ControllerHandle,
-    plain_addr: Option<SocketAddr>,
-    tls_addr: Option<SocketAddr>,
-    shutdown: watch::Sender<bool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Controller {
-    /// Binds the listeners, reads the slice membership from `store` (any backend), and
-    /// starts serving
-    /// switches on a runtime of its own.
-    pub fn start<S: MembershipSource>(
-        listeners: &Listeners,
-        store: &S,
-        config: ControllerConfig,
-    ) -> Result<Self, StartError> {
-        // No random secret means probes anyone could forge: better not to start.
-        config.engine.probe_key.check()?;
-        if listeners.plain.is_none() && listeners.tls.is_none() {
-            return Err(StartError::NoListener);
-        }
-        // The TLS files are read before anything is bound, so that a bad file stops the
-        // start-up with a message naming it.
-        let tls = match &listeners.tls {
-            Some((addr, files)) => {
-                let acceptor = files.acceptor()?;
-                Some((bind(addr)?, acceptor))
-            }
-            None => None,
-        };
-        let plain = listeners.plain.as_deref().map(bind).transpose()?;
-        let plain_addr = plain.as_ref().map(|(_, addr)| *addr);
-        let tls_addr = tls.as_ref().map(|((_, addr), _)| *addr);
-
-        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
-        // Subscribe before the snapshot: a change between the two is applied twice,
-        // which the membership index takes as a no-op, rather than lost.
-        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
-        store.subscribe(Box::new(move |change| {
-            let _ = changes_tx.send(change.clone());
-        }));
-        let slices = store
-            .snapshot()
-            .map_err(|err| StartError::Membership(Box::new(err)))?;
-        let membership = Membership::from_slices(&slices);
-
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sliced-openflow")
-            .enable_all()
-            .build()
-            .map_err(StartError::Runtime)?;
-        let (shutdown, stopped) = watch::channel(false);
-        let engine = Engine::new(config.engine.clone(), membership);
-        let handle = ControllerHandle {
-            events: events_tx.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name("sliced-controller".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    let config = Arc::new(config);
-                    tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
-                    let connections = Arc::new(AtomicU64::new(0));
-                    let caps = ConnectionCaps::new(&config);
-                    let listening = plain
-                        .map(|(listener, _)| (listener, None))
-                        .into_iter()
-                        .chain(tls.map(|((listener, _), acceptor)| (listener, Some(acceptor))));
-                    for (listener, acceptor) in listening {
-                        let listener = match TcpListener::from_std(listener) {
-                            Ok(listener) => listener,
-                            Err(err) => {
-                                log::error!("OpenFlow listener: {err}");
-                                return;
-                            }
-                        };
-                        tokio::spawn(accept_switches(
-                            listener,
-                            acceptor,
-                            Arc::clone(&connections),
-                            caps.clone(),
-                            events_tx.clone(),
-                            Arc::clone(&config),
-                            stopped.clone(),
-                        ));
-                    }
-                    run_engine(engine, events_rx, config, stopped).await;
-                });
-                // Connection tasks still running end with the runtime.
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })
-            .map_err(StartError::Runtime)?;
-        if let Some(addr) = plain_addr {
-            log::warn!(
-                "OpenFlow over plain TCP on {addr} is unauthenticated: anyone who reaches it \
-                 can act as any switch"
-            );
-        }
-        if let Some(addr) = tls_addr {
-            log::info!("OpenFlow over TLS listening on {addr}, switch certificates required");
-        }
-        Ok(Self {
-            handle,
-            plain_addr,
-            tls_addr,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-
-    pub fn handle(&self) -> ControllerHandle {
-        self.handle.clone()
-    }
-
-    /// Where plain TCP listens, if it is on.
-    pub fn plain_addr(&self) -> Option<SocketAddr> {
-        self.plain_addr
-    }
-
-    /// Where TLS listens, if it is on.
-    pub fn tls_addr(&self) -> Option<SocketAddr> {
-        self.tls_addr
-    }
-
-    /// Disconnects every switch and waits for the controller's thread to end.
-    pub fn stop(mut self) {
-        self.stop_now();
-    }
-
-    fn stop_now(&mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.stop_now();
-    }
-}
-
-/// A bound, non-blocking listener and its address.
-fn bind(addr: &str) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
-    let listen_error = |reason| StartError::Listen {
-        addr: addr.to_owned(),
-        reason,
-    };
-    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
-    listener.set_nonblocking(true).map_err(listen_error)?;
-    let local_addr = listener.local_addr().map_err(listen_error)?;
-    Ok((listener, local_addr))
-}
-
-async fn forward_changes(
-    mut changes: mpsc::UnboundedReceiver<Change>,
-    events: mpsc::Sender<Event>,
-) {
-    while let Some(change) = changes.recv().await {
-        if events.send(Event::Store(change)).await.is_err() {
-            return;
-        }
-    }
-}
-
-// ---- the engine task --------------------------------------------------------------------
-
-struct SwitchLink {
-    connection: u64,
-    commands: mpsc::Sender<Vec<Command>>,
-    /// Bytes handed to the connection and not yet written, by [`command_bytes`].
-    queued_bytes: Arc<AtomicUsize>,
-    authenticated: bool,
-}
-
-async fn run_engine(
-    mut engine: Engine,
-    mut events: mpsc::Receiver<Event>,
-    config: Arc<ControllerConfig>,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
-    let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
-    let mut ticker = tokio::time::interval(config.lldp_interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            event = events.recv() => match event {
-                Some(event) => handle_event(&mut engine, &mut switches, event),
-                None => return,
-            },
-            _ = ticker.tick() => engine.tick(Instant::now()),
-            _ = stopped.changed() => return,
-        }
-        dispatch(
-            &mut engine,
-            &mut switches,
-            &mut batches,
-            config.max_outbound_bytes,
-        );
-    }
-}
-
-fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, event: Event) {
-    match event {
-        Event::SwitchUp {
-            dpid,
-            profile,
-            ports,
-            connection,
-            commands,
-            queued_bytes,
-            authenticated,
-        } => {
-            // Anyone who reaches the plain listener can claim any datapath id: such a
-            // claim never displaces a switch that proved itself with a certificate.
-            // Dropping `commands` here ends the newcomer's connection.
-            if let Some(current) = switches.get(&dpid) {
-                if current.authenticated && !authenticated {
-                    log::warn!(
-                        "switch {dpid:#x}: unauthenticated connection {connection} refused; \
-                         the switch is connected over TLS (connection {})",
-                        current.connection
-                    );
-                    return;
-                }
-            }
-            // A second connection with the same datapath id replaces the first; dropping
-            // the old sender ends the old connection. On plain TCP this is how an impostor
-            // would take a switch over, so it is always told.
-            let replaced = switches.insert(
-                dpid,
-                SwitchLink {
-                    connection,
-                    commands,
-                    queued_bytes,
-                    authenticated,
-                },
-            );
-            if let Some(old) = replaced {
-                log::warn!(
-                    "switch {dpid:#x} connected again (connection {connection}); \
-                     closing its earlier connection {}",
-                    old.connection
-                );
-            }
-            engine.switch_connected(dpid, profile, ports, Instant::now());
-        }
-        Event::SwitchDown { dpid, connection } => {
-            let current = switches
-                .get(&dpid)
-                .is_some_and(|link| link.connection == connection);
-            if current {
-                switches.remove(&dpid);
-                engine.switch_disconnected(dpid);
-            }
-        }
-        Event::PacketIn {
-            dpid,
-            in_port,
-            frame,
-        } => engine.packet_in(dpid, in_port, frame, Instant::now()),
-        Event::PacketInsRateLimited { dpid, count } => {
-            engine.packet_ins_rate_limited(dpid, count, Instant::now())
-        }
-        Event::PacketInMeter {
-            dpid,
-            connection,
-            metered,
-        } => {
-            let current = switches
-                .get(&dpid)
-                .is_some_and(|link| link.connection == connection);
-            if current {
-                engine.set_packet_in_meter(dpid, metered);
-            }
-        }
-        Event::PortStatus { port, state } => engine.port_changed(port, state, Instant::now()),
-        Event::FlowRemoved {
-            dpid,
-            rule,
-            priority,
-        } => engine.flow_removed(dpid, rule, priority),
-        Event::Store(change) => engine.membership_changed(&change),
-        Event::Inspect(look) => look(engine),
-    }
-}
-
-/// Hands every switch its share of the engine's commands as one batch. `batches` lives
-/// as long as the engine task, so grouping allocates only the batches themselves.
-fn dispatch(
-    engine: &mut Engine,
-    switches: &mut HashMap<u64, SwitchLink>,
-    batches: &mut HashMap<u64, Vec<Command>>,
-    max_outbound_bytes: usize,
-) {
-    // Dropping a switch that cannot keep up makes the engine withdraw the paths through
-    // it from the other switches: those commands go out in the next round, not after
-    // the next event. Each round drops a switch or ends the loop.
-    loop {
-        for (dpid, command) in engine.drain_commands() {
-            batches.entry(dpid).or_default().push(command);
-        }
-        if batches.is_empty() {
-            return;
-        }
-        for (dpid, batch) in batches.drain() {
-            let Some(link) = switches.get(&dpid) else {
-                continue;
-            };
-            let bytes = batch.iter().map(command_bytes).sum::<usize>();
-            let queued = link.queued_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-            let sent = if queued > max_outbound_bytes {
-                log::warn!(
-                    "switch {dpid:#x} is not draining its queue ({queued} bytes); \
-                     disconnecting it"
-                );
-                false
-            } else {
-                match link.commands.try_send(batch) {
-                    Ok(()) => true,
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
-                        false
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => false,
-                }
-            };
-            if !sent {
-                // Dropping the sender ends the connection, which frees what it holds.
-                switches.remove(&dpid);
-                engine.switch_disconnected(dpid);
-            }
-        }
-    }
-}
-
-/// What a command costs in the outbound queue: the frame it carries plus a generous
-/// allowance for the OpenFlow message around it. The engine task adds it when it queues
-/// a command, the connection subtracts it once the command is written.
-fn command_bytes(command: &Command) -> usize {
-    const MESSAGE: usize = 160;
-    match command {
-        Command::PacketOut { data, .. } => MESSAGE + data.len(),
-        _ => MESSAGE,
-    }
-}
-
-// ---- switch connections -----------------------------------------------------------------
 
 /// The two directions of a switch connection, whatever carries it.
 type SwitchRead = Box<dyn AsyncRead + Unpin + Send>;
@@ -493,7 +33,7 @@ type SwitchWrite = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// Accepts switches on one listener; with an acceptor, each must complete a TLS handshake
 /// with a CA-signed certificate first. Connection numbers are shared by all listeners.
-async fn accept_switches(
+pub(super) async fn accept_switches(
     listener: TcpListener,
     acceptor: Option<TlsAcceptor>,
     connections: Arc<AtomicU64>,
@@ -563,7 +103,7 @@ async fn accept_switches(
 
 /// The caps on OpenFlow connections, shared by both listeners.
 #[derive(Clone)]
-struct ConnectionCaps {
+pub(super) struct ConnectionCaps {
     open: Arc<Semaphore>,
     handshaking: Arc<Semaphore>,
     max_open: usize,
@@ -571,7 +111,7 @@ struct ConnectionCaps {
 }
 
 impl ConnectionCaps {
-    fn new(config: &ControllerConfig) -> Self {
+    pub(super) fn new(config: &ControllerConfig) -> Self {
         let max_open = config
             .max_switch_connections
             .min(quarter_of_open_files())

@@ -1,0 +1,196 @@
+//! The task that owns the [`Engine`]: events from every switch and the store in, one
+//! batch of commands per switch out, handed on with `try_send` so that it never awaits a
+//! switch.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::config::ControllerConfig;
+use crate::engine::{Command, Engine};
+
+use super::Event;
+
+struct SwitchLink {
+    connection: u64,
+    commands: mpsc::Sender<Vec<Command>>,
+    /// Bytes handed to the connection and not yet written, by [`command_bytes`].
+    queued_bytes: Arc<AtomicUsize>,
+    authenticated: bool,
+}
+
+pub(super) async fn run_engine(
+    mut engine: Engine,
+    mut events: mpsc::Receiver<Event>,
+    config: Arc<ControllerConfig>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
+    let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
+    let mut ticker = tokio::time::interval(config.lldp_interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => handle_event(&mut engine, &mut switches, event),
+                None => return,
+            },
+            _ = ticker.tick() => engine.tick(Instant::now()),
+            _ = stopped.changed() => return,
+        }
+        dispatch(
+            &mut engine,
+            &mut switches,
+            &mut batches,
+            config.max_outbound_bytes,
+        );
+    }
+}
+
+fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, event: Event) {
+    match event {
+        Event::SwitchUp {
+            dpid,
+            profile,
+            ports,
+            connection,
+            commands,
+            queued_bytes,
+            authenticated,
+        } => {
+            // Anyone who reaches the plain listener can claim any datapath id: such a
+            // claim never displaces a switch that proved itself with a certificate.
+            // Dropping `commands` here ends the newcomer's connection.
+            if let Some(current) = switches.get(&dpid) {
+                if current.authenticated && !authenticated {
+                    log::warn!(
+                        "switch {dpid:#x}: unauthenticated connection {connection} refused; \
+                         the switch is connected over TLS (connection {})",
+                        current.connection
+                    );
+                    return;
+                }
+            }
+            // A second connection with the same datapath id replaces the first; dropping
+            // the old sender ends the old connection. On plain TCP this is how an impostor
+            // would take a switch over, so it is always told.
+            let replaced = switches.insert(
+                dpid,
+                SwitchLink {
+                    connection,
+                    commands,
+                    queued_bytes,
+                    authenticated,
+                },
+            );
+            if let Some(old) = replaced {
+                log::warn!(
+                    "switch {dpid:#x} connected again (connection {connection}); \
+                     closing its earlier connection {}",
+                    old.connection
+                );
+            }
+            engine.switch_connected(dpid, profile, ports, Instant::now());
+        }
+        Event::SwitchDown { dpid, connection } => {
+            let current = switches
+                .get(&dpid)
+                .is_some_and(|link| link.connection == connection);
+            if current {
+                switches.remove(&dpid);
+                engine.switch_disconnected(dpid);
+            }
+        }
+        Event::PacketIn {
+            dpid,
+            in_port,
+            frame,
+        } => engine.packet_in(dpid, in_port, frame, Instant::now()),
+        Event::PacketInsRateLimited { dpid, count } => {
+            engine.packet_ins_rate_limited(dpid, count, Instant::now())
+        }
+        Event::PacketInMeter {
+            dpid,
+            connection,
+            metered,
+        } => {
+            let current = switches
+                .get(&dpid)
+                .is_some_and(|link| link.connection == connection);
+            if current {
+                engine.set_packet_in_meter(dpid, metered);
+            }
+        }
+        Event::PortStatus { port, state } => engine.port_changed(port, state, Instant::now()),
+        Event::FlowRemoved {
+            dpid,
+            rule,
+            priority,
+        } => engine.flow_removed(dpid, rule, priority),
+        Event::Store(change) => engine.membership_changed(&change),
+        Event::Inspect(look) => look(engine),
+    }
+}
+
+/// Hands every switch its share of the engine's commands as one batch. `batches` lives
+/// as long as the engine task, so grouping allocates only the batches themselves.
+fn dispatch(
+    engine: &mut Engine,
+    switches: &mut HashMap<u64, SwitchLink>,
+    batches: &mut HashMap<u64, Vec<Command>>,
+    max_outbound_bytes: usize,
+) {
+    // Dropping a switch that cannot keep up makes the engine withdraw the paths through
+    // it from the other switches: those commands go out in the next round, not after
+    // the next event. Each round drops a switch or ends the loop.
+    loop {
+        for (dpid, command) in engine.drain_commands() {
+            batches.entry(dpid).or_default().push(command);
+        }
+        if batches.is_empty() {
+            return;
+        }
+        for (dpid, batch) in batches.drain() {
+            let Some(link) = switches.get(&dpid) else {
+                continue;
+            };
+            let bytes = batch.iter().map(command_bytes).sum::<usize>();
+            let queued = link.queued_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+            let sent = if queued > max_outbound_bytes {
+                log::warn!(
+                    "switch {dpid:#x} is not draining its queue ({queued} bytes); \
+                     disconnecting it"
+                );
+                false
+            } else {
+                match link.commands.try_send(batch) {
+                    Ok(()) => true,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
+                        false
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => false,
+                }
+            };
+            if !sent {
+                // Dropping the sender ends the connection, which frees what it holds.
+                switches.remove(&dpid);
+                engine.switch_disconnected(dpid);
+            }
+        }
+    }
+}
+
+/// What a command costs in the outbound queue: the frame it carries plus a generous
+/// allowance for the OpenFlow message around it. The engine task adds it when it queues
+/// a command, the connection subtracts it once the command is written.
+pub(super) fn command_bytes(command: &Command) -> usize {
+    const MESSAGE: usize = 160;
+    match command {
+        Command::PacketOut { data, .. } => MESSAGE + data.len(),
+        _ => MESSAGE,
+    }
+}

@@ -1,0 +1,304 @@
+//! OpenFlow over TCP or TLS: one task per switch connection, one task that owns the
+//! [`Engine`].
+//!
+//! This is the I/O: the listeners and their connection caps, TLS, a task per connection
+//! that runs a [`SwitchSession`](crate::session::SwitchSession) (which holds every protocol rule) between the socket,
+//! its deadlines and the engine task, and the engine task itself. The engine task never
+//! awaits a switch: it hands each switch its commands with `try_send`, and a switch too
+//! slow to take them is disconnected rather than allowed to stall the others.
+//!
+//! This module starts and stops it all; `engine_task.rs` is the engine's task and
+//! `connection.rs` accepts switches and runs their connections.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use slice_core::{Change, Membership, MembershipSource, PortId};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::config::ControllerConfig;
+use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
+use crate::probe::ProbeKeyError;
+use crate::tls::{TlsError, TlsFiles};
+use crate::topology::PortState;
+
+mod connection;
+mod engine_task;
+
+use connection::{accept_switches, ConnectionCaps};
+use engine_task::run_engine;
+
+/// Where the controller listens for switches; at least one must be set.
+#[derive(Debug, Clone, Default)]
+pub struct Listeners {
+    /// Plain TCP: anyone who reaches it can act as a switch.
+    pub plain: Option<String>,
+    /// TLS, serving only switches whose certificate the configured CA signed.
+    pub tls: Option<(String, TlsFiles)>,
+}
+
+/// Why the controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    // The reason is in the message, so it is no `source`: the chain would say it twice.
+    #[error("cannot listen for OpenFlow on {addr}: {reason}")]
+    Listen {
+        addr: String,
+        reason: std::io::Error,
+    },
+    #[error("cannot read slice membership: {0}")]
+    Membership(Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot start the controller runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("no OpenFlow listener: neither plain TCP nor TLS is on")]
+    NoListener,
+    #[error(transparent)]
+    ProbeKey(#[from] ProbeKeyError),
+}
+
+/// Events queued from all switches to the engine.
+const EVENT_QUEUE: usize = 8192;
+
+type Inspector = Box<dyn FnOnce(&Engine) + Send>;
+
+enum Event {
+    SwitchUp {
+        dpid: u64,
+        profile: SwitchProfile,
+        ports: BTreeMap<u32, PortState>,
+        connection: u64,
+        commands: mpsc::Sender<Vec<Command>>,
+        queued_bytes: Arc<AtomicUsize>,
+        /// Came over TLS with a CA-signed certificate.
+        authenticated: bool,
+    },
+    SwitchDown {
+        dpid: u64,
+        connection: u64,
+    },
+    PacketIn {
+        dpid: u64,
+        in_port: u32,
+        frame: Frame,
+    },
+    PacketInsRateLimited {
+        dpid: u64,
+        count: u64,
+    },
+    /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
+    PacketInMeter {
+        dpid: u64,
+        connection: u64,
+        metered: bool,
+    },
+    PortStatus {
+        port: PortId,
+        state: Option<PortState>,
+    },
+    FlowRemoved {
+        dpid: u64,
+        rule: Rule,
+        priority: u16,
+    },
+    Store(Change),
+    Inspect(Inspector),
+}
+
+/// A cheap, cloneable way to ask the running controller about its state.
+#[derive(Clone)]
+pub struct ControllerHandle {
+    events: mpsc::Sender<Event>,
+}
+
+impl ControllerHandle {
+    /// Runs `look` on the engine between two events and returns what it found; None when
+    /// the controller has stopped.
+    pub async fn inspect<T: Send + 'static>(
+        &self,
+        look: impl FnOnce(&Engine) -> T + Send + 'static,
+    ) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        let inspector: Inspector = Box::new(move |engine| {
+            let _ = reply.send(look(engine));
+        });
+        self.events.send(Event::Inspect(inspector)).await.ok()?;
+        answer.await.ok()
+    }
+}
+
+/// A running controller on its own runtime thread; stopped when dropped or by [`stop`].
+///
+/// [`stop`]: Controller::stop
+pub struct Controller {
+    handle: ControllerHandle,
+    plain_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Controller {
+    /// Binds the listeners, reads the slice membership from `store` (any backend), and
+    /// starts serving
+    /// switches on a runtime of its own.
+    pub fn start<S: MembershipSource>(
+        listeners: &Listeners,
+        store: &S,
+        config: ControllerConfig,
+    ) -> Result<Self, StartError> {
+        // No random secret means probes anyone could forge: better not to start.
+        config.engine.probe_key.check()?;
+        if listeners.plain.is_none() && listeners.tls.is_none() {
+            return Err(StartError::NoListener);
+        }
+        // The TLS files are read before anything is bound, so that a bad file stops the
+        // start-up with a message naming it.
+        let tls = match &listeners.tls {
+            Some((addr, files)) => {
+                let acceptor = files.acceptor()?;
+                Some((bind(addr)?, acceptor))
+            }
+            None => None,
+        };
+        let plain = listeners.plain.as_deref().map(bind).transpose()?;
+        let plain_addr = plain.as_ref().map(|(_, addr)| *addr);
+        let tls_addr = tls.as_ref().map(|((_, addr), _)| *addr);
+
+        let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE);
+        // Subscribe before the snapshot: a change between the two is applied twice,
+        // which the membership index takes as a no-op, rather than lost.
+        let (changes_tx, changes_rx) = mpsc::unbounded_channel();
+        store.subscribe(Box::new(move |change| {
+            let _ = changes_tx.send(change.clone());
+        }));
+        let slices = store
+            .snapshot()
+            .map_err(|err| StartError::Membership(Box::new(err)))?;
+        let membership = Membership::from_slices(&slices);
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sliced-openflow")
+            .enable_all()
+            .build()
+            .map_err(StartError::Runtime)?;
+        let (shutdown, stopped) = watch::channel(false);
+        let engine = Engine::new(config.engine.clone(), membership);
+        let handle = ControllerHandle {
+            events: events_tx.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("sliced-controller".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let config = Arc::new(config);
+                    tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
+                    let connections = Arc::new(AtomicU64::new(0));
+                    let caps = ConnectionCaps::new(&config);
+                    let listening = plain
+                        .map(|(listener, _)| (listener, None))
+                        .into_iter()
+                        .chain(tls.map(|((listener, _), acceptor)| (listener, Some(acceptor))));
+                    for (listener, acceptor) in listening {
+                        let listener = match TcpListener::from_std(listener) {
+                            Ok(listener) => listener,
+                            Err(err) => {
+                                log::error!("OpenFlow listener: {err}");
+                                return;
+                            }
+                        };
+                        tokio::spawn(accept_switches(
+                            listener,
+                            acceptor,
+                            Arc::clone(&connections),
+                            caps.clone(),
+                            events_tx.clone(),
+                            Arc::clone(&config),
+                            stopped.clone(),
+                        ));
+                    }
+                    run_engine(engine, events_rx, config, stopped).await;
+                });
+                // Connection tasks still running end with the runtime.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })
+            .map_err(StartError::Runtime)?;
+        if let Some(addr) = plain_addr {
+            log::warn!(
+                "OpenFlow over plain TCP on {addr} is unauthenticated: anyone who reaches it \
+                 can act as any switch"
+            );
+        }
+        if let Some(addr) = tls_addr {
+            log::info!("OpenFlow over TLS listening on {addr}, switch certificates required");
+        }
+        Ok(Self {
+            handle,
+            plain_addr,
+            tls_addr,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn handle(&self) -> ControllerHandle {
+        self.handle.clone()
+    }
+
+    /// Where plain TCP listens, if it is on.
+    pub fn plain_addr(&self) -> Option<SocketAddr> {
+        self.plain_addr
+    }
+
+    /// Where TLS listens, if it is on.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
+    }
+
+    /// Disconnects every switch and waits for the controller's thread to end.
+    pub fn stop(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// A bound, non-blocking listener and its address.
+fn bind(addr: &str) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
+    let listen_error = |reason| StartError::Listen {
+        addr: addr.to_owned(),
+        reason,
+    };
+    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
+    listener.set_nonblocking(true).map_err(listen_error)?;
+    let local_addr = listener.local_addr().map_err(listen_error)?;
+    Ok((listener, local_addr))
+}
+
+async fn forward_changes(
+    mut changes: mpsc::UnboundedReceiver<Change>,
+    events: mpsc::Sender<Event>,
+) {
+    while let Some(change) = changes.recv().await {
+        if events.send(Event::Store(change)).await.is_err() {
+            return;
+        }
+    }
+}
