@@ -7,7 +7,7 @@ use serde_json::json;
 use slice_etcd::test_server::LocalEtcd;
 
 use crate::common::switch::eventually;
-use crate::common::{agent, free_port, status_json, Daemon};
+use crate::common::{agent, free_port, slice, status_json, Daemon};
 
 /// Longer than a change takes to reach another instance on a loaded machine.
 const PROPAGATION: Duration = Duration::from_secs(20);
@@ -120,5 +120,82 @@ fn an_unreachable_etcd_or_a_prefix_without_etcd_is_refused_with_the_reason() {
     assert!(
         stderr.contains("store.etcd_prefix is used only with etcd"),
         "{stderr}"
+    );
+}
+
+/// `slice --etcd`: the tool works on the cluster's store itself, with no daemon, and what
+/// it writes is what the daemons serve (and the other way round); with a daemon answering
+/// on its data directory's socket, the tool asks that daemon instead.
+#[test]
+fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
+    let etcd = LocalEtcd::start();
+    let endpoint = etcd.endpoint();
+    let tool_dir = tempfile::tempdir().unwrap();
+    let tool = |args: &[&str]| {
+        let mut all = vec!["--etcd", endpoint.as_str()];
+        all.extend_from_slice(args);
+        let output = slice(tool_dir.path(), &all);
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    assert_eq!(tool(&["add", "blue"]).0, Some(0));
+    assert_eq!(
+        tool(&[
+            "add_host",
+            "-m",
+            "02:00:00:00:00:01",
+            "-p",
+            "0x1:1",
+            "-s",
+            "blue"
+        ])
+        .0,
+        Some(0)
+    );
+    let (code, _, stderr) = tool(&["add", "blue"]);
+    assert_eq!(
+        (code, stderr.trim()),
+        (Some(1), "slice: Slice blue already exists")
+    );
+
+    let daemon_dir = tempfile::tempdir().unwrap();
+    let daemon = start_on(&etcd, &daemon_dir);
+    assert!(
+        eventually(PROPAGATION, || status_json(
+            agent()
+                .get(&daemon.url("/slices/blue/ports/0x1:1/mac_addresses"))
+                .call()
+        ) == (
+            200,
+            json!([{ "name": "02:00:00:00:00:01" }])
+        )),
+        "the daemon never served what the tool wrote"
+    );
+    assert_eq!(create(&daemon, "red").0, 201);
+    assert!(
+        eventually(PROPAGATION, || tool(&["list"]).1
+            == "blue\n  0x1:1\n    02:00:00:00:00:01\nred\n"),
+        "the tool never listed what the daemon wrote: {:?}",
+        tool(&["list"])
+    );
+
+    // Beside a running daemon the tool goes through its socket: an etcd that nobody
+    // serves is never asked.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let output = slice(daemon_dir.path(), &["--etcd", &nowhere, "add", "green"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        slices(&daemon),
+        (
+            200,
+            json!([{ "name": "blue" }, { "name": "red" }, { "name": "green" }])
+        )
     );
 }

@@ -7,8 +7,6 @@
 //! carry without losing what they say. So the commands are written against the
 //! operations both modes have, with the tool's error.
 
-use std::path::PathBuf;
-
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError};
 
 use crate::CliError;
@@ -59,19 +57,19 @@ pub(crate) trait Backend {
 pub(crate) struct Direct {
     store: Box<dyn SliceStore>,
     /// Named in errors, so that the user knows which database failed.
-    path: PathBuf,
+    place: String,
 }
 
 impl Direct {
-    pub(crate) fn new(store: Box<dyn SliceStore>, path: PathBuf) -> Self {
-        Self { store, path }
+    pub(crate) fn new(store: Box<dyn SliceStore>, place: String) -> Self {
+        Self { store, place }
     }
 
     fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, CliError> {
         result.map_err(|err| match err {
             StoreError::Slice(err) => CliError::Slice(err),
             source => CliError::Store {
-                path: self.path.clone(),
+                place: self.place.clone(),
                 source,
             },
         })
@@ -243,7 +241,7 @@ mod tests {
     fn direct_maps_contract_errors_and_keeps_the_order() {
         let dir = tempfile::tempdir().unwrap();
         let store = slice_store::Store::open(dir.path()).unwrap();
-        let direct = Direct::new(Box::new(store), dir.path().to_owned());
+        let direct = Direct::new(Box::new(store), dir.path().display().to_string());
         let s = name("s");
         direct.create_slice(&s).unwrap();
         match direct.create_slice(&s) {

@@ -56,6 +56,28 @@ pub struct Cli {
     #[arg(long, global = true, env = "SLICED_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
+    /// Work on the slices this etcd cluster keeps, as `sliced --etcd` does (comma-separated
+    /// endpoints); a daemon answering on the data directory's socket is still asked first
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD",
+        value_name = "URL[,URL...]",
+        value_delimiter = ','
+    )]
+    pub etcd: Vec<String>,
+
+    /// The prefix of the store's keys in etcd, as the daemon's `store.etcd_prefix`
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_PREFIX",
+        value_name = "PREFIX",
+        default_value = slice_etcd::DEFAULT_PREFIX,
+        requires = "etcd"
+    )]
+    pub etcd_prefix: String,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -1,6 +1,7 @@
 //! Finding whoever may work on the database: sled admits one process, so either a running
-//! `sliced` holds it and takes commands on its socket, or this process opens it. The only
-//! module of the tool that names the sled backend; the commands get a `Backend`.
+//! `sliced` holds it and takes commands on its socket, or this process opens it; with
+//! `--etcd`, the local daemon's socket when one answers, else the cluster's store opened
+//! here. The only module of the tool that names a backend; the commands get a `Backend`.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
@@ -13,10 +14,46 @@ use crate::backend::{Backend, Direct};
 use crate::daemon::DaemonClient;
 use crate::CliError;
 
-/// The daemon when one answers on the socket, else the database opened here, waiting
-/// while another process holds it (see [`slice_store::LOCKED_WAIT`]). A socket file that
+/// An etcd cluster that keeps the slices, as `slice --etcd` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdTarget {
+    pub endpoints: Vec<String>,
+    pub prefix: String,
+}
+
+/// The daemon when one answers on the socket, else the database opened here: the etcd
+/// cluster's store when `etcd` names one, otherwise the data directory's, waiting while
+/// another process holds it (see [`slice_store::LOCKED_WAIT`]). A socket file that
 /// refuses connections is a dead daemon's and is ignored.
-pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend>, CliError> {
+pub(crate) fn open(
+    data_dir: &DataDir,
+    etcd: Option<&EtcdTarget>,
+    wait: Duration,
+) -> Result<Box<dyn Backend>, CliError> {
+    match etcd {
+        Some(etcd) => open_etcd(data_dir, etcd),
+        None => open_local(data_dir, wait),
+    }
+}
+
+/// A local daemon serves the same cluster, and reads back its own writes at once, so it
+/// is asked first; etcd admits any number of clients, so there is nothing to wait for.
+fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn Backend>, CliError> {
+    let socket = data_dir.socket_path();
+    if let Ok(stream) = UnixStream::connect(&socket) {
+        return Ok(Box::new(DaemonClient::new(socket, stream)));
+    }
+    let place = format!("etcd at {} under {}", etcd.endpoints.join(","), etcd.prefix);
+    match slice_etcd::EtcdStore::open(&etcd.endpoints, &etcd.prefix) {
+        Ok(store) => Ok(Box::new(Direct::new(Box::new(store), place))),
+        Err(err) => Err(CliError::Store {
+            place,
+            source: err.into(),
+        }),
+    }
+}
+
+fn open_local(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend>, CliError> {
     let socket = data_dir.socket_path();
     let store_path = data_dir.store_path();
     let mut connect_error = None;
@@ -41,7 +78,10 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
             for change in store.tightened() {
                 eprintln!("slice: {change}");
             }
-            Ok(Box::new(Direct::new(store, store_path)))
+            Ok(Box::new(Direct::new(
+                store,
+                store_path.display().to_string(),
+            )))
         }
         Err(slice_store::Error::Locked(_)) => Err(CliError::Unavailable {
             socket,
@@ -51,7 +91,7 @@ pub(crate) fn open(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend
         }),
         Err(damaged @ slice_store::Error::Damaged { .. }) => Err(CliError::Corrupt(damaged.into())),
         Err(source) => Err(CliError::Store {
-            path: store_path,
+            place: store_path.display().to_string(),
             source: source.into(),
         }),
     }
@@ -87,7 +127,7 @@ mod tests {
     fn without_a_daemon_the_database_is_opened_here_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path().join("a/b"));
-        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         assert!(data_dir.store_path().is_dir());
         let mode = std::fs::metadata(data_dir.root())
@@ -104,7 +144,7 @@ mod tests {
         // Binding leaves the file behind when the listener goes: connections are refused.
         drop(UnixListener::bind(data_dir.socket_path()).unwrap());
         assert!(data_dir.socket_path().exists());
-        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
         backend.create_slice(&"a".parse().unwrap()).unwrap();
     }
 
@@ -113,7 +153,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path());
         let _listener = UnixListener::bind(data_dir.socket_path()).unwrap();
-        let _backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
+        let _backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
         assert!(!data_dir.store_path().exists());
     }
 
@@ -124,7 +164,7 @@ mod tests {
         let _holder = Store::open(&data_dir.store_path()).unwrap();
         let started = Instant::now();
         let wait = Duration::from_millis(300);
-        let err = match open(&data_dir, wait) {
+        let err = match open(&data_dir, None, wait) {
             Err(err) => err.to_string(),
             Ok(_) => panic!("a held database was opened twice"),
         };
@@ -148,7 +188,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(300));
             drop(holder);
         });
-        let backend = open(&data_dir, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         release.join().unwrap();
     }
@@ -159,7 +199,7 @@ mod tests {
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
         for root in [file.clone(), file.join("db")] {
-            let err = match open(&DataDir::new(&root), slice_store::LOCKED_WAIT) {
+            let err = match open(&DataDir::new(&root), None, slice_store::LOCKED_WAIT) {
                 Err(err) => err.to_string(),
                 Ok(_) => panic!("{} used as a data directory", root.display()),
             };

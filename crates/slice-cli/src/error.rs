@@ -26,9 +26,10 @@ pub enum CliError {
     /// The database is damaged: it was left as it was, and nothing is read from it.
     #[error(transparent)]
     Corrupt(StoreError),
-    /// The database could not be opened or failed while in use.
-    #[error("cannot use the database {}: {source}", path.display())]
-    Store { path: PathBuf, source: StoreError },
+    /// The database could not be opened or failed while in use; `place` names it (a
+    /// path, or the etcd cluster and prefix).
+    #[error("cannot use the database {place}: {source}")]
+    Store { place: String, source: StoreError },
     /// No daemon answers and the database is held by another process, past the wait.
     #[error(
         "cannot reach the slice database: no sliced answers on {} ({connect}), and the \

@@ -37,6 +37,7 @@ use slice_core::ParseError;
 
 use crate::backend::Backend;
 pub use crate::cli::{Cli, Command};
+pub use crate::connect::EtcdTarget;
 pub use crate::daemon::daemon_answers;
 pub use crate::data_dir::{load_or_create_session_key, DataDir, SESSION_KEY_LEN};
 pub use crate::error::CliError;
@@ -67,7 +68,11 @@ pub fn main() -> ExitCode {
 /// Runs one parsed command line, writing what it prints to `out`.
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     let data_dir = DataDir::resolve(cli.db);
-    let backend = || connect::open(&data_dir, slice_store::LOCKED_WAIT);
+    let etcd = (!cli.etcd.is_empty()).then_some(EtcdTarget {
+        endpoints: cli.etcd,
+        prefix: cli.etcd_prefix,
+    });
+    let backend = || connect::open(&data_dir, etcd.as_ref(), slice_store::LOCKED_WAIT);
     match cli.command {
         Command::List { json } => list(backend()?.as_ref(), json, out),
         Command::Add { slice } => backend()?.create_slice(&slice),
