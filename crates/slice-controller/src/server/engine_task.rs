@@ -130,9 +130,35 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             rule,
             priority,
         } => engine.flow_removed(dpid, rule, priority),
+        Event::RoleChanged {
+            dpid,
+            connection,
+            role,
+        } => {
+            if is_current(switches, dpid, connection) {
+                engine.role_changed(dpid, role);
+            }
+        }
+        Event::RoleRefused {
+            dpid,
+            connection,
+            reason,
+        } => {
+            if is_current(switches, dpid, connection) {
+                engine.role_refused(dpid, reason);
+            }
+        }
         Event::Store(change) => engine.membership_changed(&change),
         Event::Inspect(look) => look(engine),
     }
+}
+
+/// Whether `connection` is the one the engine knows `dpid` by (an event of a replaced
+/// connection is stale).
+fn is_current(switches: &HashMap<u64, SwitchLink>, dpid: u64, connection: u64) -> bool {
+    switches
+        .get(&dpid)
+        .is_some_and(|link| link.connection == connection)
 }
 
 /// Hands every switch its share of the engine's commands as one batch. `batches` lives

@@ -21,8 +21,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
+use crate::engine::{Command, Engine, Frame, Role, Rule, SwitchProfile};
 use crate::probe::ProbeKeyError;
+use crate::session::RoleRefusal;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -105,6 +106,18 @@ enum Event {
         dpid: u64,
         rule: Rule,
         priority: u16,
+    },
+    /// The switch confirmed the role it gives this instance.
+    RoleChanged {
+        dpid: u64,
+        connection: u64,
+        role: Role,
+    },
+    /// The switch refused this instance's role request.
+    RoleRefused {
+        dpid: u64,
+        connection: u64,
+        reason: RoleRefusal,
     },
     Store(Change),
     Inspect(Inspector),
