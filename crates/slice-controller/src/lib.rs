@@ -22,7 +22,7 @@ pub use engine::{
     SwitchView,
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
-pub use server::{Controller, ControllerHandle, Listeners, StartError};
+pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};
 pub use session::{CloseReason, RoleRefusal, SwitchEvent, SwitchSession};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};
