@@ -110,6 +110,7 @@ pub struct MasterElection {
     switches: watch::Sender<Vec<SwitchRole>>,
     known: Arc<Mutex<Known>>,
     lease: Arc<Mutex<Option<i64>>>,
+    stop: watch::Sender<bool>,
     client: Client,
     runtime: OwnedRuntime,
 }
@@ -144,7 +145,13 @@ impl MasterElection {
             known_generation: None,
             config: config.clone(),
         };
-        runtime.get()?.spawn(campaign.run());
+        let (stop, mut stopped) = watch::channel(false);
+        runtime.get()?.spawn(async move {
+            tokio::select! {
+                () = campaign.run() => {}
+                _ = stopped.wait_for(|stopped| *stopped) => {}
+            }
+        });
         Ok(Self {
             id: config.id,
             endpoints: config.endpoints,
@@ -152,6 +159,7 @@ impl MasterElection {
             switches,
             known,
             lease,
+            stop,
             client,
             runtime,
         })
@@ -195,9 +203,10 @@ impl MasterElection {
 
     /// Gives the election up at once: revokes the lease (the master key and the member
     /// record go with it), so that another instance takes over without waiting for the
-    /// lease to expire. Bounded by [`REQUEST_TIMEOUT`].
-    pub fn resign(self) {
-        let lease = *self.lease.lock();
+    /// lease to expire, and stops campaigning. Bounded by [`REQUEST_TIMEOUT`].
+    pub fn resign(&self) {
+        self.stop.send_replace(true);
+        let lease = self.lease.lock().take();
         let (Some(lease), Ok(runtime)) = (lease, self.runtime.get()) else {
             return;
         };
