@@ -381,3 +381,35 @@ fn a_single_instance_reports_itself_as_the_only_member_and_master() {
     assert_eq!(view["generation"], Value::Null);
     assert_eq!(view["etcd"], Value::Null);
 }
+
+#[test]
+fn cluster_settings_without_etcd_or_a_bad_name_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let sliced = |args: &[&str]| {
+        let output = std::process::Command::new(crate::common::SLICED)
+            .arg("--db")
+            .arg(dir.path())
+            .args(["--http", &free_port().to_string()])
+            .args(["--openflow", &free_port().to_string()])
+            .args(args)
+            .env_remove("SLICED_ETCD")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = sliced(&["--name", "a"]);
+    assert!(
+        stderr.contains("--name, --lease-ttl and [cluster] are used only with etcd"),
+        "{stderr}"
+    );
+    let stderr = sliced(&["--lease-ttl", "5"]);
+    assert!(stderr.contains("used only with etcd"), "{stderr}");
+    // Checked before etcd is asked anything: nothing listens on this endpoint.
+    let nowhere = format!("http://{}", free_port());
+    let stderr = sliced(&["--etcd", &nowhere, "--name", "a/b"]);
+    assert!(stderr.contains("the instance name must be"), "{stderr}");
+    let stderr = sliced(&["--etcd", &nowhere, "--lease-ttl", "0"]);
+    assert!(stderr.contains("--lease-ttl"), "{stderr}");
+}
