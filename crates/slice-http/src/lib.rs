@@ -281,4 +281,53 @@ mod tests {
         );
         assert_eq!(answers, vec![expected; 4]);
     }
+
+    struct FixedCluster;
+
+    impl ClusterView for FixedCluster {
+        fn view(&self) -> ViewFuture {
+            Box::pin(std::future::ready(Some(serde_json::json!({"master": "a"}))))
+        }
+    }
+
+    #[actix_web::test]
+    async fn get_cluster_answers_the_view_it_is_given_behind_the_usual_guard() {
+        let store = || Refusing {
+            make: || StoreError::Unavailable("no quorum".into()),
+        };
+        let mut settings = Settings::new(Key::generate());
+        settings.cluster = Some(Arc::new(FixedCluster));
+        let service = test::init_service(app(Arc::new(store()), None, settings)).await;
+        let get = test::TestRequest::get()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: serde_json::Value = test::read_body_json(response).await;
+        assert_eq!(body, serde_json::json!({"master": "a"}));
+        let post = test::TestRequest::post()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, post).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        // Under /api/ a session is needed, as for every other endpoint there.
+        let api = test::TestRequest::get()
+            .uri("/api/cluster")
+            .insert_header(("Host", "localhost"))
+            .insert_header(("Accept", "application/json"))
+            .to_request();
+        let response = test::call_service(&service, api).await;
+        assert_ne!(response.status(), StatusCode::OK);
+        // Without a view (the controller gone), 503 with the error body.
+        let service =
+            test::init_service(app(Arc::new(store()), None, Settings::new(Key::generate()))).await;
+        let get = test::TestRequest::get()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
 }
