@@ -312,28 +312,37 @@ impl Campaign {
         }
         let mut ticker = tokio::time::interval(ttl / 3);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut master_key_gone = None;
+        // The master key is watched by everyone: a standby campaigns when it goes, a
+        // master re-checks that it still holds it whenever it changes (someone deleted
+        // it by hand, say), and either claims again when the watch ends.
+        let mut master_key = None;
         let mut is_master = false;
         loop {
-            if !is_master && master_key_gone.is_none() {
-                match self.claim(lease).await {
-                    Ok(Claim::Won { generation }) => {
+            if master_key.is_none() {
+                let revision = match self.claim(lease).await {
+                    Ok(Claim::Won {
+                        generation,
+                        revision,
+                    }) => {
                         is_master = true;
                         self.known_generation = self.known_generation.max(Some(generation));
                         self.publish(Leadership::Master { generation });
+                        revision
                     }
                     Ok(Claim::Lost {
                         master,
                         generation,
                         revision,
                     }) => {
+                        is_master = false;
                         self.stand_by(Some(master), Some(generation));
-                        match self.watch_master(revision + 1).await {
-                            Ok(stream) => master_key_gone = Some(stream),
-                            Err(ended) => return ended,
-                        }
+                        revision
                     }
                     Ok(Claim::Vanished) => continue,
+                    Err(ended) => return ended,
+                };
+                match self.watch_master(revision + 1).await {
+                    Ok(stream) => master_key = Some(stream),
                     Err(ended) => return ended,
                 }
             }
@@ -358,9 +367,9 @@ impl Campaign {
                     }
                 }
                 _ = tokio::time::sleep_until(step_down_at) => return self.step_down(renewed_at),
-                gone = next_delete(&mut master_key_gone) => {
-                    master_key_gone = None;
-                    if let Err(reason) = gone {
+                changed = next_change(&mut master_key, is_master) => {
+                    master_key = None;
+                    if let Err(reason) = changed {
                         log::debug!("the watch on the master key ended: {reason}");
                     }
                 }
@@ -501,6 +510,7 @@ impl Campaign {
         if response.succeeded() {
             return Ok(Claim::Won {
                 generation: generation(revision),
+                revision,
             });
         }
         let holder = response.op_responses().into_iter().find_map(|op| match op {
@@ -513,7 +523,10 @@ impl Campaign {
         let generation = generation(holder.create_revision());
         if holder.lease() == lease {
             // Ours already: an earlier claim whose answer was lost.
-            return Ok(Claim::Won { generation });
+            return Ok(Claim::Won {
+                generation,
+                revision,
+            });
         }
         let master = String::from_utf8_lossy(holder.value())
             .chars()
@@ -540,6 +553,8 @@ impl Campaign {
 enum Claim {
     Won {
         generation: u64,
+        /// The revision the claim was answered at, to watch the key from.
+        revision: i64,
     },
     Lost {
         master: String,
@@ -555,9 +570,12 @@ fn generation(revision: i64) -> u64 {
     u64::try_from(revision).unwrap_or(0)
 }
 
-/// Waits until the watched master key is deleted (Ok) or the watch ends (Err); never,
-/// when nothing is watched.
-async fn next_delete(stream: &mut Option<etcd_client::WatchStream>) -> Result<(), String> {
+/// Waits until the watched master key is deleted, or with `any` changed at all (Ok), or
+/// the watch ends (Err); never, when nothing is watched.
+async fn next_change(
+    stream: &mut Option<etcd_client::WatchStream>,
+    any: bool,
+) -> Result<(), String> {
     let Some(stream) = stream else {
         return std::future::pending().await;
     };
@@ -570,7 +588,7 @@ async fn next_delete(stream: &mut Option<etcd_client::WatchStream>) -> Result<()
                 if response
                     .events()
                     .iter()
-                    .any(|event| event.event_type() == EventType::Delete)
+                    .any(|event| any || event.event_type() == EventType::Delete)
                 {
                     return Ok(());
                 }

@@ -48,6 +48,11 @@ fn poll<T>(within: Duration, mut state: impl FnMut() -> T, check: impl Fn(&T) ->
 /// Waits until exactly one of `elections` is master and the others name it; its index
 /// and generation.
 fn settled(elections: &[&MasterElection]) -> (usize, u64) {
+    settled_after(elections, 0)
+}
+
+/// [`settled`] on a generation newer than `older`.
+fn settled_after(elections: &[&MasterElection], older: u64) -> (usize, u64) {
     let states = poll(
         SETTLE,
         || elections.iter().map(|e| now_of(e)).collect::<Vec<_>>(),
@@ -56,9 +61,10 @@ fn settled(elections: &[&MasterElection]) -> (usize, u64) {
             let [Leadership::Master { generation }] = masters[..] else {
                 return false;
             };
-            states
-                .iter()
-                .all(|state| state.generation() == Some(*generation))
+            *generation > older
+                && states
+                    .iter()
+                    .all(|state| state.generation() == Some(*generation))
         },
     );
     let master = states
@@ -183,4 +189,46 @@ fn instances_share_one_session_key_made_by_the_first() {
     // Another prefix is another cluster, with a key of its own.
     let other = EtcdStore::open(&[etcd.endpoint()], "/other/").unwrap();
     assert_ne!(other.shared_session_key().unwrap(), key);
+}
+
+/// Writes `value` to the master key by hand, as an operator with etcdctl might.
+fn overwrite_master_key(etcd: &LocalEtcd, value: Option<&str>) {
+    let endpoint = etcd.endpoint();
+    let value = value.map(str::to_owned);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            let mut client = etcd_client::Client::connect([endpoint], None)
+                .await
+                .unwrap();
+            let key = format!("{DEFAULT_PREFIX}master");
+            match value {
+                Some(value) => drop(client.put(key, value, None).await.unwrap()),
+                None => drop(client.delete(key, None).await.unwrap()),
+            }
+        });
+}
+
+#[test]
+fn a_master_whose_key_is_taken_over_by_hand_steps_down_and_one_deleted_is_claimed_again() {
+    let etcd = LocalEtcd::start();
+    let (a, b) = (start(&etcd, "a"), start(&etcd, "b"));
+    let (_, generation) = settled(&[&a, &b]);
+    overwrite_master_key(&etcd, None);
+    let (_, newer) = settled_after(&[&a, &b], generation);
+    assert!(newer > generation, "{newer} after {generation}");
+    overwrite_master_key(&etcd, Some("intruder"));
+    let states = poll(
+        SETTLE,
+        || [now_of(&a), now_of(&b)],
+        |states| {
+            states.iter().all(|state| {
+                matches!(state, Leadership::Standby { master: Some(m), .. } if m == "intruder")
+            })
+        },
+    );
+    assert!(
+        states.iter().all(|state| !state.is_master()),
+        "a master kept going after losing its key: {states:?}"
+    );
 }
