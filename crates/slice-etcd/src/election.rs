@@ -528,10 +528,18 @@ impl Campaign {
                 revision,
             });
         }
-        let master = String::from_utf8_lossy(holder.value())
+        let master: String = String::from_utf8_lossy(holder.value())
             .chars()
             .take(256)
             .collect();
+        if master == self.config.id {
+            log::warn!(
+                "the master key names this instance ({master}) under another lease: an \
+                 earlier run of it, whose lease expires within {:?}, or another instance \
+                 with the same name (names must differ)",
+                self.ttl()
+            );
+        }
         Ok(Claim::Lost {
             master,
             generation,
