@@ -317,6 +317,40 @@ fn a_switch_connected_to_both_is_claimed_by_the_master_and_asked_to_be_slave_by_
         "the standby never asked to be slave: {:?}",
         at_standby.received()
     );
+    // Each instance reports the role the switch confirmed, and both list both.
+    let roles = |view: &Value| -> Vec<(String, Value)> {
+        view["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap_or_default().to_owned(),
+                    m["switches"].clone(),
+                )
+            })
+            .collect()
+    };
+    let standby_name = if master == "a" { "b" } else { "a" };
+    let expected = {
+        let mut expected = vec![
+            (master.clone(), json!([{"dpid": 1, "role": "master"}])),
+            (
+                standby_name.to_owned(),
+                json!([{"dpid": 1, "role": "slave"}]),
+            ),
+        ];
+        expected.sort_by(|x, y| x.0.cmp(&y.0));
+        expected
+    };
+    let mut seen = Vec::new();
+    assert!(
+        eventually(PROPAGATION, || {
+            seen = [roles(&cluster_of(&a)), roles(&cluster_of(&b))].concat();
+            seen == [expected.clone(), expected.clone()].concat()
+        }),
+        "the roles were never reported: {seen:?}"
+    );
     // The standby writes nothing to it: no flow, no probe.
     assert!(
         !at_standby
