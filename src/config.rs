@@ -96,6 +96,14 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub etcd: Vec<String>,
+    /// This instance's name in the cluster (with --etcd) [default: <host name>:<OpenFlow
+    /// port>]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Seconds of the master election's lease (with --etcd): a dead master is replaced
+    /// within about this long [default: 2]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub lease_ttl: Option<u64>,
     #[command(flatten)]
     pub switch_limits: SwitchLimitArgs,
 }
@@ -221,7 +229,27 @@ struct FileConfig {
     controller: ControllerFile,
     #[serde(default)]
     store: StoreFile,
+    #[serde(default)]
+    cluster: ClusterFile,
 }
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClusterFile {
+    name: Option<String>,
+    lease_ttl_secs: Option<u64>,
+}
+
+/// This instance in a cluster (with etcd).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// Unique in the cluster; also what `GET /cluster` calls it.
+    pub name: String,
+    pub lease_ttl: Duration,
+}
+
+/// The longest instance name: it is an etcd key's last part and shown to operators.
+const MAX_NAME_LEN: usize = 128;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -306,8 +334,13 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Unset limits keep the controller's defaults.
     pub switch_limits: SwitchLimitArgs,
+    /// The session key is etcd's, shared by the cluster (etcd, and no
+    /// `auth.session_key_file`), not `session_key_file`.
+    pub session_key_shared: bool,
     /// Unset: the slices are in the data directory's sled database.
     pub etcd: Option<EtcdConfig>,
+    /// Set exactly when `etcd` is.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl Config {
@@ -358,6 +391,8 @@ impl Config {
         let switch_limits = args.switch_limits.or(file.controller);
         switch_limits.check()?;
         let etcd = etcd(args, file.store)?;
+        let cluster = cluster(args, file.cluster, etcd.is_some(), &openflow)?;
+        let session_key_shared = etcd.is_some() && file.auth.session_key_file.is_none();
         Ok(Self {
             http: args
                 .http
@@ -389,10 +424,71 @@ impl Config {
             max_http_connections,
             request_timeout,
             switch_limits,
+            session_key_shared,
             data_dir,
             etcd,
+            cluster,
         })
     }
+}
+
+/// `--name` and `--lease-ttl` over `[cluster]`, only with etcd.
+fn cluster(
+    args: &Args,
+    file: ClusterFile,
+    with_etcd: bool,
+    openflow: &Listeners,
+) -> anyhow::Result<Option<ClusterConfig>> {
+    let name = args.name.clone().or(file.name);
+    let lease_ttl = args.lease_ttl.or(file.lease_ttl_secs);
+    if !with_etcd {
+        anyhow::ensure!(
+            name.is_none() && lease_ttl.is_none(),
+            "--name, --lease-ttl and [cluster] are used only with etcd (--etcd or store.etcd)"
+        );
+        return Ok(None);
+    }
+    let name = match name {
+        Some(name) => name,
+        None => default_name(openflow),
+    };
+    anyhow::ensure!(
+        !name.is_empty()
+            && name.len() <= MAX_NAME_LEN
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c)),
+        "the instance name must be 1 to {MAX_NAME_LEN} of letters, digits, '.', '_', ':' \
+         and '-': {name:?}"
+    );
+    let lease_ttl = match lease_ttl {
+        Some(seconds) => {
+            anyhow::ensure!(
+                (1..=60).contains(&seconds),
+                "cluster.lease_ttl_secs must be between 1 and 60"
+            );
+            Duration::from_secs(seconds)
+        }
+        None => slice_etcd::DEFAULT_LEASE_TTL,
+    };
+    Ok(Some(ClusterConfig { name, lease_ttl }))
+}
+
+/// `<host name>:<OpenFlow port>`: unique as long as instances on one machine listen on
+/// different ports, which they must anyway.
+pub fn default_name(openflow: &Listeners) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "sliced".to_owned());
+    let address = openflow
+        .plain
+        .as_deref()
+        .or(openflow.tls.as_ref().map(|(addr, _)| addr.as_str()))
+        .unwrap_or_default();
+    let port = address.rsplit(':').next().unwrap_or_default();
+    format!("{host}:{port}")
 }
 
 /// `--etcd` (or `SLICED_ETCD`) over `store.etcd`; `store.etcd_prefix` only with one of them.

@@ -1,5 +1,6 @@
 //! The `sliced` daemon: wires the store, the REST application and the controller.
 
+mod cluster;
 mod config;
 mod daemon;
 mod logging;
@@ -17,7 +18,7 @@ use slice_store::{Opened, Store, LOCKED_WAIT};
 
 use slice_core::SliceStore;
 
-use crate::config::{Args, Config, EtcdConfig};
+use crate::config::{Args, ClusterConfig, Config, EtcdConfig};
 
 fn main() -> ExitCode {
     // The access log (target sliced::http) is opt-in: a line per request costs throughput.
@@ -64,15 +65,23 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     };
     let store = backend.shared();
 
-    let session_key = slice_cli::load_or_create_session_key(&config.session_key_file)
-        .map_err(anyhow::Error::from)
-        .and_then(|bytes| Ok(Key::try_from(bytes.as_slice())?))
-        .with_context(|| {
-            format!(
-                "cannot load the session key {}",
-                config.session_key_file.display()
-            )
-        })?;
+    let session_key = match &backend {
+        // Shared through etcd, so that a session made on one instance is valid on all.
+        Backend::Etcd(etcd) if config.session_key_shared => etcd
+            .shared_session_key()
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| Ok(Key::try_from(bytes.as_slice())?))
+            .context("cannot read or make the cluster's session key in etcd")?,
+        _ => slice_cli::load_or_create_session_key(&config.session_key_file)
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| Ok(Key::try_from(bytes.as_slice())?))
+            .with_context(|| {
+                format!(
+                    "cannot load the session key {}",
+                    config.session_key_file.display()
+                )
+            })?,
+    };
     let mut settings = slice_http::Settings::new(session_key);
     if let Some(required) = config.require_auth {
         settings.require_auth_for_slices = required;
@@ -91,7 +100,27 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     settings.host_policy =
         slice_http::HostPolicy::new(&http_addrs, Some(&config.http), &config.allowed_hosts);
 
-    let controller = backend.start_controller(&config.openflow, controller_config(&config)?)?;
+    let election = match (&config.etcd, &config.cluster) {
+        (Some(etcd), Some(cluster)) => Some(Arc::new(start_election(&config, etcd, cluster)?)),
+        _ => None,
+    };
+    let cluster_link = election.as_ref().map(|election| {
+        let (switch_roles, mut roles) =
+            tokio::sync::watch::channel(std::collections::BTreeMap::new());
+        let publisher = Arc::clone(election);
+        actix_web::rt::spawn(async move {
+            while roles.changed().await.is_ok() {
+                let current = roles.borrow_and_update().clone();
+                publisher.set_switch_roles(cluster::switch_roles(&current));
+            }
+        });
+        slice_controller::ClusterLink {
+            leadership: election.leadership(),
+            switch_roles,
+        }
+    });
+    let controller =
+        backend.start_controller(&config.openflow, controller_config(&config)?, cluster_link)?;
     let openflow_addrs: Vec<String> = [
         controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
         controller.tls_addr().map(|addr| format!("{addr} (tls)")),
@@ -101,6 +130,18 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     .collect();
     let network: Arc<dyn slice_http::NetworkView> =
         Arc::new(network::ControllerView::new(controller.handle()));
+    settings.cluster = Some(match (&backend, &election) {
+        (Backend::Etcd(store), Some(election)) => Arc::new(cluster::EtcdCluster {
+            election: Arc::clone(election),
+            store: Arc::clone(store),
+        }),
+        _ => Arc::new(cluster::SingleInstance {
+            name: config::default_name(&config.openflow),
+            http: config.http.clone(),
+            openflow: openflow_addrs.join(", "),
+            controller: controller.handle(),
+        }),
+    });
 
     // We hold the database lock (or, on etcd, no daemon answered on it), so a socket file
     // left here is a dead daemon's.
@@ -163,6 +204,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
     controller.stop();
+    // Hands the network over now rather than when the lease expires.
+    if let Some(election) = &election {
+        election.resign();
+    }
     // etcd has nothing to flush: each write returned once committed.
     let (flushed, failure) = match &backend {
         Backend::Sled(sled) => (sled.flush(), sled.failure()),
@@ -235,16 +280,46 @@ impl Backend {
         &self,
         listeners: &slice_controller::Listeners,
         config: slice_controller::ControllerConfig,
+        cluster: Option<slice_controller::ClusterLink>,
     ) -> Result<slice_controller::Controller, slice_controller::StartError> {
         match self {
             Backend::Sled(sled) => {
-                slice_controller::Controller::start(listeners, sled.as_ref(), config)
+                slice_controller::Controller::start_in(listeners, sled.as_ref(), config, cluster)
             }
             Backend::Etcd(etcd) => {
-                slice_controller::Controller::start(listeners, etcd.as_ref(), config)
+                slice_controller::Controller::start_in(listeners, etcd.as_ref(), config, cluster)
             }
         }
     }
+}
+
+/// Joins the master election as `cluster.name`.
+fn start_election(
+    config: &Config,
+    etcd: &EtcdConfig,
+    cluster: &ClusterConfig,
+) -> anyhow::Result<slice_etcd::MasterElection> {
+    let openflow = config
+        .openflow
+        .plain
+        .clone()
+        .or(config.openflow.tls.as_ref().map(|(addr, _)| addr.clone()))
+        .unwrap_or_default();
+    let election = slice_etcd::MasterElection::start(slice_etcd::ElectionConfig {
+        endpoints: etcd.endpoints.clone(),
+        prefix: etcd.prefix.clone(),
+        id: cluster.name.clone(),
+        http: config.http.clone(),
+        openflow,
+        lease_ttl: cluster.lease_ttl,
+    })
+    .context("cannot join the master election in etcd")?;
+    log::info!(
+        "joined the master election as {} (lease {} s)",
+        cluster.name,
+        cluster.lease_ttl.as_secs()
+    );
+    Ok(election)
 }
 
 /// Connects to etcd. Without the sled database's lock to tell, another daemon on the same

@@ -1,12 +1,13 @@
 //! `sliced --etcd`: several real daemons sharing their slices through a real etcd
 //! (`slice_etcd::test_server`, on free ports, killed when the test ends).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use serde_json::json;
+use openflow::{ControllerRole, Message, RoleMsg, Version};
+use serde_json::{json, Value};
 use slice_etcd::test_server::LocalEtcd;
 
-use crate::common::switch::eventually;
+use crate::common::switch::{eventually, Network};
 use crate::common::{agent, free_port, slice, status_json, Daemon};
 
 /// Longer than a change takes to reach another instance on a loaded machine.
@@ -198,4 +199,251 @@ fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
             json!([{ "name": "blue" }, { "name": "red" }, { "name": "green" }])
         )
     );
+}
+
+fn start_named(etcd: &LocalEtcd, data_dir: &tempfile::TempDir, name: &str) -> Daemon {
+    Daemon::start_with(
+        data_dir.path(),
+        &["--etcd", &etcd.endpoint(), "--name", name],
+    )
+}
+
+fn cluster_of(daemon: &Daemon) -> Value {
+    daemon.get_json("/cluster")
+}
+
+fn member_names(view: &Value) -> Vec<String> {
+    view["members"]
+        .as_array()
+        .map(|members| {
+            members
+                .iter()
+                .filter_map(|m| m["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until both instances name the same master, of one generation, and list both
+/// members; that master's name and the generation.
+fn agreed(a: &Daemon, b: &Daemon) -> (String, u64) {
+    let mut views = (Value::Null, Value::Null);
+    let settled = eventually(PROPAGATION, || {
+        views = (cluster_of(a), cluster_of(b));
+        let (va, vb) = &views;
+        va["master"].is_string()
+            && va["master"] == vb["master"]
+            && va["generation"] == vb["generation"]
+            && member_names(va) == ["a", "b"]
+            && member_names(vb) == ["a", "b"]
+    });
+    assert!(settled, "the instances never agreed: {views:?}");
+    let (va, vb) = views;
+    assert_eq!(va["instance"], "a");
+    assert_eq!(vb["instance"], "b");
+    assert_eq!(va["etcd"]["healthy"], true, "{va}");
+    assert_eq!(va["store"], "etcd");
+    assert!(va["revision"].as_i64().is_some_and(|r| r > 0), "{va}");
+    (
+        va["master"].as_str().unwrap().to_owned(),
+        va["generation"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn one_of_two_instances_is_master_and_the_other_takes_over_within_the_ttl_when_it_is_killed() {
+    let etcd = LocalEtcd::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        start_named(&etcd, &dir_a, "a"),
+        start_named(&etcd, &dir_b, "b"),
+    );
+    let (master, generation) = agreed(&a, &b);
+    let (dead, survivor, survivor_name) = if master == "a" {
+        (a, b, "b")
+    } else {
+        (b, a, "a")
+    };
+    dead.kill9();
+    let killed = Instant::now();
+    // The goal, as a deadline on correctness: master again within the lease's
+    // time to live (2 s by default) and a second.
+    let mut view = Value::Null;
+    let took_over = eventually(Duration::from_secs(3), || {
+        view = cluster_of(&survivor);
+        view["master"] == survivor_name
+    });
+    assert!(
+        took_over,
+        "{survivor_name} not master {:?} after the master's kill: {view}",
+        killed.elapsed()
+    );
+    assert!(
+        view["generation"].as_u64().unwrap() > generation,
+        "{view} after generation {generation}"
+    );
+}
+
+#[test]
+fn a_switch_connected_to_both_is_claimed_by_the_master_and_asked_to_be_slave_by_the_other() {
+    let etcd = LocalEtcd::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        start_named(&etcd, &dir_a, "a"),
+        start_named(&etcd, &dir_b, "b"),
+    );
+    let (master, generation) = agreed(&a, &b);
+    let (to_master, to_standby) = if master == "a" { (&a, &b) } else { (&b, &a) };
+    let (mut net_master, mut net_standby) = (Network::new(), Network::new());
+    let at_master = net_master.connect(to_master.openflow, 0x1, Version::Of13, 2);
+    let at_standby = net_standby.connect(to_standby.openflow, 0x1, Version::Of13, 2);
+    let role_request = |role| {
+        Message::RoleRequest(RoleMsg {
+            role,
+            generation_id: generation,
+        })
+    };
+    assert!(
+        eventually(PROPAGATION, || at_master
+            .received()
+            .contains(&role_request(ControllerRole::Master))),
+        "the master never claimed the switch: {:?}",
+        at_master.received()
+    );
+    assert!(
+        eventually(PROPAGATION, || at_standby
+            .received()
+            .contains(&role_request(ControllerRole::Slave))),
+        "the standby never asked to be slave: {:?}",
+        at_standby.received()
+    );
+    // Each instance reports the role the switch confirmed, and both list both.
+    let roles = |view: &Value| -> Vec<(String, Value)> {
+        view["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap_or_default().to_owned(),
+                    m["switches"].clone(),
+                )
+            })
+            .collect()
+    };
+    let standby_name = if master == "a" { "b" } else { "a" };
+    let expected = {
+        let mut expected = vec![
+            (master.clone(), json!([{"dpid": 1, "role": "master"}])),
+            (
+                standby_name.to_owned(),
+                json!([{"dpid": 1, "role": "slave"}]),
+            ),
+        ];
+        expected.sort_by(|x, y| x.0.cmp(&y.0));
+        expected
+    };
+    let mut seen = Vec::new();
+    assert!(
+        eventually(PROPAGATION, || {
+            seen = [roles(&cluster_of(&a)), roles(&cluster_of(&b))].concat();
+            seen == [expected.clone(), expected.clone()].concat()
+        }),
+        "the roles were never reported: {seen:?}"
+    );
+    // The standby writes nothing to it: no flow, no probe.
+    assert!(
+        !at_standby
+            .received()
+            .iter()
+            .any(|m| matches!(m, Message::FlowMod(_) | Message::PacketOut(_))),
+        "{:?}",
+        at_standby.received()
+    );
+}
+
+#[test]
+fn a_session_made_on_one_instance_is_valid_on_the_other() {
+    let etcd = LocalEtcd::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (
+        start_named(&etcd, &dir_a, "a"),
+        start_named(&etcd, &dir_b, "b"),
+    );
+    let login = ureq::AgentBuilder::new()
+        .redirects(0)
+        .build()
+        .post(&a.url("/auth/developer/callback"))
+        .set("Content-Type", "application/x-www-form-urlencoded")
+        .send_string("name=Ada&email=ada@example.com");
+    let response = match login {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(err) => panic!("login on a: {err}"),
+    };
+    let cookie = response
+        .all("set-cookie")
+        .into_iter()
+        .find(|cookie| cookie.starts_with("sliced_session="))
+        .and_then(|cookie| cookie.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let on_b = |cookie: Option<&str>| {
+        let mut request = agent()
+            .get(&b.url("/api/x"))
+            .set("Accept", "application/json");
+        if let Some(cookie) = cookie {
+            request = request.set("Cookie", cookie);
+        }
+        status_json(request.call())
+    };
+    assert_eq!(on_b(Some(&cookie)), (200, json!({"status": "ok"})));
+    // Without it, b refuses: the 200 above is the shared key's doing.
+    assert_eq!(on_b(None).0, 403);
+    // The key is etcd's, not written to either data directory.
+    assert!(!dir_a.path().join("session.key").exists());
+    assert!(!dir_b.path().join("session.key").exists());
+}
+
+#[test]
+fn a_single_instance_reports_itself_as_the_only_member_and_master() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let view = cluster_of(&daemon);
+    assert_eq!(view["store"], "sled", "{view}");
+    assert_eq!(view["master"], view["instance"]);
+    assert_eq!(member_names(&view), [view["instance"].as_str().unwrap()]);
+    assert_eq!(view["generation"], Value::Null);
+    assert_eq!(view["etcd"], Value::Null);
+}
+
+#[test]
+fn cluster_settings_without_etcd_or_a_bad_name_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let sliced = |args: &[&str]| {
+        let output = std::process::Command::new(crate::common::SLICED)
+            .arg("--db")
+            .arg(dir.path())
+            .args(["--http", &free_port().to_string()])
+            .args(["--openflow", &free_port().to_string()])
+            .args(args)
+            .env_remove("SLICED_ETCD")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = sliced(&["--name", "a"]);
+    assert!(
+        stderr.contains("--name, --lease-ttl and [cluster] are used only with etcd"),
+        "{stderr}"
+    );
+    let stderr = sliced(&["--lease-ttl", "5"]);
+    assert!(stderr.contains("used only with etcd"), "{stderr}");
+    // Checked before etcd is asked anything: nothing listens on this endpoint.
+    let nowhere = format!("http://{}", free_port());
+    let stderr = sliced(&["--etcd", &nowhere, "--name", "a/b"]);
+    assert!(stderr.contains("the instance name must be"), "{stderr}");
+    let stderr = sliced(&["--etcd", &nowhere, "--lease-ttl", "0"]);
+    assert!(stderr.contains("--lease-ttl"), "{stderr}");
 }

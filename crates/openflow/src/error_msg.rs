@@ -19,8 +19,9 @@ enum_with_unknown! {
     /// 1.0 and 1.3 number their error types alike only up to `OFPET_BAD_ACTION`; past
     /// it they part ways. Since [`crate::Message::Error`] does not depend on the
     /// version, only the numbers that mean the same in both are named (1.3's
-    /// `OFPET_METER_MOD_FAILED` is 12, which 1.0 does not use); the rest read as
-    /// `Unknown`.
+    /// `OFPET_ROLE_REQUEST_FAILED` is 11 and `OFPET_METER_MOD_FAILED` 12, which 1.0 does
+    /// not use, and Open vSwitch's `NXET_VENDOR` is a number no version uses); the rest
+    /// read as `Unknown`.
     pub enum ErrorType(u16) {
         /// `OFPET_HELLO_FAILED`: the handshake failed; codes are [`HelloFailedCode`].
         HelloFailed = 0,
@@ -29,9 +30,15 @@ enum_with_unknown! {
         BadRequest = 1,
         /// `OFPET_BAD_ACTION`: an action list was refused.
         BadAction = 2,
+        /// `OFPET_ROLE_REQUEST_FAILED` (1.3): a ROLE_REQUEST was refused; codes are
+        /// [`RoleRequestFailedCode`].
+        RoleRequestFailed = 11,
         /// `OFPET_METER_MOD_FAILED` (1.3): a METER_MOD was refused; codes are
         /// [`MeterModFailedCode`].
         MeterModFailed = 12,
+        /// `NXET_VENDOR` (Open vSwitch, 1.0): an error 1.0 has no code for; the data
+        /// starts with a [`crate::role::NxVendorError`] naming it.
+        NiciraVendor = 0xb0c2,
     }
 }
 
@@ -56,6 +63,28 @@ enum_with_unknown! {
         /// `OFPBRC_BAD_MULTIPART` (1.0's `OFPBRC_BAD_STAT`): a multipart type the switch
         /// does not serve.
         BadMultipart = 2,
+        /// `OFPBRC_EPERM`: permissions error. Open vSwitch answers a 1.0 slave's
+        /// FLOW_MOD or PACKET_OUT with it (1.0 has no `IS_SLAVE`).
+        Eperm = 5,
+        /// `OFPBRC_IS_SLAVE` (1.3): the request would change the switch, and this
+        /// controller is a slave.
+        IsSlave = 10,
+        /// `NXBRC_BAD_ROLE` (Open vSwitch's code, 0x201): a Nicira role request named no
+        /// valid role.
+        NxBadRole = 0x201,
+    }
+}
+
+enum_with_unknown! {
+    /// Codes of [`ErrorType::RoleRequestFailed`] (`ofp_role_request_failed_code`, 1.3).
+    pub enum RoleRequestFailedCode(u16) {
+        /// `OFPRRFC_STALE`: the generation id is older than one the switch has seen;
+        /// another controller was made master since.
+        Stale = 0,
+        /// `OFPRRFC_UNSUP`: the switch does not support changing roles.
+        Unsupported = 1,
+        /// `OFPRRFC_BAD_ROLE`: the role is not valid.
+        BadRole = 2,
     }
 }
 

@@ -69,6 +69,7 @@ pub mod packet_out;
 pub mod port;
 pub mod port_desc;
 pub mod port_status;
+pub mod role;
 pub mod switch_config;
 pub mod version;
 
@@ -86,4 +87,5 @@ pub use packet_in::{PacketIn, PacketInReason};
 pub use packet_out::PacketOut;
 pub use port_desc::PortDesc;
 pub use port_status::PortReason;
+pub use role::{ControllerRole, NxRole, RoleMsg};
 pub use version::{negotiate, Version};

@@ -15,6 +15,10 @@ use crate::packet_in::{PacketIn, PacketInV10, PacketInV13};
 use crate::packet_out::{PacketOut, PacketOutV10, PacketOutV13};
 use crate::port_desc::{self, PhyPortV10, PortDesc, PortV13, PHY_PORT_V10_LEN, PORT_V13_LEN};
 use crate::port_status::{PortReason, PortStatus, PORT_STATUS_HEADER_LEN};
+use crate::role::{
+    NiciraHeader, NxRole, RoleMsg, RoleMsgView, NXT_ROLE_REPLY, NXT_ROLE_REQUEST, NX_ROLE_MSG_LEN,
+    NX_VENDOR_ID, ROLE_MSG_LEN,
+};
 use crate::switch_config::{SwitchConfig, SWITCH_CONFIG_LEN};
 use crate::wire::{grow, length_u16, tail, tail_mut, write_slice};
 use crate::{Error, Version};
@@ -37,11 +41,12 @@ pub enum Message {
         /// What kind of error.
         err_type: ErrorType,
         /// Type-specific code: [`HelloFailedCode`], [`BadRequestCode`] or
-        /// [`MeterModFailedCode`] as a number, by `err_type`.
+        /// [`MeterModFailedCode`] or [`RoleRequestFailedCode`] as a number, by `err_type`.
         ///
         /// [`HelloFailedCode`]: crate::error_msg::HelloFailedCode
         /// [`BadRequestCode`]: crate::error_msg::BadRequestCode
         /// [`MeterModFailedCode`]: crate::error_msg::MeterModFailedCode
+        /// [`RoleRequestFailedCode`]: crate::error_msg::RoleRequestFailedCode
         code: u16,
         /// Usually the start of the message that failed.
         data: Vec<u8>,
@@ -95,6 +100,15 @@ pub enum Message {
     MeterFeaturesRequest,
     /// 1.3 MULTIPART_REPLY of type `OFPMP_METER_FEATURES`. 1.0 has no such reply.
     MeterFeaturesReply(MeterFeatures),
+    /// 1.3 ROLE_REQUEST. 1.0 has no roles: see [`Message::NxRoleRequest`].
+    RoleRequest(RoleMsg),
+    /// 1.3 ROLE_REPLY.
+    RoleReply(RoleMsg),
+    /// 1.0 vendor message `NXT_ROLE_REQUEST`, Open vSwitch's role request for 1.0 (not
+    /// modelled on 1.3, which has its own).
+    NxRoleRequest(NxRole),
+    /// 1.0 vendor message `NXT_ROLE_REPLY`.
+    NxRoleReply(NxRole),
     /// Any message type not modelled above (vendor and experimenter messages, other
     /// statistics and multipart types, ...), so that callers can skip it. `body` is
     /// everything after the 8-byte header. Emitted verbatim; an `Other` whose type is a
@@ -200,6 +214,21 @@ impl Message {
                     version,
                 })
             }
+            Message::RoleRequest(_) | Message::RoleReply(_) if version == Version::Of10 => {
+                return Err(Error::NotInVersion {
+                    what: "ROLE_REQUEST or ROLE_REPLY",
+                    version,
+                })
+            }
+            Message::NxRoleRequest(_) | Message::NxRoleReply(_) if version == Version::Of13 => {
+                return Err(Error::NotInVersion {
+                    what: "Nicira role message",
+                    version,
+                })
+            }
+            Message::RoleRequest(_) => (0, v13::ROLE_REQUEST),
+            Message::RoleReply(_) => (0, v13::ROLE_REPLY),
+            Message::NxRoleRequest(_) | Message::NxRoleReply(_) => (v10::VENDOR, 0),
             Message::MeterMod(_) => (0, v13::METER_MOD),
             Message::PortDescRequest | Message::MeterFeaturesRequest => (0, v13::MULTIPART_REQUEST),
             Message::MeterFeaturesReply(_) => (0, v13::MULTIPART_REPLY),
@@ -251,6 +280,8 @@ impl Message {
                 return MULTIPART_HEADER_LEN
                     .saturating_add(ports.len().saturating_mul(PORT_V13_LEN));
             }
+            Message::RoleRequest(_) | Message::RoleReply(_) => return ROLE_MSG_LEN,
+            Message::NxRoleRequest(_) | Message::NxRoleReply(_) => return NX_ROLE_MSG_LEN,
             Message::Other { body, .. } => body.len(),
         };
         HEADER_LEN.saturating_add(body)
@@ -341,6 +372,20 @@ impl Message {
             Message::MeterMod(meter_mod) => {
                 meter_mod.emit(&mut MeterModView::new_unchecked(frame))?;
             }
+            Message::RoleRequest(role) | Message::RoleReply(role) => {
+                role.emit(&mut RoleMsgView::new_unchecked(frame));
+            }
+            Message::NxRoleRequest(role) | Message::NxRoleReply(role) => {
+                let subtype = if matches!(self, Message::NxRoleRequest(_)) {
+                    NXT_ROLE_REQUEST
+                } else {
+                    NXT_ROLE_REPLY
+                };
+                let mut view = NiciraHeader::new_unchecked(frame);
+                view.set_vendor(NX_VENDOR_ID);
+                view.set_subtype(subtype);
+                view.set_role(u32::from(*role));
+            }
             Message::MeterFeaturesRequest => {
                 Multipart::new_unchecked(frame).set_multipart_type(MULTIPART_METER_FEATURES);
             }
@@ -385,6 +430,25 @@ fn other(msg_type: u8, frame: &[u8]) -> Message {
     }
 }
 
+/// A 1.0 vendor message: Nicira's role messages are modelled, any other vendor or
+/// subtype (or a message too short for a vendor header) is [`Message::Other`].
+fn parse_vendor(frame: &[u8]) -> Result<Message, Error> {
+    let Ok(view) = NiciraHeader::new_checked(frame) else {
+        return Ok(other(v10::VENDOR, frame));
+    };
+    let request = view.is_nicira(NXT_ROLE_REQUEST);
+    if !request && !view.is_nicira(NXT_ROLE_REPLY) {
+        return Ok(other(v10::VENDOR, frame));
+    }
+    view.check_role_len()?;
+    let role = NxRole::from(view.role());
+    Ok(if request {
+        Message::NxRoleRequest(role)
+    } else {
+        Message::NxRoleReply(role)
+    })
+}
+
 fn parse_v10(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
     Ok(match msg_type {
         v10::HELLO => parse_hello(frame),
@@ -416,6 +480,7 @@ fn parse_v10(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
         v10::FLOW_MOD => Message::FlowMod(FlowMod::parse_v10(&FlowModV10::new_checked(frame)?)?),
         v10::BARRIER_REQUEST => Message::BarrierRequest,
         v10::BARRIER_REPLY => Message::BarrierReply,
+        v10::VENDOR => parse_vendor(frame)?,
         _ => other(msg_type, frame),
     })
 }
@@ -467,6 +532,10 @@ fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
         v13::METER_MOD => Message::MeterMod(MeterMod::parse(&MeterModView::new_checked(frame)?)?),
         v13::BARRIER_REQUEST => Message::BarrierRequest,
         v13::BARRIER_REPLY => Message::BarrierReply,
+        v13::ROLE_REQUEST => {
+            Message::RoleRequest(RoleMsg::parse(&RoleMsgView::new_checked(frame)?))
+        }
+        v13::ROLE_REPLY => Message::RoleReply(RoleMsg::parse(&RoleMsgView::new_checked(frame)?)),
         _ => other(msg_type, frame),
     })
 }

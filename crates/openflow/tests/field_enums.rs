@@ -2,8 +2,11 @@
 //! and encodes back to itself, named values decode to their named arm, and unnamed ones
 //! to `Unknown`. The fields are small enough to try every value.
 
-use openflow::error_msg::{BadRequestCode, HelloFailedCode, MeterModFailedCode};
+use openflow::error_msg::{
+    BadRequestCode, HelloFailedCode, MeterModFailedCode, RoleRequestFailedCode,
+};
 use openflow::packet::{ArpOperation, ArpPacket, ArpRepr, EtherType};
+use openflow::{ControllerRole, NxRole};
 use openflow::{
     ErrorType, FlowRemovedReason, HeaderRepr, Message, PacketInReason, PortReason, Version,
 };
@@ -39,8 +42,29 @@ fn every_value_of_every_field_enum_round_trips() {
     check_every_value!(HelloFailedCode, u16);
     check_every_value!(BadRequestCode, u16);
     check_every_value!(MeterModFailedCode, u16);
+    check_every_value!(RoleRequestFailedCode, u16);
     check_every_value!(ArpOperation, u16);
     check_every_value!(EtherType, u16);
+}
+
+/// The role enums are 32 bits wide: every value up to past the last named one, and the
+/// far end of the range, instead of all four billion.
+#[test]
+fn role_enums_round_trip_and_name_their_values() {
+    for value in (0..=0x1_0000).chain(u32::MAX - 0x100..=u32::MAX) {
+        assert_eq!(u32::from(ControllerRole::from(value)), value);
+        assert_eq!(u32::from(NxRole::from(value)), value);
+    }
+    for (index, role) in ControllerRole::KNOWN.iter().enumerate() {
+        assert_eq!(u32::from(*role), index as u32);
+    }
+    assert_eq!(u32::from(ControllerRole::Master), 2);
+    assert_eq!(u32::from(ControllerRole::Slave), 3);
+    assert_eq!(ControllerRole::from(4), ControllerRole::Unknown(4));
+    assert_eq!(u32::from(NxRole::Other), 0);
+    assert_eq!(u32::from(NxRole::Master), 1);
+    assert_eq!(u32::from(NxRole::Slave), 2);
+    assert_eq!(NxRole::from(3), NxRole::Unknown(3));
 }
 
 #[test]
@@ -57,9 +81,16 @@ fn named_values_are_the_specifications() {
     assert_eq!(u16::from(ErrorType::HelloFailed), 0);
     assert_eq!(u16::from(ErrorType::MeterModFailed), 12);
     assert_eq!(u16::from(MeterModFailedCode::OutOfMeters), 10);
+    assert_eq!(u16::from(ErrorType::RoleRequestFailed), 11);
+    assert_eq!(u16::from(ErrorType::NiciraVendor), 0xb0c2);
+    assert_eq!(u16::from(RoleRequestFailedCode::Stale), 0);
+    assert_eq!(u16::from(RoleRequestFailedCode::BadRole), 2);
+    assert_eq!(u16::from(BadRequestCode::Eperm), 5);
+    assert_eq!(u16::from(BadRequestCode::IsSlave), 10);
+    assert_eq!(u16::from(BadRequestCode::NxBadRole), 0x201);
     assert_eq!(u16::from(ArpOperation::Reply), 2);
     assert_eq!(u16::from(EtherType::Lldp), 0x88cc);
-    // 1.0 and 1.3 give 3..=11 different meanings, so none of them is named.
+    // 1.0 and 1.3 give 3..=10 different meanings, so none of them is named.
     assert_eq!(ErrorType::from(3), ErrorType::Unknown(3));
 }
 

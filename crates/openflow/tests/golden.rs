@@ -7,6 +7,7 @@ use openflow::{
     Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PacketInReason,
     PortDesc, PortReason, Version,
 };
+use openflow::{ControllerRole, NxRole, RoleMsg};
 
 /// Parses `bytes` and emits `message`, checking both directions.
 fn assert_golden(bytes: &[u8], version: Version, xid: u32, message: &Message) {
@@ -818,4 +819,72 @@ fn a_parsed_port_name_always_fits_its_field() {
         parsed.emit(Version::Of13, 1, &mut again).unwrap();
         assert_eq!(Message::parse(&again).unwrap().1, parsed);
     }
+}
+
+#[test]
+fn role_request_v13() {
+    let bytes = [
+        0x04, 0x18, 0x00, 0x18, 0x00, 0x00, 0x00, 0x05, // 1.3, ROLE_REQUEST, length 24, xid 5
+        0x00, 0x00, 0x00, 0x02, // role OFPCR_ROLE_MASTER
+        0x00, 0x00, 0x00, 0x00, // pad
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x2c, // generation_id 300
+    ];
+    let role = RoleMsg {
+        role: ControllerRole::Master,
+        generation_id: 300,
+    };
+    assert_golden(&bytes, Version::Of13, 5, &Message::RoleRequest(role));
+    let mut reply = bytes;
+    reply[1] = 0x19; // ROLE_REPLY
+    assert_golden(&reply, Version::Of13, 5, &Message::RoleReply(role));
+}
+
+#[test]
+fn nicira_role_request_v10() {
+    let bytes = [
+        0x01, 0x04, 0x00, 0x14, 0x00, 0x00, 0x00, 0x06, // 1.0, VENDOR, length 20, xid 6
+        0x00, 0x00, 0x23, 0x20, // vendor NX_VENDOR_ID
+        0x00, 0x00, 0x00, 0x0a, // subtype NXT_ROLE_REQUEST
+        0x00, 0x00, 0x00, 0x02, // role NX_ROLE_SLAVE
+    ];
+    assert_golden(
+        &bytes,
+        Version::Of10,
+        6,
+        &Message::NxRoleRequest(NxRole::Slave),
+    );
+    let mut reply = bytes;
+    reply[15] = 0x0b; // NXT_ROLE_REPLY
+    assert_golden(
+        &reply,
+        Version::Of10,
+        6,
+        &Message::NxRoleReply(NxRole::Slave),
+    );
+}
+
+#[test]
+fn other_vendor_messages_stay_unmodelled() {
+    let mut bytes = vec![
+        0x01, 0x04, 0x00, 0x14, 0x00, 0x00, 0x00, 0x06, // 1.0, VENDOR, length 20, xid 6
+        0x00, 0x00, 0x23, 0x20, // vendor NX_VENDOR_ID
+        0x00, 0x00, 0x00, 0x0c, // subtype 12, not a role message
+        0x00, 0x00, 0x00, 0x01,
+    ];
+    let (_, parsed) = Message::parse(&bytes).unwrap();
+    assert_eq!(
+        parsed,
+        Message::Other {
+            msg_type: 4,
+            body: bytes[8..].to_vec()
+        }
+    );
+    // A role request cut short is an error, not a misread role.
+    bytes.truncate(18);
+    bytes[3] = 18;
+    bytes[15] = 0x0a;
+    assert!(matches!(
+        Message::parse(&bytes),
+        Err(Error::Truncated { .. })
+    ));
 }

@@ -5,14 +5,16 @@
 //! ([`normalise`]): on 1.0 the 1.3-only fields (features `auxiliary_id`, port speeds,
 //! packet-in `table_id`/`cookie`, flow-mod `cookie_mask`/`table_id`/`out_group`,
 //! flow-removed `table_id`/`hard_timeout`), on 1.3 the features reply's port list.
-//! PORT_DESC and meter messages, and FLOW_MODs with a meter, do not exist on 1.0 and
-//! must fail to emit there.
+//! PORT_DESC, meter and role messages, and FLOW_MODs with a meter, do not exist on 1.0
+//! and must fail to emit there; the Nicira role messages are modelled on 1.0 only and
+//! must fail to emit on 1.3.
 
 use openflow::{
     frame_len, port, Action, ErrorType, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved,
     FlowRemovedReason, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
     PacketIn, PacketInReason, PacketOut, PortDesc, PortReason, Version,
 };
+use openflow::{ControllerRole, NxRole, RoleMsg};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -275,7 +277,14 @@ fn features_reply() -> impl Strategy<Value = FeaturesReply> {
 
 /// Message types neither version models, so an `Other` of them comes back as `Other`.
 fn unmodelled_type() -> impl Strategy<Value = u8> {
-    prop_oneof![Just(4u8), Just(7), Just(8), 15u8..=17, 22u8..=u8::MAX]
+    prop_oneof![
+        Just(4u8),
+        Just(7),
+        Just(8),
+        15u8..=17,
+        22u8..=23,
+        26u8..=u8::MAX
+    ]
 }
 
 fn message() -> impl Strategy<Value = Message> {
@@ -312,6 +321,20 @@ fn message() -> impl Strategy<Value = Message> {
         meter_features().prop_map(Message::MeterFeaturesReply),
         (vec(port_desc(), 0..4), any::<bool>())
             .prop_map(|(ports, more)| Message::PortDescReply { ports, more }),
+        (any::<u32>(), any::<u64>()).prop_map(|(role, generation_id)| Message::RoleRequest(
+            RoleMsg {
+                role: ControllerRole::from(role),
+                generation_id
+            }
+        )),
+        (any::<u32>(), any::<u64>()).prop_map(|(role, generation_id)| Message::RoleReply(
+            RoleMsg {
+                role: ControllerRole::from(role),
+                generation_id
+            }
+        )),
+        any::<u32>().prop_map(|role| Message::NxRoleRequest(NxRole::from(role))),
+        any::<u32>().prop_map(|role| Message::NxRoleReply(NxRole::from(role))),
         (unmodelled_type(), bytes(64))
             .prop_map(|(msg_type, body)| Message::Other { msg_type, body }),
     ]
@@ -360,6 +383,9 @@ fn normalise(message: Message, version: Version) -> Message {
 }
 
 fn exists_in(message: &Message, version: Version) -> bool {
+    if matches!(message, Message::NxRoleRequest(_) | Message::NxRoleReply(_)) {
+        return version == Version::Of10;
+    }
     version == Version::Of13
         || !matches!(
             message,
@@ -368,6 +394,8 @@ fn exists_in(message: &Message, version: Version) -> bool {
                 | Message::MeterMod(_)
                 | Message::MeterFeaturesRequest
                 | Message::MeterFeaturesReply(_)
+                | Message::RoleRequest(_)
+                | Message::RoleReply(_)
                 | Message::FlowMod(FlowMod {
                     meter_id: Some(_),
                     ..

@@ -10,11 +10,12 @@ use bytes::Bytes;
 use openflow::packet::{Probe, ProbeProof};
 use openflow::Version;
 use serde::Serialize;
-use slice_core::{Change, Host, MacAddress, Membership, PortId};
+use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
 use crate::probe::{ProbeKey, Verdict};
+use crate::session::RoleRefusal;
 use crate::topology::{Hop, Link, PortState, Topology};
 
 /// Priority of the flows along a path.
@@ -100,9 +101,36 @@ pub struct SwitchProfile {
     pub protocol: Version,
 }
 
+/// A controller's role at a switch, whatever the OpenFlow version says it with (1.3's
+/// ROLE_REQUEST, Open vSwitch's Nicira request on 1.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Full access; the switch makes every other master a slave.
+    Master,
+    /// Read-only: the switch refuses its writes and sends it no PACKET_IN.
+    Slave,
+    /// Full access beside others: what every controller is until it asks for a role.
+    Equal,
+}
+
+impl Role {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Role::Master => "master",
+            Role::Slave => "slave",
+            Role::Equal => "equal",
+        }
+    }
+}
+
 /// An instruction for one switch, independent of the OpenFlow version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
+    /// Ask the switch for `role`. `generation` is the master election's generation,
+    /// which only grows: a 1.3 switch refuses a MASTER or SLAVE request older than the
+    /// newest it saw. 1.0 (Nicira's request) carries none.
+    SetRole { role: Role, generation: u64 },
     /// Remove every flow (a fresh start when a switch connects).
     ClearFlows,
     /// For a switch that needs one: send what matches nothing to the controller.
@@ -123,6 +151,14 @@ pub enum Command {
     PacketOut { out_port: u32, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
+}
+
+impl Command {
+    /// Whether the command changes the switch or the network (flows, packets sent out
+    /// of its ports): what a controller that is not master must not send.
+    pub fn writes(&self) -> bool {
+        !matches!(self, Command::SetRole { .. })
+    }
 }
 
 /// The part of a PACKET_IN the engine looks at.
@@ -205,6 +241,20 @@ pub struct Engine {
     drops: HashMap<(MacAddress, MacAddress), InstalledDrop>,
     /// How many entries of `drops` each switch holds, for the per-switch cap.
     drops_per_switch: HashMap<u64, usize>,
+    /// In a cluster, this instance's place in the master election; None for a single
+    /// instance, which asks switches for no role and writes to them all.
+    leadership: Option<Leadership>,
+    /// The newest master generation this instance knows of, its own or another's.
+    known_generation: Option<u64>,
+    /// In a cluster: the role each connected switch confirmed, and the switches that
+    /// refused this instance a role (a stale generation): written to only after the
+    /// next election this instance wins.
+    switch_roles: BTreeMap<u64, Role>,
+    role_refused: HashSet<u64>,
+    /// Bumped whenever `switch_roles` changes, so that the server publishes them only then.
+    switch_roles_version: u64,
+    /// Whether each connected switch needs the table-miss flow, for a takeover.
+    needs_table_miss: HashSet<u64>,
     outbox: Vec<(u64, Command)>,
 }
 
@@ -223,6 +273,12 @@ impl Engine {
             paths: HashMap::new(),
             drops: HashMap::new(),
             drops_per_switch: HashMap::new(),
+            leadership: None,
+            known_generation: None,
+            switch_roles: BTreeMap::new(),
+            role_refused: HashSet::new(),
+            switch_roles_version: 0,
+            needs_table_miss: HashSet::new(),
             outbox: Vec::new(),
         }
     }
@@ -238,8 +294,140 @@ impl Engine {
         self.outbox.drain(..)
     }
 
+    /// Every command leaves through here, where a cluster's rule is kept: only the master
+    /// writes, and not to a switch that refused it.
     fn send(&mut self, dpid: u64, command: Command) {
+        if command.writes() && !self.may_write(dpid) {
+            return;
+        }
         self.outbox.push((dpid, command));
+    }
+
+    fn may_write(&self, dpid: u64) -> bool {
+        match &self.leadership {
+            None => true,
+            Some(leadership) => leadership.is_master() && !self.role_refused.contains(&dpid),
+        }
+    }
+
+    // ---- the cluster -----------------------------------------------------------------
+
+    /// This instance's place in the master election changed (in a cluster; a single
+    /// instance never calls this). The first call makes the engine a cluster member:
+    /// from then on it writes to switches only as master. Becoming master claims every
+    /// connected switch with the new generation and takes it over; standing by asks
+    /// every switch to make this instance its slave.
+    pub fn set_leadership(&mut self, leadership: Leadership, now: Instant) {
+        if self.leadership.as_ref() == Some(&leadership) {
+            return;
+        }
+        self.known_generation = self.known_generation.max(leadership.generation());
+        match &leadership {
+            Leadership::Master { generation } => {
+                log::info!("became master of the network (generation {generation})");
+            }
+            Leadership::Standby { master, .. } => log::info!(
+                "standing by; master is {}",
+                master.as_deref().unwrap_or("not known")
+            ),
+        }
+        let was_master = self.leadership.as_ref().is_some_and(Leadership::is_master);
+        self.leadership = Some(leadership);
+        // A new generation is a new claim: switches that refused the old one are asked
+        // again.
+        self.role_refused.clear();
+        let dpids: Vec<u64> = self.topology.dpids().collect();
+        for &dpid in &dpids {
+            self.request_role(dpid);
+        }
+        if self.leadership.as_ref().is_some_and(Leadership::is_master) {
+            for dpid in dpids {
+                self.take_over_switch(dpid, now);
+            }
+        } else if was_master {
+            // Whatever the engine was doing as master stops here; the next master
+            // rebuilds it.
+            self.delete_paths_quietly();
+        }
+    }
+
+    /// Asks `dpid` for the role this instance has now (in a cluster). A standby that
+    /// knows no generation yet asks nothing: 1.3 switches would refuse a SLAVE request
+    /// without a current generation, and it writes nothing meanwhile anyway.
+    fn request_role(&mut self, dpid: u64) {
+        let request = match &self.leadership {
+            Some(Leadership::Master { generation }) => Some((Role::Master, *generation)),
+            Some(Leadership::Standby { .. }) => self
+                .known_generation
+                .map(|generation| (Role::Slave, generation)),
+            None => None,
+        };
+        if let Some((role, generation)) = request {
+            self.send(dpid, Command::SetRole { role, generation });
+        }
+    }
+
+    /// This instance just became master of a switch it already knew: it makes sure the
+    /// switch sends it what misses the flow table, and learns the links at once instead
+    /// of at the next tick.
+    fn take_over_switch(&mut self, dpid: u64, now: Instant) {
+        // merge: reconcile(dpid)
+        if self.needs_table_miss.contains(&dpid) {
+            self.send(dpid, Command::TableMiss);
+        }
+        let live: Vec<u32> = self.topology.live_ports(dpid).collect();
+        for port_no in live {
+            self.probe(PortId::new(dpid, port_no), now);
+        }
+    }
+
+    /// Forgets the installed paths without deleting their flows: a deposed master must
+    /// not write, and the flows are the next master's to keep or remove.
+    fn delete_paths_quietly(&mut self) {
+        self.paths.clear();
+        self.drops.clear();
+        self.drops_per_switch.clear();
+    }
+
+    /// The switch confirmed the role it gives this instance.
+    pub fn role_changed(&mut self, dpid: u64, role: Role) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        log::info!(
+            "switch {dpid:#x} confirms this instance as {}",
+            role.describe()
+        );
+        if self.switch_roles.insert(dpid, role) != Some(role) {
+            self.switch_roles_version += 1;
+        }
+    }
+
+    /// The switch refused this instance's role request. A stale generation means a newer
+    /// master claimed it: this instance is not its master, whatever the election last
+    /// said, and writes nothing to it until it wins a later election.
+    pub fn role_refused(&mut self, dpid: u64, reason: RoleRefusal) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        log::warn!("switch {dpid:#x} refuses this instance's role request: {reason}");
+        if reason == RoleRefusal::Stale {
+            self.role_refused.insert(dpid);
+            if self.switch_roles.insert(dpid, Role::Slave) != Some(Role::Slave) {
+                self.switch_roles_version += 1;
+            }
+        }
+    }
+
+    /// This instance's place in the election; None for a single instance.
+    pub fn leadership(&self) -> Option<&Leadership> {
+        self.leadership.as_ref()
+    }
+
+    /// The role each connected switch confirmed (in a cluster), and a number that
+    /// changes whenever they do.
+    pub fn switch_roles(&self) -> (&BTreeMap<u64, Role>, u64) {
+        (&self.switch_roles, self.switch_roles_version)
     }
 
     /// A signed probe out of `port`, sent at `now`.
@@ -356,6 +544,12 @@ impl Engine {
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
         self.dropped.insert(dpid, Dropped::default());
+        if profile.needs_table_miss_flow {
+            self.needs_table_miss.insert(dpid);
+        }
+        // In a cluster the role comes first, so that the switch takes what follows from
+        // its master only.
+        self.request_role(dpid);
         self.send(dpid, Command::ClearFlows);
         if profile.needs_table_miss_flow {
             self.send(dpid, Command::TableMiss);
@@ -385,6 +579,11 @@ impl Engine {
         self.host_ports.retain(|port| port.dpid != dpid);
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
+        self.needs_table_miss.remove(&dpid);
+        self.role_refused.remove(&dpid);
+        if self.switch_roles.remove(&dpid).is_some() {
+            self.switch_roles_version += 1;
+        }
         self.drop_logs.retain(|(switch, _), _| *switch != dpid);
         self.drops.retain(|_, drop| drop.ingress.dpid != dpid);
         self.drops_per_switch.remove(&dpid);
@@ -415,6 +614,11 @@ impl Engine {
     // ---- packets ---------------------------------------------------------------------
 
     pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
+        // Only the master acts on traffic (a slave gets none from a switch that knows
+        // its role, but an EQUAL one might).
+        if !self.may_write(dpid) {
+            return;
+        }
         let at = PortId::new(dpid, in_port);
         if let Some(probe) = frame.probe {
             self.probe_received(probe, at, now);

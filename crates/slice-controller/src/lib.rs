@@ -18,11 +18,11 @@ pub mod topology;
 
 pub use config::ControllerConfig;
 pub use engine::{
-    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Rule, SwitchProfile,
+    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Role, Rule, SwitchProfile,
     SwitchView,
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
-pub use server::{Controller, ControllerHandle, Listeners, StartError};
-pub use session::{CloseReason, SwitchEvent, SwitchSession};
+pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};
+pub use session::{CloseReason, RoleRefusal, SwitchEvent, SwitchSession};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

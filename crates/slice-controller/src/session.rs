@@ -21,18 +21,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use openflow::error_msg::HelloFailedCode;
+use openflow::error_msg::{BadRequestCode, HelloFailedCode, RoleRequestFailedCode};
 use openflow::header::Header;
 use openflow::msg_type::{v10, v13};
 use openflow::packet_in::{PacketInV10, PacketInV13};
+use openflow::role::NxVendorError;
 use openflow::{
-    port, Action, ErrorType, FlowMod, FlowModCommand, HeaderRepr, Match, Message, PacketIn,
-    PacketOut, PortDesc, PortReason, Version,
+    port, Action, ControllerRole, ErrorType, FlowMod, FlowModCommand, HeaderRepr, Match, Message,
+    NxRole, PacketIn, PacketOut, PortDesc, PortReason, RoleMsg, Version,
 };
 use slice_core::MacAddress;
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Rule, SwitchProfile};
+use crate::engine::{Command, Role, Rule, SwitchProfile};
 use crate::limits::PacketInLimiter;
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::topology::PortState;
@@ -76,6 +77,35 @@ pub enum SwitchEvent {
     },
     /// A flow that asked for it was removed.
     FlowRemoved { rule: Rule, priority: u16 },
+    /// The switch confirmed the role it gives this controller.
+    RoleChanged { role: Role },
+    /// The switch refused the last role request; with [`RoleRefusal::Stale`], another
+    /// controller claimed the switch with a newer generation.
+    RoleRefused { reason: RoleRefusal },
+}
+
+/// Why a switch refused a role request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleRefusal {
+    /// The generation is older than one the switch has seen (1.3 `OFPRRFC_STALE`).
+    Stale,
+    /// The switch does not do roles (1.3 `OFPRRFC_UNSUP`, or a 1.0 switch without the
+    /// Nicira extension).
+    Unsupported,
+    /// Any other error answering the request.
+    Other { err_type: ErrorType, code: u16 },
+}
+
+impl std::fmt::Display for RoleRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoleRefusal::Stale => f.write_str("stale generation: a newer master claimed it"),
+            RoleRefusal::Unsupported => f.write_str("the switch does not support roles"),
+            RoleRefusal::Other { err_type, code } => {
+                write!(f, "error type {err_type:?} code {code}")
+            }
+        }
+    }
 }
 
 /// Why a session closed.
@@ -105,9 +135,12 @@ pub enum CloseReason {
 
 /// Where the conversation with the switch stands.
 ///
-/// Extension point: a cluster adds states here without touching the shell. A role
-/// negotiation (`ROLE_REQUEST`, wait for its reply, close on a stale generation id) goes
-/// between [`State::PortDesc`] and the `Connected` event, and a flow-table read-back
+/// Roles are not a state here: the engine knows the instance's role, so its first
+/// command for a switch of a cluster is a [`Command::SetRole`], sent once the switch is
+/// `Connected` (until then the switch treats the controller as EQUAL, and a standby's
+/// engine writes nothing meanwhile); the reply or refusal arrives in any open state and
+/// becomes an event. A stale generation does not close the session: the instance stays
+/// connected as what the switch allows it to be. A flow-table read-back
 /// (a flow-stats multipart, reassembled and bounded like the port list) before the
 /// engine is told, so that the engine starts from what the switch holds rather than
 /// clearing it.
@@ -146,6 +179,12 @@ struct Open {
     /// alive.
     last_heard: Instant,
     echo_due: Instant,
+    /// The transaction id of the last role request, to tell its refusal from other
+    /// errors.
+    role_request: Option<u32>,
+    /// Writes the switch refused because this controller is its slave (1.3
+    /// `OFPBRC_IS_SLAVE`, 1.0 `OFPBRC_EPERM`): expected in a cluster, counted.
+    refused_writes: u64,
 }
 
 /// One switch's OpenFlow session.
@@ -248,6 +287,9 @@ impl SwitchSession {
             return;
         }
         let message = match command {
+            Command::SetRole { role, generation } => {
+                return self.send_role_request(role, generation)
+            }
             Command::ClearFlows => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Delete,
                 // 1.3 has several tables and deletes from all of them at once.
@@ -407,6 +449,14 @@ impl SwitchSession {
     /// Why the session closed, once it has.
     pub fn close_reason(&self) -> Option<&CloseReason> {
         self.closed.as_ref()
+    }
+
+    /// Writes the switch refused as this controller's slave, since it connected.
+    pub fn refused_writes(&self) -> u64 {
+        match &self.state {
+            State::MeterSetup(open) | State::Ready(open) => open.refused_writes,
+            _ => 0,
+        }
     }
 
     /// The datapath id, once the switch has said it.
@@ -617,6 +667,8 @@ impl SwitchSession {
             report_due: None,
             last_heard: now,
             echo_due: now + config.echo_interval,
+            role_request: None,
+            refused_writes: 0,
         });
         let profile = SwitchProfile {
             needs_table_miss_flow: self.version == Version::Of13,
@@ -668,9 +720,37 @@ impl SwitchSession {
                     priority: removed.priority,
                 }
             }
-            Message::Error { err_type, code, .. } => {
-                log::warn!("switch {dpid:#x} reported error type {err_type:?} code {code}");
-                return;
+            Message::RoleReply(RoleMsg { role, .. }) => match controller_role(role) {
+                Some(role) => SwitchEvent::RoleChanged { role },
+                None => return log::warn!("switch {dpid:#x} replied with role {role:?}"),
+            },
+            Message::NxRoleReply(role) => match nicira_role(role) {
+                Some(role) => SwitchEvent::RoleChanged { role },
+                None => return log::warn!("switch {dpid:#x} replied with Nicira role {role:?}"),
+            },
+            Message::Error {
+                err_type,
+                code,
+                data,
+            } => {
+                if open.role_request == Some(header.xid) {
+                    open.role_request = None;
+                    SwitchEvent::RoleRefused {
+                        reason: role_refusal(err_type, code, &data),
+                    }
+                } else if is_slave_refusal(err_type, code, &data) {
+                    open.refused_writes += 1;
+                    if open.refused_writes == 1 {
+                        log::info!(
+                            "switch {dpid:#x} refuses this instance's writes: it is its slave"
+                        );
+                    }
+                    return;
+                } else {
+                    return log::warn!(
+                        "switch {dpid:#x} reported error type {err_type:?} code {code}"
+                    );
+                }
             }
             _ => return,
         };
@@ -747,6 +827,31 @@ impl SwitchSession {
         });
     }
 
+    /// Queues a role request in the version's own form and remembers its xid.
+    fn send_role_request(&mut self, role: Role, generation: u64) {
+        let message = if self.version == Version::Of10 {
+            Message::NxRoleRequest(match role {
+                Role::Master => NxRole::Master,
+                Role::Slave => NxRole::Slave,
+                Role::Equal => NxRole::Other,
+            })
+        } else {
+            Message::RoleRequest(RoleMsg {
+                role: match role {
+                    Role::Master => ControllerRole::Master,
+                    Role::Slave => ControllerRole::Slave,
+                    Role::Equal => ControllerRole::Equal,
+                },
+                generation_id: generation,
+            })
+        };
+        self.send(&message);
+        let xid = self.next_xid;
+        if let Some(open) = self.open_mut() {
+            open.role_request = Some(xid);
+        }
+    }
+
     /// Queues a message with the next transaction id.
     fn send(&mut self, message: &Message) {
         self.next_xid = self.next_xid.wrapping_add(1);
@@ -813,6 +918,67 @@ impl SwitchSession {
             State::MeterSetup(open) | State::Ready(open) => Some(open),
             _ => None,
         }
+    }
+}
+
+fn controller_role(role: ControllerRole) -> Option<Role> {
+    match role {
+        ControllerRole::Master => Some(Role::Master),
+        ControllerRole::Slave => Some(Role::Slave),
+        ControllerRole::Equal => Some(Role::Equal),
+        ControllerRole::NoChange | ControllerRole::Unknown(_) => None,
+    }
+}
+
+fn nicira_role(role: NxRole) -> Option<Role> {
+    match role {
+        NxRole::Master => Some(Role::Master),
+        NxRole::Slave => Some(Role::Slave),
+        NxRole::Other => Some(Role::Equal),
+        NxRole::Unknown(_) => None,
+    }
+}
+
+/// What an error answering a role request means. 1.0 switches without Nicira's
+/// extension answer BAD_REQUEST with `BAD_VENDOR` (3) or `BAD_SUBTYPE` (4); Open vSwitch
+/// wraps an error 1.0 has no code for in `NXET_VENDOR`.
+fn role_refusal(err_type: ErrorType, code: u16, data: &[u8]) -> RoleRefusal {
+    const BAD_VENDOR: u16 = 3;
+    const BAD_SUBTYPE: u16 = 4;
+    let (err_type, code) = unwrap_vendor_error(err_type, code, data);
+    match (err_type, code) {
+        (ErrorType::RoleRequestFailed, code) => match RoleRequestFailedCode::from(code) {
+            RoleRequestFailedCode::Stale => RoleRefusal::Stale,
+            RoleRequestFailedCode::Unsupported => RoleRefusal::Unsupported,
+            _ => RoleRefusal::Other { err_type, code },
+        },
+        (ErrorType::BadRequest, BAD_VENDOR | BAD_SUBTYPE) => RoleRefusal::Unsupported,
+        (err_type, code) => RoleRefusal::Other { err_type, code },
+    }
+}
+
+/// Whether an error says a write was refused because this controller is a slave: 1.3's
+/// `OFPBRC_IS_SLAVE`, and `OFPBRC_EPERM`, which Open vSwitch sends a 1.0 slave.
+fn is_slave_refusal(err_type: ErrorType, code: u16, data: &[u8]) -> bool {
+    let (err_type, code) = unwrap_vendor_error(err_type, code, data);
+    err_type == ErrorType::BadRequest
+        && matches!(
+            BadRequestCode::from(code),
+            BadRequestCode::IsSlave | BadRequestCode::Eperm
+        )
+}
+
+/// The type and code of an Open vSwitch vendor error (its data begins with them), else
+/// the error's own.
+fn unwrap_vendor_error(err_type: ErrorType, code: u16, data: &[u8]) -> (ErrorType, u16) {
+    if err_type != ErrorType::NiciraVendor {
+        return (err_type, code);
+    }
+    match NxVendorError::new_checked(data) {
+        Ok(vendor) if vendor.vendor() == openflow::role::NX_VENDOR_ID => {
+            (ErrorType::from(vendor.err_type()), vendor.code())
+        }
+        _ => (err_type, code),
     }
 }
 

@@ -23,6 +23,7 @@
 //! ```
 
 mod change;
+pub mod cluster;
 mod error;
 mod ids;
 mod membership;
@@ -31,6 +32,7 @@ mod store;
 pub mod wire;
 
 pub use change::Change;
+pub use cluster::Leadership;
 pub use error::{ParseError, SliceError};
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
 pub use membership::{Host, Membership};

@@ -7,7 +7,13 @@
 //!                                    a MAC address of a port; likewise
 //! r/<session id hex>                 a revoked session; the value is its expiry (decimal)
 //! not_before                         sessions issued before this time are refused
+//! master                             the elected master: its member id, on its lease;
+//!                                    the key's create revision is the generation
+//! members/<member id>                a running instance (JSON), on its lease
+//! session_key                        the login sessions' key, shared by every instance
 //! ```
+//!
+//! The last three are the cluster's, not the store's: the copy skips them.
 //!
 //! Values of slice, port and MAC keys are empty: the key is the record, and etcd's
 //! `create_revision` (global, only growing) is its place in the order, so a re-created
@@ -27,6 +33,8 @@ pub(crate) enum Key {
     Mac(SliceName, PortId, MacAddress),
     Revoked(Vec<u8>),
     NotBefore,
+    /// One of the cluster's records (`master`, `members/...`, `session_key`).
+    Cluster,
 }
 
 /// The prefix of every key of one store, and the encoding of keys under it.
@@ -95,12 +103,31 @@ impl Layout {
         format!("{}not_before", self.prefix)
     }
 
+    pub(crate) fn master(&self) -> String {
+        format!("{}master", self.prefix)
+    }
+
+    pub(crate) fn members(&self) -> String {
+        format!("{}members/", self.prefix)
+    }
+
+    pub(crate) fn member(&self, id: &str) -> String {
+        format!("{}{id}", self.members())
+    }
+
+    pub(crate) fn session_key(&self) -> String {
+        format!("{}session_key", self.prefix)
+    }
+
     /// Decodes a key of this store; `None` for anything else found under the prefix
     /// (which the store ignores, with a warning, rather than guess at).
     pub(crate) fn decode(&self, key: &[u8]) -> Option<Key> {
         let key = std::str::from_utf8(key).ok()?.strip_prefix(&self.prefix)?;
         if key == "not_before" {
             return Some(Key::NotBefore);
+        }
+        if key == "master" || key == "session_key" || key.starts_with("members/") {
+            return Some(Key::Cluster);
         }
         let (kind, rest) = key.split_once('/')?;
         match kind {
@@ -177,6 +204,9 @@ mod tests {
                 Key::Revoked(b"\x00\xffid".to_vec()),
             ),
             (layout.not_before(), Key::NotBefore),
+            (layout.master(), Key::Cluster),
+            (layout.member("host:6653"), Key::Cluster),
+            (layout.session_key(), Key::Cluster),
         ];
         for (key, decoded) in cases {
             assert!(key.starts_with("/sliced/"), "{key}");

@@ -19,6 +19,7 @@
 //! quorum answers `StoreError::Unavailable` promptly instead of hanging a request.
 //! The key layout is in [`keys`].
 
+pub mod election;
 mod keys;
 mod mirror;
 #[cfg(feature = "test-server")]
@@ -39,6 +40,9 @@ use slice_core::{
 };
 use tokio::runtime::Runtime;
 
+pub use election::{
+    ElectionConfig, EtcdHealth, MasterElection, MemberRecord, SwitchRole, DEFAULT_LEASE_TTL,
+};
 use keys::{Key, Layout};
 use mirror::{Mirror, Snapshot};
 
@@ -49,6 +53,10 @@ pub const DEFAULT_PREFIX: &str = "/sliced/";
 /// revision to come back through the watch: a few seconds, so that a lost quorum is a
 /// prompt 503 rather than a hung request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The length of a new shared session key, and the bounds of one found in etcd.
+pub const SESSION_KEY_LEN: usize = 64;
+const MAX_SESSION_KEY_LEN: usize = 1024;
 
 /// How long the watch waits before it tries etcd again after losing it.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
@@ -84,6 +92,12 @@ pub enum Error {
     Runtime(std::io::Error),
     #[error("the etcd store's runtime has stopped")]
     Stopped,
+    #[error(
+        "the session key in etcd is {0} bytes long; it must be {SESSION_KEY_LEN} to          {MAX_SESSION_KEY_LEN} (remove it to have a new one made)"
+    )]
+    BadSessionKey(usize),
+    #[error("no random source for a new session key: {0}")]
+    Random(String),
 }
 
 impl Error {
@@ -92,7 +106,9 @@ impl Error {
         match self {
             Error::Timeout | Error::NotSeen(_) | Error::Stopped => true,
             Error::Etcd(err) | Error::Unconfirmed(err) => transient(err),
-            Error::NoRevision | Error::Runtime(_) => false,
+            Error::NoRevision | Error::Runtime(_) | Error::BadSessionKey(_) | Error::Random(_) => {
+                false
+            }
         }
     }
 }
@@ -137,6 +153,18 @@ pub struct EtcdStore {
 struct OwnedRuntime(Option<Runtime>);
 
 impl OwnedRuntime {
+    /// A runtime of one worker for the client's calls.
+    fn new(name: &str) -> Result<Self, Error> {
+        Ok(Self(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(name)
+                .enable_all()
+                .build()
+                .map_err(Error::Runtime)?,
+        )))
+    }
+
     fn get(&self) -> Result<&Runtime, Error> {
         self.0.as_ref().ok_or(Error::Stopped)
     }
@@ -155,22 +183,10 @@ impl EtcdStore {
     /// `prefix` and starts following it. Fails when etcd does not answer within
     /// [`REQUEST_TIMEOUT`].
     pub fn open(endpoints: &[String], prefix: &str) -> Result<Self, Error> {
-        let owned = OwnedRuntime(Some(
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("slice-etcd")
-                .enable_all()
-                .build()
-                .map_err(Error::Runtime)?,
-        ));
+        let owned = OwnedRuntime::new("slice-etcd")?;
         let runtime = owned.get()?;
         let layout = Layout::new(prefix);
-        let options = ConnectOptions::new()
-            .with_connect_timeout(REQUEST_TIMEOUT)
-            .with_timeout(REQUEST_TIMEOUT)
-            .with_keep_alive(REQUEST_TIMEOUT, REQUEST_TIMEOUT)
-            // A member cut off from its leader refuses instead of serving stale data.
-            .with_require_leader(true);
+        let options = connect_options();
         let endpoints = endpoints.to_vec();
         let client = run(runtime, async move {
             Client::connect(endpoints, Some(options)).await
@@ -195,6 +211,37 @@ impl EtcdStore {
     /// The etcd revision this instance's copy has applied.
     pub fn revision(&self) -> i64 {
         self.shared.mirror.lock().revision
+    }
+
+    /// The key that signs login sessions, shared by every instance on this prefix so that
+    /// a session made on one is valid on all: read from etcd, or made (64 random bytes)
+    /// by a transaction that creates it only if it is absent, so that instances starting
+    /// at once agree on the first one written. It never touches the local disk.
+    pub fn shared_session_key(&self) -> Result<Vec<u8>, Error> {
+        let mut fresh = vec![0u8; SESSION_KEY_LEN];
+        getrandom::getrandom(&mut fresh).map_err(|err| Error::Random(err.to_string()))?;
+        let key = self.layout.session_key();
+        let txn = Txn::new()
+            .when([absent(key.clone())])
+            .and_then([put(key.clone(), fresh.clone())])
+            .or_else([TxnOp::get(key, None)]);
+        let response = self.txn(txn)?;
+        if response.succeeded() {
+            return Ok(fresh);
+        }
+        let stored = response
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.value().to_vec()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        if (SESSION_KEY_LEN..=MAX_SESSION_KEY_LEN).contains(&stored.len()) {
+            Ok(stored)
+        } else {
+            Err(Error::BadSessionKey(stored.len()))
+        }
     }
 
     /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`]. A transient failure may have
@@ -547,6 +594,17 @@ impl MembershipSource for EtcdStore {
                 .collect()
         }))
     }
+}
+
+/// How every client of this crate connects: bounded, and refusing a member without a
+/// leader.
+fn connect_options() -> ConnectOptions {
+    ConnectOptions::new()
+        .with_connect_timeout(REQUEST_TIMEOUT)
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_keep_alive(REQUEST_TIMEOUT, REQUEST_TIMEOUT)
+        // A member cut off from its leader refuses instead of serving stale data.
+        .with_require_leader(true)
 }
 
 /// Runs `work` on `runtime` and waits for it, for at most [`REQUEST_TIMEOUT`]. Works from

@@ -56,6 +56,7 @@ impl Mirror {
                 Some(key @ Key::Slice(_)) => records.push((kv.create_revision(), 0, key)),
                 Some(key @ Key::Port(..)) => records.push((kv.create_revision(), 1, key)),
                 Some(key @ Key::Mac(..)) => records.push((kv.create_revision(), 2, key)),
+                Some(Key::Cluster) => {}
                 None => warn_foreign(kv.key()),
             }
         }
@@ -65,7 +66,7 @@ impl Mirror {
                 Key::Slice(slice) => Change::SliceCreated(slice),
                 Key::Port(slice, port) => Change::PortAdded { slice, port },
                 Key::Mac(slice, port, mac) => Change::MacAdded { slice, port, mac },
-                Key::Revoked(_) | Key::NotBefore => continue,
+                Key::Revoked(_) | Key::NotBefore | Key::Cluster => continue,
             };
             mirror.apply(&change);
         }
@@ -111,7 +112,7 @@ impl Mirror {
                     None => warn_foreign(kv.key()),
                 },
                 // A port written again by an add of a MAC address: not a change.
-                (EventType::Put, _) => {}
+                (EventType::Put, _) | (_, Key::Cluster) => {}
                 (EventType::Delete, Key::Slice(slice)) => removed_slices.push(slice),
                 (EventType::Delete, Key::Port(slice, port)) => removed_ports.push((slice, port)),
                 (EventType::Delete, Key::Mac(slice, port, mac)) => {

@@ -9,6 +9,7 @@
 mod auth;
 mod body;
 mod browser;
+mod cluster;
 mod error;
 mod head_guard;
 mod network;
@@ -29,6 +30,7 @@ use slice_core::SliceStore;
 pub use auth::{is_email, LocalPeer, User};
 pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
+pub use cluster::ClusterView;
 pub use error::ApiError;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
@@ -64,6 +66,8 @@ pub struct Settings {
     pub host_policy: HostPolicy,
     /// How long a request body may take to arrive.
     pub request_timeout: std::time::Duration,
+    /// What answers `GET /cluster`; without it, 503.
+    pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
 }
 
 impl Settings {
@@ -76,6 +80,7 @@ impl Settings {
             session_ttl: DEFAULT_SESSION_TTL,
             host_policy: HostPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            cluster: None,
         }
     }
 }
@@ -107,17 +112,20 @@ pub fn app(
             ))
             .build();
     let guard_slices = settings.require_auth_for_slices;
+    let cluster = settings.cluster.clone();
     App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
+        .app_data(web::Data::new(cluster))
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
                 .route("/session", slices::readable(auth::whoami))
                 .configure(slices::routes)
                 .configure(network::routes)
+                .configure(cluster::routes)
                 .default_service(web::to(api_fallback)),
         )
         .configure(auth::routes)
@@ -128,7 +136,8 @@ pub fn app(
                     middleware::from_fn(auth::require_session),
                 ))
                 .configure(slices::routes)
-                .configure(network::routes),
+                .configure(network::routes)
+                .configure(cluster::routes),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
@@ -271,5 +280,54 @@ mod tests {
             "internal error".to_owned(),
         );
         assert_eq!(answers, vec![expected; 4]);
+    }
+
+    struct FixedCluster;
+
+    impl ClusterView for FixedCluster {
+        fn view(&self) -> ViewFuture {
+            Box::pin(std::future::ready(Some(serde_json::json!({"master": "a"}))))
+        }
+    }
+
+    #[actix_web::test]
+    async fn get_cluster_answers_the_view_it_is_given_behind_the_usual_guard() {
+        let store = || Refusing {
+            make: || StoreError::Unavailable("no quorum".into()),
+        };
+        let mut settings = Settings::new(Key::generate());
+        settings.cluster = Some(Arc::new(FixedCluster));
+        let service = test::init_service(app(Arc::new(store()), None, settings)).await;
+        let get = test::TestRequest::get()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: serde_json::Value = test::read_body_json(response).await;
+        assert_eq!(body, serde_json::json!({"master": "a"}));
+        let post = test::TestRequest::post()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, post).await;
+        assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        // Under /api/ a session is needed, as for every other endpoint there.
+        let api = test::TestRequest::get()
+            .uri("/api/cluster")
+            .insert_header(("Host", "localhost"))
+            .insert_header(("Accept", "application/json"))
+            .to_request();
+        let response = test::call_service(&service, api).await;
+        assert_ne!(response.status(), StatusCode::OK);
+        // Without a view (the controller gone), 503 with the error body.
+        let service =
+            test::init_service(app(Arc::new(store()), None, Settings::new(Key::generate()))).await;
+        let get = test::TestRequest::get()
+            .uri("/cluster")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 }

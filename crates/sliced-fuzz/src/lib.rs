@@ -18,7 +18,8 @@ use openflow::packet::{
     self, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, LldpRepr,
     VlanRepr, VlanTag,
 };
-use openflow::{frame_len, Message};
+use openflow::role::NxVendorError;
+use openflow::{frame_len, ErrorType, Message};
 
 /// The names of the targets, as `cargo xtask fuzz` and the corpus folders know them.
 pub const TARGETS: &[&str] = &["openflow_stream", "request_body"];
@@ -43,8 +44,20 @@ pub fn openflow_stream(mut stream: &[u8]) {
         let Ok((header, message)) = Message::parse(frame) else {
             continue;
         };
-        if let Message::PacketIn(packet_in) = &message {
-            inspect_packet(&packet_in.data);
+        match &message {
+            Message::PacketIn(packet_in) => inspect_packet(&packet_in.data),
+            // Open vSwitch's 1.0 vendor errors (what a slave's writes may earn) carry
+            // their real type and code in the data.
+            Message::Error {
+                err_type: ErrorType::NiciraVendor,
+                data,
+                ..
+            } => {
+                if let Ok(error) = NxVendorError::new_checked(data.as_slice()) {
+                    let _ = (error.vendor(), error.err_type(), error.code());
+                }
+            }
+            _ => {}
         }
         let mut encoded = Vec::new();
         if message

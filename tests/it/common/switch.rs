@@ -346,6 +346,13 @@ impl Switch {
                 self.send_with_xid(&Message::EchoReply(data.clone()), header.xid)
             }
             Message::BarrierRequest => self.send_with_xid(&Message::BarrierReply, header.xid),
+            // Roles granted as asked, as Open vSwitch does for a current generation.
+            Message::RoleRequest(role) => {
+                self.send_with_xid(&Message::RoleReply(*role), header.xid)
+            }
+            Message::NxRoleRequest(role) => {
+                self.send_with_xid(&Message::NxRoleReply(*role), header.xid)
+            }
             Message::MeterFeaturesRequest => match self.meters {
                 Meters::Absent => self.send_error(
                     ErrorType::BadRequest,

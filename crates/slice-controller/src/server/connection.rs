@@ -477,5 +477,15 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
             rule,
             priority,
         },
+        SwitchEvent::RoleChanged { role } => Event::RoleChanged {
+            dpid,
+            connection,
+            role,
+        },
+        SwitchEvent::RoleRefused { reason } => Event::RoleRefused {
+            dpid,
+            connection,
+            reason,
+        },
     })
 }

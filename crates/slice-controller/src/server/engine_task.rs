@@ -2,17 +2,18 @@
 //! batch of commands per switch out, handed on with `try_send` so that it never awaits a
 //! switch.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use slice_core::Leadership;
 use tokio::sync::{mpsc, watch};
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine};
+use crate::engine::{Command, Engine, Role};
 
-use super::Event;
+use super::{ClusterLink, Event};
 
 struct SwitchLink {
     connection: u64,
@@ -27,7 +28,13 @@ pub(super) async fn run_engine(
     mut events: mpsc::Receiver<Event>,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
+    mut cluster: Option<ClusterLink>,
 ) {
+    if let Some(link) = &mut cluster {
+        let leadership = link.leadership.borrow_and_update().clone();
+        engine.set_leadership(leadership, Instant::now());
+    }
+    let mut published_roles = None;
     let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
     let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
     let mut ticker = tokio::time::interval(config.lldp_interval);
@@ -39,7 +46,13 @@ pub(super) async fn run_engine(
                 None => return,
             },
             _ = ticker.tick() => engine.tick(Instant::now()),
+            leadership = leadership_changed(&mut cluster) => {
+                engine.set_leadership(leadership, Instant::now());
+            }
             _ = stopped.changed() => return,
+        }
+        if let Some(link) = &cluster {
+            publish_roles(&engine, &link.switch_roles, &mut published_roles);
         }
         dispatch(
             &mut engine,
@@ -130,9 +143,61 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             rule,
             priority,
         } => engine.flow_removed(dpid, rule, priority),
+        Event::RoleChanged {
+            dpid,
+            connection,
+            role,
+        } => {
+            if is_current(switches, dpid, connection) {
+                engine.role_changed(dpid, role);
+            }
+        }
+        Event::RoleRefused {
+            dpid,
+            connection,
+            reason,
+        } => {
+            if is_current(switches, dpid, connection) {
+                engine.role_refused(dpid, reason);
+            }
+        }
         Event::Store(change) => engine.membership_changed(&change),
         Event::Inspect(look) => look(engine),
     }
+}
+
+/// The election's next state; never, for a single instance. An election that ended
+/// (its sender dropped) leaves the instance without a master it knows.
+async fn leadership_changed(cluster: &mut Option<ClusterLink>) -> Leadership {
+    let Some(link) = cluster else {
+        return std::future::pending().await;
+    };
+    if link.leadership.changed().await.is_err() {
+        *cluster = None;
+        return Leadership::UNDECIDED;
+    }
+    link.leadership.borrow_and_update().clone()
+}
+
+/// Hands the switches' confirmed roles on when they changed since the last time.
+fn publish_roles(
+    engine: &Engine,
+    to: &watch::Sender<BTreeMap<u64, Role>>,
+    published: &mut Option<u64>,
+) {
+    let (roles, version) = engine.switch_roles();
+    if *published != Some(version) {
+        *published = Some(version);
+        to.send_replace(roles.clone());
+    }
+}
+
+/// Whether `connection` is the one the engine knows `dpid` by (an event of a replaced
+/// connection is stale).
+fn is_current(switches: &HashMap<u64, SwitchLink>, dpid: u64, connection: u64) -> bool {
+    switches
+        .get(&dpid)
+        .is_some_and(|link| link.connection == connection)
 }
 
 /// Hands every switch its share of the engine's commands as one batch. `batches` lives

@@ -16,13 +16,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use slice_core::{Change, Membership, MembershipSource, PortId};
+use slice_core::{Change, Leadership, Membership, MembershipSource, PortId};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
+use crate::engine::{Command, Engine, Frame, Role, Rule, SwitchProfile};
 use crate::probe::ProbeKeyError;
+use crate::session::RoleRefusal;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
 
@@ -60,6 +61,17 @@ pub enum StartError {
     NoListener,
     #[error(transparent)]
     ProbeKey(#[from] ProbeKeyError),
+}
+
+/// What ties the controller to a cluster's master election, handed in by the program that
+/// runs the election (the controller knows no election backend).
+pub struct ClusterLink {
+    /// This instance's place in the election; the engine writes to switches only as
+    /// master.
+    pub leadership: watch::Receiver<Leadership>,
+    /// Where the controller tells the role each connected switch gave this instance,
+    /// whenever it changes.
+    pub switch_roles: watch::Sender<BTreeMap<u64, Role>>,
 }
 
 /// Events queued from all switches to the engine.
@@ -106,6 +118,18 @@ enum Event {
         rule: Rule,
         priority: u16,
     },
+    /// The switch confirmed the role it gives this instance.
+    RoleChanged {
+        dpid: u64,
+        connection: u64,
+        role: Role,
+    },
+    /// The switch refused this instance's role request.
+    RoleRefused {
+        dpid: u64,
+        connection: u64,
+        reason: RoleRefusal,
+    },
     Store(Change),
     Inspect(Inspector),
 }
@@ -151,6 +175,18 @@ impl Controller {
         listeners: &Listeners,
         store: &S,
         config: ControllerConfig,
+    ) -> Result<Self, StartError> {
+        Self::start_in(listeners, store, config, None)
+    }
+
+    /// [`Controller::start`] for one instance of a cluster (`Some`): it asks the switches
+    /// for the role the election gives it, and writes to them only as master. With
+    /// `None`, a single instance, exactly [`Controller::start`].
+    pub fn start_in<S: MembershipSource>(
+        listeners: &Listeners,
+        store: &S,
+        config: ControllerConfig,
+        cluster: Option<ClusterLink>,
     ) -> Result<Self, StartError> {
         // No random secret means probes anyone could forge: better not to start.
         config.engine.probe_key.check()?;
@@ -223,7 +259,7 @@ impl Controller {
                             stopped.clone(),
                         ));
                     }
-                    run_engine(engine, events_rx, config, stopped).await;
+                    run_engine(engine, events_rx, config, stopped, cluster).await;
                 });
                 // Connection tasks still running end with the runtime.
                 runtime.shutdown_timeout(Duration::from_secs(1));

@@ -2,6 +2,7 @@
 
 use super::*;
 use openflow::error_msg::BadRequestCode;
+use openflow::{ControllerRole, NxRole, RoleMsg};
 use openflow::{FeaturesReply, FlowRemoved, MeterFeatures};
 
 const OF10: Version = Version::Of10;
@@ -916,5 +917,160 @@ proptest::proptest! {
         proptest::prop_assert!(session.is_closed(), "silent for a minute: closed");
         proptest::prop_assert!(session.close_reason().is_some());
         proptest::prop_assert_eq!(session.poll_timeout(), None);
+    }
+}
+
+// ---- roles -------------------------------------------------------------------------
+
+/// What the session sent, with the transaction id of each message.
+fn sent_with_xids(session: &mut SwitchSession) -> Vec<(u32, Message)> {
+    sent(session)
+        .into_iter()
+        .map(|(header, message)| (header.xid, message))
+        .collect()
+}
+
+#[test]
+fn a_role_request_on_1_3_carries_the_generation_and_its_reply_becomes_an_event() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 42,
+    });
+    let request = RoleMsg {
+        role: ControllerRole::Master,
+        generation_id: 42,
+    };
+    let sent = sent_with_xids(&mut session);
+    let [(xid, message)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert_eq!(message, &Message::RoleRequest(request));
+    session.handle_bytes(&wire(OF13, *xid, &Message::RoleReply(request)), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleChanged { role: Role::Master }]
+    );
+}
+
+#[test]
+fn a_role_request_on_1_0_is_nicira_s_and_its_reply_becomes_an_event() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    for (role, nicira) in [
+        (Role::Slave, NxRole::Slave),
+        (Role::Master, NxRole::Master),
+        (Role::Equal, NxRole::Other),
+    ] {
+        session.queue(Command::SetRole {
+            role,
+            generation: 42,
+        });
+        assert_eq!(
+            sent_messages(&mut session),
+            [Message::NxRoleRequest(nicira)]
+        );
+        session.handle_bytes(&wire(OF10, 77, &Message::NxRoleReply(nicira)), now);
+        assert_eq!(events(&mut session), [SwitchEvent::RoleChanged { role }]);
+    }
+}
+
+#[test]
+fn a_stale_generation_is_a_refusal_that_keeps_the_session_open() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 3,
+    });
+    let (xid, _) = sent_with_xids(&mut session)[0].clone();
+    let stale = Message::Error {
+        err_type: ErrorType::RoleRequestFailed,
+        code: RoleRequestFailedCode::Stale.into(),
+        data: Vec::new(),
+    };
+    session.handle_bytes(&wire(OF13, xid, &stale), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleRefused {
+            reason: RoleRefusal::Stale
+        }]
+    );
+    assert!(!session.is_closed());
+    // The same error for another request is not taken for the role's refusal.
+    session.handle_bytes(&wire(OF13, xid.wrapping_add(100), &stale), now);
+    assert_eq!(events(&mut session), []);
+}
+
+#[test]
+fn a_1_0_switch_without_roles_or_a_wrapped_vendor_error_refuses_the_request() {
+    let now = Instant::now();
+    let mut session = connected_1_0(config(), now);
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 0,
+    });
+    let (xid, _) = sent_with_xids(&mut session)[0].clone();
+    let bad_vendor = Message::Error {
+        err_type: ErrorType::BadRequest,
+        code: 3,
+        data: Vec::new(),
+    };
+    session.handle_bytes(&wire(OF10, xid, &bad_vendor), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleRefused {
+            reason: RoleRefusal::Unsupported
+        }]
+    );
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 0,
+    });
+    let (xid, _) = sent_with_xids(&mut session)[0].clone();
+    // Open vSwitch's NXET_VENDOR: nx_vendor_error { NX_VENDOR_ID, BAD_REQUEST, BAD_ROLE }.
+    let mut data = vec![0x00, 0x00, 0x23, 0x20, 0x00, 0x01, 0x02, 0x01];
+    data.extend_from_slice(&[0; 8]);
+    let wrapped = Message::Error {
+        err_type: ErrorType::NiciraVendor,
+        code: 0,
+        data,
+    };
+    session.handle_bytes(&wire(OF10, xid, &wrapped), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleRefused {
+            reason: RoleRefusal::Other {
+                err_type: ErrorType::BadRequest,
+                code: BadRequestCode::NxBadRole.into()
+            }
+        }]
+    );
+    assert!(!session.is_closed());
+}
+
+#[test]
+fn writes_refused_to_a_slave_are_counted_not_a_reason_to_close() {
+    let now = Instant::now();
+    for (version, code) in [
+        (OF13, BadRequestCode::IsSlave),
+        (OF10, BadRequestCode::Eperm),
+    ] {
+        let mut session = if version == OF13 {
+            connected_1_3(config(), now)
+        } else {
+            connected_1_0(config(), now)
+        };
+        let refusal = Message::Error {
+            err_type: ErrorType::BadRequest,
+            code: code.into(),
+            data: Vec::new(),
+        };
+        session.handle_bytes(&wire(version, 900, &refusal), now);
+        session.handle_bytes(&wire(version, 901, &refusal), now);
+        assert_eq!(events(&mut session), [], "{version:?}");
+        assert!(!session.is_closed(), "{version:?}");
+        assert_eq!(session.refused_writes(), 2, "{version:?}");
     }
 }

@@ -1,0 +1,42 @@
+//! `GET /cluster`: this instance, the master, every member and the roles its switches
+//! gave it, the store's revision and etcd's health. Not in the specification: sliced's
+//! own extension (docs/api.md).
+//!
+//! As with the network views, the application does not know the election or the store's
+//! backend: the binary hands it a [`ClusterView`] that answers with JSON.
+
+use std::sync::Arc;
+
+use actix_web::{web, HttpResponse};
+
+use crate::network::ViewFuture;
+use crate::ApiError;
+
+/// Something that can describe the cluster this instance belongs to (or, alone, itself).
+/// It answers from what the instance knows, without waiting on etcd.
+pub trait ClusterView: Send + Sync + 'static {
+    fn view(&self) -> ViewFuture;
+}
+
+pub(crate) type ClusterData = web::Data<Option<Arc<dyn ClusterView>>>;
+
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/cluster")
+            .route(crate::slices::readable(show))
+            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
+    );
+}
+
+async fn show(cluster: ClusterData) -> Result<HttpResponse, ApiError> {
+    let view = match cluster.get_ref() {
+        Some(cluster) => cluster.view().await,
+        None => None,
+    };
+    match view {
+        Some(json) => Ok(HttpResponse::Ok().json(json)),
+        None => Err(ApiError::Unavailable(
+            "the controller is not running".into(),
+        )),
+    }
+}
