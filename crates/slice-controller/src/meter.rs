@@ -285,6 +285,7 @@ fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, 
 /// The flow that sends what matches nothing to the controller, through `meter_id`.
 pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
     Message::FlowMod(FlowMod {
+        cookie: crate::cookie::FlowKind::TableMiss.cookie(),
         meter_id,
         actions: vec![Action::Output {
             port: port::CONTROLLER,

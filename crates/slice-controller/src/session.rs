@@ -32,7 +32,9 @@ use openflow::{
 use slice_core::MacAddress;
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Rule, SwitchProfile};
+use crate::engine::{
+    Command, FlowAction, FlowEntry, FlowHandle, FlowsRead, Rule, SwitchProfile, MAX_FLOWS_READ,
+};
 use crate::limits::PacketInLimiter;
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::topology::PortState;
@@ -46,6 +48,11 @@ const READ_CHUNK: usize = 16 * 1024;
 const MIN_READ_ROOM: usize = 2 * 1024;
 /// Source MAC of the LLDP frames the controller sends: locally administered.
 const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
+/// The most bytes of flow statistics parts one read-back of the flow table takes in;
+/// beyond them, as beyond [`MAX_FLOWS_READ`] entries, the read is incomplete and the
+/// engine flushes the switch. Far above what [`MAX_FLOWS_READ`] of sliced's own flows
+/// take (under 120 bytes each), it bounds what entries with long foreign matches hold.
+const MAX_FLOW_READ_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the switch told the engine-facing side, in the engine's terms. The datapath id
 /// is known to the caller from [`SwitchEvent::Connected`] on.
@@ -76,6 +83,8 @@ pub enum SwitchEvent {
     },
     /// A flow that asked for it was removed.
     FlowRemoved { rule: Rule, priority: u16 },
+    /// The answer to [`Command::ReadFlows`]: the switch's flow table, all parts of it.
+    FlowsRead(FlowsRead),
 }
 
 /// Why a session closed.
@@ -107,10 +116,12 @@ pub enum CloseReason {
 ///
 /// Extension point: a cluster adds states here without touching the shell. A role
 /// negotiation (`ROLE_REQUEST`, wait for its reply, close on a stale generation id) goes
-/// between [`State::PortDesc`] and the `Connected` event, and a flow-table read-back
-/// (a flow-stats multipart, reassembled and bounded like the port list) before the
-/// engine is told, so that the engine starts from what the switch holds rather than
-/// clearing it.
+/// between [`State::PortDesc`] and the `Connected` event. The flow-table read-back is no
+/// state of its own: the engine asks for it ([`Command::ReadFlows`]) as soon as it knows
+/// the switch, and whenever it must reconcile again, and the open session reassembles
+/// the flow statistics parts ([`FlowRead`], bounded by [`MAX_FLOWS_READ`] entries and
+/// [`MAX_FLOW_READ_BYTES`]) into one [`SwitchEvent::FlowsRead`] while everything else
+/// goes on.
 #[derive(Debug)]
 enum State {
     /// Our HELLO is out; the switch's must be its first message.
@@ -146,6 +157,20 @@ struct Open {
     /// alive.
     last_heard: Instant,
     echo_due: Instant,
+    /// The flow-table read-back under way, if any.
+    flow_read: Option<FlowRead>,
+}
+
+/// A read-back of the flow table, part by part.
+#[derive(Debug)]
+struct FlowRead {
+    /// The request's transaction id, which every part of the answer carries.
+    xid: u32,
+    entries: Vec<FlowEntry>,
+    bytes: usize,
+    /// False once the answer crossed a bound or the switch refused the request; the
+    /// entries are then dropped, and the parts still coming only counted out.
+    complete: bool,
 }
 
 /// One switch's OpenFlow session.
@@ -270,9 +295,11 @@ impl SwitchSession {
                 idle_timeout,
                 hard_timeout,
                 notify_removal,
+                cookie,
             } => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Add,
                 r#match: rule_match(rule),
+                cookie,
                 priority,
                 idle_timeout,
                 hard_timeout,
@@ -293,6 +320,16 @@ impl SwitchSession {
                 priority,
                 ..FlowMod::default()
             }),
+            Command::ReadFlows => return self.read_flows(),
+            Command::FlowDeleteExact(FlowHandle(delete)) => {
+                self.next_xid = self.next_xid.wrapping_add(1);
+                return match delete.emit(self.version, self.next_xid, &mut self.outbound) {
+                    Ok(()) => self.check_outbound(),
+                    // A match of the other version (the switch reconnected speaking
+                    // another): that flow is not in this table.
+                    Err(err) => log::debug!("not deleting a flow read back: {err}"),
+                };
+            }
             Command::PacketOut { out_port, data } => return self.send_packet_out(out_port, &data),
             Command::Discovery { port_no, proof } => {
                 let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
@@ -617,6 +654,7 @@ impl SwitchSession {
             report_due: None,
             last_heard: now,
             echo_due: now + config.echo_interval,
+            flow_read: None,
         });
         let profile = SwitchProfile {
             needs_table_miss_flow: self.version == Version::Of13,
@@ -668,13 +706,89 @@ impl SwitchSession {
                     priority: removed.priority,
                 }
             }
+            Message::FlowStatsReply { flows, more } => {
+                return self.flow_stats_part(header, flows, more)
+            }
             Message::Error { err_type, code, .. } => {
                 log::warn!("switch {dpid:#x} reported error type {err_type:?} code {code}");
-                return;
+                if open
+                    .flow_read
+                    .as_ref()
+                    .is_some_and(|read| read.xid == header.xid)
+                {
+                    // The switch will not say what it holds: the engine flushes it.
+                    open.flow_read = None;
+                    SwitchEvent::FlowsRead(FlowsRead {
+                        entries: Vec::new(),
+                        complete: false,
+                    })
+                } else {
+                    return;
+                }
             }
             _ => return,
         };
         self.events.push_back(event);
+    }
+
+    /// Asks for the whole flow table, unless a read-back is under way: its answer,
+    /// judged when it arrives, serves this request as well.
+    fn read_flows(&mut self) {
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if open.flow_read.is_some() {
+            return;
+        }
+        self.send(&Message::FlowStatsRequest);
+        let xid = self.next_xid;
+        if let Some(open) = self.open_mut() {
+            open.flow_read = Some(FlowRead {
+                xid,
+                entries: Vec::new(),
+                bytes: 0,
+                complete: true,
+            });
+        }
+    }
+
+    /// One part of the flow table; the last one hands the whole to the engine.
+    fn flow_stats_part(&mut self, header: HeaderRepr, flows: Vec<openflow::FlowStats>, more: bool) {
+        let dpid = self.dpid().unwrap_or_default();
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        let Some(read) = open
+            .flow_read
+            .as_mut()
+            .filter(|read| read.xid == header.xid)
+        else {
+            return;
+        };
+        read.bytes = read.bytes.saturating_add(usize::from(header.length));
+        if read.complete {
+            if read.bytes > MAX_FLOW_READ_BYTES
+                || read.entries.len().saturating_add(flows.len()) > MAX_FLOWS_READ
+            {
+                log::warn!(
+                    "switch {dpid:#x}: flow table larger than {MAX_FLOWS_READ} flows or \
+                     {MAX_FLOW_READ_BYTES} bytes"
+                );
+                read.complete = false;
+                read.entries = Vec::new();
+            } else {
+                read.entries.extend(flows.into_iter().map(flow_entry));
+            }
+        }
+        if more {
+            return;
+        }
+        if let Some(read) = open.flow_read.take() {
+            self.events.push_back(SwitchEvent::FlowsRead(FlowsRead {
+                entries: read.entries,
+                complete: read.complete,
+            }));
+        }
     }
 
     /// A PACKET_IN: dropped if it carries no Ethernet frame or is over the rate limits,
@@ -836,6 +950,32 @@ fn packet_in_parts(version: Version, mut frame: BytesMut) -> Result<(u32, Bytes)
     // touched from the engine's thread too, so every change of it costs.
     frame.advance(payload_at);
     Ok((in_port, frame.freeze()))
+}
+
+/// A flow statistics entry in the engine's terms.
+fn flow_entry(flow: openflow::FlowStats) -> FlowEntry {
+    let action = match flow.output {
+        openflow::FlowOutput::Drop => FlowAction::Drop,
+        openflow::FlowOutput::Port(port) => FlowAction::Output(port),
+        openflow::FlowOutput::Other => FlowAction::Other,
+    };
+    FlowEntry {
+        cookie: flow.cookie,
+        table_id: flow.table_id,
+        priority: flow.priority,
+        in_port: flow.r#match.in_port,
+        eth_src: flow.r#match.eth_src.map(MacAddress::new),
+        eth_dst: flow.r#match.eth_dst.map(MacAddress::new),
+        other_fields: flow.r#match.other_fields,
+        action,
+        idle_timeout: flow.idle_timeout,
+        hard_timeout: flow.hard_timeout,
+        handle: FlowHandle(openflow::RawFlowDelete {
+            table_id: flow.table_id,
+            priority: flow.priority,
+            raw_match: flow.raw_match,
+        }),
+    }
 }
 
 fn rule_match(rule: Rule) -> Match {

@@ -477,5 +477,6 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
             rule,
             priority,
         },
+        SwitchEvent::FlowsRead(read) => Event::FlowsRead { dpid, read },
     })
 }

@@ -130,6 +130,7 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
             rule,
             priority,
         } => engine.flow_removed(dpid, rule, priority),
+        Event::FlowsRead { dpid, read } => engine.flows_read(dpid, read, Instant::now()),
         Event::Store(change) => engine.membership_changed(&change),
         Event::Inspect(look) => look(engine),
     }

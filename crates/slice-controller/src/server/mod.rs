@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine, Frame, Rule, SwitchProfile};
+use crate::engine::{Command, Engine, FlowsRead, Frame, Rule, SwitchProfile};
 use crate::probe::ProbeKeyError;
 use crate::tls::{TlsError, TlsFiles};
 use crate::topology::PortState;
@@ -105,6 +105,10 @@ enum Event {
         dpid: u64,
         rule: Rule,
         priority: u16,
+    },
+    FlowsRead {
+        dpid: u64,
+        read: FlowsRead,
     },
     Store(Change),
     Inspect(Inspector),
