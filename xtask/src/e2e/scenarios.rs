@@ -227,8 +227,15 @@ fn packet_in_meter(stage: &mut Stage) -> anyhow::Result<()> {
     let flows = stage.flows(1)?;
     let table_miss = flows
         .iter()
-        // Priority 0 and no match: the parser keeps `priority=0` among the fields.
-        .find(|flow| flow.priority == 0 && flow.fields.keys().all(|key| key == "priority"));
+        // Priority 0 and no match: the parser keeps `priority=0` among the fields, and
+        // the cookie sliced marks its flows with.
+        .find(|flow| {
+            flow.priority == 0
+                && flow
+                    .fields
+                    .keys()
+                    .all(|key| key == "priority" || key == "cookie")
+        });
     match (metered, table_miss) {
         (true, Some(flow)) => {
             ensure!(
