@@ -9,7 +9,8 @@
 //! [`SwitchSession::handle_timeout`]. Everything the protocol decides is here: the
 //! handshake and version negotiation, the 1.3 PACKET_IN meter setup, echo keep-alive and
 //! the dead-peer rule, transaction ids, the encoding of [`Command`]s for the negotiated
-//! version, the per-switch bounds and the PACKET_IN rate limit. The wire version stops
+//! version, the flow-table read-back gathered from its parts, the per-switch bounds and
+//! the PACKET_IN rate limit. The wire version stops
 //! here: the engine learns a [`SwitchProfile`] instead.
 //!
 //! A session never panics on what a peer sends: a malformed frame, a broken rule or a

@@ -1046,6 +1046,18 @@ fn an_incomplete_read_flushes_the_switch_and_forgets_what_was_there() {
 }
 
 #[test]
+fn a_read_over_the_bound_is_a_flush_however_it_arrives() {
+    let mut engine = blue_line();
+    let ends = (p(1, 1), p(2, 1));
+    let entries = vec![path_flow(1, (1, 2), (1, 2), ends); MAX_FLOWS_READ + 1];
+    engine.flows_read(1, read(entries), Instant::now());
+    let commands = engine.take_commands();
+    assert_eq!(commands[0], (1, Command::ClearFlows));
+    assert_eq!(exact_deletes(&commands), vec![]);
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
 fn adopted_flows_go_when_the_membership_forbids_the_pair() {
     let mut engine = blue_line();
     adopt_h1_to_h2(&mut engine);
