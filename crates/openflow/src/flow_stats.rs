@@ -68,7 +68,8 @@ pub(crate) fn emit_request_body(version: Version, body: &mut [u8]) -> Result<(),
         let mut matcher = MatchV10::new_unchecked(&mut *body);
         Match::default().emit_v10(&mut matcher)?;
         write_slice(body, MATCH_V10_LEN, &[crate::flow_mod::TABLE_ALL, 0]);
-        write_slice(body, MATCH_V10_LEN + 2, &0xffffu16.to_be_bytes());
+        let no_port = port::encode_v10("flow stats out_port", port::ANY)?;
+        write_slice(body, MATCH_V10_LEN + 2, &no_port.to_be_bytes());
     } else {
         // table_id, 3 pad bytes, out_port, out_group, 4 pad, cookie, cookie_mask (0).
         write_slice(body, 0, &[crate::flow_mod::TABLE_ALL]);

@@ -1126,4 +1126,61 @@ proptest::proptest! {
         proptest::prop_assert!(session.close_reason().is_some());
         proptest::prop_assert_eq!(session.poll_timeout(), None);
     }
+
+    #[test]
+    fn whatever_answers_a_flow_table_read_never_panics_and_ends_the_read_or_the_session(
+        version_13 in proptest::bool::ANY,
+        parts in proptest::collection::vec(
+            (
+                proptest::bool::ANY,
+                // Empty parts half the time, so that reads also end without an error.
+                proptest::prop_oneof![
+                    proptest::strategy::Just(Vec::new()),
+                    proptest::collection::vec(proptest::num::u8::ANY, 1..200),
+                ],
+            ),
+            1..6,
+        ),
+    ) {
+        let now = Instant::now();
+        let (version, mut session) = if version_13 {
+            (OF13, connected_1_3(config(), now))
+        } else {
+            (OF10, connected_1_0(config(), now))
+        };
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        let last = parts.len() - 1;
+        let mut reads_ended = 0;
+        for (index, (known_type, noise)) in parts.iter().enumerate() {
+            // A reply header (flow type or noise, "more" on all but the last part), then
+            // any bytes as the entries.
+            let mut body = vec![0, if *known_type { 1 } else { noise.len() as u8 }];
+            body.extend_from_slice(&[0, u8::from(index != last)]);
+            if version == OF13 {
+                body.extend_from_slice(&[0; 4]);
+            }
+            body.extend_from_slice(noise);
+            let reply = if version == OF13 { v13::MULTIPART_REPLY } else { v10::STATS_REPLY };
+            let mut frame = framed(version, reply, &body);
+            frame[4..8].copy_from_slice(&xid.to_be_bytes());
+            session.handle_bytes(&frame, now);
+            for event in events(&mut session) {
+                if matches!(event, SwitchEvent::FlowsRead(_)) {
+                    reads_ended += 1;
+                }
+            }
+        }
+        let (last_is_flows, _) = parts[last];
+        if session.is_closed() {
+            proptest::prop_assert!(session.close_reason().is_some());
+        } else if last_is_flows {
+            // A last part that parsed ends the read, exactly once.
+            proptest::prop_assert_eq!(reads_ended, 1);
+            session.queue(Command::ReadFlows);
+            flow_stats_request(&mut session);
+        } else {
+            proptest::prop_assert_eq!(reads_ended, 0);
+        }
+    }
 }
