@@ -16,7 +16,7 @@ use crate::cookie::{endpoint_hash, FlowKind};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
 use crate::probe::{ProbeKey, Verdict};
-use crate::topology::{Hop, Link, PortState, Topology};
+use crate::topology::{is_physical, Hop, Link, PortState, Topology};
 
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
@@ -170,7 +170,7 @@ pub struct FlowEntry {
 }
 
 /// A switch's flow table as read back: every flow, unless the switch had more than
-/// [`MAX_FLOWS_READ`] or did not answer in time (`complete` false, `entries` empty).
+/// [`MAX_FLOWS_READ`] or refused the request (`complete` false, `entries` empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowsRead {
     pub entries: Vec<FlowEntry>,
@@ -1364,11 +1364,6 @@ impl Engine {
         paths.sort_by_key(|path| (path.src, path.dst));
         paths
     }
-}
-
-/// A port a host or link can be at (not a reserved number such as the controller).
-fn is_physical(port_no: u32) -> bool {
-    port_no != 0 && port_no < openflow::port::MAX
 }
 
 fn is_multicast(mac: MacAddress) -> bool {

@@ -38,7 +38,7 @@ use crate::engine::{
 };
 use crate::limits::PacketInLimiter;
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
-use crate::topology::PortState;
+use crate::topology::{is_physical, PortState};
 
 /// The versions sliced speaks, lowest first.
 const OUR_VERSIONS: [Version; 2] = [Version::Of10, Version::Of13];
@@ -993,12 +993,6 @@ fn port_state(desc: &PortDesc) -> PortState {
         name: desc.name.clone(),
         live: desc.is_live(),
     }
-}
-
-/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
-/// or links can be.
-fn is_physical(port_no: u32) -> bool {
-    port_no != 0 && port_no < port::MAX
 }
 
 #[cfg(test)]
