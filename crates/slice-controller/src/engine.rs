@@ -1058,7 +1058,7 @@ impl Engine {
         if !read.complete || read.entries.len() > MAX_FLOWS_READ {
             log::warn!(
                 "switch {dpid:#x}: its flow table could not be read whole (more than \
-                 {MAX_FLOWS_READ} flows, or no answer); deleting every flow instead"
+                 {MAX_FLOWS_READ} flows, or the request refused); deleting every flow instead"
             );
             self.flush(dpid);
             return;
