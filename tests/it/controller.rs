@@ -95,11 +95,18 @@ fn handshake(version: Version) {
     assert!(received
         .iter()
         .any(|m| matches!(m, Message::FeaturesRequest)));
-    let clears_flows = switch
+    assert!(
+        eventually(WAIT, || switch
+            .received()
+            .iter()
+            .any(|m| matches!(m, Message::FlowStatsRequest))),
+        "the flow table is read back"
+    );
+    let flushes = switch
         .flow_mods()
         .iter()
         .any(|f| f.command == FlowModCommand::Delete);
-    assert!(clears_flows, "a fresh start");
+    assert!(!flushes, "a connect reconciles rather than flushes");
     let has_table_miss = || {
         switch.flow_mods().into_iter().any(|f| {
             f.command == FlowModCommand::Add
@@ -562,4 +569,85 @@ fn a_pair_allowed_later_is_routed_at_once() {
         .delivered()
         .iter()
         .any(|(port, data)| *port == 1 && data[..6] == host(3))));
+}
+
+/// A switch that comes (back) to the controller keeps the flows sliced installed for a
+/// pair that may talk, and loses, each by a strict delete, the others: a path for a
+/// pair no slice allows, and a flow sliced never installed. Nothing is flushed.
+#[test]
+fn a_connecting_switch_keeps_what_the_slices_allow_and_loses_the_rest() {
+    use openflow::{Action, FlowMod, Match};
+    use slice_controller::cookie::FlowKind;
+    use slice_core::PortId;
+
+    for version in [Version::Of10, Version::Of13] {
+        let dir = tempfile::tempdir().unwrap();
+        let daemon = daemon(dir.path());
+        daemon.add_host("blue", "0xabc:1", "00:00:00:00:00:01");
+        daemon.add_host("blue", "0xabc:2", "00:00:00:00:00:02");
+        let path = |src: u8, dst: u8, in_port: u32, out_port: u32, ends: (u32, u32)| FlowMod {
+            r#match: Match {
+                in_port: Some(in_port),
+                eth_src: Some(host(src)),
+                eth_dst: Some(host(dst)),
+                ..Match::default()
+            },
+            cookie: FlowKind::path(PortId::new(0xabc, ends.0), PortId::new(0xabc, ends.1)).cookie(),
+            priority: 100,
+            idle_timeout: 60,
+            actions: vec![Action::Output {
+                port: out_port,
+                max_len: 0,
+            }],
+            ..FlowMod::default()
+        };
+        let foreign = FlowMod {
+            r#match: Match {
+                eth_type: Some(0x0806),
+                ..Match::default()
+            },
+            priority: 7,
+            ..FlowMod::default()
+        };
+        let holds = vec![
+            path(1, 2, 1, 2, (1, 2)),
+            path(2, 1, 2, 1, (2, 1)),
+            // h3 is bound nowhere.
+            path(1, 3, 1, 3, (1, 3)),
+            foreign.clone(),
+        ];
+        let mut network = Network::new();
+        let switch = network.connect_holding(daemon.openflow, 0xabc, version, 3, holds);
+        // The deletes of one read-back go out together, in the order of the entries:
+        // once the last entry's is in, any wrong one before it would be too.
+        assert!(
+            eventually(WAIT, || switch
+                .strict_deletes()
+                .iter()
+                .any(|f| f.priority == 7)),
+            "{version:?}: {:?}",
+            switch.flow_mods()
+        );
+        let mut deleted: Vec<(Match, u16)> = switch
+            .strict_deletes()
+            .into_iter()
+            .map(|f| (f.r#match, f.priority))
+            .collect();
+        deleted.sort_by_key(|(m, _)| m.eth_type);
+        assert_eq!(
+            deleted,
+            vec![
+                (path(1, 3, 1, 3, (1, 3)).r#match, 100),
+                (foreign.r#match, 7)
+            ],
+            "{version:?}"
+        );
+        assert!(
+            !switch
+                .flow_mods()
+                .iter()
+                .any(|f| f.command == FlowModCommand::Delete),
+            "{version:?}: no flush"
+        );
+    }
 }

@@ -4,6 +4,10 @@ use crate::error_msg::{ErrorMsg, ErrorType, ERROR_MSG_LEN};
 use crate::features::{FeaturesReply, FeaturesReplyView};
 use crate::flow_mod::{FlowMod, FlowModV10, FlowModV13};
 use crate::flow_removed::{FlowRemoved, FlowRemovedV10, FlowRemovedV13};
+use crate::flow_stats::{
+    self, FlowStats, StatsV10, FLOW_STATS_REQUEST_V10_LEN, FLOW_STATS_REQUEST_V13_LEN, STATS_FLOW,
+    STATS_V10_HEADER_LEN,
+};
 use crate::header::{Header, HeaderRepr, HEADER_LEN};
 use crate::hello::HelloRepr;
 use crate::meter::{MeterFeatures, MeterFeaturesView, MeterMod, MeterModView, METER_FEATURES_LEN};
@@ -109,6 +113,19 @@ pub enum Message {
     NxRoleRequest(NxRole),
     /// 1.0 vendor message `NXT_ROLE_REPLY`.
     NxRoleReply(NxRole),
+    /// A flow statistics request for every flow of every table: 1.0's STATS_REQUEST of
+    /// type `OFPST_FLOW`, 1.3's MULTIPART_REQUEST of type `OFPMP_FLOW`. Any flow
+    /// statistics request parses as this one (its filters are not kept).
+    FlowStatsRequest,
+    /// A flow statistics reply (one part of it): 1.0's STATS_REPLY of type
+    /// `OFPST_FLOW`, 1.3's MULTIPART_REPLY of type `OFPMP_FLOW`.
+    FlowStatsReply {
+        /// The flows in this part, in the version they were parsed from (see
+        /// [`FlowStats`]).
+        flows: Vec<FlowStats>,
+        /// `OFPSF_REPLY_MORE` / `OFPMPF_REPLY_MORE`: more parts follow.
+        more: bool,
+    },
     /// Any message type not modelled above (vendor and experimenter messages, other
     /// statistics and multipart types, ...), so that callers can skip it. `body` is
     /// everything after the 8-byte header. Emitted verbatim; an `Other` whose type is a
@@ -229,6 +246,8 @@ impl Message {
             Message::RoleRequest(_) => (0, v13::ROLE_REQUEST),
             Message::RoleReply(_) => (0, v13::ROLE_REPLY),
             Message::NxRoleRequest(_) | Message::NxRoleReply(_) => (v10::VENDOR, 0),
+            Message::FlowStatsRequest => (v10::STATS_REQUEST, v13::MULTIPART_REQUEST),
+            Message::FlowStatsReply { .. } => (v10::STATS_REPLY, v13::MULTIPART_REPLY),
             Message::MeterMod(_) => (0, v13::METER_MOD),
             Message::PortDescRequest | Message::MeterFeaturesRequest => (0, v13::MULTIPART_REQUEST),
             Message::MeterFeaturesReply(_) => (0, v13::MULTIPART_REPLY),
@@ -282,6 +301,18 @@ impl Message {
             }
             Message::RoleRequest(_) | Message::RoleReply(_) => return ROLE_MSG_LEN,
             Message::NxRoleRequest(_) | Message::NxRoleReply(_) => return NX_ROLE_MSG_LEN,
+            Message::FlowStatsRequest if v10 => {
+                return STATS_V10_HEADER_LEN + FLOW_STATS_REQUEST_V10_LEN
+            }
+            Message::FlowStatsRequest => return MULTIPART_HEADER_LEN + FLOW_STATS_REQUEST_V13_LEN,
+            Message::FlowStatsReply { flows, .. } => {
+                let header = if v10 {
+                    STATS_V10_HEADER_LEN
+                } else {
+                    MULTIPART_HEADER_LEN
+                };
+                return header.saturating_add(flow_stats::list_len(version, flows));
+            }
             Message::Other { body, .. } => body.len(),
         };
         HEADER_LEN.saturating_add(body)
@@ -368,6 +399,26 @@ impl Message {
                 view.set_multipart_type(MULTIPART_PORT_DESC);
                 view.set_flags(if *more { FLAG_MORE } else { 0 });
                 port_desc::emit_list_v13(ports, tail_mut(frame, MULTIPART_HEADER_LEN));
+            }
+            Message::FlowStatsRequest if v10 => {
+                StatsV10::new_unchecked(&mut *frame).set_stats_type(STATS_FLOW);
+                flow_stats::emit_request_body(version, tail_mut(frame, STATS_V10_HEADER_LEN))?;
+            }
+            Message::FlowStatsRequest => {
+                Multipart::new_unchecked(&mut *frame).set_multipart_type(STATS_FLOW);
+                flow_stats::emit_request_body(version, tail_mut(frame, MULTIPART_HEADER_LEN))?;
+            }
+            Message::FlowStatsReply { flows, more } if v10 => {
+                let mut view = StatsV10::new_unchecked(&mut *frame);
+                view.set_stats_type(STATS_FLOW);
+                view.set_flags(if *more { FLAG_MORE } else { 0 });
+                flow_stats::emit_list(version, flows, tail_mut(frame, STATS_V10_HEADER_LEN))?;
+            }
+            Message::FlowStatsReply { flows, more } => {
+                let mut view = Multipart::new_unchecked(&mut *frame);
+                view.set_multipart_type(STATS_FLOW);
+                view.set_flags(if *more { FLAG_MORE } else { 0 });
+                flow_stats::emit_list(version, flows, tail_mut(frame, MULTIPART_HEADER_LEN))?;
             }
             Message::MeterMod(meter_mod) => {
                 meter_mod.emit(&mut MeterModView::new_unchecked(frame))?;
@@ -478,6 +529,17 @@ fn parse_v10(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
             Message::PacketOut(PacketOut::parse_v10(&PacketOutV10::new_checked(frame)?)?)
         }
         v10::FLOW_MOD => Message::FlowMod(FlowMod::parse_v10(&FlowModV10::new_checked(frame)?)?),
+        v10::STATS_REQUEST | v10::STATS_REPLY => {
+            let view = StatsV10::new_checked(frame)?;
+            match (view.stats_type(), msg_type) {
+                (STATS_FLOW, v10::STATS_REQUEST) => Message::FlowStatsRequest,
+                (STATS_FLOW, _) => Message::FlowStatsReply {
+                    flows: flow_stats::parse_list(Version::Of10, view.body())?,
+                    more: view.flags() & FLAG_MORE != 0,
+                },
+                _ => other(msg_type, frame),
+            }
+        }
         v10::BARRIER_REQUEST => Message::BarrierRequest,
         v10::BARRIER_REPLY => Message::BarrierReply,
         v10::VENDOR => parse_vendor(frame)?,
@@ -520,6 +582,11 @@ fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
                 (MULTIPART_PORT_DESC, v13::MULTIPART_REQUEST) => Message::PortDescRequest,
                 (MULTIPART_PORT_DESC, _) => Message::PortDescReply {
                     ports: port_desc::parse_list_v13(view.body())?,
+                    more: view.flags() & FLAG_MORE != 0,
+                },
+                (STATS_FLOW, v13::MULTIPART_REQUEST) => Message::FlowStatsRequest,
+                (STATS_FLOW, _) => Message::FlowStatsReply {
+                    flows: flow_stats::parse_list(Version::Of13, view.body())?,
                     more: view.flags() & FLAG_MORE != 0,
                 },
                 (MULTIPART_METER_FEATURES, v13::MULTIPART_REQUEST) => Message::MeterFeaturesRequest,

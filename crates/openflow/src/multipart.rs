@@ -1,4 +1,5 @@
-//! 1.3 MULTIPART_REQUEST / MULTIPART_REPLY framing. `OFPMP_PORT_DESC` and
+//! 1.3 MULTIPART_REQUEST / MULTIPART_REPLY framing. `OFPMP_PORT_DESC`, `OFPMP_FLOW` (in
+//! [`crate::flow_stats`]) and
 //! `OFPMP_METER_FEATURES` are modelled; other multipart types are handed on as [`crate::Message::Other`].
 
 use crate::wire::tail;

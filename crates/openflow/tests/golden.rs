@@ -409,10 +409,20 @@ fn unmodelled_messages_come_back_as_other() {
             body: vec![0; 4]
         }
     );
-    // 1.3 MULTIPART_REPLY of OFPMP_FLOW (1).
-    let bytes = [0x04, 0x13, 0x00, 0x10, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0];
+    // 1.3 MULTIPART_REPLY of OFPMP_TABLE (3).
+    let bytes = [0x04, 0x13, 0x00, 0x10, 0, 0, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0];
     let (_, message) = Message::parse(&bytes).unwrap();
     assert!(matches!(message, Message::Other { msg_type: 19, .. }));
+    // An empty 1.3 MULTIPART_REPLY of OFPMP_FLOW (1) is a flow stats reply now.
+    let bytes = [0x04, 0x13, 0x00, 0x10, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0];
+    let (_, message) = Message::parse(&bytes).unwrap();
+    assert_eq!(
+        message,
+        Message::FlowStatsReply {
+            flows: Vec::new(),
+            more: false
+        }
+    );
 }
 
 #[test]

@@ -12,11 +12,12 @@ use openflow::Version;
 use serde::Serialize;
 use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
+use crate::cookie::{endpoint_hash, FlowKind};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
 use crate::probe::{ProbeKey, Verdict};
 use crate::session::RoleRefusal;
-use crate::topology::{Hop, Link, PortState, Topology};
+use crate::topology::{is_physical, Hop, Link, PortState, Topology};
 
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
@@ -24,6 +25,10 @@ pub const PATH_PRIORITY: u16 = 100;
 pub const DROP_PRIORITY: u16 = 50;
 /// The least time a signed probe stays fresh, whatever the LLDP interval.
 const MIN_PROBE_AGE: Duration = Duration::from_secs(1);
+/// The most flows one read-back of a switch's flow table carries: a switch that reports
+/// more is flushed instead ([`Command::ClearFlows`]), which is always safe. It bounds
+/// what a session collects for the engine and what the engine adopts per switch.
+pub const MAX_FLOWS_READ: usize = 65_536;
 
 /// How the engine behaves.
 #[derive(Debug, Clone)]
@@ -131,11 +136,12 @@ pub enum Command {
     /// which only grows: a 1.3 switch refuses a MASTER or SLAVE request older than the
     /// newest it saw. 1.0 (Nicira's request) carries none.
     SetRole { role: Role, generation: u64 },
-    /// Remove every flow (a fresh start when a switch connects).
+    /// Remove every flow: the fallback when a switch's flow table cannot be read whole.
     ClearFlows,
     /// For a switch that needs one: send what matches nothing to the controller.
     TableMiss,
-    /// Add a flow; `out_port` None drops the traffic.
+    /// Add a flow; `out_port` None drops the traffic. `cookie` says what it is
+    /// ([`FlowKind::cookie`]).
     FlowAdd {
         rule: Rule,
         out_port: Option<u32>,
@@ -143,9 +149,14 @@ pub enum Command {
         idle_timeout: u16,
         hard_timeout: u16,
         notify_removal: bool,
+        cookie: u64,
     },
     /// Remove exactly the flow with this rule and priority.
     FlowDelete { rule: Rule, priority: u16 },
+    /// Read the switch's flow table back; the answer is [`Engine::flows_read`].
+    ReadFlows,
+    /// Remove exactly one flow that a read-back reported.
+    FlowDeleteExact(FlowHandle),
     /// Send `data` out of `out_port`. `data` usually shares the buffer the PACKET_IN
     /// was read into, so a packet is not copied on its way through.
     PacketOut { out_port: u32, data: Bytes },
@@ -157,8 +168,82 @@ impl Command {
     /// Whether the command changes the switch or the network (flows, packets sent out
     /// of its ports): what a controller that is not master must not send.
     pub fn writes(&self) -> bool {
-        !matches!(self, Command::SetRole { .. })
+        !matches!(self, Command::SetRole { .. } | Command::ReadFlows)
     }
+}
+
+/// What a flow read back from a switch does with what it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowAction {
+    /// Nothing: the packets are dropped.
+    Drop,
+    /// Out of one port (a reserved one, such as the controller, included).
+    Output(u32),
+    /// Anything else.
+    Other,
+}
+
+/// Deletes exactly one flow of a read-back ([`Command::FlowDeleteExact`]): its table,
+/// priority and match as the switch reported them, whatever they match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowHandle(pub(crate) openflow::RawFlowDelete);
+
+/// One flow a switch reported, in the engine's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowEntry {
+    pub cookie: u64,
+    pub table_id: u8,
+    pub priority: u16,
+    pub in_port: Option<u32>,
+    pub eth_src: Option<MacAddress>,
+    pub eth_dst: Option<MacAddress>,
+    /// Whether the match constrains anything besides the three fields above.
+    pub other_fields: bool,
+    pub action: FlowAction,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    pub handle: FlowHandle,
+}
+
+/// A switch's flow table as read back: every flow, unless the switch had more than
+/// [`MAX_FLOWS_READ`] or refused the request (`complete` false, `entries` empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowsRead {
+    pub entries: Vec<FlowEntry>,
+    pub complete: bool,
+}
+
+/// A path flow found in a switch and kept: tracked so that whatever would withdraw a
+/// path the engine installed (the pair forbidden, a port down, a link or the switch
+/// gone, the ingress flow expired, a new path for the pair) withdraws it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AdoptedFlow {
+    dpid: u64,
+    in_port: u32,
+    out_port: u32,
+    /// The bound ports whose hosts the flow was set up for (None without slicing).
+    endpoints: Option<(PortId, PortId)>,
+}
+
+impl AdoptedFlow {
+    fn uses_port(&self, port: PortId) -> bool {
+        (self.dpid == port.dpid && (self.in_port == port.port_no || self.out_port == port.port_no))
+            || self
+                .endpoints
+                .is_some_and(|(src, dst)| src == port || dst == port)
+    }
+
+    fn uses_link(&self, link: &Link) -> bool {
+        PortId::new(self.dpid, self.out_port) == link.src
+            || PortId::new(self.dpid, self.in_port) == link.dst
+    }
+}
+
+/// What a read-back decides for one flow.
+enum Judgement {
+    Keep,
+    Adopt((MacAddress, MacAddress), AdoptedFlow),
+    Delete,
 }
 
 /// The part of a PACKET_IN the engine looks at.
@@ -253,8 +338,11 @@ pub struct Engine {
     role_refused: HashSet<u64>,
     /// Bumped whenever `switch_roles` changes, so that the server publishes them only then.
     switch_roles_version: u64,
-    /// Whether each connected switch needs the table-miss flow, for a takeover.
-    needs_table_miss: HashSet<u64>,
+    /// Path flows found in switches by a read-back and kept, by pair; at most
+    /// [`MAX_FLOWS_READ`] per switch, since each read replaces that switch's.
+    adopted: HashMap<(MacAddress, MacAddress), Vec<AdoptedFlow>>,
+    /// Connected switches that need a table-miss flow, for a flush to put it back.
+    table_miss_switches: HashSet<u64>,
     outbox: Vec<(u64, Command)>,
 }
 
@@ -278,7 +366,8 @@ impl Engine {
             switch_roles: BTreeMap::new(),
             role_refused: HashSet::new(),
             switch_roles_version: 0,
-            needs_table_miss: HashSet::new(),
+            adopted: HashMap::new(),
+            table_miss_switches: HashSet::new(),
             outbox: Vec::new(),
         }
     }
@@ -371,10 +460,11 @@ impl Engine {
     /// switch sends it what misses the flow table, and learns the links at once instead
     /// of at the next tick.
     fn take_over_switch(&mut self, dpid: u64, now: Instant) {
-        // merge: reconcile(dpid)
-        if self.needs_table_miss.contains(&dpid) {
+        if self.table_miss_switches.contains(&dpid) {
             self.send(dpid, Command::TableMiss);
         }
+        // What the previous master installed stays where the slices still allow it.
+        self.reconcile(dpid);
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {
             self.probe(PortId::new(dpid, port_no), now);
@@ -385,6 +475,7 @@ impl Engine {
     /// not write, and the flows are the next master's to keep or remove.
     fn delete_paths_quietly(&mut self) {
         self.paths.clear();
+        self.adopted.clear();
         self.drops.clear();
         self.drops_per_switch.clear();
     }
@@ -544,16 +635,17 @@ impl Engine {
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
         self.dropped.insert(dpid, Dropped::default());
-        if profile.needs_table_miss_flow {
-            self.needs_table_miss.insert(dpid);
-        }
         // In a cluster the role comes first, so that the switch takes what follows from
         // its master only.
         self.request_role(dpid);
-        self.send(dpid, Command::ClearFlows);
+        // No flush: what the switch holds is read back and judged (`flows_read`), so
+        // that a restart of the controller drops no established traffic. Adding the
+        // table-miss flow again replaces an identical one.
         if profile.needs_table_miss_flow {
+            self.table_miss_switches.insert(dpid);
             self.send(dpid, Command::TableMiss);
         }
+        self.reconcile(dpid);
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {
             self.probe(PortId::new(dpid, port_no), now);
@@ -579,7 +671,6 @@ impl Engine {
         self.host_ports.retain(|port| port.dpid != dpid);
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
-        self.needs_table_miss.remove(&dpid);
         self.role_refused.remove(&dpid);
         if self.switch_roles.remove(&dpid).is_some() {
             self.switch_roles_version += 1;
@@ -587,7 +678,9 @@ impl Engine {
         self.drop_logs.retain(|(switch, _), _| *switch != dpid);
         self.drops.retain(|_, drop| drop.ingress.dpid != dpid);
         self.drops_per_switch.remove(&dpid);
+        self.table_miss_switches.remove(&dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
+        self.delete_adopted_where(|_, flow| flow.dpid == dpid);
     }
 
     pub fn port_changed(&mut self, port: PortId, state: Option<PortState>, now: Instant) {
@@ -607,6 +700,7 @@ impl Engine {
             self.host_ports.remove(&port);
             self.hosts.remove_at(|at| at == port);
             self.delete_paths_where(|path| path.uses_port(port));
+            self.delete_adopted_where(|_, flow| flow.uses_port(port));
         }
         self.links_removed(&removed_links, now);
     }
@@ -726,6 +820,7 @@ impl Engine {
                 self.delete_paths_where(|path| {
                     path.src.mac == host.mac || path.dst.mac == host.mac
                 });
+                self.delete_adopted_where(|pair, _| pair.0 == host.mac || pair.1 == host.mac);
                 // Drops were judged at the old port; the host's peers are judged anew.
                 self.lift_drops_of(host.mac);
             }
@@ -743,6 +838,7 @@ impl Engine {
         self.hosts.remove(&mac);
         self.lift_drops_of(mac);
         self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
+        self.delete_adopted_where(|pair, _| pair.0 == mac || pair.1 == mac);
     }
 
     fn may_talk(&self, a: &Host, b: &Host) -> bool {
@@ -784,6 +880,8 @@ impl Engine {
             log::debug!("no path from {} to {}", src.port, dst.port);
             return;
         };
+        self.supersede_adopted((src.mac, dst.mac), &hops);
+        let cookie = FlowKind::path(src.port, dst.port).cookie();
         // Downstream first, so that the packet finds its flows at every switch.
         for (index, hop) in hops.iter().enumerate().rev() {
             self.send(
@@ -799,6 +897,7 @@ impl Engine {
                     idle_timeout: self.config.idle_timeout,
                     hard_timeout: 0,
                     notify_removal: index == 0,
+                    cookie,
                 },
             );
         }
@@ -837,6 +936,7 @@ impl Engine {
                 idle_timeout: 0,
                 hard_timeout: self.config.drop_timeout,
                 notify_removal: false,
+                cookie: FlowKind::Drop.cookie(),
             },
         );
         let drop = InstalledDrop {
@@ -932,6 +1032,14 @@ impl Engine {
             return;
         }
         let key = (rule.eth_src, rule.eth_dst);
+        let adopted_here = self.adopted.get(&key).is_some_and(|flows| {
+            flows
+                .iter()
+                .any(|flow| flow.dpid == dpid && flow.in_port == rule.in_port)
+        });
+        if adopted_here {
+            self.delete_adopted(key);
+        }
         let ingress = self
             .paths
             .get(&key)
@@ -987,6 +1095,7 @@ impl Engine {
             .paths
             .values()
             .flat_map(|path| [path.src.mac, path.dst.mac])
+            .chain(self.adopted.keys().flat_map(|(src, dst)| [*src, *dst]))
             .collect();
         for (mac, port) in idle {
             if routed.contains(&mac) || self.membership.is_member(&Host { port, mac }) {
@@ -1002,6 +1111,7 @@ impl Engine {
             // Both ends look like edge ports now; the link may well come back.
             self.link_went(link, now);
             self.delete_paths_where(|path| path.uses_link(link));
+            self.delete_adopted_where(|_, flow| flow.uses_link(link));
         }
     }
 
@@ -1026,6 +1136,31 @@ impl Engine {
                 .collect();
             for key in forbidden {
                 self.delete_path(key);
+            }
+            let membership = &self.membership;
+            let forbidden: Vec<(MacAddress, MacAddress)> = self
+                .adopted
+                .iter()
+                .filter(|((src, dst), flows)| {
+                    flows.iter().any(|flow| {
+                        flow.endpoints.is_some_and(|(src_port, dst_port)| {
+                            !membership.shares_slice(
+                                &Host {
+                                    port: src_port,
+                                    mac: *src,
+                                },
+                                &Host {
+                                    port: dst_port,
+                                    mac: *dst,
+                                },
+                            )
+                        })
+                    })
+                })
+                .map(|(key, _)| *key)
+                .collect();
+            for key in forbidden {
+                self.delete_adopted(key);
             }
         }
     }
@@ -1090,6 +1225,281 @@ impl Engine {
                 );
             }
         }
+    }
+
+    // ---- reconciling with what a switch holds ---------------------------------------
+
+    /// Reads the flow table of `dpid` back, to keep what the engine's state allows and
+    /// delete the rest when the answer comes ([`Engine::flows_read`]): what every
+    /// connect does, and what an instance that takes over a switch asks for.
+    pub fn reconcile(&mut self, dpid: u64) {
+        // A standby judges nothing: the master reconciles, and a new master does so as
+        // it takes over.
+        if self.topology.has_switch(dpid) && self.may_write(dpid) {
+            self.send(dpid, Command::ReadFlows);
+        }
+    }
+
+    /// The flow table of `dpid`, read back: keeps the engine's table-miss flow and the
+    /// path flows of pairs that may still talk (tracked from now on as if the engine had
+    /// installed them), and deletes, each exactly, every other flow: foreign ones (any
+    /// cookie not ours, any table), drop flows (the next packet is judged afresh), path
+    /// flows whose pair the slices no longer allow. A table that could not be read
+    /// whole is flushed instead.
+    pub fn flows_read(&mut self, dpid: u64, read: FlowsRead, _now: Instant) {
+        // A read that arrives after this instance was deposed is the next master's.
+        if !self.topology.has_switch(dpid) || !self.may_write(dpid) {
+            return;
+        }
+        // This read supersedes what an earlier one adopted here.
+        for flows in self.adopted.values_mut() {
+            flows.retain(|flow| flow.dpid != dpid);
+        }
+        self.adopted.retain(|_, flows| !flows.is_empty());
+        // The session never hands over more; the engine's own bound does not rely on it.
+        if !read.complete || read.entries.len() > MAX_FLOWS_READ {
+            log::warn!(
+                "switch {dpid:#x}: its flow table could not be read whole (more than \
+                 {MAX_FLOWS_READ} flows, or the request refused); deleting every flow instead"
+            );
+            self.flush(dpid);
+            return;
+        }
+        let bound_ports = self.bound_ports();
+        let total = read.entries.len();
+        let mut deleted = 0;
+        for entry in read.entries {
+            match self.judge(dpid, &entry, &bound_ports) {
+                Judgement::Keep => {}
+                Judgement::Adopt(key, flow) => self.adopted.entry(key).or_default().push(flow),
+                Judgement::Delete => {
+                    deleted += 1;
+                    if FlowKind::of_cookie(entry.cookie) == Some(FlowKind::Drop) {
+                        self.forget_drop_read_back(dpid, &entry);
+                    }
+                    self.send(dpid, Command::FlowDeleteExact(entry.handle));
+                }
+            }
+        }
+        log::info!(
+            "switch {dpid:#x}: flow table read back: {} of {total} flows kept, {deleted} deleted",
+            total - deleted
+        );
+    }
+
+    /// What the engine does with one flow of a read-back of `dpid`.
+    fn judge(
+        &self,
+        dpid: u64,
+        entry: &FlowEntry,
+        bound_ports: &HashMap<MacAddress, Vec<PortId>>,
+    ) -> Judgement {
+        let only_table = entry.table_id == 0;
+        match FlowKind::of_cookie(entry.cookie) {
+            Some(FlowKind::TableMiss) => {
+                let ours = only_table
+                    && entry.priority == 0
+                    && entry.in_port.is_none()
+                    && entry.eth_src.is_none()
+                    && entry.eth_dst.is_none()
+                    && !entry.other_fields
+                    && entry.action == FlowAction::Output(openflow::port::CONTROLLER);
+                if ours {
+                    Judgement::Keep
+                } else {
+                    Judgement::Delete
+                }
+            }
+            Some(FlowKind::Path { endpoints }) => {
+                let (Some(in_port), Some(src), Some(dst), FlowAction::Output(out_port)) =
+                    (entry.in_port, entry.eth_src, entry.eth_dst, entry.action)
+                else {
+                    return Judgement::Delete;
+                };
+                let shaped = only_table
+                    && entry.priority == PATH_PRIORITY
+                    && !entry.other_fields
+                    && is_physical(in_port)
+                    && is_physical(out_port);
+                if !shaped {
+                    return Judgement::Delete;
+                }
+                let key = (src, dst);
+                if let Some(path) = self.paths.get(&key) {
+                    // The engine's own path for the pair (perhaps installed since the
+                    // read was asked for): its hops stay, anything else of the pair goes.
+                    let on_path = path
+                        .hops
+                        .iter()
+                        .any(|hop| hop.dpid == dpid && hop.in_port == in_port);
+                    return if on_path {
+                        Judgement::Keep
+                    } else {
+                        Judgement::Delete
+                    };
+                }
+                let endpoints = if self.config.slicing {
+                    match self.allowed_endpoints(src, dst, endpoints, bound_ports) {
+                        Some(found) => Some(found),
+                        None => return Judgement::Delete,
+                    }
+                } else {
+                    None
+                };
+                Judgement::Adopt(
+                    key,
+                    AdoptedFlow {
+                        dpid,
+                        in_port,
+                        out_port,
+                        endpoints,
+                    },
+                )
+            }
+            Some(FlowKind::Drop) | None => Judgement::Delete,
+        }
+    }
+
+    /// The ports `src` and `dst` are bound at, in a slice they share, whose hash is
+    /// `endpoints`: where a path flow with that cookie may still lead.
+    fn allowed_endpoints(
+        &self,
+        src: MacAddress,
+        dst: MacAddress,
+        endpoints: u32,
+        bound_ports: &HashMap<MacAddress, Vec<PortId>>,
+    ) -> Option<(PortId, PortId)> {
+        let src_ports = bound_ports.get(&src)?;
+        let dst_ports = bound_ports.get(&dst)?;
+        src_ports.iter().find_map(|src_port| {
+            dst_ports.iter().find_map(|dst_port| {
+                let shared = endpoint_hash(*src_port, *dst_port) == endpoints
+                    && self.membership.shares_slice(
+                        &Host {
+                            port: *src_port,
+                            mac: src,
+                        },
+                        &Host {
+                            port: *dst_port,
+                            mac: dst,
+                        },
+                    );
+                shared.then_some((*src_port, *dst_port))
+            })
+        })
+    }
+
+    /// Every MAC address bound in a slice, with the ports it is bound at: built once per
+    /// read-back, so that judging a flow is a lookup rather than a scan.
+    fn bound_ports(&self) -> HashMap<MacAddress, Vec<PortId>> {
+        let mut ports: HashMap<MacAddress, Vec<PortId>> = HashMap::new();
+        for host in self.membership.members() {
+            ports.entry(host.mac).or_default().push(host.port);
+        }
+        ports
+    }
+
+    /// A drop flow a read-back deleted: forget its entry if it is the one remembered.
+    fn forget_drop_read_back(&mut self, dpid: u64, entry: &FlowEntry) {
+        let (Some(in_port), Some(src), Some(dst)) = (entry.in_port, entry.eth_src, entry.eth_dst)
+        else {
+            return;
+        };
+        let key = (src, dst);
+        if self
+            .drops
+            .get(&key)
+            .is_some_and(|drop| drop.ingress == PortId::new(dpid, in_port))
+        {
+            self.forget_drop(key);
+        }
+    }
+
+    /// Deletes every flow of `dpid` and forgets what the engine knew to be there.
+    fn flush(&mut self, dpid: u64) {
+        self.send(dpid, Command::ClearFlows);
+        if self.table_miss_switches.contains(&dpid) {
+            self.send(dpid, Command::TableMiss);
+        }
+        let drops_here: Vec<(MacAddress, MacAddress)> = self
+            .drops
+            .iter()
+            .filter(|(_, drop)| drop.ingress.dpid == dpid)
+            .map(|(key, _)| *key)
+            .collect();
+        for key in drops_here {
+            self.forget_drop(key);
+        }
+        self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
+    }
+
+    /// A new path for `pair` along `hops`: its adopted flows elsewhere go; those at a
+    /// hop's switch and input port are replaced by the hop's flow (same match and
+    /// priority), so deleting them would delete the new flow.
+    fn supersede_adopted(&mut self, pair: (MacAddress, MacAddress), hops: &[Hop]) {
+        let Some(flows) = self.adopted.remove(&pair) else {
+            return;
+        };
+        for flow in flows {
+            let replaced = hops
+                .iter()
+                .any(|hop| hop.dpid == flow.dpid && hop.in_port == flow.in_port);
+            if !replaced {
+                self.delete_adopted_flow(pair, &flow);
+            }
+        }
+    }
+
+    fn delete_adopted_where(
+        &mut self,
+        doomed: impl Fn(&(MacAddress, MacAddress), &AdoptedFlow) -> bool,
+    ) {
+        let keys: Vec<(MacAddress, MacAddress)> = self
+            .adopted
+            .iter()
+            .filter(|(key, flows)| flows.iter().any(|flow| doomed(key, flow)))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in keys {
+            self.delete_adopted(key);
+        }
+    }
+
+    /// Withdraws every adopted flow of `pair`, as [`Self::delete_path`] does a path.
+    fn delete_adopted(&mut self, pair: (MacAddress, MacAddress)) {
+        let Some(flows) = self.adopted.remove(&pair) else {
+            return;
+        };
+        log::info!(
+            "Deleting {} adopted flows of {} -> {}",
+            flows.len(),
+            pair.0,
+            pair.1
+        );
+        for flow in flows {
+            self.delete_adopted_flow(pair, &flow);
+        }
+    }
+
+    fn delete_adopted_flow(&mut self, pair: (MacAddress, MacAddress), flow: &AdoptedFlow) {
+        if self.topology.has_switch(flow.dpid) {
+            self.send(
+                flow.dpid,
+                Command::FlowDelete {
+                    rule: Rule {
+                        in_port: flow.in_port,
+                        eth_src: pair.0,
+                        eth_dst: pair.1,
+                    },
+                    priority: PATH_PRIORITY,
+                },
+            );
+        }
+    }
+
+    /// How many flows the engine adopted from read-backs and still tracks.
+    pub fn adopted_flows(&self) -> usize {
+        self.adopted.values().map(Vec::len).sum()
     }
 
     // ---- views for operators ---------------------------------------------------------

@@ -6,6 +6,7 @@
 //! TCP or [`tls`], feeds the engine their events and carries its commands back.
 
 mod config;
+pub mod cookie;
 pub mod engine;
 mod hosts;
 pub mod limits;
@@ -18,8 +19,8 @@ pub mod topology;
 
 pub use config::ControllerConfig;
 pub use engine::{
-    Command, Dropped, Engine, EngineConfig, Frame, HostView, PathView, Role, Rule, SwitchProfile,
-    SwitchView,
+    Command, Dropped, Engine, EngineConfig, FlowAction, FlowEntry, FlowHandle, FlowsRead, Frame,
+    HostView, PathView, Role, Rule, SwitchProfile, SwitchView, MAX_FLOWS_READ,
 };
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};

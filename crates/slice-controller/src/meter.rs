@@ -20,8 +20,8 @@ use openflow::{
     Version,
 };
 
-/// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's tables: it
-/// clears every flow on connect and replaces this meter the same way.
+/// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's meters: it
+/// replaces this one on every connect (and as a new master takes the switch over).
 pub const PACKET_IN_METER_ID: u32 = 1;
 
 // Transaction ids of the setup's requests, so that replies and errors can be told apart
@@ -128,6 +128,11 @@ impl MeterSetup {
             ..MeterStep::default()
         };
         (setup, step)
+    }
+
+    /// Whether the setup came to a decision, either way.
+    pub fn is_decided(&self) -> bool {
+        matches!(self.phase, Phase::Decided { .. })
     }
 
     /// The meter of the table-miss flow, once decided (None: no meter).
@@ -285,6 +290,7 @@ fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, 
 /// The flow that sends what matches nothing to the controller, through `meter_id`.
 pub fn table_miss_flow(meter_id: Option<u32>) -> Message {
     Message::FlowMod(FlowMod {
+        cookie: crate::cookie::FlowKind::TableMiss.cookie(),
         meter_id,
         actions: vec![Action::Output {
             port: port::CONTROLLER,

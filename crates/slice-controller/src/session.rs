@@ -9,7 +9,8 @@
 //! [`SwitchSession::handle_timeout`]. Everything the protocol decides is here: the
 //! handshake and version negotiation, the 1.3 PACKET_IN meter setup, echo keep-alive and
 //! the dead-peer rule, transaction ids, the encoding of [`Command`]s for the negotiated
-//! version, the per-switch bounds and the PACKET_IN rate limit. The wire version stops
+//! version, the flow-table read-back gathered from its parts, the per-switch bounds and
+//! the PACKET_IN rate limit. The wire version stops
 //! here: the engine learns a [`SwitchProfile`] instead.
 //!
 //! A session never panics on what a peer sends: a malformed frame, a broken rule or a
@@ -33,10 +34,13 @@ use openflow::{
 use slice_core::MacAddress;
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Role, Rule, SwitchProfile};
+use crate::engine::{
+    Command, FlowAction, FlowEntry, FlowHandle, FlowsRead, Role, Rule, SwitchProfile,
+    MAX_FLOWS_READ,
+};
 use crate::limits::PacketInLimiter;
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
-use crate::topology::PortState;
+use crate::topology::{is_physical, PortState};
 
 /// The versions sliced speaks, lowest first.
 const OUR_VERSIONS: [Version; 2] = [Version::Of10, Version::Of13];
@@ -47,6 +51,11 @@ const READ_CHUNK: usize = 16 * 1024;
 const MIN_READ_ROOM: usize = 2 * 1024;
 /// Source MAC of the LLDP frames the controller sends: locally administered.
 const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
+/// The most bytes of flow statistics parts one read-back of the flow table takes in;
+/// beyond them, as beyond [`MAX_FLOWS_READ`] entries, the read is incomplete and the
+/// engine flushes the switch. Far above what [`MAX_FLOWS_READ`] of sliced's own flows
+/// take (under 120 bytes each), it bounds what entries with long foreign matches hold.
+const MAX_FLOW_READ_BYTES: usize = 16 * 1024 * 1024;
 
 /// What the switch told the engine-facing side, in the engine's terms. The datapath id
 /// is known to the caller from [`SwitchEvent::Connected`] on.
@@ -82,6 +91,8 @@ pub enum SwitchEvent {
     /// The switch refused the last role request; with [`RoleRefusal::Stale`], another
     /// controller claimed the switch with a newer generation.
     RoleRefused { reason: RoleRefusal },
+    /// The answer to [`Command::ReadFlows`]: the switch's flow table, all parts of it.
+    FlowsRead(FlowsRead),
 }
 
 /// Why a switch refused a role request.
@@ -140,10 +151,12 @@ pub enum CloseReason {
 /// `Connected` (until then the switch treats the controller as EQUAL, and a standby's
 /// engine writes nothing meanwhile); the reply or refusal arrives in any open state and
 /// becomes an event. A stale generation does not close the session: the instance stays
-/// connected as what the switch allows it to be. A flow-table read-back
-/// (a flow-stats multipart, reassembled and bounded like the port list) before the
-/// engine is told, so that the engine starts from what the switch holds rather than
-/// clearing it.
+/// connected as what the switch allows it to be. The flow-table read-back is no state of
+/// its own either: the engine asks for it ([`Command::ReadFlows`]) as soon as it knows
+/// the switch, and whenever it must reconcile again, and the open session reassembles
+/// the flow statistics parts ([`FlowRead`], bounded by [`MAX_FLOWS_READ`] entries and
+/// [`MAX_FLOW_READ_BYTES`]) into one [`SwitchEvent::FlowsRead`] while everything else
+/// goes on.
 #[derive(Debug)]
 enum State {
     /// Our HELLO is out; the switch's must be its first message.
@@ -185,6 +198,20 @@ struct Open {
     /// Writes the switch refused because this controller is its slave (1.3
     /// `OFPBRC_IS_SLAVE`, 1.0 `OFPBRC_EPERM`): expected in a cluster, counted.
     refused_writes: u64,
+    /// The flow-table read-back under way, if any.
+    flow_read: Option<FlowRead>,
+}
+
+/// A read-back of the flow table, part by part.
+#[derive(Debug)]
+struct FlowRead {
+    /// The request's transaction id, which every part of the answer carries.
+    xid: u32,
+    entries: Vec<FlowEntry>,
+    bytes: usize,
+    /// False once the answer crossed a bound or the switch refused the request; the
+    /// entries are then dropped, and the parts still coming only counted out.
+    complete: bool,
 }
 
 /// One switch's OpenFlow session.
@@ -288,7 +315,11 @@ impl SwitchSession {
         }
         let message = match command {
             Command::SetRole { role, generation } => {
-                return self.send_role_request(role, generation)
+                self.send_role_request(role, generation);
+                if role == Role::Master {
+                    self.set_up_meter_again();
+                }
+                return;
             }
             Command::ClearFlows => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Delete,
@@ -312,9 +343,11 @@ impl SwitchSession {
                 idle_timeout,
                 hard_timeout,
                 notify_removal,
+                cookie,
             } => Message::FlowMod(FlowMod {
                 command: FlowModCommand::Add,
                 r#match: rule_match(rule),
+                cookie,
                 priority,
                 idle_timeout,
                 hard_timeout,
@@ -335,6 +368,16 @@ impl SwitchSession {
                 priority,
                 ..FlowMod::default()
             }),
+            Command::ReadFlows => return self.read_flows(),
+            Command::FlowDeleteExact(FlowHandle(delete)) => {
+                self.next_xid = self.next_xid.wrapping_add(1);
+                return match delete.emit(self.version, self.next_xid, &mut self.outbound) {
+                    Ok(()) => self.check_outbound(),
+                    // A match of the other version (the switch reconnected speaking
+                    // another): that flow is not in this table.
+                    Err(err) => log::debug!("not deleting a flow read back: {err}"),
+                };
+            }
             Command::PacketOut { out_port, data } => return self.send_packet_out(out_port, &data),
             Command::Discovery { port_no, proof } => {
                 let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
@@ -669,6 +712,7 @@ impl SwitchSession {
             echo_due: now + config.echo_interval,
             role_request: None,
             refused_writes: 0,
+            flow_read: None,
         });
         let profile = SwitchProfile {
             needs_table_miss_flow: self.version == Version::Of13,
@@ -728,6 +772,9 @@ impl SwitchSession {
                 Some(role) => SwitchEvent::RoleChanged { role },
                 None => return log::warn!("switch {dpid:#x} replied with Nicira role {role:?}"),
             },
+            Message::FlowStatsReply { flows, more } => {
+                return self.flow_stats_part(header, flows, more)
+            }
             Message::Error {
                 err_type,
                 code,
@@ -738,6 +785,20 @@ impl SwitchSession {
                     SwitchEvent::RoleRefused {
                         reason: role_refusal(err_type, code, &data),
                     }
+                } else if open
+                    .flow_read
+                    .as_ref()
+                    .is_some_and(|read| read.xid == header.xid)
+                {
+                    log::warn!(
+                        "switch {dpid:#x} refused to list its flows: error type {err_type:?} code {code}"
+                    );
+                    // The switch will not say what it holds: the engine flushes it.
+                    open.flow_read = None;
+                    SwitchEvent::FlowsRead(FlowsRead {
+                        entries: Vec::new(),
+                        complete: false,
+                    })
                 } else if is_slave_refusal(err_type, code, &data) {
                     open.refused_writes += 1;
                     if open.refused_writes == 1 {
@@ -755,6 +816,66 @@ impl SwitchSession {
             _ => return,
         };
         self.events.push_back(event);
+    }
+
+    /// Asks for the whole flow table, unless a read-back is under way: its answer,
+    /// judged when it arrives, serves this request as well.
+    fn read_flows(&mut self) {
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if open.flow_read.is_some() {
+            return;
+        }
+        self.send(&Message::FlowStatsRequest);
+        let xid = self.next_xid;
+        if let Some(open) = self.open_mut() {
+            open.flow_read = Some(FlowRead {
+                xid,
+                entries: Vec::new(),
+                bytes: 0,
+                complete: true,
+            });
+        }
+    }
+
+    /// One part of the flow table; the last one hands the whole to the engine.
+    fn flow_stats_part(&mut self, header: HeaderRepr, flows: Vec<openflow::FlowStats>, more: bool) {
+        let dpid = self.dpid().unwrap_or_default();
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        let Some(read) = open
+            .flow_read
+            .as_mut()
+            .filter(|read| read.xid == header.xid)
+        else {
+            return;
+        };
+        read.bytes = read.bytes.saturating_add(usize::from(header.length));
+        if read.complete {
+            if read.bytes > MAX_FLOW_READ_BYTES
+                || read.entries.len().saturating_add(flows.len()) > MAX_FLOWS_READ
+            {
+                log::warn!(
+                    "switch {dpid:#x}: flow table larger than {MAX_FLOWS_READ} flows or \
+                     {MAX_FLOW_READ_BYTES} bytes"
+                );
+                read.complete = false;
+                read.entries = Vec::new();
+            } else {
+                read.entries.extend(flows.into_iter().map(flow_entry));
+            }
+        }
+        if more {
+            return;
+        }
+        if let Some(read) = open.flow_read.take() {
+            self.events.push_back(SwitchEvent::FlowsRead(FlowsRead {
+                entries: read.entries,
+                complete: read.complete,
+            }));
+        }
     }
 
     /// A PACKET_IN: dropped if it carries no Ethernet frame or is over the rate limits,
@@ -803,9 +924,10 @@ impl SwitchSession {
         let Some(decision) = step.decided else {
             return;
         };
-        if let State::MeterSetup(open) = std::mem::replace(&mut self.state, State::Hello) {
-            self.state = State::Ready(open);
-        }
+        self.state = match std::mem::replace(&mut self.state, State::Hello) {
+            State::MeterSetup(open) => State::Ready(open),
+            other => other,
+        };
         let dpid = self.dpid().unwrap_or_default();
         match &decision {
             MeterDecision::Metered {
@@ -825,6 +947,34 @@ impl SwitchSession {
         self.events.push_back(SwitchEvent::PacketInMeter {
             metered: decision.is_metered(),
         });
+    }
+
+    /// On 1.3, a switch that went without the PACKET_IN meter gets another try once this
+    /// controller claims to be its master: as a standby its METER_MODs were refused as a
+    /// slave's, and the table-miss flow it is about to send as master must not replace
+    /// the old master's metered one with an unmetered one. The setup is held to the
+    /// connection's patience from the last time the switch was heard (the session has
+    /// no clock here), and the table-miss flow waits for its decision as on connect.
+    fn set_up_meter_again(&mut self) {
+        let version = self.version;
+        let (rate, burst, patience) = (
+            self.config.packet_in_rate,
+            self.config.packet_in_burst,
+            self.config.handshake_timeout,
+        );
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if version != Version::Of13 || !open.meter.is_decided() || open.meter.meter_id().is_some() {
+            return;
+        }
+        let (meter, step) = MeterSetup::start(version, rate, burst, open.last_heard, patience);
+        open.meter = meter;
+        self.state = match std::mem::replace(&mut self.state, State::Hello) {
+            State::Ready(open) => State::MeterSetup(open),
+            other => other,
+        };
+        self.apply_meter_step(step);
     }
 
     /// Queues a role request in the version's own form and remembers its xid.
@@ -1004,6 +1154,32 @@ fn packet_in_parts(version: Version, mut frame: BytesMut) -> Result<(u32, Bytes)
     Ok((in_port, frame.freeze()))
 }
 
+/// A flow statistics entry in the engine's terms.
+fn flow_entry(flow: openflow::FlowStats) -> FlowEntry {
+    let action = match flow.output {
+        openflow::FlowOutput::Drop => FlowAction::Drop,
+        openflow::FlowOutput::Port(port) => FlowAction::Output(port),
+        openflow::FlowOutput::Other => FlowAction::Other,
+    };
+    FlowEntry {
+        cookie: flow.cookie,
+        table_id: flow.table_id,
+        priority: flow.priority,
+        in_port: flow.r#match.in_port,
+        eth_src: flow.r#match.eth_src.map(MacAddress::new),
+        eth_dst: flow.r#match.eth_dst.map(MacAddress::new),
+        other_fields: flow.r#match.other_fields,
+        action,
+        idle_timeout: flow.idle_timeout,
+        hard_timeout: flow.hard_timeout,
+        handle: FlowHandle(openflow::RawFlowDelete {
+            table_id: flow.table_id,
+            priority: flow.priority,
+            raw_match: flow.raw_match,
+        }),
+    }
+}
+
 fn rule_match(rule: Rule) -> Match {
     Match {
         in_port: Some(rule.in_port),
@@ -1018,12 +1194,6 @@ fn port_state(desc: &PortDesc) -> PortState {
         name: desc.name.clone(),
         live: desc.is_live(),
     }
-}
-
-/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
-/// or links can be.
-fn is_physical(port_no: u32) -> bool {
-    port_no != 0 && port_no < port::MAX
 }
 
 #[cfg(test)]

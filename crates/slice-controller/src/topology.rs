@@ -6,6 +6,12 @@ use std::time::Instant;
 use openflow::Version;
 use slice_core::PortId;
 
+/// Physical ports only: reserved numbers (LOCAL, CONTROLLER, ...) are not places hosts
+/// or links can be.
+pub fn is_physical(port_no: u32) -> bool {
+    port_no != 0 && port_no < openflow::port::MAX
+}
+
 /// One port of a switch as the switch described it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortState {

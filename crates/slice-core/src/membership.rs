@@ -127,6 +127,11 @@ impl Membership {
         }
     }
 
+    /// Every host some slice holds, each once, in no particular order.
+    pub fn members(&self) -> impl Iterator<Item = &Host> {
+        self.slices_of_host.keys()
+    }
+
     /// The slices that hold `host`.
     pub fn slices_of(&self, host: &Host) -> &[SliceName] {
         self.slices_of_host.get(host).map_or(&[], Vec::as_slice)
@@ -267,5 +272,16 @@ mod tests {
         let peers: Vec<PortId> = index.peer_ports(&a).into_iter().collect();
         assert_eq!(peers, vec![b.port, c.port]);
         assert!(index.peer_ports(&host(7, 7, 7)).is_empty());
+    }
+
+    #[test]
+    fn members_are_every_bound_host_once() {
+        let (a, b) = (host(1, 1, 1), host(2, 1, 2));
+        let mut index = index_with(&[("blue", &[a, b]), ("red", &[a])]);
+        let mut members: Vec<Host> = index.members().copied().collect();
+        members.sort();
+        assert_eq!(members, vec![a, b]);
+        index.remove_slice(&name("blue"));
+        assert_eq!(index.members().copied().collect::<Vec<_>>(), vec![a]);
     }
 }

@@ -36,7 +36,9 @@ pub fn run(target: &str, data: &[u8]) -> bool {
 
 /// What the controller does with bytes from a switch: cut the stream into frames, decode
 /// each, and look inside the packets that PACKET_INs carry. Every message that decodes
-/// and can be encoded again must decode to itself from its own encoding.
+/// and can be encoded again must decode to itself from its own encoding. Flow statistics
+/// replies (the flow-table read-back) go through the same decoder, and their entries are
+/// cut once more with the iterator the codec offers, which must agree with it.
 pub fn openflow_stream(mut stream: &[u8]) {
     while let Ok(Some(len)) = frame_len(stream) {
         let (frame, rest) = stream.split_at(len);
@@ -58,6 +60,17 @@ pub fn openflow_stream(mut stream: &[u8]) {
                 }
             }
             _ => {}
+        }
+        if let Message::FlowStatsReply { flows, .. } = &message {
+            let body_at = if header.version == openflow::Version::Of10 {
+                openflow::flow_stats::STATS_V10_HEADER_LEN
+            } else {
+                openflow::multipart::MULTIPART_HEADER_LEN
+            };
+            let entries: Result<Vec<_>, _> =
+                openflow::flow_stats::FlowStatsEntries::new(header.version, &frame[body_at..])
+                    .collect();
+            assert_eq!(entries.as_ref(), Ok(flows), "the entry iterator disagrees");
         }
         let mut encoded = Vec::new();
         if message

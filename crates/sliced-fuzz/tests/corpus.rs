@@ -105,3 +105,16 @@ fn request_body_seeds_decode_to_every_body_type() {
     }
     assert_eq!(reached, [true; 4], "slice, port, MAC address, credentials");
 }
+
+/// The flow statistics seeds reach the entry decoder: each is a reply with one flow.
+#[test]
+fn flow_stats_seeds_decode_as_flow_stats_replies() {
+    for name in ["flow_stats_of10", "flow_stats_of13"] {
+        let bytes = std::fs::read(corpus_dir("openflow_stream").join(name)).expect(name);
+        let (_, message) = openflow::Message::parse(&bytes).expect(name);
+        assert!(
+            matches!(&message, openflow::Message::FlowStatsReply { flows, .. } if flows.len() == 1),
+            "{name}: {message:?}"
+        );
+    }
+}

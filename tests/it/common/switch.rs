@@ -66,6 +66,9 @@ pub struct Switch {
     said_hello: AtomicBool,
     /// Whether the controller has ended the connection.
     closed: AtomicBool,
+    /// The flows it reports when the controller reads its table back (it does not
+    /// apply FLOW_MODs to them: tests check what the controller sends).
+    holds: Vec<FlowMod>,
 }
 
 impl Network {
@@ -97,7 +100,21 @@ impl Network {
         meters: Meters,
     ) -> Arc<Switch> {
         let stream = TcpStream::connect(controller).expect("the controller accepts");
-        self.start(stream, dpid, Version::Of13, ports, meters)
+        self.start(stream, dpid, Version::Of13, ports, meters, Vec::new())
+    }
+
+    /// Like [`Network::connect`], for a switch whose flow table holds `flows` (what an
+    /// earlier controller, or someone else, installed).
+    pub fn connect_holding(
+        &mut self,
+        controller: SocketAddr,
+        dpid: u64,
+        version: Version,
+        ports: u32,
+        flows: Vec<FlowMod>,
+    ) -> Arc<Switch> {
+        let stream = TcpStream::connect(controller).expect("the controller accepts");
+        self.start(stream, dpid, version, ports, Meters::Absent, flows)
     }
 
     /// Like [`Network::connect`], over a stream the test opened itself (a TLS bridge).
@@ -108,7 +125,7 @@ impl Network {
         version: Version,
         ports: u32,
     ) -> Arc<Switch> {
-        self.start(stream, dpid, version, ports, Meters::Absent)
+        self.start(stream, dpid, version, ports, Meters::Absent, Vec::new())
     }
 
     fn start(
@@ -118,6 +135,7 @@ impl Network {
         version: Version,
         ports: u32,
         meters: Meters,
+        holds: Vec<FlowMod>,
     ) -> Arc<Switch> {
         stream.set_nodelay(true).unwrap();
         let switch = Arc::new(Switch {
@@ -130,6 +148,7 @@ impl Network {
             next_xid: Mutex::new(1000),
             said_hello: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            holds,
         });
         self.switches
             .lock()
@@ -352,6 +371,14 @@ impl Switch {
             }
             Message::NxRoleRequest(role) => {
                 self.send_with_xid(&Message::NxRoleReply(*role), header.xid)
+            }
+            Message::FlowStatsRequest => {
+                let flows = self
+                    .holds
+                    .iter()
+                    .map(|flow| openflow::FlowStats::of_flow(self.version, flow).unwrap())
+                    .collect();
+                self.send_with_xid(&Message::FlowStatsReply { flows, more: false }, header.xid)
             }
             Message::MeterFeaturesRequest => match self.meters {
                 Meters::Absent => self.send_error(

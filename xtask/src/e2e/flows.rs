@@ -39,6 +39,13 @@ impl Flow {
             .collect()
     }
 
+    /// How long the flow has been in the switch, from a dump with statistics
+    /// (`duration=12.345s`).
+    pub fn duration(&self) -> Option<std::time::Duration> {
+        let seconds: f64 = self.field("duration")?.strip_suffix('s')?.parse().ok()?;
+        std::time::Duration::try_from_secs_f64(seconds).ok()
+    }
+
     /// The path flow from `src` to `dst` entering at `in_port`, if this is one.
     pub fn is_path(&self, src: &str, dst: &str) -> bool {
         self.field("dl_src") == Some(src) && self.field("dl_dst") == Some(dst) && !self.drops()
@@ -111,5 +118,16 @@ mod tests {
         assert_eq!(flows[0].field("dl_src"), Some("00:00:00:00:00:02"));
         assert_eq!(flows[0].outputs(), vec![1, 3]);
         assert!(parse("").is_empty());
+    }
+
+    #[test]
+    fn a_dump_with_statistics_gives_each_flows_age() {
+        let flows = parse(" cookie=0x5c1c020012345678, duration=12.5s, table=0, n_packets=3, n_bytes=294, idle_timeout=60, idle_age=0, priority=100,in_port=1,dl_src=00:00:00:00:00:01,dl_dst=00:00:00:00:00:02 actions=output:2");
+        assert_eq!(
+            flows[0].duration(),
+            Some(std::time::Duration::from_millis(12_500))
+        );
+        assert_eq!(flows[0].priority, 100);
+        assert!(parse(" priority=0 actions=drop")[0].duration().is_none());
     }
 }

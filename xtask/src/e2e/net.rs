@@ -372,6 +372,38 @@ impl<'o> Net<'o> {
         )
     }
 
+    /// `count` pings from one host to another, one every `interval`, in the background,
+    /// their summary written to `output`: [`ping_summary`] reads it once it exits.
+    pub fn ping_stream(
+        &self,
+        from: u8,
+        to: u8,
+        interval: Duration,
+        count: u32,
+        output: &Path,
+    ) -> anyhow::Result<Daemon> {
+        let ns = self.namespace(from);
+        let (interval, count, target) = (
+            format!("{:.3}", interval.as_secs_f64()),
+            count.to_string(),
+            ipv4(to),
+        );
+        let mut command = sys::command(
+            "ip",
+            &[
+                "netns", "exec", &ns, "ping", "-n", "-q", "-i", &interval, "-c", &count, "-W", "1",
+                &target,
+            ],
+        );
+        let file = std::fs::File::create(output)
+            .with_context(|| format!("cannot create {}", output.display()))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        Daemon::spawn(&mut command, "ping")
+    }
+
     /// A permanent ARP entry in `host` for `other`, so that traffic to it is unicast.
     pub fn pin_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);
@@ -557,6 +589,18 @@ fn parse_seen(line: &str) -> Option<Seen> {
 }
 
 /// Runs `ip` with these arguments.
+/// (transmitted, received) from ping's summary line
+/// (`500 packets transmitted, 500 received, 0% packet loss, time 9980ms`).
+pub fn ping_summary(output: &str) -> Option<(u32, u32)> {
+    let line = output
+        .lines()
+        .find(|line| line.contains("packets transmitted"))?;
+    let mut numbers = line
+        .split(',')
+        .map(|part| part.split_whitespace().next()?.parse::<u32>().ok());
+    Some((numbers.next()??, numbers.next()??))
+}
+
 fn ip(args: &[&str]) -> anyhow::Result<()> {
     sys::run(&mut sys::command("ip", args)).map(drop)
 }
@@ -583,6 +627,20 @@ fn disable_ipv6(interface: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_pings_summary() {
+        let output =
+            "PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n\n--- 10.0.0.2 ping statistics ---\n\
+                      500 packets transmitted, 498 received, 0.4% packet loss, time 10012ms\n\
+                      rtt min/avg/max/mdev = 0.030/0.071/1.220/0.060 ms\n";
+        assert_eq!(ping_summary(output), Some((500, 498)));
+        assert_eq!(
+            ping_summary("3 packets transmitted, 0 received, +3 errors, 100% packet loss"),
+            Some((3, 0))
+        );
+        assert_eq!(ping_summary("ping: connect: Network is unreachable"), None);
+    }
 
     #[test]
     fn parses_a_description() -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use serde_json::Value;
 
 use super::pki::LabPki;
@@ -152,6 +152,38 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// Kills the daemon with SIGKILL, as a crash or `kill -9` would: no clean-up, no
+    /// final flush, its socket file left behind. Only for a daemon the lab started in
+    /// the foreground.
+    pub fn kill(&mut self) -> anyhow::Result<()> {
+        let Process::Child(daemon) = &mut self.process else {
+            bail!("only a sliced started in the foreground is killed by the lab");
+        };
+        let status = daemon.stop(libc::SIGKILL, Duration::from_secs(5));
+        ensure!(
+            status.is_some(),
+            "sliced (pid {}) survived SIGKILL",
+            daemon.pid()
+        );
+        Ok(())
+    }
+
+    /// Starts the daemon again on the same data directory and ports (the switches are
+    /// configured with its OpenFlow port), its log appended to the first one's.
+    pub fn start_again(&mut self, tls: Option<&LabPki>) -> anyhow::Result<()> {
+        let log_file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("cannot open {}", self.log.display()))?;
+        let mut command = base_command(&self.bins, &self.data, self.http, self.openflow_port, tls);
+        command
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file);
+        self.process = Process::Child(Daemon::spawn(&mut command, "sliced")?);
+        self.wait_serving()
     }
 
     pub fn data_dir(&self) -> &Path {

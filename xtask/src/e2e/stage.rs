@@ -119,6 +119,22 @@ impl<'a> Stage<'a> {
         Ok(pid)
     }
 
+    /// Kills sliced with SIGKILL (the switches keep their flows and reconnect).
+    pub fn kill_controller(&mut self) -> anyhow::Result<()> {
+        self.step("kill -9 sliced");
+        self.ctl_mut()?.kill()
+    }
+
+    /// Starts the killed sliced again on its data directory and ports, and waits until
+    /// it knows every switch and link of the network again.
+    pub fn restart_controller(&mut self) -> anyhow::Result<()> {
+        self.step("start sliced again on the same data directory");
+        let tls = self.tls.clone();
+        self.ctl_mut()?.start_again(tls.as_ref())?;
+        let topo = self.net()?.topo.clone();
+        self.wait_ready(&topo)
+    }
+
     pub fn ctl(&self) -> anyhow::Result<&Controller> {
         self.controller
             .as_ref()
@@ -300,6 +316,16 @@ impl<'a> Stage<'a> {
             self.version,
             &["--no-stats", "dump-flows", &net.bridge(dpid)],
         )?;
+        Ok(flows::parse(&dump))
+    }
+
+    /// The flow table of one switch with each flow's statistics (its age).
+    pub fn flows_with_stats(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
+        let net = self.net()?;
+        let dump = self
+            .shared
+            .ovs
+            .ofctl(self.version, &["dump-flows", &net.bridge(dpid)])?;
         Ok(flows::parse(&dump))
     }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cookie::FlowKind;
 use slice_core::{Port, Slice, SliceName};
 
 /// A fixed probe secret, so that tests can compute the probes the engine must send.
@@ -154,7 +155,7 @@ fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
 }
 
 #[test]
-fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
+fn a_new_switch_is_read_back_not_cleared_given_a_table_miss_on_1_3_and_probed() {
     let key = key();
     let mut engine = Engine::new(config(), Membership::default());
     let now = Instant::now();
@@ -162,8 +163,8 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
     assert_eq!(
         engine.take_commands(),
         vec![
-            (7, Command::ClearFlows),
             (7, Command::TableMiss),
+            (7, Command::ReadFlows),
             (
                 7,
                 Command::Discovery {
@@ -184,7 +185,7 @@ fn a_new_switch_is_cleared_given_a_table_miss_on_1_3_and_probed() {
     assert_eq!(
         engine.take_commands(),
         vec![
-            (8, Command::ClearFlows),
+            (8, Command::ReadFlows),
             (
                 8,
                 Command::Discovery {
@@ -875,13 +876,88 @@ fn role_requests(commands: &[(u64, Command)]) -> Vec<(u64, Role, u64)> {
         .collect()
 }
 
+// ---- reconciling with what a switch holds ----------------------------------------------
+
+/// A flow as a read-back reports it; `tag` (its raw match) tells the deletes apart.
+fn entry(cookie: u64, tag: u8, rule: Option<Rule>, action: FlowAction) -> FlowEntry {
+    FlowEntry {
+        cookie,
+        table_id: 0,
+        priority: PATH_PRIORITY,
+        in_port: rule.map(|rule| rule.in_port),
+        eth_src: rule.map(|rule| rule.eth_src),
+        eth_dst: rule.map(|rule| rule.eth_dst),
+        other_fields: false,
+        action,
+        idle_timeout: 60,
+        hard_timeout: 0,
+        handle: FlowHandle(openflow::RawFlowDelete {
+            table_id: 0,
+            priority: PATH_PRIORITY,
+            raw_match: vec![tag],
+        }),
+    }
+}
+
+fn rule(in_port: u32, src: u8, dst: u8) -> Rule {
+    Rule {
+        in_port,
+        eth_src: mac(src),
+        eth_dst: mac(dst),
+    }
+}
+
+/// A hop of a path from the host bound at `from` to the one bound at `to`, as sliced
+/// installs it.
+fn path_flow(tag: u8, hop: (u32, u32), pair: (u8, u8), ends: (PortId, PortId)) -> FlowEntry {
+    entry(
+        FlowKind::path(ends.0, ends.1).cookie(),
+        tag,
+        Some(rule(hop.0, pair.0, pair.1)),
+        FlowAction::Output(hop.1),
+    )
+}
+
+fn table_miss(tag: u8) -> FlowEntry {
+    FlowEntry {
+        priority: 0,
+        ..entry(
+            FlowKind::TableMiss.cookie(),
+            tag,
+            None,
+            FlowAction::Output(openflow::port::CONTROLLER),
+        )
+    }
+}
+
+fn read(entries: Vec<FlowEntry>) -> FlowsRead {
+    FlowsRead {
+        entries,
+        complete: true,
+    }
+}
+
+/// The tags of the flows deleted exactly, per switch.
+fn exact_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u8)> {
+    commands
+        .iter()
+        .filter_map(|(dpid, command)| match command {
+            Command::FlowDeleteExact(FlowHandle(delete)) => Some((*dpid, delete.raw_match[0])),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn a_single_instance_asks_for_no_role() {
     let mut engine = Engine::new(config(), membership(&[]));
     engine.switch_connected(1, NEEDS_TABLE_MISS, ports(&[1]), Instant::now());
     let commands = engine.take_commands();
     assert_eq!(role_requests(&commands), []);
-    assert_eq!(commands[0], (1, Command::ClearFlows));
+    assert_eq!(
+        commands[..2],
+        [(1, Command::TableMiss), (1, Command::ReadFlows)]
+    );
 }
 
 #[test]
@@ -945,6 +1021,9 @@ fn becoming_master_claims_every_switch_first_then_takes_it_over() {
     assert!(!rest
         .iter()
         .any(|(dpid, c)| *dpid == 2 && *c == Command::TableMiss));
+    // Each switch's flow table is read back, to keep what the old master installed.
+    assert!(rest.contains(&&(1, Command::ReadFlows)));
+    assert!(rest.contains(&&(2, Command::ReadFlows)));
     let probes: Vec<(u64, u32)> = rest
         .iter()
         .filter_map(|(dpid, c)| match c {
@@ -956,6 +1035,22 @@ fn becoming_master_claims_every_switch_first_then_takes_it_over() {
     // And the master acts on traffic: it learns the host.
     send(&mut engine, p(2, 1), 1, BROADCAST);
     assert_eq!(engine.hosts().len(), 1);
+}
+
+#[test]
+fn a_standby_neither_reads_back_nor_judges_a_flow_table() {
+    let now = Instant::now();
+    let mut engine = blue_line();
+    engine.set_leadership(standby(Some(3)), now);
+    engine.take_commands();
+    engine.reconcile(1);
+    // A read that arrives for a standby (asked for before it was deposed) changes nothing:
+    // a flow no slice allows stays, for the master to judge.
+    let allowed = path_flow(3, (1, 2), (1, 2), (p(1, 1), p(2, 1)));
+    let foreign = entry(7, 2, None, FlowAction::Drop);
+    engine.flows_read(1, read(vec![table_miss(1), foreign, allowed]), now);
+    assert_eq!(engine.take_commands(), []);
+    assert_eq!(engine.adopted_flows(), 0);
 }
 
 #[test]
@@ -1045,4 +1140,324 @@ fn confirmed_roles_are_versioned_and_forgotten_with_the_switch() {
     // A role for a switch the engine does not know is ignored.
     engine.role_changed(9, Role::Master);
     assert!(engine.switch_roles().0.is_empty());
+}
+
+/// h1 and h2 share "blue" (h1 at 0x1:1, h2 at 0x2:1); h3 at 0x3:1 is in "red" alone.
+fn blue_line() -> Engine {
+    line(
+        config(),
+        membership(&[("blue", &[(1, 1, 1), (2, 1, 2)]), ("red", &[(3, 1, 3)])]),
+    )
+}
+
+/// The hops of h1 -> h2 read back at switches 1 and 2 and adopted.
+fn adopt_h1_to_h2(engine: &mut Engine) {
+    let ends = (p(1, 1), p(2, 1));
+    engine.flows_read(
+        1,
+        read(vec![path_flow(1, (1, 2), (1, 2), ends)]),
+        Instant::now(),
+    );
+    engine.flows_read(
+        2,
+        read(vec![path_flow(2, (2, 1), (1, 2), ends)]),
+        Instant::now(),
+    );
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![]);
+    assert_eq!(engine.adopted_flows(), 2);
+}
+
+#[test]
+fn a_read_back_keeps_our_table_miss_and_allowed_paths_and_deletes_the_rest_exactly() {
+    let mut engine = blue_line();
+    let h1_to_h2 = (p(1, 1), p(2, 1));
+    let foreign_table = FlowEntry {
+        table_id: 3,
+        ..path_flow(6, (1, 2), (2, 1), (p(2, 1), p(1, 1)))
+    };
+    let entries = vec![
+        table_miss(1),
+        path_flow(2, (1, 2), (1, 2), h1_to_h2),
+        path_flow(3, (2, 1), (2, 1), (p(2, 1), p(1, 1))),
+        // Not ours: another controller's, or an operator's.
+        entry(0, 4, Some(rule(1, 1, 2)), FlowAction::Output(2)),
+        entry(0x1234, 5, None, FlowAction::Other),
+        // Ours, but in a table sliced never uses.
+        foreign_table,
+        // A drop flow: judged afresh by the next packet.
+        FlowEntry {
+            priority: DROP_PRIORITY,
+            ..entry(
+                FlowKind::Drop.cookie(),
+                7,
+                Some(rule(1, 1, 3)),
+                FlowAction::Drop,
+            )
+        },
+        // h1 and h3 share no slice.
+        path_flow(8, (1, 2), (1, 3), (p(1, 1), p(3, 1))),
+        // Our table-miss cookie on a flow that is no table-miss flow.
+        FlowEntry {
+            priority: 5,
+            ..table_miss(9)
+        },
+        // A path flow that matches more than the pair.
+        FlowEntry {
+            other_fields: true,
+            ..path_flow(10, (1, 2), (1, 2), h1_to_h2)
+        },
+    ];
+    engine.flows_read(1, read(entries), Instant::now());
+    let commands = engine.take_commands();
+    assert_eq!(
+        exact_deletes(&commands),
+        vec![(1, 4), (1, 5), (1, 6), (1, 7), (1, 8), (1, 9), (1, 10)]
+    );
+    assert!(!commands.contains(&(1, Command::ClearFlows)));
+    assert_eq!(engine.adopted_flows(), 2);
+}
+
+#[test]
+fn a_path_flow_for_a_binding_removed_while_nobody_watched_is_deleted() {
+    // h2 was bound at 0x2:1 when the flow went in; now it is bound at 0x2:3.
+    let mut engine = line(config(), membership(&[("blue", &[(1, 1, 1), (2, 3, 2)])]));
+    let entries = vec![
+        path_flow(1, (1, 2), (1, 2), (p(1, 1), p(2, 1))),
+        path_flow(2, (1, 2), (1, 2), (p(1, 1), p(2, 3))),
+    ];
+    engine.flows_read(1, read(entries), Instant::now());
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![(1, 1)]);
+    assert_eq!(engine.adopted_flows(), 1);
+}
+
+#[test]
+fn an_incomplete_read_flushes_the_switch_and_forgets_what_was_there() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    // A drop remembered at switch 1.
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(engine.remembered_drops(), 1);
+    let incomplete = FlowsRead {
+        entries: Vec::new(),
+        complete: false,
+    };
+    engine.flows_read(1, incomplete, Instant::now());
+    let commands = engine.take_commands();
+    assert_eq!(
+        commands[..2],
+        [(1, Command::ClearFlows), (1, Command::TableMiss)]
+    );
+    assert_eq!(engine.remembered_drops(), 0);
+    assert_eq!(engine.adopted_flows(), 1, "switch 1's adopted flow is gone");
+
+    let mut engine = Engine::new(config(), Membership::default());
+    engine.switch_connected(9, SENDS_MISSES, ports(&[1]), Instant::now());
+    engine.take_commands();
+    let incomplete = FlowsRead {
+        entries: Vec::new(),
+        complete: false,
+    };
+    engine.flows_read(9, incomplete, Instant::now());
+    assert_eq!(engine.take_commands(), vec![(9, Command::ClearFlows)]);
+}
+
+#[test]
+fn a_read_over_the_bound_is_a_flush_however_it_arrives() {
+    let mut engine = blue_line();
+    let ends = (p(1, 1), p(2, 1));
+    let entries = vec![path_flow(1, (1, 2), (1, 2), ends); MAX_FLOWS_READ + 1];
+    engine.flows_read(1, read(entries), Instant::now());
+    let commands = engine.take_commands();
+    assert_eq!(commands[0], (1, Command::ClearFlows));
+    assert_eq!(exact_deletes(&commands), vec![]);
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn adopted_flows_go_when_the_membership_forbids_the_pair() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    engine.membership_changed(&Change::MacDeleted {
+        slice: name("blue"),
+        port: p(2, 1),
+        mac: mac(2),
+    });
+    let mut deletes = flow_deletes(&engine.take_commands());
+    deletes.sort();
+    assert_eq!(
+        deletes,
+        vec![(1, 1, mac(1), mac(2)), (2, 2, mac(1), mac(2))]
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn adopted_flows_stay_while_the_pair_may_talk() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    engine.membership_changed(&Change::MacDeleted {
+        slice: name("red"),
+        port: p(3, 1),
+        mac: mac(3),
+    });
+    assert_eq!(flow_deletes(&engine.take_commands()), vec![]);
+    assert_eq!(engine.adopted_flows(), 2);
+}
+
+#[test]
+fn adopted_flows_go_when_a_port_of_theirs_goes_down() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    let down = PortState {
+        name: "eth1".into(),
+        live: false,
+    };
+    engine.port_changed(p(2, 1), Some(down), Instant::now());
+    let mut deletes = flow_deletes(&engine.take_commands());
+    deletes.sort();
+    assert_eq!(
+        deletes,
+        vec![(1, 1, mac(1), mac(2)), (2, 2, mac(1), mac(2))]
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn adopted_flows_go_with_their_switch() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    engine.switch_disconnected(2);
+    assert_eq!(
+        flow_deletes(&engine.take_commands()),
+        vec![(1, 1, mac(1), mac(2))],
+        "what is left elsewhere goes; the gone switch is sent nothing"
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn an_adopted_ingress_flow_that_expires_takes_its_pair_along() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    engine.flow_removed(1, rule(1, 1, 2), PATH_PRIORITY);
+    assert!(flow_deletes(&engine.take_commands()).contains(&(2, 2, mac(1), mac(2))));
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn a_new_path_for_the_pair_deletes_the_adopted_flows_off_it() {
+    let mut engine = blue_line();
+    let ends = (p(1, 1), p(2, 1));
+    // Switch 1 holds the pair's flow from port 3 (an older route); switch 2 one on the
+    // route the engine will pick.
+    engine.flows_read(
+        1,
+        read(vec![path_flow(1, (3, 2), (1, 2), ends)]),
+        Instant::now(),
+    );
+    engine.flows_read(
+        2,
+        read(vec![path_flow(2, (2, 1), (1, 2), ends)]),
+        Instant::now(),
+    );
+    engine.take_commands();
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(2));
+    assert_eq!(
+        flow_deletes(&commands),
+        vec![(1, 3, mac(1), mac(2))],
+        "the flow on the new path is replaced by its ADD, never deleted after it"
+    );
+    assert_eq!(
+        flow_adds(&commands),
+        vec![
+            (2, 2, Some(1), PATH_PRIORITY),
+            (1, 1, Some(2), PATH_PRIORITY)
+        ]
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn a_read_back_leaves_the_engines_own_path_alone() {
+    let mut engine = blue_line();
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(2));
+    let ends = (p(1, 1), p(2, 1));
+    // The answer may predate the path's ADD (another output) or show a stale hop.
+    let entries = vec![
+        path_flow(1, (1, 3), (1, 2), ends),
+        path_flow(2, (3, 2), (1, 2), ends),
+    ];
+    engine.flows_read(1, read(entries), Instant::now());
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![(1, 2)]);
+    assert_eq!(
+        engine.adopted_flows(),
+        0,
+        "the engine tracks its path already"
+    );
+}
+
+#[test]
+fn a_drop_flow_read_back_is_deleted_and_forgotten() {
+    let mut engine = blue_line();
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(3));
+    assert_eq!(engine.remembered_drops(), 1);
+    let drop = FlowEntry {
+        priority: DROP_PRIORITY,
+        ..entry(
+            FlowKind::Drop.cookie(),
+            1,
+            Some(rule(1, 1, 3)),
+            FlowAction::Drop,
+        )
+    };
+    engine.flows_read(1, read(vec![drop]), Instant::now());
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![(1, 1)]);
+    assert_eq!(engine.remembered_drops(), 0);
+}
+
+#[test]
+fn without_slicing_every_path_flow_of_ours_is_kept() {
+    let config = EngineConfig {
+        slicing: false,
+        ..config()
+    };
+    let mut engine = line(config, Membership::default());
+    let entries = vec![path_flow(1, (1, 2), (1, 3), (p(1, 1), p(3, 1)))];
+    engine.flows_read(1, read(entries), Instant::now());
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![]);
+    assert_eq!(engine.adopted_flows(), 1);
+}
+
+#[test]
+fn reconcile_reads_a_known_switch_back() {
+    let mut engine = blue_line();
+    engine.reconcile(2);
+    engine.reconcile(42);
+    assert_eq!(engine.take_commands(), vec![(2, Command::ReadFlows)]);
+}
+
+#[test]
+fn every_flow_the_engine_installs_says_what_it_is_in_its_cookie() {
+    let mut engine = blue_line();
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(2));
+    let cookies: Vec<u64> = commands
+        .iter()
+        .filter_map(|(_, command)| match command {
+            Command::FlowAdd { cookie, .. } => Some(*cookie),
+            _ => None,
+        })
+        .collect();
+    let path = FlowKind::path(p(1, 1), p(2, 1)).cookie();
+    assert_eq!(cookies, vec![path, path]);
+    send(&mut engine, p(3, 1), 3, BROADCAST);
+    let commands = send(&mut engine, p(1, 1), 1, mac(3));
+    assert!(commands.iter().any(|(_, command)| matches!(
+        command,
+        Command::FlowAdd { cookie, .. } if *cookie == FlowKind::Drop.cookie()
+    )));
 }

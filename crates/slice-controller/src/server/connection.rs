@@ -487,5 +487,10 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
             connection,
             reason,
         },
+        SwitchEvent::FlowsRead(read) => Event::FlowsRead {
+            dpid,
+            connection,
+            read,
+        },
     })
 }

@@ -161,6 +161,17 @@ fn handle_event(engine: &mut Engine, switches: &mut HashMap<u64, SwitchLink>, ev
                 engine.role_refused(dpid, reason);
             }
         }
+        Event::FlowsRead {
+            dpid,
+            connection,
+            read,
+        } => {
+            // A read from a connection since replaced describes a table the new
+            // connection reads again by itself.
+            if is_current(switches, dpid, connection) {
+                engine.flows_read(dpid, read, Instant::now());
+            }
+        }
         Event::Store(change) => engine.membership_changed(&change),
         Event::Inspect(look) => look(engine),
     }

@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::ControllerConfig;
-use crate::engine::{Command, Engine, Frame, Role, Rule, SwitchProfile};
+use crate::engine::{Command, Engine, FlowsRead, Frame, Role, Rule, SwitchProfile};
 use crate::probe::ProbeKeyError;
 use crate::session::RoleRefusal;
 use crate::tls::{TlsError, TlsFiles};
@@ -129,6 +129,12 @@ enum Event {
         dpid: u64,
         connection: u64,
         reason: RoleRefusal,
+    },
+    /// The switch's flow table, read back for reconciliation.
+    FlowsRead {
+        dpid: u64,
+        connection: u64,
+        read: FlowsRead,
     },
     Store(Change),
     Inspect(Inspector),

@@ -875,6 +875,214 @@ fn commands_get_increasing_transaction_ids() {
     assert_eq!(xids[1], xids[0] + 1);
 }
 
+// ---- reading the flow table back -------------------------------------------------------
+
+fn both_versions(now: Instant) -> [(Version, SwitchSession); 2] {
+    [
+        (OF10, connected_1_0(config(), now)),
+        (OF13, connected_1_3(config(), now)),
+    ]
+}
+
+/// The xid of the one flow statistics request in what the session sent.
+fn flow_stats_request(session: &mut SwitchSession) -> u32 {
+    let requests: Vec<u32> = sent(session)
+        .into_iter()
+        .filter(|(_, message)| *message == Message::FlowStatsRequest)
+        .map(|(header, _)| header.xid)
+        .collect();
+    assert_eq!(requests.len(), 1, "one request expected");
+    requests[0]
+}
+
+fn sliced_path_flow(in_port: u32, out_port: u32) -> FlowMod {
+    FlowMod {
+        r#match: Match {
+            in_port: Some(in_port),
+            eth_src: Some([2, 0, 0, 0, 0, 1]),
+            eth_dst: Some([2, 0, 0, 0, 0, 2]),
+            ..Match::default()
+        },
+        cookie: crate::cookie::FlowKind::Path { endpoints: 7 }.cookie(),
+        priority: 100,
+        idle_timeout: 60,
+        actions: vec![Action::Output {
+            port: out_port,
+            max_len: 0,
+        }],
+        ..FlowMod::default()
+    }
+}
+
+fn stats_part(version: Version, xid: u32, flows: &[FlowMod], more: bool) -> Vec<u8> {
+    let flows = flows
+        .iter()
+        .map(|flow| openflow::FlowStats::of_flow(version, flow).unwrap())
+        .collect();
+    wire(version, xid, &Message::FlowStatsReply { flows, more })
+}
+
+#[test]
+fn reading_flows_asks_for_the_whole_table_once_at_a_time() {
+    let now = Instant::now();
+    for (_, mut session) in both_versions(now) {
+        session.queue(Command::ReadFlows);
+        session.queue(Command::ReadFlows);
+        flow_stats_request(&mut session);
+    }
+}
+
+#[test]
+fn flow_stats_parts_become_one_read_in_the_engines_terms() {
+    let now = Instant::now();
+    for (version, mut session) in both_versions(now) {
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        let foreign = FlowMod {
+            r#match: Match {
+                eth_type: Some(0x0806),
+                ..Match::default()
+            },
+            priority: 7,
+            ..FlowMod::default()
+        };
+        session.handle_bytes(
+            &stats_part(version, xid, &[sliced_path_flow(1, 2)], true),
+            now,
+        );
+        // Another transaction's part is not part of this read.
+        session.handle_bytes(
+            &stats_part(version, xid + 100, std::slice::from_ref(&foreign), false),
+            now,
+        );
+        assert_eq!(
+            events(&mut session),
+            vec![],
+            "{version:?}: more parts to come"
+        );
+        session.handle_bytes(
+            &stats_part(version, xid, std::slice::from_ref(&foreign), false),
+            now,
+        );
+        let events = events(&mut session);
+        let [SwitchEvent::FlowsRead(read)] = &events[..] else {
+            panic!("{version:?}: one read expected, got {events:?}");
+        };
+        assert!(read.complete);
+        assert_eq!(read.entries.len(), 2);
+        let path = &read.entries[0];
+        assert_eq!(path.cookie, sliced_path_flow(1, 2).cookie);
+        assert_eq!(path.in_port, Some(1));
+        assert_eq!(path.eth_src, Some(MacAddress::new([2, 0, 0, 0, 0, 1])));
+        assert_eq!(path.eth_dst, Some(MacAddress::new([2, 0, 0, 0, 0, 2])));
+        assert_eq!(path.action, FlowAction::Output(2));
+        assert!(!path.other_fields);
+        let other = &read.entries[1];
+        assert!(other.other_fields, "{version:?}: it matches the EtherType");
+        assert_eq!(other.action, FlowAction::Drop);
+
+        // The foreign flow is deleted by exactly its own match and priority.
+        session.queue(Command::FlowDeleteExact(other.handle.clone()));
+        let sent = sent_messages(&mut session);
+        let [Message::FlowMod(delete)] = &sent[..] else {
+            panic!("{version:?}: one FLOW_MOD expected: {sent:?}");
+        };
+        assert_eq!(delete.command, FlowModCommand::DeleteStrict);
+        assert_eq!(delete.r#match, foreign.r#match);
+        assert_eq!(delete.priority, 7);
+
+        // The read is over: a new one may start.
+        session.queue(Command::ReadFlows);
+        flow_stats_request(&mut session);
+    }
+}
+
+#[test]
+fn a_flow_table_over_the_bound_reads_as_incomplete() {
+    let now = Instant::now();
+    for (version, mut session) in both_versions(now) {
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        // As many flows as fit one message, in as many parts as cross the bound.
+        let per_part = 500;
+        let part: Vec<FlowMod> = (0..per_part).map(|n| sliced_path_flow(n + 1, 1)).collect();
+        let parts = MAX_FLOWS_READ / per_part as usize + 1;
+        let part_bytes = stats_part(version, xid, &part, true);
+        for _ in 0..parts {
+            session.handle_bytes(&part_bytes, now);
+        }
+        assert_eq!(events(&mut session), vec![]);
+        session.handle_bytes(&stats_part(version, xid, &[], false), now);
+        assert_eq!(
+            events(&mut session),
+            vec![SwitchEvent::FlowsRead(FlowsRead {
+                entries: Vec::new(),
+                complete: false,
+            })],
+            "{version:?}"
+        );
+        assert!(
+            !session.is_closed(),
+            "a large table is no reason to disconnect"
+        );
+    }
+}
+
+#[test]
+fn a_refused_read_reads_as_incomplete() {
+    let now = Instant::now();
+    for (version, mut session) in both_versions(now) {
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        let refusal = Message::Error {
+            err_type: ErrorType::BadRequest,
+            code: BadRequestCode::BadMultipart.into(),
+            data: Vec::new(),
+        };
+        session.handle_bytes(&wire(version, xid, &refusal), now);
+        assert_eq!(
+            events(&mut session),
+            vec![SwitchEvent::FlowsRead(FlowsRead {
+                entries: Vec::new(),
+                complete: false,
+            })],
+            "{version:?}"
+        );
+    }
+}
+
+#[test]
+fn a_flow_add_and_the_table_miss_flow_carry_their_cookies() {
+    let now = Instant::now();
+    for (_, mut session) in both_versions(now) {
+        session.queue(Command::FlowAdd {
+            rule: Rule {
+                in_port: 1,
+                eth_src: MacAddress::new([2, 0, 0, 0, 0, 1]),
+                eth_dst: MacAddress::new([2, 0, 0, 0, 0, 2]),
+            },
+            out_port: Some(2),
+            priority: 100,
+            idle_timeout: 60,
+            hard_timeout: 0,
+            notify_removal: true,
+            cookie: 0x5c1c_0200_0000_0007,
+        });
+        let sent = sent_messages(&mut session);
+        let [Message::FlowMod(add)] = &sent[..] else {
+            panic!("one FLOW_MOD expected: {sent:?}");
+        };
+        assert_eq!(add.cookie, 0x5c1c_0200_0000_0007);
+    }
+    let Message::FlowMod(table_miss) = crate::meter::table_miss_flow(None) else {
+        panic!("the table-miss flow is a FLOW_MOD");
+    };
+    assert_eq!(
+        table_miss.cookie,
+        crate::cookie::FlowKind::TableMiss.cookie()
+    );
+}
+
 // ---- whatever a switch sends ----------------------------------------------------------
 
 /// A frame with a well-formed header (so the decoders are reached) around any body.
@@ -908,6 +1116,7 @@ proptest::proptest! {
             now += SECOND;
             session.handle_bytes(&framed(version, *msg_type, body), now);
             session.handle_timeout(now);
+            session.queue(Command::ReadFlows);
             session.queue(Command::ClearFlows);
             sent(&mut session);
             events(&mut session);
@@ -917,6 +1126,63 @@ proptest::proptest! {
         proptest::prop_assert!(session.is_closed(), "silent for a minute: closed");
         proptest::prop_assert!(session.close_reason().is_some());
         proptest::prop_assert_eq!(session.poll_timeout(), None);
+    }
+
+    #[test]
+    fn whatever_answers_a_flow_table_read_never_panics_and_ends_the_read_or_the_session(
+        version_13 in proptest::bool::ANY,
+        parts in proptest::collection::vec(
+            (
+                proptest::bool::ANY,
+                // Empty parts half the time, so that reads also end without an error.
+                proptest::prop_oneof![
+                    proptest::strategy::Just(Vec::new()),
+                    proptest::collection::vec(proptest::num::u8::ANY, 1..200),
+                ],
+            ),
+            1..6,
+        ),
+    ) {
+        let now = Instant::now();
+        let (version, mut session) = if version_13 {
+            (OF13, connected_1_3(config(), now))
+        } else {
+            (OF10, connected_1_0(config(), now))
+        };
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        let last = parts.len() - 1;
+        let mut reads_ended = 0;
+        for (index, (known_type, noise)) in parts.iter().enumerate() {
+            // A reply header (flow type or noise, "more" on all but the last part), then
+            // any bytes as the entries.
+            let mut body = vec![0, if *known_type { 1 } else { noise.len() as u8 }];
+            body.extend_from_slice(&[0, u8::from(index != last)]);
+            if version == OF13 {
+                body.extend_from_slice(&[0; 4]);
+            }
+            body.extend_from_slice(noise);
+            let reply = if version == OF13 { v13::MULTIPART_REPLY } else { v10::STATS_REPLY };
+            let mut frame = framed(version, reply, &body);
+            frame[4..8].copy_from_slice(&xid.to_be_bytes());
+            session.handle_bytes(&frame, now);
+            for event in events(&mut session) {
+                if matches!(event, SwitchEvent::FlowsRead(_)) {
+                    reads_ended += 1;
+                }
+            }
+        }
+        let (last_is_flows, _) = parts[last];
+        if session.is_closed() {
+            proptest::prop_assert!(session.close_reason().is_some());
+        } else if last_is_flows {
+            // A last part that parsed ends the read, exactly once.
+            proptest::prop_assert_eq!(reads_ended, 1);
+            session.queue(Command::ReadFlows);
+            flow_stats_request(&mut session);
+        } else {
+            proptest::prop_assert_eq!(reads_ended, 0);
+        }
     }
 }
 
@@ -1073,4 +1339,67 @@ fn writes_refused_to_a_slave_are_counted_not_a_reason_to_close() {
         assert!(!session.is_closed(), "{version:?}");
         assert_eq!(session.refused_writes(), 2, "{version:?}");
     }
+}
+
+fn meter_features() -> MeterFeatures {
+    MeterFeatures {
+        max_meter: 16,
+        band_types: 1 << openflow::meter::METER_BAND_DROP,
+        capabilities: u32::from(openflow::meter::METER_FLAG_PKTPS),
+        max_bands: 1,
+        max_color: 0,
+    }
+}
+
+#[test]
+fn a_standby_refused_the_meter_gets_it_when_it_becomes_master() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    let features = Message::MeterFeaturesReply(meter_features());
+    session.handle_bytes(&wire(OF13, 0x4d54_5201, &features), now);
+    sent(&mut session);
+    // As a slave's, the switch refuses the meter.
+    let is_slave = Message::Error {
+        err_type: ErrorType::BadRequest,
+        code: BadRequestCode::IsSlave.into(),
+        data: Vec::new(),
+    };
+    session.handle_bytes(&wire(OF13, 0x4d54_5204, &is_slave), now);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::PacketInMeter { metered: false }]
+    );
+    // Claiming the switch asks for the meter again, and the table-miss flow waits for it.
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 5,
+    });
+    session.queue(Command::TableMiss);
+    let claimed = sent_messages(&mut session);
+    assert!(matches!(claimed[0], Message::RoleRequest(_)));
+    assert_eq!(
+        claimed[1..],
+        [Message::MeterFeaturesRequest, Message::BarrierRequest]
+    );
+    session.handle_bytes(&wire(OF13, 0x4d54_5201, &features), now);
+    assert_eq!(sent(&mut session).len(), 3, "delete, add, barrier");
+    session.handle_bytes(&wire(OF13, 0x4d54_5205, &Message::BarrierReply), now);
+    assert_eq!(
+        sent_messages(&mut session),
+        [crate::meter::table_miss_flow(Some(
+            crate::meter::PACKET_IN_METER_ID
+        ))]
+    );
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::PacketInMeter { metered: true }]
+    );
+    // A switch that has its meter is not asked again.
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 6,
+    });
+    let again = sent_messages(&mut session);
+    assert_eq!(again.len(), 1);
+    assert!(matches!(again[0], Message::RoleRequest(_)));
 }
