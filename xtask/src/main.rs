@@ -200,6 +200,7 @@ mod tests {
     #[test]
     fn soak_and_failover_take_their_numbers() {
         assert!(parse(&["soak", "--steps", "1000", "--seed", "7", "--of", "13"]).is_ok());
+        assert!(parse(&["soak", "--cluster"]).is_ok());
         assert!(parse(&["soak", "--steps", "none"]).is_err());
         assert!(parse(&["failover", "--runs", "5", "--of", "10"]).is_ok());
         assert!(parse(&["failover", "--runs", "0"]).is_err());

@@ -100,6 +100,10 @@ pub struct SoakOptions {
     /// Print each step as it happens
     #[arg(short, long)]
     verbose: bool,
+    /// Run it on a cluster (`random-cluster`: three sliced, three etcd members, kill -9
+    /// of the master among the operations)
+    #[arg(long)]
+    cluster: bool,
 }
 
 /// `cargo xtask failover`: the cluster's failover, measured.
@@ -121,8 +125,13 @@ pub struct FailoverOptions {
 
 /// `cargo xtask soak`: the lab's runner on the random scenario alone.
 pub fn soak(options: &SoakOptions) -> anyhow::Result<()> {
+    let scenario = if options.cluster {
+        "random-cluster"
+    } else {
+        "random"
+    };
     main(&Options {
-        scenarios: vec!["random".into()],
+        scenarios: vec![scenario.into()],
         version: options.version,
         no_build: options.no_build,
         verbose: options.verbose,
@@ -315,10 +324,15 @@ fn run(options: &Options) -> anyhow::Result<()> {
     let mut passed = 0;
     let mut failed = 0;
     let random_run = options.random_run()?;
-    if bins.is_some() && options.selected().iter().any(|s| s.name == "random") {
+    if bins.is_some()
+        && options
+            .selected()
+            .iter()
+            .any(|s| s.name.starts_with("random"))
+    {
         println!(
-            "lab: seed={} steps={} (replay: cargo xtask e2e -s random --seed {})",
-            random_run.seed, random_run.steps, random_run.seed
+            "lab: seed={} steps={} (replay: --seed {} --steps {})",
+            random_run.seed, random_run.steps, random_run.seed, random_run.steps
         );
     }
     if let Some(bins) = &bins {
@@ -643,9 +657,10 @@ mod tests {
     fn no_scenario_selects_the_default_run_on_both_versions() {
         let options = parse(&[]).unwrap();
         let names: Vec<&str> = options.selected().iter().map(|s| s.name).collect();
-        assert_eq!(names.len(), SCENARIOS.len() - 1);
+        assert_eq!(names.len(), SCENARIOS.len() - 2);
         assert!(names.contains(&"random") && names.contains(&"cluster"));
         assert!(!names.contains(&"failover"), "a measurement, not a test");
+        assert!(!names.contains(&"random-cluster"), "waits for the election");
         assert!(parse(&["-s", "failover"]).unwrap().selected()[0].name == "failover");
         assert_eq!(options.versions(), OfVersion::ALL);
     }

@@ -93,6 +93,13 @@ pub const SCENARIOS: &[Scenario] = &[
         default_run: true,
     },
     Scenario {
+        name: "random-cluster",
+        about: "random on three sliced and three etcd members, kill -9 of the master among \
+                the operations (not in the default run until the election lands)",
+        run: super::random::random_cluster,
+        default_run: false,
+    },
+    Scenario {
         name: "cluster",
         about: "three etcd, three sliced: shared writes, racing creates, kill -9 of the \
                 master under traffic, etcd member and quorum lost and back",
