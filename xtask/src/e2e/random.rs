@@ -364,8 +364,18 @@ fn feasible(kind: Kind, model: &Model, cluster: bool) -> bool {
 
 fn make(kind: Kind, rng: &mut StdRng, model: &Model) -> Op {
     let slices: Vec<&String> = model.slices.keys().collect();
-    // A binding needs a slice to go in.
-    let kind = if kind == Kind::Bind && slices.is_empty() {
+    // Every kind but these picks a slice: without one, a slice is made instead (`feasible`
+    // already keeps them out then, except Bind, which is always feasible). Past this
+    // point every slice name picked is a key of `model.slices`, so indexing by it holds.
+    let needs_slice = !matches!(
+        kind,
+        Kind::CreateSlice
+            | Kind::CutCable
+            | Kind::RestoreCable
+            | Kind::RestartController
+            | Kind::KillMaster
+    );
+    let kind = if needs_slice && slices.is_empty() {
         Kind::CreateSlice
     } else {
         kind
