@@ -400,9 +400,9 @@ fn make(kind: Kind, rng: &mut StdRng, model: &Model) -> Op {
             let slice = some_slice(rng).unwrap_or_default();
             let port = model.port_of(some_host(rng));
             if model.slices[&slice].contains_key(&port) {
-                // Already there: bind its host instead, which is as useful.
+                // Already there: bind its host instead (or unbind it), which is as useful.
                 let host = host_at(model, port);
-                Op::Bind { slice, host, port }
+                bind_or_unbind(model, slice, host, port)
             } else {
                 Op::AddPort { slice, port }
             }
@@ -455,14 +455,7 @@ fn make(kind: Kind, rng: &mut StdRng, model: &Model) -> Op {
             } else {
                 model.port_of(host)
             };
-            let present = model.slices[&slice]
-                .get(&port)
-                .is_some_and(|macs| macs.contains(&host));
-            if present {
-                Op::Unbind { slice, host, port }
-            } else {
-                Op::Bind { slice, host, port }
-            }
+            bind_or_unbind(model, slice, host, port)
         }
         Kind::Unbind => {
             let held: Vec<(String, Port, u8)> = model
@@ -497,6 +490,21 @@ fn make(kind: Kind, rng: &mut StdRng, model: &Model) -> Op {
             crash: rng.random_bool(0.5),
         },
         Kind::KillMaster => Op::KillMaster,
+    }
+}
+
+/// Binds `host` at `port` in `slice`, or unbinds it when it is bound there already (a
+/// second binding would be refused with 409).
+fn bind_or_unbind(model: &Model, slice: String, host: u8, port: Port) -> Op {
+    let present = model
+        .slices
+        .get(&slice)
+        .and_then(|ports| ports.get(&port))
+        .is_some_and(|macs| macs.contains(&host));
+    if present {
+        Op::Unbind { slice, host, port }
+    } else {
+        Op::Bind { slice, host, port }
     }
 }
 
@@ -887,6 +895,63 @@ mod tests {
         model.cut.insert(2);
         assert!(model.expected().is_empty());
         assert_eq!(model.live_links().len(), 6);
+    }
+
+    /// What the REST API would refuse: the operations must only ever expect success.
+    fn refused(model: &Model, op: &Op) -> Option<String> {
+        let slice = |name: &str| model.slices.get(name);
+        match op {
+            Op::CreateSlice(name) => slice(name).map(|_| format!("{name} exists")),
+            Op::DeleteSlice(name) => slice(name).is_none().then(|| format!("no {name}")),
+            Op::AddPort { slice: name, port } => match slice(name) {
+                None => Some(format!("no {name}")),
+                Some(ports) => ports.contains_key(port).then(|| "port exists".into()),
+            },
+            Op::DeletePort { slice: name, port } => match slice(name) {
+                None => Some(format!("no {name}")),
+                Some(ports) => (!ports.contains_key(port)).then(|| "no such port".into()),
+            },
+            Op::Bind {
+                slice: name,
+                host,
+                port,
+            } => match slice(name) {
+                None => Some(format!("no {name}")),
+                Some(ports) => ports
+                    .get(port)
+                    .is_some_and(|macs| macs.contains(host))
+                    .then(|| "MAC exists".into()),
+            },
+            Op::Unbind {
+                slice: name,
+                host,
+                port,
+            } => match slice(name) {
+                None => Some(format!("no {name}")),
+                Some(ports) => (!ports.get(port).is_some_and(|macs| macs.contains(host)))
+                    .then(|| "no such MAC".into()),
+            },
+            Op::CutCable(i) => model.cut.contains(i).then(|| "cut already".into()),
+            Op::RestoreCable(i) => (!model.cut.contains(i)).then(|| "not cut".into()),
+            Op::RestartController { .. } | Op::KillMaster => None,
+        }
+    }
+
+    #[test]
+    fn every_drawn_operation_is_one_the_api_accepts() {
+        for seed in 0..200 {
+            let mut model = model();
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut done = BTreeSet::new();
+            for left in (1..=200).rev() {
+                let op = draw(&mut rng, &model, true, &done, left);
+                if let Some(why) = refused(&model, &op) {
+                    panic!("seed {seed}: {op:?} would be refused ({why}); {model:?}");
+                }
+                done.insert(kind_of(&op, &model));
+                model.apply(&op).unwrap();
+            }
+        }
     }
 
     #[test]
