@@ -30,6 +30,9 @@ pub const MESH4X2: &str = "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4
 /// Steps of the scenario in the ordinary lab run; `cargo xtask soak` runs more.
 pub const DEFAULT_STEPS: usize = 30;
 
+/// A long run (a soak) says how far it got this often.
+const PROGRESS_EVERY: usize = 50;
+
 /// The names slices get; few, so that the operations meet each other's slices.
 const SLICE_NAMES: [&str; 3] = ["r0", "r1", "r2"];
 /// At most this many cables are cut at once: the full mesh has three cables per switch,
@@ -585,6 +588,13 @@ pub fn run_steps(stage: &mut Stage, run: RandomRun, cluster: bool) -> anyhow::Re
                 run.seed
             )
         })?;
+        if run.steps > DEFAULT_STEPS && number % PROGRESS_EVERY == 0 {
+            println!(
+                "      random {}: {number}/{} steps as expected",
+                stage.version.short(),
+                run.steps
+            );
+        }
     }
     let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k:?} {n}")).collect();
     stage.step(format!("done: {}", summary.join(", ")));
