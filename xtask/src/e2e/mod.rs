@@ -211,7 +211,7 @@ pub fn main(options: &Options) -> anyhow::Result<()> {
         return Ok(());
     }
     sys::add_sbin_to_path();
-    if let Err(reason) = prerequisites() {
+    if let Err(reason) = prerequisites(options) {
         bail!("the end-to-end lab cannot run: {reason}");
     }
     run(options)
@@ -222,7 +222,7 @@ pub fn main(options: &Options) -> anyhow::Result<()> {
 pub fn from_test() -> anyhow::Result<()> {
     sys::add_sbin_to_path();
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    match prerequisites() {
+    match prerequisites(&Options::default()) {
         Ok(()) => run(&Options::default()),
         Err(reason) if ci => {
             bail!("CI is set, so the end-to-end lab must run, but it cannot: {reason}")
@@ -239,7 +239,7 @@ pub fn from_test() -> anyhow::Result<()> {
 }
 
 /// Why the lab cannot run here, if it cannot.
-fn prerequisites() -> Result<(), String> {
+fn prerequisites(options: &Options) -> Result<(), String> {
     if sys::effective_uid() != Some(0) {
         return Err(
             "not running as root (network namespaces, veths and Open vSwitch need it)".into(),
@@ -252,8 +252,10 @@ fn prerequisites() -> Result<(), String> {
             missing.join(", ")
         ));
     }
-    let tools: Vec<&str> = ["ip", "ping", "tcpdump", "ethtool", "sysctl", "etcd"]
+    let cluster = options.selected().iter().any(|s| s.needs_etcd);
+    let tools: Vec<&str> = ["ip", "ping", "tcpdump", "ethtool", "sysctl"]
         .into_iter()
+        .chain(cluster.then_some("etcd"))
         .filter(|t| !sys::on_path(t))
         .collect();
     if !tools.is_empty() {
@@ -663,6 +665,16 @@ mod tests {
         assert!(!names.contains(&"random-cluster"), "waits for the election");
         assert!(parse(&["-s", "failover"]).unwrap().selected()[0].name == "failover");
         assert_eq!(options.versions(), OfVersion::ALL);
+    }
+
+    #[test]
+    fn only_the_cluster_scenarios_need_etcd() {
+        let needing: Vec<&str> = SCENARIOS
+            .iter()
+            .filter(|s| s.needs_etcd)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(needing, ["random-cluster", "cluster", "failover"]);
     }
 
     #[test]
