@@ -54,6 +54,33 @@ pub struct Master {
 
 /// The master as the live instances report it in `GET /cluster`.
 pub fn master(stage: &Stage) -> anyhow::Result<Master> {
+    match reported_master(stage) {
+        Reported::Master(index) => Ok(Master {
+            index,
+            reported: true,
+        }),
+        Reported::NoLiveMaster => {
+            bail!("GET /cluster answers, but names no live instance as the master")
+        }
+        Reported::NoClusterView => Ok(Master {
+            index: assumed_master_without_roles(),
+            reported: false,
+        }),
+    }
+}
+
+/// What the live instances say about the master.
+enum Reported {
+    /// The index of the live controller that is master.
+    Master(usize),
+    /// `GET /cluster` answers, but names no master, or one that is not live (the one
+    /// just killed, until its lease expires).
+    NoLiveMaster,
+    /// No instance answers `GET /cluster`.
+    NoClusterView,
+}
+
+fn reported_master(stage: &Stage) -> Reported {
     let controllers = stage.controllers();
     let mut answered = false;
     for ctl in controllers {
@@ -61,26 +88,25 @@ pub fn master(stage: &Stage) -> anyhow::Result<Master> {
             continue;
         };
         answered = true;
-        if let Some(index) = master_in(&view, controllers) {
-            return Ok(Master {
-                index,
-                reported: true,
-            });
+        let addresses: Vec<(String, u16)> = controllers
+            .iter()
+            .map(|c| (c.http.to_string(), c.openflow_port))
+            .collect();
+        if let Some(index) = master_in(&view, &addresses) {
+            return Reported::Master(index);
         }
     }
     if answered {
-        bail!("GET /cluster answers, but names no live instance as the master");
+        Reported::NoLiveMaster
+    } else {
+        Reported::NoClusterView
     }
-    Ok(Master {
-        index: assumed_master_without_roles(),
-        reported: false,
-    })
 }
 
 /// TEMPORARY, until the election and `GET /cluster` land (issue 11): without them no
 /// instance is master (all three are EQUAL to Open vSwitch and all install flows), and the
 /// lab takes the first live instance for "the master". Delete this function, and the
-/// `answered` fallback in [`master`] that calls it, once `GET /cluster` exists.
+/// `NoClusterView` arm in [`master`] that calls it, once `GET /cluster` exists.
 fn assumed_master_without_roles() -> usize {
     0
 }
@@ -93,9 +119,10 @@ fn cluster_view(ctl: &Controller) -> Option<Value> {
     }
 }
 
-/// Which of `controllers` the view names as master: `"master"` is a member's name, and
-/// the member's `"http"` (or `"openflow"`) address tells which instance it is.
-fn master_in(view: &Value, controllers: &[Controller]) -> Option<usize> {
+/// Which of the instances, given as (HTTP address, OpenFlow port), the view names as
+/// master: `"master"` is a member's name, and the member's `"http"` (or `"openflow"`)
+/// address tells which instance it is.
+fn master_in(view: &Value, instances: &[(String, u16)]) -> Option<usize> {
     let name = view.get("master")?.as_str()?;
     let member = view
         .get("members")?
@@ -110,29 +137,28 @@ fn master_in(view: &Value, controllers: &[Controller]) -> Option<usize> {
             .map(str::to_owned)
     };
     let (http, openflow) = (address("http"), address("openflow"));
-    controllers.iter().position(|ctl| {
-        http.as_deref() == Some(ctl.http.to_string().as_str())
-            || openflow.as_deref().is_some_and(|o| {
-                o.rsplit(':').next() == Some(ctl.openflow_port.to_string().as_str())
-            })
+    let openflow_port = openflow
+        .as_deref()
+        .and_then(|o| o.rsplit(':').next()?.parse::<u16>().ok());
+    instances.iter().position(|(instance_http, instance_port)| {
+        http.as_deref() == Some(instance_http.as_str()) || openflow_port == Some(*instance_port)
     })
 }
 
-/// Waits until a live instance other than the one killed reports itself master; returns
-/// how long that took from `killed_at`. None without `GET /cluster`.
+/// Waits until a live instance reports itself master (the killed one is out of the
+/// stage's list already); returns how long that took from `killed_at`. None without
+/// `GET /cluster`. Gives up at twice the deadline, so that the figure is still shown
+/// when it is late.
 fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Option<Duration>> {
     loop {
-        let now = master(stage)?;
-        if !now.reported {
-            return Ok(None);
-        }
-        // The killed one is out of the stage's list: any reported master is new.
-        if now.index < stage.controllers().len() {
-            return Ok(Some(killed_at.elapsed()));
+        match reported_master(stage) {
+            Reported::NoClusterView => return Ok(None),
+            Reported::Master(_) => return Ok(Some(killed_at.elapsed())),
+            Reported::NoLiveMaster => {}
         }
         if killed_at.elapsed() > NEW_MASTER_DEADLINE * 2 {
             bail!(
-                "no instance became master within {:?}",
+                "no live instance became master within {:?} of the kill",
                 NEW_MASTER_DEADLINE * 2
             );
         }
@@ -663,6 +689,34 @@ fn rest_latency(stage: &mut Stage) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_master_is_found_by_its_address_in_get_cluster() {
+        let instances = [
+            ("127.0.0.1:9001".to_owned(), 6001),
+            ("127.0.0.1:9002".to_owned(), 6002),
+        ];
+        let view = json!({
+            "master": "b",
+            "generation": 7,
+            "members": [
+                { "name": "a", "http": "127.0.0.1:9001", "openflow": "127.0.0.1:6001" },
+                { "name": "b", "http": "http://127.0.0.1:9002", "openflow": "127.0.0.1:6002" },
+            ],
+        });
+        assert_eq!(master_in(&view, &instances), Some(1));
+        // Known by its OpenFlow port alone.
+        let view =
+            json!({ "master": "a", "members": [{ "name": "a", "openflow": "tcp:0.0.0.0:6001" }] });
+        assert_eq!(master_in(&view, &instances), Some(0));
+        // A master that is not among the instances (the one just killed), or none.
+        let view = json!({ "master": "c", "members": [{ "name": "c", "http": "127.0.0.1:9003" }] });
+        assert_eq!(master_in(&view, &instances), None);
+        assert_eq!(
+            master_in(&json!({ "master": null, "members": [] }), &instances),
+            None
+        );
+    }
 
     #[test]
     fn reads_pings_stamps_and_summary() {
