@@ -172,10 +172,14 @@ pub fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
     let master = master(stage)?;
     let mut killed = stage.take_controller(master.index)?;
     stage.step(format!("kill -9 the master (sliced at {})", killed.http));
+    let killed_at = Instant::now();
     killed.kill(libc::SIGKILL);
-    if master.reported {
-        let took = wait_new_master(stage, Instant::now())?;
-        stage.step(format!("new master after {took:?}"));
+    if let Some(took) = wait_new_master(stage, killed_at)? {
+        ensure!(
+            took <= NEW_MASTER_DEADLINE,
+            "the new master took {took:?}, more than {NEW_MASTER_DEADLINE:?}"
+        );
+        stage.step(format!("new master after {} ms", took.as_millis()));
     }
     killed.restart(libc::SIGKILL)?;
     stage.add_controller(killed);
