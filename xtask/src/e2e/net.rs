@@ -446,6 +446,13 @@ impl<'o> Net<'o> {
         }
     }
 
+    /// Forgets every neighbour `host` knows, so that its next packet to anyone starts
+    /// with an ARP request.
+    pub fn flush_neighbours(&self, host: u8) -> anyhow::Result<()> {
+        let ns = self.namespace(host);
+        ip(&["-n", &ns, "neigh", "flush", "dev", "eth0"])
+    }
+
     /// Forgets what `host` knows of `other`'s MAC address.
     pub fn forget_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);

@@ -733,8 +733,9 @@ fn wait_topology(stage: &mut Stage, model: &Model) -> anyhow::Result<()> {
     }
 }
 
-/// Compares the reachability of every ordered pair with the model: the pairs that must
-/// talk are pinged until each got a reply or the deadline passed; then (after a step that
+/// Compares the reachability of every ordered pair with the model: with the hosts' ARP
+/// caches flushed, the pairs that must talk are pinged until each got a reply or the
+/// deadline passed; then (after a step that
 /// `withdrew` pairs, once the controller has had its withdrawal time) every other pair
 /// is pinged once with ARP as it is and once with permanent ARP entries, and none may
 /// get a reply.
@@ -756,6 +757,11 @@ fn check(
         .filter(|p| !expected.contains(p))
         .collect();
 
+    // Every reach then starts with ARP, which must work through the controller (a
+    // cached entry from an earlier step would skip it).
+    for &host in &hosts {
+        stage.net()?.flush_neighbours(host)?;
+    }
     let mut waiting: Vec<(u8, u8)> = expected.iter().copied().collect();
     let started = Instant::now();
     while !waiting.is_empty() && started.elapsed() < reach_deadline {
