@@ -480,5 +480,10 @@ fn with_one_etcd_member_of_three_down_daemons_start_write_and_keep_their_master(
     for view in [cluster_of(&a), cluster_of(&b)] {
         assert_eq!(view["master"], master.as_str(), "{view}");
         assert_eq!(view["generation"], generation, "{view}");
+        let in_use = view["etcd"]["in_use"].as_str().unwrap_or_default();
+        assert!(
+            in_use.starts_with("http://") && in_use != members[0].endpoint(),
+            "{view}"
+        );
     }
 }
