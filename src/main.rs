@@ -119,6 +119,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             switch_roles,
         }
     });
+    // Subscribed before the controller starts, as the controller is: every committed
+    // change from here on is an event.
+    let events = Arc::clone(&settings.events);
+    store.subscribe(Box::new(move |change| events.publish_change(change)));
     let controller =
         backend.start_controller(&config.openflow, controller_config(&config)?, cluster_link)?;
     let openflow_addrs: Vec<String> = [

@@ -11,6 +11,7 @@ mod body;
 mod browser;
 mod cluster;
 mod error;
+pub mod events;
 mod head_guard;
 mod network;
 pub mod serve;
@@ -32,6 +33,7 @@ pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use cluster::ClusterView;
 pub use error::ApiError;
+pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
 pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
@@ -68,6 +70,8 @@ pub struct Settings {
     pub request_timeout: std::time::Duration,
     /// What answers `GET /cluster`; without it, 503.
     pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
+    /// Where `GET /events` streams from; whoever has a clone publishes to it.
+    pub events: Arc<EventHub>,
 }
 
 impl Settings {
@@ -81,6 +85,7 @@ impl Settings {
             host_policy: HostPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cluster: None,
+            events: Arc::new(EventHub::new()),
         }
     }
 }
@@ -113,12 +118,14 @@ pub fn app(
             .build();
     let guard_slices = settings.require_auth_for_slices;
     let cluster = settings.cluster.clone();
+    let events = web::Data::from(Arc::clone(&settings.events));
     App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
         .app_data(web::Data::new(cluster))
+        .app_data(events)
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
@@ -126,6 +133,7 @@ pub fn app(
                 .configure(slices::routes)
                 .configure(network::routes)
                 .configure(cluster::routes)
+                .configure(events::routes)
                 .default_service(web::to(api_fallback)),
         )
         .configure(auth::routes)
@@ -137,7 +145,8 @@ pub fn app(
                 ))
                 .configure(slices::routes)
                 .configure(network::routes)
-                .configure(cluster::routes),
+                .configure(cluster::routes)
+                .configure(events::routes),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
