@@ -3,6 +3,7 @@
 mod cluster;
 mod config;
 mod daemon;
+mod events;
 mod logging;
 mod network;
 
@@ -132,6 +133,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     .into_iter()
     .flatten()
     .collect();
+    actix_web::rt::spawn(events::publish_network_changes(
+        Arc::clone(&settings.events),
+        controller.handle(),
+    ));
     let network: Arc<dyn slice_http::NetworkView> =
         Arc::new(network::ControllerView::new(controller.handle()));
     settings.cluster = Some(match (&backend, &election) {

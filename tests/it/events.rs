@@ -173,3 +173,64 @@ fn the_stream_follows_the_slice_endpoints_rules_and_refuses_a_bad_last_event_id(
     );
     assert_eq!((status, body), (403, json!({"status": "forbidden"})));
 }
+
+#[test]
+fn the_networks_changes_stream_too() {
+    use crate::common::switch::{frame, host, Network, BROADCAST};
+    use openflow::Version;
+
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x1:2", "00:00:00:00:00:02");
+    // Only what happens after the stream opened is in it.
+    let mut events = Events::open(&daemon, "/events", None);
+    let mut network = Network::new();
+    let switch = network.connect(daemon.openflow, 1, Version::Of13, 2);
+    let up = events.next();
+    assert_eq!(
+        (up.kind.as_str(), &up.data),
+        ("switch_up", &json!({"dpid": 1}))
+    );
+    switch.packet_in(2, frame(2, BROADCAST));
+    switch.packet_in(1, frame(1, host(2)));
+    let seen: Vec<Event> = (0..3).map(|_| events.next()).collect();
+    assert_eq!(
+        seen.iter()
+            .map(|event| (event.kind.as_str(), event.data.clone()))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "host_learned",
+                json!({"mac": "00:00:00:00:00:02", "port": "0x1:2"})
+            ),
+            (
+                "host_learned",
+                json!({"mac": "00:00:00:00:00:01", "port": "0x1:1"})
+            ),
+            (
+                "path_installed",
+                json!({"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02"})
+            ),
+        ]
+    );
+    // A header that claims less than itself: the controller hangs up on the switch.
+    switch.send_raw(&[4, 0, 0, 4, 0, 0, 0, 1]);
+    let mut gone = Vec::new();
+    while gone
+        .last()
+        .is_none_or(|event: &Event| event.kind != "switch_down")
+    {
+        gone.push(events.next());
+    }
+    let kinds: Vec<&str> = gone.iter().map(|event| event.kind.as_str()).collect();
+    assert!(kinds.contains(&"path_deleted"), "{kinds:?}");
+    assert_eq!(
+        gone.iter()
+            .filter(|event| event.kind == "host_forgotten")
+            .count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(gone.last().unwrap().data, json!({"dpid": 1}));
+}

@@ -15,6 +15,7 @@ use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 use crate::cookie::{endpoint_hash, FlowKind};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
+use crate::notice::Notice;
 use crate::probe::{ProbeKey, Verdict};
 use crate::session::RoleRefusal;
 use crate::topology::{is_physical, Hop, Link, PortState, Topology};
@@ -344,6 +345,10 @@ pub struct Engine {
     /// Connected switches that need a table-miss flow, for a flush to put it back.
     table_miss_switches: HashSet<u64>,
     outbox: Vec<(u64, Command)>,
+    /// What changed in the network since the last [`Engine::drain_notices`]: taken after
+    /// every event, so it holds one event's worth, which the engine's own bounds (hosts,
+    /// links, paths) bound.
+    notices: Vec<Notice>,
 }
 
 impl Engine {
@@ -369,6 +374,7 @@ impl Engine {
             adopted: HashMap::new(),
             table_miss_switches: HashSet::new(),
             outbox: Vec::new(),
+            notices: Vec::new(),
         }
     }
 
@@ -381,6 +387,12 @@ impl Engine {
     /// what the server calls once per event.
     pub fn drain_commands(&mut self) -> std::vec::Drain<'_, (u64, Command)> {
         self.outbox.drain(..)
+    }
+
+    /// The changes of the network since the last call, in order; the queue keeps its
+    /// memory for the next event.
+    pub fn drain_notices(&mut self) -> std::vec::Drain<'_, Notice> {
+        self.notices.drain(..)
     }
 
     /// Every command leaves through here, where a cluster's rule is kept: only the master
@@ -474,6 +486,9 @@ impl Engine {
     /// Forgets the installed paths without deleting their flows: a deposed master must
     /// not write, and the flows are the next master's to keep or remove.
     fn delete_paths_quietly(&mut self) {
+        for &(src, dst) in self.paths.keys() {
+            self.notices.push(Notice::PathDeleted { src, dst });
+        }
         self.paths.clear();
         self.adopted.clear();
         self.drops.clear();
@@ -634,6 +649,7 @@ impl Engine {
             profile.protocol
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
+        self.notices.push(Notice::SwitchUp { dpid });
         self.dropped.insert(dpid, Dropped::default());
         // In a cluster the role comes first, so that the switch takes what follows from
         // its master only.
@@ -666,6 +682,10 @@ impl Engine {
         for link in &removed_links {
             // The neighbour's end is an edge port now, until the switch is back.
             self.link_went(link, now);
+            self.notices.push(Notice::link_down(link));
+        }
+        for mac in self.hosts.at(|port| port.dpid == dpid) {
+            self.notices.push(Notice::HostForgotten { mac });
         }
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.host_ports.retain(|port| port.dpid != dpid);
@@ -681,6 +701,7 @@ impl Engine {
         self.table_miss_switches.remove(&dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
         self.delete_adopted_where(|_, flow| flow.dpid == dpid);
+        self.notices.push(Notice::SwitchDown { dpid });
     }
 
     pub fn port_changed(&mut self, port: PortId, state: Option<PortState>, now: Instant) {
@@ -698,6 +719,9 @@ impl Engine {
         if !live {
             // Down: whatever is plugged in next starts unclassified.
             self.host_ports.remove(&port);
+            for mac in self.hosts.at(|at| at == port) {
+                self.notices.push(Notice::HostForgotten { mac });
+            }
             self.hosts.remove_at(|at| at == port);
             self.delete_paths_where(|path| path.uses_port(port));
             self.delete_adopted_where(|_, flow| flow.uses_port(port));
@@ -792,6 +816,7 @@ impl Engine {
         }
         if new {
             log::info!("link discovered: {from} -> {at}");
+            self.notices.push(Notice::LinkUp { src: from, dst: at });
         }
     }
 
@@ -817,6 +842,11 @@ impl Engine {
         match self.hosts.learn(host.mac, host.port, now, bound, limits) {
             Learned::Moved(old) => {
                 log::info!("host {} moved from {old} to {}", host.mac, host.port);
+                self.notices.push(Notice::HostMoved {
+                    mac: host.mac,
+                    from: old,
+                    to: host.port,
+                });
                 self.delete_paths_where(|path| {
                     path.src.mac == host.mac || path.dst.mac == host.mac
                 });
@@ -825,7 +855,13 @@ impl Engine {
                 self.lift_drops_of(host.mac);
             }
             Learned::Known => {}
-            Learned::New => log::debug!("host {} learned at {}", host.mac, host.port),
+            Learned::New => {
+                log::debug!("host {} learned at {}", host.mac, host.port);
+                self.notices.push(Notice::HostLearned {
+                    mac: host.mac,
+                    port: host.port,
+                });
+            }
             Learned::Refused => {
                 self.count_drop(host.port.dpid, DropCause::HostRefused, 1, now);
                 return false;
@@ -835,6 +871,9 @@ impl Engine {
     }
 
     fn forget_host(&mut self, mac: MacAddress) {
+        if self.hosts.get(&mac).is_some() {
+            self.notices.push(Notice::HostForgotten { mac });
+        }
         self.hosts.remove(&mac);
         self.lift_drops_of(mac);
         self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
@@ -918,6 +957,10 @@ impl Engine {
             .is_some_and(|old| old.hops == path.hops && old.src == src);
         if !known {
             log::info!("Creating path: {}", path.describe());
+            self.notices.push(Notice::PathInstalled {
+                src: src.mac,
+                dst: dst.mac,
+            });
         }
         self.paths.insert((src.mac, dst.mac), path);
     }
@@ -1110,6 +1153,7 @@ impl Engine {
         for link in links {
             // Both ends look like edge ports now; the link may well come back.
             self.link_went(link, now);
+            self.notices.push(Notice::link_down(link));
             self.delete_paths_where(|path| path.uses_link(link));
             self.delete_adopted_where(|_, flow| flow.uses_link(link));
         }
@@ -1210,6 +1254,10 @@ impl Engine {
             return;
         };
         log::info!("Deleting path: {}", path.describe());
+        self.notices.push(Notice::PathDeleted {
+            src: path.src.mac,
+            dst: path.dst.mac,
+        });
         for hop in &path.hops {
             if self.topology.has_switch(hop.dpid) {
                 self.send(

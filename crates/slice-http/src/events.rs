@@ -14,7 +14,6 @@
 //! behind every id of this one and is told to re-read.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,7 +24,7 @@ use futures_util::stream::{self, Stream};
 use parking_lot::Mutex;
 use serde_json::json;
 use slice_core::Change;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::error::ApiError;
 
@@ -37,6 +36,9 @@ pub const STREAM_BUFFER: usize = 1024;
 
 /// The most event streams open at once; more are refused with 503.
 pub const MAX_EVENT_STREAMS: usize = 256;
+
+/// The longest a new stream waits for the network's changes to be followed.
+const RECORDER_WAIT: Duration = Duration::from_secs(1);
 
 /// How often an idle stream gets a comment line, so that proxies keep it open and a
 /// client that went away is noticed.
@@ -52,6 +54,10 @@ struct Event {
 struct Recent {
     next_id: u64,
     events: VecDeque<Arc<Event>>,
+    /// The first id from which every event was recorded: a client that saw one before it
+    /// may have missed some. Events of the network are recorded only while someone
+    /// follows the stream ([`EventHub::recording`]), since every flow set up is one.
+    complete_from: u64,
 }
 
 /// Where events are published and streams subscribe. Shared (`Arc`) by its publishers
@@ -59,7 +65,13 @@ struct Recent {
 pub struct EventHub {
     recent: Mutex<Recent>,
     live: broadcast::Sender<Arc<Event>>,
-    open_streams: Arc<AtomicUsize>,
+    /// How many streams are open, for the bound and for publishers that only publish
+    /// while someone listens.
+    open_streams: Arc<watch::Sender<usize>>,
+    /// Whether such a publisher exists, and whether it is recording now: a new stream
+    /// starts only once it is, so that nothing the client does after the stream opened
+    /// goes unreported.
+    recorder: watch::Sender<Option<bool>>,
 }
 
 impl Default for EventHub {
@@ -84,9 +96,11 @@ impl EventHub {
             recent: Mutex::new(Recent {
                 next_id: first_id,
                 events: VecDeque::with_capacity(RECENT_EVENTS),
+                complete_from: first_id,
             }),
             live,
-            open_streams: Arc::new(AtomicUsize::new(0)),
+            open_streams: Arc::new(watch::Sender::new(0)),
+            recorder: watch::Sender::new(None),
         }
     }
 
@@ -137,6 +151,38 @@ impl EventHub {
         self.recent.lock().next_id
     }
 
+    /// The number of open streams, now and as it changes.
+    pub fn open_streams(&self) -> watch::Receiver<usize> {
+        self.open_streams.subscribe()
+    }
+
+    /// Says whether a publisher that publishes only while streams are open is doing so
+    /// (`true` from now on) or not (`false`): a client that comes back with an id from
+    /// before the last `true` may have missed events, and is told to read again.
+    pub fn recording(&self, complete: bool) {
+        let mut recent = self.recent.lock();
+        recent.complete_from = if complete { recent.next_id } else { u64::MAX };
+        drop(recent);
+        self.recorder.send_replace(Some(complete));
+    }
+
+    /// Waits, for at most [`RECORDER_WAIT`], until a publisher that records only while
+    /// streams are open (if there is one) records.
+    async fn recorder_ready(&self) {
+        let mut recorder = self.recorder.subscribe();
+        let ready = recorder.wait_for(|state| *state != Some(false));
+        if tokio::time::timeout(RECORDER_WAIT, ready).await.is_err() {
+            log::warn!("an event stream starts before the network's changes are followed");
+        }
+    }
+
+    /// Publishes that events were lost (a publisher fell behind), as a `resync` event
+    /// every open stream gets, and treats what came before as incomplete.
+    pub fn publish_loss(&self, reason: &str) {
+        self.publish("resync", &json!({ "reason": reason }));
+        self.recording(true);
+    }
+
     /// A stream of the events after `last_seen` (all new ones without it), or None when
     /// [`MAX_EVENT_STREAMS`] are open.
     fn subscribe(&self, last_seen: Option<u64>) -> Option<Subscription> {
@@ -148,7 +194,8 @@ impl EventHub {
                 .events
                 .front()
                 .map_or(recent.next_id, |event| event.id);
-            if last_seen.saturating_add(1) < oldest_kept || last_seen >= recent.next_id {
+            let resumable_from = oldest_kept.max(recent.complete_from);
+            if last_seen.saturating_add(1) < resumable_from || last_seen >= recent.next_id {
                 // What came after it is gone, or it is not an id of this hub.
                 backlog.push_back(Bytes::from_static(
                     b"event: resync\ndata: {\"reason\": \"the events after the last one seen \
@@ -177,21 +224,24 @@ impl EventHub {
 }
 
 /// One place among the open streams, given back when the stream ends.
-struct StreamSlot(Arc<AtomicUsize>);
+struct StreamSlot(Arc<watch::Sender<usize>>);
 
 impl StreamSlot {
-    fn take(open: &Arc<AtomicUsize>) -> Option<Self> {
-        open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
-            (count < MAX_EVENT_STREAMS).then_some(count + 1)
-        })
-        .ok()?;
-        Some(Self(Arc::clone(open)))
+    fn take(open: &Arc<watch::Sender<usize>>) -> Option<Self> {
+        let taken = open.send_if_modified(|count| {
+            let room = *count < MAX_EVENT_STREAMS;
+            if room {
+                *count += 1;
+            }
+            room
+        });
+        taken.then(|| Self(Arc::clone(open)))
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.send_modify(|count| *count = count.saturating_sub(1));
     }
 }
 
@@ -254,6 +304,7 @@ async fn stream_events(
             "{MAX_EVENT_STREAMS} event streams are open, the most this daemon serves; try again later"
         ))
     })?;
+    hub.recorder_ready().await;
     Ok(HttpResponse::Ok()
         .insert_header((
             header::CONTENT_TYPE,
@@ -312,6 +363,25 @@ mod tests {
     }
 
     #[test]
+    fn a_client_that_saw_an_event_from_before_recording_resumed_is_told_to_reread() {
+        let hub = EventHub::starting_at(1);
+        hub.publish("slice_created", &json!({ "slice": "a" }));
+        hub.recording(false);
+        hub.publish("slice_created", &json!({ "slice": "b" }));
+        hub.recording(true);
+        hub.publish("slice_created", &json!({ "slice": "c" }));
+        // Seen 1: what came after it while nothing was recorded may be missing.
+        let told = frames(hub.subscribe(Some(1)).unwrap(), 1);
+        assert!(told[0].starts_with("event: resync\n"), "{told:?}");
+        // Seen 2, after which all was recorded: resumes.
+        let resumed = frames(hub.subscribe(Some(2)).unwrap(), 1);
+        assert!(resumed[0].starts_with("id: 3\n"), "{resumed:?}");
+        hub.publish_loss("lost some");
+        let told = frames(hub.subscribe(Some(3)).unwrap(), 1);
+        assert!(told[0].starts_with("event: resync\n"), "{told:?}");
+    }
+
+    #[test]
     fn a_stream_that_falls_too_far_behind_ends_instead_of_growing() {
         let hub = EventHub::starting_at(1);
         let subscription = hub.subscribe(None).unwrap();
@@ -329,7 +399,9 @@ mod tests {
             .map(|_| hub.subscribe(None).unwrap())
             .collect();
         assert!(hub.subscribe(None).is_none());
+        assert_eq!(*hub.open_streams().borrow(), MAX_EVENT_STREAMS);
         drop(open);
+        assert_eq!(*hub.open_streams().borrow(), 0);
         assert!(hub.subscribe(None).is_some());
     }
 }
