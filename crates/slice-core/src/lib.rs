@@ -28,6 +28,7 @@ mod error;
 mod ids;
 mod membership;
 mod model;
+pub mod plan;
 mod store;
 pub mod wire;
 
@@ -37,6 +38,7 @@ pub use error::{ParseError, SliceError};
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
 pub use membership::{Host, Membership};
 pub use model::{Port, Slice};
+pub use plan::{Plan, PlanError, Step};
 pub use store::{
     BackendError, ChangeListener, MembershipSource, SliceStore, StoreError, MAX_REVOKED_SESSIONS,
 };

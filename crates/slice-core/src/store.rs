@@ -21,7 +21,7 @@
 //! local copy that a watch keeps current), or the application has to move them to the
 //! blocking pool first.
 
-use crate::{Change, MacAddress, Port, PortId, Slice, SliceError, SliceName};
+use crate::{Change, MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName};
 
 /// A failure of the backend itself, for the log: the message names the cause.
 pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
@@ -34,6 +34,10 @@ pub enum StoreError {
     /// or 409).
     #[error(transparent)]
     Slice(#[from] SliceError),
+    /// A declared state to apply cannot be: it names something twice, or it needs more
+    /// than the backend can do at once (HTTP 400).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// The backend cannot serve the request now, and retrying later may succeed: a
     /// cluster without a quorum, a database another process holds (HTTP 503). A write
     /// refused before it was sent changed nothing; one whose answer was lost on the way
@@ -124,6 +128,13 @@ pub trait SliceStore: MembershipSource + Send + Sync {
         port: PortId,
         mac: MacAddress,
     ) -> Result<(), StoreError>;
+
+    /// Makes the slices equal to `declared` (every slice, with its ports and their MAC
+    /// addresses) in one atomic write, and returns the [`Plan`] it carried out: all of it
+    /// or, on an error, nothing. What both hold stays in place; what is new comes in the
+    /// declared order; an empty plan writes nothing. The listeners hear its changes in
+    /// the plan's order.
+    fn apply(&self, declared: &[Slice]) -> Result<Plan, StoreError>;
 
     // ---- revoked login sessions ----------------------------------------------------------
 

@@ -87,6 +87,11 @@ impl Layout {
         key
     }
 
+    /// The prefixes of every slice, port and MAC address record.
+    pub(crate) fn slice_records(&self) -> [String; 3] {
+        ["s/", "p/", "m/"].map(|kind| format!("{}{kind}", self.prefix))
+    }
+
     pub(crate) fn revoked_sessions(&self) -> String {
         format!("{}r/", self.prefix)
     }

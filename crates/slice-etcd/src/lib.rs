@@ -36,8 +36,8 @@ use etcd_client::{
 };
 use parking_lot::{Condvar, Mutex};
 use slice_core::{
-    ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice, SliceError, SliceName,
-    SliceStore, StoreError, MAX_REVOKED_SESSIONS,
+    ChangeListener, MacAddress, MembershipSource, Plan, PlanError, Port, PortId, Slice, SliceError,
+    SliceName, SliceStore, Step, StoreError, MAX_REVOKED_SESSIONS,
 };
 use tokio::runtime::Runtime;
 
@@ -66,6 +66,13 @@ const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 /// The most expired revocations one revocation prunes: etcd refuses a transaction of more
 /// than 128 operations by default (`--max-txn-ops`), and the rest go with later ones.
 const PRUNE_BATCH: usize = 100;
+
+/// The most compares, and the most operations, of one transaction: etcd's default
+/// `--max-txn-ops`.
+const MAX_TXN_OPS: usize = 128;
+
+/// How many times an apply is planned again when the slices changed under it.
+const APPLY_ATTEMPTS: usize = 3;
 
 /// etcd's gRPC status codes that mean "not now" rather than "never": Cancelled, Unknown
 /// (what a member answers when it lost its leader mid-request), DeadlineExceeded,
@@ -281,19 +288,7 @@ impl EtcdStore {
     /// the writer reads its write and the listeners have been told.
     fn committed(&self, response: &TxnResponse) -> Result<(), Error> {
         let revision = response.header().ok_or(Error::NoRevision)?.revision();
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
-        let mut mirror = self.shared.mirror.lock();
-        while mirror.revision < revision {
-            if self
-                .shared
-                .applied
-                .wait_until(&mut mirror, deadline)
-                .timed_out()
-            {
-                return Err(Error::NotSeen(revision));
-            }
-        }
-        Ok(())
+        self.caught_up(revision)
     }
 
     /// Runs a transaction whose compares are the checks of a write; on success waits for
@@ -319,6 +314,79 @@ impl EtcdStore {
         }
         self.committed(&response)?;
         Ok(response.op_responses())
+    }
+
+    /// The compares and operations of the one transaction that carries out `plan`,
+    /// planned against the copy at `revision`: no slice, port or MAC record may have been
+    /// written since, what the plan deletes must still exist and what it adds must not.
+    fn transaction_for(&self, plan: &Plan, revision: i64) -> (Vec<Compare>, Vec<TxnOp>) {
+        let layout = &self.layout;
+        let mut checks: Vec<Compare> = layout
+            .slice_records()
+            .into_iter()
+            .map(|records| {
+                Compare::mod_revision(records, CompareOp::Less, revision + 1).with_prefix()
+            })
+            .collect();
+        let mut ops = Vec::new();
+        // The records this transaction creates share its revision; their values number
+        // them, so that every copy orders them as the plan does.
+        let mut created = 0u32;
+        let mut numbered = || {
+            created += 1;
+            created.to_string()
+        };
+        for step in &plan.steps {
+            match step {
+                Step::DeleteSlice { slice } => {
+                    checks.push(exists(layout.slice(slice)));
+                    ops.push(delete_under(layout.ports_of(slice)));
+                    ops.push(delete_under(layout.macs_of_slice(slice)));
+                    ops.push(TxnOp::delete(layout.slice(slice), None));
+                }
+                Step::DeletePort { slice, port } => {
+                    checks.push(exists(layout.port(slice, *port)));
+                    ops.push(delete_under(layout.macs_of_port(slice, *port)));
+                    ops.push(TxnOp::delete(layout.port(slice, *port), None));
+                }
+                Step::DeleteMac { slice, port, mac } => {
+                    let key = layout.mac(slice, *port, *mac);
+                    checks.push(exists(key.clone()));
+                    ops.push(TxnOp::delete(key, None));
+                }
+                Step::CreateSlice { slice } => {
+                    checks.push(absent(layout.slice(slice)));
+                    ops.push(put(layout.slice(slice), numbered()));
+                }
+                Step::AddPort { slice, port } => {
+                    checks.push(absent(layout.port(slice, *port)));
+                    ops.push(put(layout.port(slice, *port), numbered()));
+                }
+                Step::AddMac { slice, port, mac } => {
+                    let key = layout.mac(slice, *port, *mac);
+                    checks.push(absent(key.clone()));
+                    ops.push(put(key, numbered()));
+                }
+            }
+        }
+        (checks, ops)
+    }
+
+    /// Waits until the copy has applied `revision`.
+    fn caught_up(&self, revision: i64) -> Result<(), Error> {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut mirror = self.shared.mirror.lock();
+        while mirror.revision < revision {
+            if self
+                .shared
+                .applied
+                .wait_until(&mut mirror, deadline)
+                .timed_out()
+            {
+                return Err(Error::NotSeen(revision));
+            }
+        }
+        Ok(())
     }
 
     /// Reads from the copy.
@@ -356,7 +424,7 @@ fn deleted(response: Option<&TxnOpResponse>) -> Vec<KeyValue> {
         Some(TxnOpResponse::Delete(delete)) => delete.prev_kvs().to_vec(),
         _ => Vec::new(),
     };
-    kvs.sort_by_key(KeyValue::create_revision);
+    kvs.sort_by_key(mirror::place);
     kvs
 }
 
@@ -555,6 +623,49 @@ impl SliceStore for EtcdStore {
             },
         )
         .map(drop)
+    }
+
+    fn apply(&self, declared: &[Slice]) -> Result<Plan, StoreError> {
+        for _ in 0..APPLY_ATTEMPTS {
+            let (current, revision) = self.read(|mirror| {
+                let current: Vec<Slice> = mirror
+                    .order
+                    .iter()
+                    .filter_map(|name| mirror.slice(name))
+                    .collect();
+                (current, mirror.revision)
+            });
+            let plan = Plan::between(&current, declared)?;
+            if plan.is_empty() {
+                return Ok(plan);
+            }
+            let (checks, ops) = self.transaction_for(&plan, revision);
+            for count in [checks.len(), ops.len()] {
+                if count > MAX_TXN_OPS {
+                    return Err(PlanError::TooLarge {
+                        needed: count,
+                        limit: MAX_TXN_OPS,
+                    }
+                    .into());
+                }
+            }
+            // Planned against this instance's copy at `revision`: refused by etcd when
+            // any record changed since, and then planned again on the newer copy.
+            let response = self.txn(Txn::new().when(checks).and_then(ops), Retry::IfNotSent)?;
+            if response.succeeded() {
+                self.committed(&response)?;
+                return Ok(plan);
+            }
+            let newer = response.header().ok_or(Error::NoRevision)?.revision();
+            self.caught_up(newer)?;
+        }
+        Err(StoreError::Unavailable(
+            format!(
+                "the slices kept changing while the plan was applied ({APPLY_ATTEMPTS} \
+                 tries); nothing of it was applied"
+            )
+            .into(),
+        ))
     }
 
     fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {

@@ -40,7 +40,7 @@ impl Mirror {
             slices_version: revision_number(snapshot.revision),
             ..Mirror::default()
         };
-        let mut records: Vec<(i64, u8, Key)> = Vec::with_capacity(snapshot.kvs.len());
+        let mut records: Vec<((i64, u32), u8, Key)> = Vec::with_capacity(snapshot.kvs.len());
         for kv in &snapshot.kvs {
             match layout.decode(kv.key()) {
                 Some(Key::Revoked(id)) => match parse_time(kv.value()) {
@@ -51,11 +51,12 @@ impl Mirror {
                     Some(time) => mirror.not_before = time,
                     None => warn_foreign(kv.key()),
                 },
-                // A port and the MAC address that created it share a revision: the port
-                // goes first.
-                Some(key @ Key::Slice(_)) => records.push((kv.create_revision(), 0, key)),
-                Some(key @ Key::Port(..)) => records.push((kv.create_revision(), 1, key)),
-                Some(key @ Key::Mac(..)) => records.push((kv.create_revision(), 2, key)),
+                // Records created in one transaction share a revision: an applied plan
+                // numbers them in its order, and a port goes before the MAC address that
+                // created it.
+                Some(key @ Key::Slice(_)) => records.push((place(kv), 0, key)),
+                Some(key @ Key::Port(..)) => records.push((place(kv), 1, key)),
+                Some(key @ Key::Mac(..)) => records.push((place(kv), 2, key)),
                 Some(Key::Cluster) => {}
                 None => warn_foreign(kv.key()),
             }
@@ -74,7 +75,7 @@ impl Mirror {
     }
 
     /// Applies the events of one revision, in the order the store's contract tells them
-    /// (additions before removals, a port before the MAC address that created it), tells
+    /// (removals before additions, a port before the MAC address that created it), tells
     /// the listeners, and records the revision.
     pub(crate) fn apply_revision(
         &mut self,
@@ -83,7 +84,7 @@ impl Mirror {
         events: &[(EventType, &KeyValue)],
     ) {
         self.revision = self.revision.max(revision);
-        let mut added: Vec<(u8, Change)> = Vec::new();
+        let mut added: Vec<((u32, u8), Change)> = Vec::new();
         let mut removed_slices = Vec::new();
         let mut removed_ports = Vec::new();
         let mut removed_macs = Vec::new();
@@ -95,13 +96,13 @@ impl Mirror {
             let created = kv.version() == 1;
             match (kind, key) {
                 (EventType::Put, Key::Slice(slice)) if created => {
-                    added.push((0, Change::SliceCreated(slice)))
+                    added.push(((place(kv).1, 0), Change::SliceCreated(slice)))
                 }
                 (EventType::Put, Key::Port(slice, port)) if created => {
-                    added.push((1, Change::PortAdded { slice, port }))
+                    added.push(((place(kv).1, 1), Change::PortAdded { slice, port }))
                 }
                 (EventType::Put, Key::Mac(slice, port, mac)) if created => {
-                    added.push((2, Change::MacAdded { slice, port, mac }))
+                    added.push(((place(kv).1, 2), Change::MacAdded { slice, port, mac }))
                 }
                 (EventType::Put, Key::Revoked(id)) => match parse_time(kv.value()) {
                     Some(expiry) => drop(self.revoked.insert(id, expiry)),
@@ -122,7 +123,7 @@ impl Mirror {
                 (EventType::Delete, Key::NotBefore) => self.not_before = 0,
             }
         }
-        added.sort_by_key(|(rank, _)| *rank);
+        added.sort_by_key(|(place, _)| *place);
         // A port created by adding its first MAC address is told as that addition alone,
         // as every store tells it.
         let macs_added: Vec<(SliceName, PortId)> = added
@@ -136,7 +137,9 @@ impl Mirror {
             Change::PortAdded { slice, port } => !macs_added.contains(&(slice.clone(), *port)),
             _ => true,
         });
-        let mut changes: Vec<Change> = added.into_iter().map(|(_, change)| change).collect();
+        // Removals first: of a revision that both removes and adds (an applied plan), no
+        // listener may hear a host's new slice before it hears of the old one's end.
+        let mut changes: Vec<Change> = Vec::new();
         // A cascade is told as the one change that removes the most.
         for (slice, port, mac) in removed_macs {
             if !removed_slices.contains(&slice) && !removed_ports.contains(&(slice.clone(), port)) {
@@ -155,6 +158,7 @@ impl Mirror {
                 changes.push(Change::SliceDeleted(slice));
             }
         }
+        changes.extend(added.into_iter().map(|(_, change)| change));
         for change in &changes {
             self.apply(change);
             self.tell(change);
@@ -412,4 +416,14 @@ mod tests {
         assert!(old.slices_version > version, "the list changed");
         assert_eq!(old.listeners.len(), 1, "listeners stay subscribed");
     }
+}
+
+/// Where a record stands in the order: its create revision, and within the revision its
+/// number in an applied plan (the record's value; empty, so 0, for any other write).
+pub(crate) fn place(kv: &KeyValue) -> (i64, u32) {
+    let within = std::str::from_utf8(kv.value())
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0);
+    (kv.create_revision(), within)
 }

@@ -51,6 +51,7 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Slice(err) => Self::Slice(err),
+            StoreError::Plan(err) => Self::BadRequest(err.to_string()),
             StoreError::Unavailable(err) => Self::Unavailable(err.to_string()),
             StoreError::Failed(err) => Self::Internal(err.to_string()),
         }

@@ -239,6 +239,9 @@ mod tests {
         fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
             Err((self.make)())
         }
+        fn apply(&self, _: &[Slice]) -> Result<slice_core::Plan, StoreError> {
+            Err((self.make)())
+        }
         fn session_revoked(&self, _: &[u8], _: u64) -> Result<bool, StoreError> {
             Err((self.make)())
         }

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier, Mutex};
 
 use slice_core::{
-    Change, Host, MacAddress, Membership, Port, PortId, Slice, SliceError, SliceName, SliceStore,
-    StoreError,
+    Change, Host, MacAddress, Membership, Plan, PlanError, Port, PortId, Slice, SliceError,
+    SliceName, SliceStore, StoreError,
 };
 
 /// A backend under test.
@@ -51,6 +51,9 @@ macro_rules! contract_tests {
             racing_creates_of_one_slice_admit_exactly_one,
             concurrent_mac_adds_to_one_port_all_land,
             a_revoked_session_stays_revoked_until_it_expires,
+            applying_a_declared_state_makes_the_store_equal_to_it,
+            applying_the_current_state_writes_nothing,
+            a_declaration_that_names_something_twice_changes_nothing,
         ]);
     };
     (@each $module:ident, $backend:ty, [$($test:ident),* $(,)?]) => {
@@ -622,4 +625,111 @@ pub fn a_revoked_session_stays_revoked_until_it_expires<B: Backend>() {
     store.revoke_session(b"session-b", 400, 300).unwrap();
     assert!(store.session_revoked(b"session-b", 250).unwrap());
     assert!(!store.session_revoked(b"session-c", 250).unwrap());
+}
+
+// ---- applying a declared state -------------------------------------------------------------
+
+fn declared(slices: &[(&str, &[(PortId, &[u8])])]) -> Vec<Slice> {
+    slices
+        .iter()
+        .map(|(slice, ports)| Slice {
+            name: name(slice),
+            ports: ports
+                .iter()
+                .map(|(port, macs)| Port {
+                    id: *port,
+                    macs: macs.iter().map(|last| mac(*last)).collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Every host of every slice, for comparing what two indexes answer.
+fn hosts_of(slices: &[Slice]) -> Vec<Host> {
+    slices
+        .iter()
+        .flat_map(|slice| &slice.ports)
+        .flat_map(|port| {
+            port.macs.iter().map(|mac| Host {
+                port: port.id,
+                mac: *mac,
+            })
+        })
+        .collect()
+}
+
+pub fn applying_a_declared_state_makes_the_store_equal_to_it<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let (p1, p2, p3) = (PortId::new(1, 1), PortId::new(1, 2), PortId::new(2, 1));
+    for slice in ["gone", "blue", "red"] {
+        store.create_slice(&name(slice)).unwrap();
+    }
+    store.add_mac(&name("blue"), p1, mac(1)).unwrap();
+    store.add_mac(&name("blue"), p1, mac(9)).unwrap();
+    store.add_mac(&name("blue"), p2, mac(2)).unwrap();
+    store.add_mac(&name("gone"), p3, mac(3)).unwrap();
+    let before = store.snapshot().unwrap();
+    let heard = record_changes(store.as_ref());
+
+    let want = declared(&[
+        ("new", &[(p3, &[5, 4])]),
+        ("blue", &[(p3, &[]), (p1, &[7, 1])]),
+        ("red", &[]),
+    ]);
+    let plan = store.apply(&want).unwrap();
+    assert_eq!(plan, Plan::between(&before, &want).unwrap());
+    // What both held stays in its place, what is new comes in the declared order.
+    let expected = declared(&[
+        ("blue", &[(p1, &[1, 7]), (p3, &[])]),
+        ("red", &[]),
+        ("new", &[(p3, &[5, 4])]),
+    ]);
+    assert_eq!(store.snapshot().unwrap(), expected);
+    // The listeners, told every change, end where the store is.
+    let mut index = Membership::from_slices(&before);
+    for change in heard.lock().unwrap().iter() {
+        index.apply(change);
+    }
+    let everyone: Vec<Host> = hosts_of(&before)
+        .into_iter()
+        .chain(hosts_of(&expected))
+        .collect();
+    assert_eq!(
+        answers(&index, &everyone),
+        answers(&Membership::from_slices(&expected), &everyone)
+    );
+    drop(store);
+    let backend = backend.reopen();
+    assert_eq!(backend.store().snapshot().unwrap(), expected);
+}
+
+pub fn applying_the_current_state_writes_nothing<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    store.create_slice(&name("blue")).unwrap();
+    store
+        .add_mac(&name("blue"), PortId::new(1, 1), mac(1))
+        .unwrap();
+    let before = store.snapshot().unwrap();
+    let version = store.slices_version().unwrap();
+    let heard = record_changes(store.as_ref());
+    assert!(store.apply(&before).unwrap().is_empty());
+    assert_eq!(store.snapshot().unwrap(), before);
+    assert_eq!(store.slices_version().unwrap(), version);
+    assert!(heard.lock().unwrap().is_empty());
+}
+
+pub fn a_declaration_that_names_something_twice_changes_nothing<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    store.create_slice(&name("blue")).unwrap();
+    let before = store.snapshot().unwrap();
+    let twice = declared(&[("red", &[]), ("green", &[]), ("red", &[])]);
+    match store.apply(&twice) {
+        Err(StoreError::Plan(PlanError::DuplicateSlice(slice))) => assert_eq!(slice, name("red")),
+        other => panic!("expected a duplicate slice, got {other:?}"),
+    }
+    assert_eq!(store.snapshot().unwrap(), before);
 }

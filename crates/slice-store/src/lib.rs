@@ -36,7 +36,7 @@ mod permissions;
 mod private_file;
 mod sessions;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -45,7 +45,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
-use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
+use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName, Step};
 
 use crate::commit::{CommitError, GroupCommit};
 pub use crate::holder::LockHolder;
@@ -60,6 +60,9 @@ pub enum Error {
     /// The request broke the slice contract; nothing was changed.
     #[error(transparent)]
     Slice(#[from] SliceError),
+    /// A declared state to apply names something twice; nothing was changed.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// Another process has the database open (sled admits one process at a time).
     #[error("the database at {} is in use by another process", .0.display())]
     Locked(PathBuf),
@@ -521,6 +524,114 @@ impl Store {
         })
     }
 
+    /// Makes the store equal to `declared` in one atomic batch and one flush, and
+    /// returns the plan it carried out; the listeners then hear its changes in order.
+    /// An empty plan writes nothing.
+    pub(crate) fn apply(&self, declared: &[Slice]) -> Result<Plan, Error> {
+        let ((plan, wrote), ticket) = self.apply_locked(|store| {
+            let current = store.snapshot()?;
+            let plan = Plan::between(&current, declared)?;
+            if plan.is_empty() {
+                return Ok(((plan, false), Vec::new()));
+            }
+            let batch = store.batch_for(&plan)?;
+            store.tree.apply_batch(batch)?;
+            let changes = plan.changes(&current);
+            for change in &changes {
+                store.track_slice_names(change);
+            }
+            Ok(((plan, true), changes))
+        })?;
+        if wrote {
+            self.make_durable(ticket)?;
+        }
+        Ok(plan)
+    }
+
+    /// The one batch that carries out `plan` on the tree as it is (under the write lock).
+    fn batch_for(&self, plan: &Plan) -> Result<sled::Batch, Error> {
+        let mut batch = sled::Batch::default();
+        // Slices the plan creates have no record in the tree yet.
+        let mut created: HashMap<&SliceName, u64> = HashMap::new();
+        let id_of = |created: &HashMap<&SliceName, u64>, slice: &SliceName| match created.get(slice)
+        {
+            Some(id) => Ok(*id),
+            None => self.slice_id(slice),
+        };
+        for step in &plan.steps {
+            match step {
+                Step::DeleteSlice { slice } => {
+                    let id = self.slice_id(slice)?;
+                    batch.remove(Key::tag(Tag::SliceName).name(slice).as_ref());
+                    batch.remove(Key::tag(Tag::SliceOrder).id(id).as_ref());
+                    for tag in [Tag::PortIndex, Tag::PortOrder, Tag::MacIndex, Tag::MacOrder] {
+                        for key in self.tree.scan_prefix(Key::tag(tag).id(id)).keys() {
+                            batch.remove(key?);
+                        }
+                    }
+                }
+                Step::DeletePort { slice, port } => {
+                    let id = self.slice_id(slice)?;
+                    let seq = self.port_seq(id, *port)?;
+                    batch.remove(Key::tag(Tag::PortIndex).id(id).port(*port).as_ref());
+                    batch.remove(Key::tag(Tag::PortOrder).id(id).seq(seq).as_ref());
+                    for tag in [Tag::MacIndex, Tag::MacOrder] {
+                        for key in self
+                            .tree
+                            .scan_prefix(Key::tag(tag).id(id).port(*port))
+                            .keys()
+                        {
+                            batch.remove(key?);
+                        }
+                    }
+                }
+                Step::DeleteMac { slice, port, mac } => {
+                    let id = self.slice_id(slice)?;
+                    let index_key = Key::tag(Tag::MacIndex).id(id).port(*port).mac(*mac);
+                    let seq = match self.tree.get(index_key)? {
+                        Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("MAC record"))?,
+                        None => return Err(SliceError::MacNotFound(*mac).into()),
+                    };
+                    batch.remove(index_key.as_ref());
+                    batch.remove(Key::tag(Tag::MacOrder).id(id).port(*port).seq(seq).as_ref());
+                }
+                Step::CreateSlice { slice } => {
+                    let id = self.db.generate_id()?;
+                    batch.insert(
+                        Key::tag(Tag::SliceName).name(slice).as_ref(),
+                        &id.to_be_bytes()[..],
+                    );
+                    batch.insert(
+                        Key::tag(Tag::SliceOrder).id(id).as_ref(),
+                        slice.as_str().as_bytes(),
+                    );
+                    created.insert(slice, id);
+                }
+                Step::AddPort { slice, port } => {
+                    let id = id_of(&created, slice)?;
+                    self.insert_port(&mut batch, id, *port)?;
+                }
+                Step::AddMac { slice, port, mac } => {
+                    let id = id_of(&created, slice)?;
+                    let seq = self.db.generate_id()?;
+                    batch.insert(
+                        Key::tag(Tag::MacIndex)
+                            .id(id)
+                            .port(*port)
+                            .mac(*mac)
+                            .as_ref(),
+                        &seq.to_be_bytes()[..],
+                    );
+                    batch.insert(
+                        Key::tag(Tag::MacOrder).id(id).port(*port).seq(seq).as_ref(),
+                        &mac.octets()[..],
+                    );
+                }
+            }
+        }
+        Ok(batch)
+    }
+
     /// Flushes everything written so far to disk. Refused once a flush has failed: a
     /// second fsync may succeed without the lost pages (see the commit module).
     pub fn flush(&self) -> Result<(), Error> {
@@ -543,7 +654,7 @@ impl Store {
             let (batch, change, output) = plan(store)?;
             store.tree.apply_batch(batch)?;
             store.track_slice_names(&change);
-            Ok((output, Some(change)))
+            Ok((output, vec![change]))
         })?;
         self.make_durable(ticket)?;
         Ok(output)
@@ -551,19 +662,20 @@ impl Store {
 
     /// The in-memory half of every write: under the write lock, refuses when a flush has
     /// failed, runs `apply` (which applies one atomic sled batch) and takes the ticket that
-    /// the caller then waits on with [`Store::make_durable`]. A change returned by `apply`
-    /// is queued for the listeners.
+    /// the caller then waits on with [`Store::make_durable`]. The changes returned by
+    /// `apply` are queued for the listeners, in order.
     fn apply_locked<T>(
         &self,
-        apply: impl FnOnce(&Self) -> Result<(T, Option<Change>), Error>,
+        apply: impl FnOnce(&Self) -> Result<(T, Vec<Change>), Error>,
     ) -> Result<(T, u64), Error> {
         let _guard = self.write_lock.lock();
         self.refuse_if_failed()?;
-        let (output, change) = apply(self)?;
+        let (output, changes) = apply(self)?;
         // Ticket and queue under the write lock, so that both follow commit order.
         let ticket = self.commit.applied();
-        if let Some(change) = change {
-            self.lock_untold().push_back((ticket, change));
+        if !changes.is_empty() {
+            let mut untold = self.lock_untold();
+            untold.extend(changes.into_iter().map(|change| (ticket, change)));
         }
         Ok((output, ticket))
     }
@@ -742,6 +854,7 @@ impl From<Error> for StoreError {
     fn from(err: Error) -> Self {
         match err {
             Error::Slice(err) => StoreError::Slice(err),
+            Error::Plan(err) => StoreError::Plan(err),
             locked @ Error::Locked(_) => StoreError::Unavailable(Box::new(locked)),
             other => StoreError::Failed(Box::new(other)),
         }
@@ -821,6 +934,10 @@ impl SliceStore for Store {
 
     fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
         Ok(Store::revoke_session(self, id, expires_at, now)?)
+    }
+
+    fn apply(&self, declared: &[Slice]) -> Result<Plan, StoreError> {
+        Ok(Store::apply(self, declared)?)
     }
 
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {

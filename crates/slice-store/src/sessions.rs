@@ -56,7 +56,7 @@ impl Store {
                 batch.insert(id, &expires_at.to_be_bytes()[..]);
             }
             tree.apply_batch(batch)?;
-            Ok(((), None))
+            Ok(((), Vec::new()))
         })?;
         self.make_durable(ticket)
     }
