@@ -7,7 +7,9 @@
 //! carry without losing what they say. So the commands are written against the
 //! operations both modes have, with the tool's error.
 
-use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError};
+use slice_core::{
+    MacAddress, Plan, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError,
+};
 
 use crate::CliError;
 
@@ -25,6 +27,10 @@ pub(crate) trait Backend {
     /// Adds the port to the slice first when it is not there.
     fn add_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError>;
     fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError>;
+
+    /// Makes the slices equal to `declared` in one atomic write (only plans, on a dry
+    /// run) and returns the plan.
+    fn apply(&self, declared: &[Slice], dry_run: bool) -> Result<Plan, CliError>;
 
     /// Every slice with its ports and their MAC addresses, in order.
     ///
@@ -68,6 +74,7 @@ impl Direct {
     fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, CliError> {
         result.map_err(|err| match err {
             StoreError::Slice(err) => CliError::Slice(err),
+            StoreError::Plan(err) => CliError::Plan(err),
             source => CliError::Store {
                 place: self.place.clone(),
                 source,
@@ -111,6 +118,14 @@ impl Backend for Direct {
 
     fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
         self.check(self.store.delete_mac(slice, port, mac))
+    }
+
+    fn apply(&self, declared: &[Slice], dry_run: bool) -> Result<Plan, CliError> {
+        if dry_run {
+            let current = self.check(self.store.snapshot())?;
+            return Plan::between(&current, declared).map_err(CliError::Plan);
+        }
+        self.check(self.store.apply(declared))
     }
 
     /// One consistent read of the store, rather than the default's many.

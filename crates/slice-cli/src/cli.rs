@@ -195,6 +195,33 @@ pub enum Command {
         slice: SliceName,
     },
 
+    /// Print every slice, with its ports and MAC addresses, as a file `slice apply` takes
+    #[command(
+        long_about = "Print the whole slice state as TOML: a [[slice]] table per slice in \
+        creation order, each with a [[slice.port]] table per port in the order they were \
+        added, listing its MAC addresses. `slice apply -f` takes the file back.",
+        after_help = "Example:\n  $ slice export > slices.toml"
+    )]
+    Export,
+
+    /// Make the slices equal to a file, in one atomic change
+    #[command(
+        long_about = "Make the slices equal to FILE (as `slice export` writes it): print the \
+        plan (a line per slice, port and host to remove, `-`, or to add, `+`), then apply it \
+        all at once, or nothing on an error. What the file and the slices both hold stays \
+        as it is; new entries come in the file's order. A file with an error changes \
+        nothing and names its line.",
+        after_help = "Examples:\n  $ slice apply -f slices.toml --dry-run\n  $ slice apply -f slices.toml"
+    )]
+    Apply {
+        /// The file of slices (`-` for standard input)
+        #[arg(short, long, value_name = "FILE")]
+        file: String,
+        /// Print the plan and change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+
     /// Print a shell completion script
     #[command(
         after_help = "Example:\n  $ slice completions bash > ~/.local/share/bash-completion/completions/slice"

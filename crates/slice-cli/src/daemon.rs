@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use slice_core::wire::{ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
-use slice_core::{MacAddress, PortId, SliceName};
+use slice_core::wire::{Applied, Declaration, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
+use slice_core::{MacAddress, Plan, PortId, Slice, SliceName};
 
 use crate::backend::Backend;
 use crate::http::{self, HttpError, Limits, Response};
@@ -180,6 +180,21 @@ impl Backend for DaemonClient {
 
     fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
         self.send("DELETE", &port_path(slice, port), &MacBody { name: mac })
+    }
+
+    fn apply(&self, declared: &[Slice], dry_run: bool) -> Result<Plan, CliError> {
+        let path = format!("/slices:apply?dry_run={dry_run}");
+        let protocol = |detail: String| CliError::Protocol {
+            socket: self.socket.clone(),
+            request: format!("POST {path}"),
+            detail,
+        };
+        let body = serde_json::to_vec(&Declaration::of(declared))
+            .map_err(|err| protocol(format!("cannot encode the request: {err}")))?;
+        let answer = self.call("POST", &path, Some(body))?;
+        let applied: Applied =
+            serde_json::from_slice(&answer).map_err(|err| protocol(err.to_string()))?;
+        Ok(applied.plan)
     }
 }
 

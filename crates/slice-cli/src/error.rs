@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use slice_core::{ParseError, SliceError, StoreError};
+use slice_core::{ParseError, PlanError, SliceError, StoreError};
 
 use crate::http::HttpError;
 
@@ -11,6 +11,18 @@ pub enum CliError {
     /// The command broke the slice contract; the message is the specification's.
     #[error(transparent)]
     Slice(#[from] SliceError),
+    /// A declared state cannot be applied (it names something twice, or is too large).
+    #[error(transparent)]
+    Plan(PlanError),
+    /// A file of slices is wrong where it says; nothing was changed.
+    #[error(transparent)]
+    File(#[from] crate::declare::FileError),
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     /// An argument is not a valid slice name, port name or MAC address.
     #[error(transparent)]
     Invalid(#[from] ParseError),

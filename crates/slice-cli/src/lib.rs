@@ -24,6 +24,7 @@ mod cli;
 mod connect;
 mod daemon;
 mod data_dir;
+pub mod declare;
 mod error;
 mod http;
 mod output;
@@ -75,6 +76,23 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     let backend = || connect::open(&data_dir, etcd.as_ref(), slice_store::LOCKED_WAIT);
     match cli.command {
         Command::List { json } => list(backend()?.as_ref(), json, out),
+        Command::Export => {
+            let tree = backend()?.tree()?;
+            out.write_all(declare::export(&tree).as_bytes())
+                .map_err(CliError::Output)
+        }
+        Command::Apply { file, dry_run } => {
+            // The file is read and checked before the database is touched.
+            let declared = declare::parse(&file, &read_file(&file)?)?;
+            let plan = backend()?.apply(&declared, dry_run)?;
+            let summary = match (plan.is_empty(), dry_run) {
+                (true, _) => "nothing to change\n",
+                (false, true) => "dry run: nothing was changed\n",
+                (false, false) => "applied\n",
+            };
+            let text = declare::describe(&plan) + summary;
+            out.write_all(text.as_bytes()).map_err(CliError::Output)
+        }
         Command::Add { slice } => backend()?.create_slice(&slice),
         Command::Delete { slice } => backend()?.delete_slice(&slice),
         Command::AddPort { port, slice } => backend()?.add_port(&slice, port),
@@ -88,6 +106,20 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             out.write_all(&script).map_err(CliError::Output)
         }
     }
+}
+
+/// The text of `path`, or of standard input for `-`.
+fn read_file(path: &str) -> Result<String, CliError> {
+    let read = if path == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    read.map_err(|source| CliError::Read {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 fn list(backend: &dyn Backend, json: bool, out: &mut dyn Write) -> Result<(), CliError> {

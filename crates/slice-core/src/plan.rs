@@ -9,12 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Change, MacAddress, Port, PortId, Slice, SliceName};
 
 /// One step of a plan. Serialized as `{"op": "delete_slice", "slice": ...}` and so on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Step {
     /// The slice goes with every port and MAC address it holds.
@@ -46,7 +46,7 @@ pub enum Step {
 }
 
 /// The steps from one state to another; see the module documentation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Plan {
     pub steps: Vec<Step>,

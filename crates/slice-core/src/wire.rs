@@ -156,3 +156,73 @@ mod tests {
         serde_json::to_string(body).unwrap()
     }
 }
+
+/// The body of `POST /slices:apply` and the answer of `GET /slices:export`: every slice,
+/// with its ports and their MAC addresses, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    pub slices: Vec<DeclaredSlice>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredSlice {
+    pub name: SliceName,
+    #[serde(default)]
+    pub ports: Vec<DeclaredPort>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredPort {
+    pub name: PortId,
+    #[serde(default)]
+    pub mac_addresses: Vec<MacAddress>,
+}
+
+/// The answer of `POST /slices:apply`: the plan, and whether it was carried out (not on a
+/// dry run, nor when it is empty).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Applied {
+    pub applied: bool,
+    pub plan: crate::Plan,
+}
+
+impl Declaration {
+    pub fn of(slices: &[crate::Slice]) -> Self {
+        Self {
+            slices: slices
+                .iter()
+                .map(|slice| DeclaredSlice {
+                    name: slice.name.clone(),
+                    ports: slice
+                        .ports
+                        .iter()
+                        .map(|port| DeclaredPort {
+                            name: port.id,
+                            mac_addresses: port.macs.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn into_slices(self) -> Vec<crate::Slice> {
+        self.slices
+            .into_iter()
+            .map(|slice| crate::Slice {
+                name: slice.name,
+                ports: slice
+                    .ports
+                    .into_iter()
+                    .map(|port| crate::Port {
+                        id: port.name,
+                        macs: port.mac_addresses,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}

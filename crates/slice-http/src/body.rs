@@ -17,8 +17,12 @@ use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 /// in JSON; this leaves room for whitespace and unknown fields without inviting abuse.
 pub const BODY_LIMIT: usize = 16 * 1024;
 
-/// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`.
-pub struct Body<T>(pub T);
+/// The most bytes the body of `POST /slices:apply` may have: a whole declared state.
+pub const DECLARATION_LIMIT: usize = 8 * 1024 * 1024;
+
+/// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`, of at
+/// most `LIMIT` bytes.
+pub struct Body<T, const LIMIT: usize = BODY_LIMIT>(pub T);
 
 /// Decodes `bytes` as the body of a request with this Content-Type from a script (not a
 /// browser), as the handlers do once the body has arrived: everything but the I/O.
@@ -32,7 +36,7 @@ pub fn decode_body<T: DeserializeOwned>(
     BodyKind::of_content_type(content_type, false)?.decode(bytes)
 }
 
-impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
+impl<T: DeserializeOwned + 'static, const LIMIT: usize> FromRequest for Body<T, LIMIT> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
@@ -46,7 +50,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
             let kind = kind?;
             // actix's client_request_timeout covers the request head only: without this a
             // client that never sends its body holds the connection forever.
-            let bytes = actix_web::rt::time::timeout(timeout, read_limited(&mut payload))
+            let bytes = actix_web::rt::time::timeout(timeout, read_limited(&mut payload, LIMIT))
                 .await
                 .map_err(|_| ApiError::RequestTimeout {
                     seconds: timeout.as_secs(),
@@ -106,14 +110,14 @@ impl BodyKind {
     }
 }
 
-async fn read_limited(payload: &mut Payload) -> Result<Bytes, ApiError> {
+async fn read_limited(payload: &mut Payload, limit: usize) -> Result<Bytes, ApiError> {
     use futures_util::StreamExt;
 
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|err| ApiError::BadRequest(format!("unreadable body: {err}")))?;
-        if body.len() + chunk.len() > BODY_LIMIT {
-            return Err(ApiError::PayloadTooLarge { limit: BODY_LIMIT });
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge { limit });
         }
         body.extend_from_slice(&chunk);
     }

@@ -9,10 +9,10 @@
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::Serialize;
-use slice_core::wire::{MacBody, PortBody, PortRequest, SliceBody};
+use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
 use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError};
 
-use crate::body::Body;
+use crate::body::{Body, DECLARATION_LIMIT};
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
@@ -24,6 +24,17 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
             .post(create_slice)
             .delete(delete_slice)
             .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
+    )
+    // Before /slices/{slice}: a colon cannot be in a slice name, so nothing is shadowed.
+    .service(
+        web::resource("/slices:apply")
+            .post(apply)
+            .default_service(method_not_allowed("POST")),
+    )
+    .service(
+        web::resource("/slices:export")
+            .route(readable(export))
+            .default_service(method_not_allowed("GET, HEAD")),
     )
     .service(
         web::resource("/slices/{slice}")
@@ -201,6 +212,40 @@ async fn get_slice(req: HttpRequest, store: StoreData) -> Result<HttpResponse, A
     let name = slice_of(&req)?;
     store.check_slice(&name)?;
     Ok(HttpResponse::Ok().json(SliceBody { name }))
+}
+
+// ---- the whole state at once -----------------------------------------------------------------
+
+/// `?dry_run=true` plans without applying.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApplyQuery {
+    #[serde(default)]
+    dry_run: bool,
+}
+
+async fn apply(
+    store: StoreData,
+    query: web::Query<ApplyQuery>,
+    Body(declaration): Body<Declaration, DECLARATION_LIMIT>,
+) -> Result<HttpResponse, ApiError> {
+    let declared = declaration.into_slices();
+    let dry_run = query.dry_run;
+    let plan = write(store, move |store| {
+        if dry_run {
+            Ok(slice_core::Plan::between(&store.snapshot()?, &declared)?)
+        } else {
+            store.apply(&declared)
+        }
+    })
+    .await?;
+    let applied = !dry_run && !plan.is_empty();
+    Ok(HttpResponse::Ok().json(Applied { applied, plan }))
+}
+
+async fn export(store: StoreData) -> Result<HttpResponse, ApiError> {
+    let slices = web::block(move || store.snapshot()).await??;
+    Ok(HttpResponse::Ok().json(Declaration::of(&slices)))
 }
 
 // ---- ports -------------------------------------------------------------------------------

@@ -629,7 +629,10 @@ pub fn a_revoked_session_stays_revoked_until_it_expires<B: Backend>() {
 
 // ---- applying a declared state -------------------------------------------------------------
 
-fn declared(slices: &[(&str, &[(PortId, &[u8])])]) -> Vec<Slice> {
+/// A port and the last octets of its MAC addresses.
+type DeclaredPort<'a> = (PortId, &'a [u8]);
+
+fn declared(slices: &[(&str, &[DeclaredPort])]) -> Vec<Slice> {
     slices
         .iter()
         .map(|(slice, ports)| Slice {
