@@ -485,6 +485,25 @@ impl<'o> Net<'o> {
         ip(&["-n", &ns, "neigh", "flush", "dev", "eth0"])
     }
 
+    /// How long `host` waits before it asks again for an address ARP did not resolve
+    /// (Linux's default is a second).
+    pub fn set_arp_retransmit(&self, host: u8, every: Duration) -> anyhow::Result<()> {
+        let ns = self.namespace(host);
+        let millis = every.as_millis().to_string();
+        ip(&[
+            "-n",
+            &ns,
+            "ntable",
+            "change",
+            "name",
+            "arp_cache",
+            "dev",
+            "eth0",
+            "retrans",
+            &millis,
+        ])
+    }
+
     /// Forgets what `host` knows of `other`'s MAC address.
     pub fn forget_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);

@@ -676,14 +676,21 @@ fn apply(stage: &mut Stage, model: &mut Model, op: &Op) -> anyhow::Result<Durati
     Ok(reach_deadline)
 }
 
-/// Waits until every controller knows every switch and exactly the cables that are up.
+/// Waits until every controller knows every switch and the one that discovers links
+/// (the master, in a cluster: standbys send no LLDP) knows exactly the cables that are
+/// up.
 fn wait_topology(stage: &mut Stage, model: &Model) -> anyhow::Result<()> {
     let started = Instant::now();
     let wanted = model.live_links();
     let wire = stage.version.wire();
     loop {
         let mut missing = Vec::new();
-        for ctl in stage.controllers() {
+        let master = if stage.is_cluster() {
+            Some(super::cluster::master(stage)?)
+        } else {
+            None
+        };
+        for (at, ctl) in stage.controllers().iter().enumerate() {
             let switches = ctl.view("/topology/switches")?;
             let connected: BTreeSet<u64> = switches
                 .as_array()
@@ -697,6 +704,9 @@ fn wait_topology(stage: &mut Stage, model: &Model) -> anyhow::Result<()> {
                     "{} has switches {connected:?}, not {:?}",
                     ctl.http, model.topo.switches
                 ));
+            }
+            if master.is_some_and(|master| master != at) {
+                continue;
             }
             let links = ctl.links()?;
             if links != wanted {

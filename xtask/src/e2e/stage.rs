@@ -257,13 +257,25 @@ impl<'a> Stage<'a> {
         self.wait_ready(&topo)
     }
 
-    /// Waits until every controller knows every switch (at this stage's version) and every
-    /// link of the topology.
+    /// Waits until the controller knows every switch (at this stage's version) and every
+    /// link of the topology. In a cluster that is the master, the one instance that
+    /// sends LLDP; the standbys must know every switch, which confirms each instance in
+    /// its role.
     pub fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
-        for at in 0..self.controllers.len() {
-            self.wait_ready_at(at, topo)?;
+        if self.etcd.is_none() {
+            for at in 0..self.controllers.len() {
+                self.wait_ready_at(at, topo)?;
+            }
+            return Ok(());
         }
-        Ok(())
+        let master = super::cluster::wait_master(self, READY_TIMEOUT)?;
+        self.wait_ready_at(master, topo)?;
+        super::cluster::wait_roles(self, master, &topo.switches)
+    }
+
+    /// Whether the stage runs a cluster (controllers on etcd, one of them master).
+    pub fn is_cluster(&self) -> bool {
+        self.etcd.is_some()
     }
 
     fn wait_ready_at(&mut self, at: usize, topo: &Topo) -> anyhow::Result<()> {
