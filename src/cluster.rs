@@ -29,6 +29,7 @@ impl ClusterView for EtcdCluster {
         let mut etcd = json!({
             "healthy": health.healthy,
             "endpoints": self.election.endpoints(),
+            "in_use": self.store.endpoint_in_use(),
         });
         if let Some(error) = health.error {
             etcd["error"] = Value::String(error);

@@ -447,3 +447,43 @@ fn cluster_settings_without_etcd_or_a_bad_name_are_refused_with_the_reason() {
     let stderr = sliced(&["--etcd", &nowhere, "--lease-ttl", "0"]);
     assert!(stderr.contains("--lease-ttl"), "{stderr}");
 }
+
+#[test]
+fn with_one_etcd_member_of_three_down_daemons_start_write_and_keep_their_master() {
+    let mut members = LocalEtcd::cluster(3);
+    // The first endpoint each daemon is given is the one that goes.
+    let endpoints = members
+        .iter()
+        .map(LocalEtcd::endpoint)
+        .collect::<Vec<_>>()
+        .join(",");
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let start = |dir: &tempfile::TempDir, name: &str| {
+        Daemon::start_with(dir.path(), &["--etcd", &endpoints, "--name", name])
+    };
+    let a = start(&dir_a, "a");
+    members[0].stop();
+    // b starts with its first member already gone.
+    let b = start(&dir_b, "b");
+    let (master, generation) = agreed(&a, &b);
+    for at in 0..20 {
+        let writer = if at % 2 == 0 { &a } else { &b };
+        let (status, body) = create(writer, &format!("s{at}"));
+        assert_eq!(status, 201, "write {at}: {body}");
+    }
+    let (status, listed) = slices(&a);
+    assert_eq!(status, 200);
+    let everything_seen = eventually(PROPAGATION, || {
+        slices(&b).1.as_array().map(Vec::len) == Some(20)
+    });
+    assert!(everything_seen, "b lists {}, a {listed}", slices(&b).1);
+    for view in [cluster_of(&a), cluster_of(&b)] {
+        assert_eq!(view["master"], master.as_str(), "{view}");
+        assert_eq!(view["generation"], generation, "{view}");
+        let in_use = view["etcd"]["in_use"].as_str().unwrap_or_default();
+        assert!(
+            in_use.starts_with("http://") && in_use != members[0].endpoint(),
+            "{view}"
+        );
+    }
+}

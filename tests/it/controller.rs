@@ -649,5 +649,18 @@ fn a_connecting_switch_keeps_what_the_slices_allow_and_loses_the_rest() {
                 .any(|f| f.command == FlowModCommand::Delete),
             "{version:?}: no flush"
         );
+        // The kept flows are the pairs' paths until the controller sets up its own.
+        assert_eq!(
+            daemon.get_json("/paths"),
+            json!([
+                {"src": "00:00:00:00:00:01", "dst": "00:00:00:00:00:02",
+                 "hops": ["0xabc:1", "0xabc:2"],
+                 "adopted": true},
+                {"src": "00:00:00:00:00:02", "dst": "00:00:00:00:00:01",
+                 "hops": ["0xabc:2", "0xabc:1"],
+                 "adopted": true},
+            ]),
+            "{version:?}"
+        );
     }
 }

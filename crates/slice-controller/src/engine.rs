@@ -1687,8 +1687,34 @@ impl Engine {
                         ]
                     })
                     .collect(),
+                adopted: false,
             })
             .collect();
+        // Flows kept from a read-back serve their pair too, until a path of the engine's
+        // own supersedes them; a flow table gives no hop order, so theirs go by switch.
+        paths.extend(
+            self.adopted
+                .iter()
+                .filter(|(pair, _)| !self.paths.contains_key(pair))
+                .map(|(&(src, dst), flows)| {
+                    let mut flows: Vec<&AdoptedFlow> = flows.iter().collect();
+                    flows.sort_by_key(|flow| (flow.dpid, flow.in_port, flow.out_port));
+                    PathView {
+                        src,
+                        dst,
+                        hops: flows
+                            .iter()
+                            .flat_map(|flow| {
+                                [
+                                    PortId::new(flow.dpid, flow.in_port),
+                                    PortId::new(flow.dpid, flow.out_port),
+                                ]
+                            })
+                            .collect(),
+                        adopted: true,
+                    }
+                }),
+        );
         paths.sort_by_key(|path| (path.src, path.dst));
         paths
     }
@@ -1780,7 +1806,12 @@ pub struct HostView {
 pub struct PathView {
     pub src: MacAddress,
     pub dst: MacAddress,
+    /// In order along the path; for adopted flows, by switch.
     pub hops: Vec<PortId>,
+    /// Kept from the switches' flow tables at a (re)connect or takeover rather than set
+    /// up by this instance: shown only when true, so a path's shape is as it always was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
 }
 
 impl Serialize for Link {

@@ -56,6 +56,11 @@ const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
 /// engine flushes the switch. Far above what [`MAX_FLOWS_READ`] of sliced's own flows
 /// take (under 120 bytes each), it bounds what entries with long foreign matches hold.
 const MAX_FLOW_READ_BYTES: usize = 16 * 1024 * 1024;
+/// How long a switch may take to answer a read-back of its flow table. Open vSwitch lists
+/// [`MAX_FLOWS_READ`] flows in well under a second; a switch that keeps answering echoes
+/// but not this would otherwise keep whatever it holds unjudged, and every later read
+/// would wait on this one. Past it the read is incomplete, and the engine flushes.
+const FLOW_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the switch told the engine-facing side, in the engine's terms. The datapath id
 /// is known to the caller from [`SwitchEvent::Connected`] on.
@@ -212,6 +217,8 @@ struct FlowRead {
     /// False once the answer crossed a bound or the switch refused the request; the
     /// entries are then dropped, and the parts still coming only counted out.
     complete: bool,
+    /// When the read is given up as incomplete if the last part has not come.
+    deadline: Instant,
 }
 
 /// One switch's OpenFlow session.
@@ -436,6 +443,7 @@ impl SwitchSession {
                     Some(dead_at),
                     open.report_due,
                     open.meter.deadline(),
+                    open.flow_read.as_ref().map(|read| read.deadline),
                 ]
                 .into_iter()
                 .flatten()
@@ -470,12 +478,26 @@ impl SwitchSession {
         if echo {
             open.echo_due = now + config.echo_interval;
         }
+        let read_given_up = open
+            .flow_read
+            .take_if(|read| now >= read.deadline)
+            .is_some();
         if let Some(step) = step {
             self.apply_meter_step(step);
         }
         if let Some(count) = report.filter(|&count| count > 0) {
             self.events
                 .push_back(SwitchEvent::PacketInsRateLimited { count });
+        }
+        if read_given_up {
+            log::warn!(
+                "switch {:#x} did not list its flows within {FLOW_READ_TIMEOUT:?}",
+                self.dpid().unwrap_or_default()
+            );
+            self.events.push_back(SwitchEvent::FlowsRead(FlowsRead {
+                entries: Vec::new(),
+                complete: false,
+            }));
         }
         if silent >= config.dead_after {
             return self.close(CloseReason::Silent(silent));
@@ -827,6 +849,9 @@ impl SwitchSession {
         if open.flow_read.is_some() {
             return;
         }
+        // The session has no clock of its own outside `handle_*`: the last time the
+        // switch spoke is at most a moment before now, which only shortens the deadline.
+        let deadline = open.last_heard + FLOW_READ_TIMEOUT;
         self.send(&Message::FlowStatsRequest);
         let xid = self.next_xid;
         if let Some(open) = self.open_mut() {
@@ -835,6 +860,7 @@ impl SwitchSession {
                 entries: Vec::new(),
                 bytes: 0,
                 complete: true,
+                deadline,
             });
         }
     }

@@ -18,16 +18,18 @@
 //! A master steps down by its own clock: once the last renewal etcd confirmed is older
 //! than the lease's time to live minus [`STEP_DOWN_MARGIN`] of it, it stops being master
 //! at once, before etcd can have let its lease expire and given the key to another
-//! instance, whether or not etcd can be reached to say so. It then starts again with a
-//! new lease, and campaigns again when etcd answers.
+//! instance, whether or not etcd can be reached to say so. It then stands by and keeps
+//! renewing the same lease: when etcd confirms a renewal, the lease never expired, so the
+//! key on it is still this instance's and it is master again with the same generation
+//! (an etcd that lost its leader for a moment moves nobody); when etcd says the lease is
+//! gone, it starts again with a new lease and campaigns again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
+    Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,7 @@ use slice_core::Leadership;
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
 
+use crate::connection::{Connection, Retry};
 use crate::keys::Layout;
 use crate::{connect_options, run, Error, OwnedRuntime, REQUEST_TIMEOUT};
 
@@ -111,7 +114,7 @@ pub struct MasterElection {
     known: Arc<Mutex<Known>>,
     lease: Arc<Mutex<Option<i64>>>,
     stop: watch::Sender<bool>,
-    client: Client,
+    connection: Arc<Connection>,
     runtime: OwnedRuntime,
 }
 
@@ -122,8 +125,8 @@ impl MasterElection {
     pub fn start(config: ElectionConfig) -> Result<Self, Error> {
         let runtime = OwnedRuntime::new("slice-etcd-election")?;
         let endpoints = config.endpoints.clone();
-        let client = run(runtime.get()?, async move {
-            Client::connect(endpoints, Some(connect_options())).await
+        let connection = run(runtime.get()?, async move {
+            Connection::new(&endpoints, connect_options()).await
         })??;
         let (leadership_tx, leadership) = watch::channel(Leadership::UNDECIDED);
         let (switches, switches_rx) = watch::channel(Vec::new());
@@ -137,7 +140,7 @@ impl MasterElection {
         let lease = Arc::new(Mutex::new(None));
         let campaign = Campaign {
             layout: Layout::new(&config.prefix),
-            client: client.clone(),
+            connection: Arc::clone(&connection),
             leadership: leadership_tx,
             switches: switches_rx,
             known: Arc::clone(&known),
@@ -160,7 +163,7 @@ impl MasterElection {
             known,
             lease,
             stop,
-            client,
+            connection,
             runtime,
         })
     }
@@ -210,8 +213,14 @@ impl MasterElection {
         let (Some(lease), Ok(runtime)) = (lease, self.runtime.get()) else {
             return;
         };
-        let mut client = self.client.clone();
-        let _ = run(runtime, async move { client.lease_revoke(lease).await });
+        let connection = Arc::clone(&self.connection);
+        let _ = run(runtime, async move {
+            connection
+                .call(Retry::Always, |mut client| async move {
+                    client.lease_revoke(lease).await
+                })
+                .await
+        });
     }
 }
 
@@ -219,7 +228,7 @@ impl MasterElection {
 struct Campaign {
     config: ElectionConfig,
     layout: Layout,
-    client: Client,
+    connection: Arc<Connection>,
     leadership: watch::Sender<Leadership>,
     switches: watch::Receiver<Vec<SwitchRole>>,
     known: Arc<Mutex<Known>>,
@@ -284,10 +293,13 @@ impl Campaign {
         let ttl = self.ttl();
         let requested = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
         let asked_at = Instant::now();
-        let granted = match self
-            .bounded(self.client.clone().lease_grant(requested, None))
-            .await
-        {
+        // A second grant after a lost answer leaves a lease nobody renews, which expires.
+        let grant = self
+            .connection
+            .call(Retry::Always, |mut client| async move {
+                client.lease_grant(requested, None).await
+            });
+        let granted = match self.bounded(grant).await {
             Ok(granted) => granted,
             Err(ended) => return ended,
         };
@@ -300,10 +312,7 @@ impl Campaign {
         // The lease runs from when etcd granted it, after `asked_at`: counting from
         // `asked_at` errs on the safe side. A TTL etcd raised is not waited for.
         let mut renewed_at = asked_at;
-        let (mut keeper, mut replies) = match self
-            .bounded(self.client.clone().lease_keep_alive(lease))
-            .await
-        {
+        let (mut keeper, mut replies) = match self.keep_alive(lease).await {
             Ok(pair) => pair,
             Err(ended) => return ended,
         };
@@ -317,45 +326,56 @@ impl Campaign {
         // it by hand, say), and either claims again when the watch ends.
         let mut master_key = None;
         let mut is_master = false;
+        // When to claim (or read) the master key next, while it is not being watched.
+        let mut claim_at = Some(Instant::now());
+        // Past the step-down deadline: standing by until etcd confirms the lease again.
+        let mut suspended = false;
         loop {
-            if master_key.is_none() {
-                let revision = match self.claim(lease).await {
-                    Ok(Claim::Won {
-                        generation,
-                        revision,
-                    }) => {
-                        is_master = true;
-                        self.known_generation = self.known_generation.max(Some(generation));
-                        self.publish(Leadership::Master { generation });
-                        revision
+            let step_down_at = renewed_at + ttl - ttl / STEP_DOWN_MARGIN;
+            if !suspended && master_key.is_none() && claim_at.is_some_and(|at| at <= Instant::now())
+            {
+                claim_at = None;
+                // Bounded by the step-down deadline, which only the loop below acts on.
+                let claimed = self.claim_and_watch(lease, &mut is_master);
+                match tokio::time::timeout_at(step_down_at, claimed).await {
+                    Ok(Ok(Some(stream))) => master_key = Some(stream),
+                    Ok(Ok(None)) => claim_at = Some(Instant::now()),
+                    // The lease is renewed apart from this; while it lives, the key on it
+                    // does, so this instance's place stands and the claim is tried again.
+                    Ok(Err(ended)) => {
+                        log::debug!("master election: cannot read the master key: {ended:?}");
+                        claim_at = Some(Instant::now() + RETRY_DELAY);
                     }
-                    Ok(Claim::Lost {
-                        master,
-                        generation,
-                        revision,
-                    }) => {
-                        is_master = false;
-                        self.stand_by(Some(master), Some(generation));
-                        revision
-                    }
-                    Ok(Claim::Vanished) => continue,
-                    Err(ended) => return ended,
-                };
-                match self.watch_master(revision + 1).await {
-                    Ok(stream) => master_key = Some(stream),
-                    Err(ended) => return ended,
+                    Err(_) => claim_at = Some(Instant::now()),
                 }
             }
-            let step_down_at = renewed_at + ttl - ttl / STEP_DOWN_MARGIN;
+            let round_deadline = if suspended {
+                Instant::now() + ttl
+            } else {
+                step_down_at
+            };
             tokio::select! {
                 _ = ticker.tick() => {
                     let sent_at = Instant::now();
                     let round = self.round(lease, &mut keeper, &mut replies);
-                    match tokio::time::timeout_at(step_down_at, round).await {
-                        Ok(Ok(())) => renewed_at = sent_at,
+                    match tokio::time::timeout_at(round_deadline, round).await {
+                        Ok(Ok(())) => {
+                            renewed_at = sent_at;
+                            if suspended {
+                                // etcd kept the lease, so the key on it is still this
+                                // instance's if it was: the claim finds it, same generation.
+                                log::warn!("master election: etcd confirmed the lease again");
+                                suspended = false;
+                                master_key = None;
+                                claim_at = Some(Instant::now());
+                                if let Err(ended) = self.register(lease).await {
+                                    log::debug!("cannot register again: {ended:?}");
+                                }
+                            }
+                        }
                         Ok(Err(Ended::LeaseLost(reason))) => return Ended::LeaseLost(reason),
                         // A renewal that did not come through is tried again at the next
-                        // tick; the step-down deadline decides when to give up.
+                        // tick; the step-down deadline decides when to stop writing.
                         Ok(Err(Ended::Etcd(reason))) => {
                             log::debug!("lease renewal failed: {reason}");
                             self.known.lock().health = EtcdHealth {
@@ -363,22 +383,39 @@ impl Campaign {
                                 error: Some(reason),
                             };
                         }
-                        Err(_) => return self.step_down(renewed_at),
+                        Err(_) if suspended => {}
+                        Err(_) => {
+                            self.suspend(renewed_at);
+                            suspended = true;
+                            master_key = None;
+                        }
                     }
                 }
-                _ = tokio::time::sleep_until(step_down_at) => return self.step_down(renewed_at),
+                _ = tokio::time::sleep_until(step_down_at), if !suspended => {
+                    self.suspend(renewed_at);
+                    suspended = true;
+                    master_key = None;
+                }
+                _ = sleep_until_some(claim_at), if !suspended && master_key.is_none() => {}
                 changed = next_change(&mut master_key, is_master) => {
                     master_key = None;
+                    claim_at = Some(Instant::now());
                     if let Err(reason) = changed {
                         log::debug!("the watch on the master key ended: {reason}");
                     }
                 }
-                changed = self.switches.changed() => {
+                changed = self.switches.changed(), if !suspended => {
                     if changed.is_ok() {
                         match tokio::time::timeout_at(step_down_at, self.register(lease)).await {
                             Ok(Ok(())) => {}
-                            Ok(Err(ended)) => return ended,
-                            Err(_) => return self.step_down(renewed_at),
+                            Ok(Err(Ended::LeaseLost(reason))) => {
+                                return Ended::LeaseLost(reason)
+                            }
+                            // Registered again at the next change or resumption.
+                            Ok(Err(Ended::Etcd(reason))) => {
+                                log::debug!("cannot publish the switches' roles: {reason}");
+                            }
+                            Err(_) => {}
                         }
                     }
                 }
@@ -386,25 +423,90 @@ impl Campaign {
         }
     }
 
+    /// Claims the master key or learns who holds it, publishes the outcome, and watches
+    /// the key from there; `None` when the key went between the two.
+    async fn claim_and_watch(
+        &mut self,
+        lease: i64,
+        is_master: &mut bool,
+    ) -> Result<Option<etcd_client::WatchStream>, Ended> {
+        let revision = match self.claim(lease).await? {
+            Claim::Won {
+                generation,
+                revision,
+            } => {
+                *is_master = true;
+                self.known_generation = self.known_generation.max(Some(generation));
+                self.publish(Leadership::Master { generation });
+                revision
+            }
+            Claim::Lost {
+                master,
+                generation,
+                revision,
+            } => {
+                *is_master = false;
+                self.stand_by(Some(master), Some(generation));
+                revision
+            }
+            Claim::Vanished => return Ok(None),
+        };
+        self.watch_master(revision + 1).await.map(Some)
+    }
+
+    /// Stops acting as master (or as a standby that knows the master) because etcd has
+    /// confirmed no renewal for so long that the lease could expire soon: from here until
+    /// etcd confirms one, nothing this instance thinks of its place is safe to act on.
+    fn suspend(&mut self, renewed_at: Instant) {
+        log::warn!(
+            "master election: etcd confirmed no renewal of the lease for {:?}; standing by \
+             until it does",
+            renewed_at.elapsed()
+        );
+        self.known.lock().health = EtcdHealth {
+            healthy: false,
+            error: Some("no lease renewal confirmed".to_owned()),
+        };
+        self.stand_by(None, None);
+    }
+
     /// Runs one request to etcd, bounded by a third of the lease's time to live (and
     /// [`REQUEST_TIMEOUT`]), so that a hung request never outlives the step-down deadline.
+    /// A member that did not answer in time is left for another, in the background.
     async fn bounded<T>(
         &self,
         request: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
     ) -> Result<T, Ended> {
         let limit = (self.ttl() / 3).min(REQUEST_TIMEOUT);
+        let epoch = self.connection.pinned().epoch;
         match timeout(limit, request).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(err)) => Err(Ended::Etcd(format!("etcd: {err}"))),
-            Err(_) => Err(Ended::Etcd(format!("etcd did not answer within {limit:?}"))),
+            Err(_) => {
+                let reason = format!("etcd did not answer within {limit:?}");
+                self.leave_member(epoch, reason.clone());
+                Err(Ended::Etcd(reason))
+            }
         }
     }
 
-    fn step_down(&self, renewed_at: Instant) -> Ended {
-        Ended::LeaseLost(format!(
-            "etcd confirmed no renewal of the lease for {:?}",
-            renewed_at.elapsed()
-        ))
+    /// Moves the connection off the member in use at `epoch`, without waiting for it.
+    fn leave_member(&self, epoch: u64, reason: String) {
+        let connection = Arc::clone(&self.connection);
+        tokio::spawn(async move { connection.move_on(epoch, &reason).await });
+    }
+
+    /// Opens a stream of renewals of `lease` on the member in use.
+    async fn keep_alive(
+        &self,
+        lease: i64,
+    ) -> Result<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream), Ended> {
+        let open = self
+            .connection
+            .call(Retry::Always, |mut client| async move {
+                client.lease_keep_alive(lease).await
+            });
+        self.bounded(open).await
     }
 
     /// One renewal round: renew the lease (on a new stream when the last one broke) and
@@ -415,12 +517,13 @@ impl Campaign {
         keeper: &mut etcd_client::LeaseKeeper,
         replies: &mut etcd_client::LeaseKeepAliveStream,
     ) -> Result<(), Ended> {
+        let epoch = self.connection.pinned().epoch;
         match self.renew(keeper, replies).await {
             Ok(()) => {}
-            Err(Ended::Etcd(_)) => {
-                let (new_keeper, new_replies) = self
-                    .bounded(self.client.clone().lease_keep_alive(lease))
-                    .await?;
+            Err(Ended::Etcd(reason)) => {
+                // The stream's member failed it: renew through another.
+                self.connection.move_on(epoch, &reason).await;
+                let (new_keeper, new_replies) = self.keep_alive(lease).await?;
                 *keeper = new_keeper;
                 *replies = new_replies;
                 self.renew(keeper, replies).await?;
@@ -455,22 +558,22 @@ impl Campaign {
         let value = serde_json::to_vec(&record).unwrap_or_default();
         let key = self.layout.member(&self.config.id);
         let options = PutOptions::new().with_lease(lease);
-        self.bounded(self.client.clone().put(key, value, Some(options)))
-            .await
-            .map(drop)
+        let put = self.connection.call(Retry::Always, |mut client| {
+            let (key, value, options) = (key.clone(), value.clone(), options.clone());
+            async move { client.put(key, value, Some(options)).await }
+        });
+        self.bounded(put).await.map(drop)
     }
 
     /// Reads every member's record, for readers that must not wait on etcd.
     async fn read_members(&self) -> Result<(), Ended> {
         let limit = i64::try_from(MAX_MEMBERS).unwrap_or(i64::MAX);
         let options = GetOptions::new().with_prefix().with_limit(limit);
-        let response = self
-            .bounded(
-                self.client
-                    .clone()
-                    .get(self.layout.members(), Some(options)),
-            )
-            .await?;
+        let read = self.connection.call(Retry::Always, |mut client| {
+            let options = options.clone();
+            async move { client.get(self.layout.members(), Some(options)).await }
+        });
+        let response = self.bounded(read).await?;
         let mut members: Vec<MemberRecord> = response
             .kvs()
             .iter()
@@ -502,7 +605,12 @@ impl Campaign {
                 Some(PutOptions::new().with_lease(lease)),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let response = self.bounded(self.client.clone().txn(txn)).await?;
+        // A claim sent twice finds the key on its own lease, which counts as won.
+        let claim = self.connection.call(Retry::Always, |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        });
+        let response = self.bounded(claim).await?;
         let revision = response
             .header()
             .map(|header| header.revision())
@@ -549,12 +657,11 @@ impl Campaign {
 
     async fn watch_master(&self, from: i64) -> Result<etcd_client::WatchStream, Ended> {
         let options = WatchOptions::new().with_start_revision(from);
-        self.bounded(
-            self.client
-                .clone()
-                .watch(self.layout.master(), Some(options)),
-        )
-        .await
+        let watch = self.connection.call(Retry::Always, |mut client| {
+            let options = options.clone();
+            async move { client.watch(self.layout.master(), Some(options)).await }
+        });
+        self.bounded(watch).await
     }
 }
 
@@ -576,6 +683,14 @@ enum Claim {
 /// etcd's revisions start at 1 and only grow.
 fn generation(revision: i64) -> u64 {
     u64::try_from(revision).unwrap_or(0)
+}
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits until the watched master key is deleted, or with `any` changed at all (Ok), or

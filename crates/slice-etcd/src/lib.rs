@@ -19,6 +19,7 @@
 //! quorum answers `StoreError::Unavailable` promptly instead of hanging a request.
 //! The key layout is in [`keys`].
 
+mod connection;
 pub mod election;
 mod keys;
 mod mirror;
@@ -30,8 +31,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KeyValue,
-    PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
+    Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KeyValue, PutOptions,
+    Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
 };
 use parking_lot::{Condvar, Mutex};
 use slice_core::{
@@ -40,6 +41,7 @@ use slice_core::{
 };
 use tokio::runtime::Runtime;
 
+use connection::{Connection, Failure, Retry};
 pub use election::{
     ElectionConfig, EtcdHealth, MasterElection, MemberRecord, SwitchRole, DEFAULT_LEASE_TTL,
 };
@@ -104,8 +106,8 @@ impl Error {
     /// Whether retrying later may succeed (HTTP 503) rather than the store being broken.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Timeout | Error::NotSeen(_) | Error::Stopped => true,
-            Error::Etcd(err) | Error::Unconfirmed(err) => transient(err),
+            Error::Timeout | Error::NotSeen(_) | Error::Stopped | Error::Unconfirmed(_) => true,
+            Error::Etcd(err) => transient(err),
             Error::NoRevision | Error::Runtime(_) | Error::BadSessionKey(_) | Error::Random(_) => {
                 false
             }
@@ -142,7 +144,7 @@ struct Shared {
 /// A store of slices in etcd. See the crate documentation.
 pub struct EtcdStore {
     layout: Layout,
-    client: Client,
+    connection: Arc<Connection>,
     shared: Arc<Shared>,
     runtime: OwnedRuntime,
 }
@@ -186,23 +188,25 @@ impl EtcdStore {
         let owned = OwnedRuntime::new("slice-etcd")?;
         let runtime = owned.get()?;
         let layout = Layout::new(prefix);
-        let options = connect_options();
         let endpoints = endpoints.to_vec();
-        let client = run(runtime, async move {
-            Client::connect(endpoints, Some(options)).await
+        let connection = run(runtime, async move {
+            Connection::new(&endpoints, connect_options()).await
         })??;
         let snapshot = {
-            let (client, layout) = (client.clone(), layout.clone());
-            run(runtime, async move { read_snapshot(client, &layout).await })??
+            let (connection, layout) = (connection.clone(), layout.clone());
+            run(
+                runtime,
+                async move { read_snapshot(&connection, &layout).await },
+            )??
         };
         let shared = Arc::new(Shared {
             mirror: Mutex::new(Mirror::from_snapshot(&layout, snapshot)),
             applied: Condvar::new(),
         });
-        runtime.spawn(follow(client.clone(), layout.clone(), shared.clone()));
+        runtime.spawn(follow(connection.clone(), layout.clone(), shared.clone()));
         Ok(Self {
             layout,
-            client,
+            connection,
             shared,
             runtime: owned,
         })
@@ -225,7 +229,8 @@ impl EtcdStore {
             .when([absent(key.clone())])
             .and_then([put(key.clone(), fresh.clone())])
             .or_else([TxnOp::get(key, None)]);
-        let response = self.txn(txn)?;
+        // Creating it only if absent makes a second attempt harmless.
+        let response = self.txn(txn, Retry::Always)?;
         if response.succeeded() {
             return Ok(fresh);
         }
@@ -244,18 +249,32 @@ impl EtcdStore {
         }
     }
 
-    /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`]. A transient failure may have
-    /// come after etcd committed it, and says so.
-    fn txn(&self, txn: Txn) -> Result<TxnResponse, Error> {
-        let mut client = self.client.clone();
+    /// Runs one transaction, bounded by [`REQUEST_TIMEOUT`], on another member when the
+    /// one in use cannot be reached and `retry` allows. A failure after the transaction
+    /// may have reached etcd says that it may have been applied.
+    fn txn(&self, txn: Txn, retry: Retry) -> Result<TxnResponse, Error> {
+        let connection = Arc::clone(&self.connection);
         let runtime = self.runtime.get()?;
-        run(runtime, async move { client.txn(txn).await })?.map_err(|err| {
-            if transient(&err) {
-                Error::Unconfirmed(err)
-            } else {
-                Error::Etcd(err)
-            }
+        run(runtime, async move {
+            connection
+                .call(retry, |mut client| {
+                    let txn = txn.clone();
+                    async move { client.txn(txn).await }
+                })
+                .await
+        })?
+        .map_err(|err| match Failure::of(&err) {
+            Failure::NotSent => Error::Etcd(err),
+            Failure::MaybeSent => Error::Unconfirmed(err),
+            // etcd's own "request timed out" and the like: it may yet commit.
+            Failure::Answered if transient(&err) => Error::Unconfirmed(err),
+            Failure::Answered => Error::Etcd(err),
         })
+    }
+
+    /// The etcd endpoint this instance talks to now.
+    pub fn endpoint_in_use(&self) -> String {
+        self.connection.endpoint()
     }
 
     /// Waits until the copy has applied the revision of a committed transaction, so that
@@ -288,7 +307,8 @@ impl EtcdStore {
         refused: impl FnOnce(&[bool]) -> SliceError,
     ) -> Result<Vec<TxnOpResponse>, StoreError> {
         let txn = Txn::new().when(checks).and_then(then).or_else(reads);
-        let response = self.txn(txn)?;
+        // A write applied twice would answer its own success with a conflict.
+        let response = self.txn(txn, Retry::IfNotSent)?;
         if !response.succeeded() {
             let found: Vec<bool> = response
                 .op_responses()
@@ -571,7 +591,8 @@ impl SliceStore for EtcdStore {
             ops.push(put(layout.revoked(id), expires_at.to_string()));
             ops
         };
-        let response = self.txn(Txn::new().and_then(ops))?;
+        // Puts of the same values and deletes: the same outcome when applied twice.
+        let response = self.txn(Txn::new().and_then(ops), Retry::Always)?;
         Ok(self.committed(&response)?)
     }
 
@@ -600,8 +621,8 @@ impl MembershipSource for EtcdStore {
 /// leader.
 fn connect_options() -> ConnectOptions {
     ConnectOptions::new()
-        .with_connect_timeout(REQUEST_TIMEOUT)
-        .with_timeout(REQUEST_TIMEOUT)
+        .with_connect_timeout(connection::PROBE_TIMEOUT)
+        .with_timeout(connection::ATTEMPT_TIMEOUT)
         .with_keep_alive(REQUEST_TIMEOUT, REQUEST_TIMEOUT)
         // A member cut off from its leader refuses instead of serving stale data.
         .with_require_leader(true)
@@ -628,11 +649,15 @@ fn run<T: Send + 'static>(
 
 /// Every record under the prefix, at one revision.
 async fn read_snapshot(
-    mut client: Client,
+    connection: &Arc<Connection>,
     layout: &Layout,
 ) -> Result<Snapshot, etcd_client::Error> {
-    let response = client
-        .get(layout.prefix(), Some(GetOptions::new().with_prefix()))
+    let response = connection
+        .call(Retry::Always, |mut client| async move {
+            client
+                .get(layout.prefix(), Some(GetOptions::new().with_prefix()))
+                .await
+        })
         .await?;
     let revision = response.header().map_or(0, |header| header.revision());
     Ok(Snapshot {
@@ -651,18 +676,18 @@ enum WatchEnd {
 }
 
 /// Keeps the copy current for as long as the store lives.
-async fn follow(client: Client, layout: Layout, shared: Arc<Shared>) {
+async fn follow(connection: Arc<Connection>, layout: Layout, shared: Arc<Shared>) {
     // While etcd stays away, one warning, not one per retry.
     let mut warned = false;
     loop {
         let from = shared.mirror.lock().revision + 1;
-        match watch_from(client.clone(), &layout, &shared, from).await {
+        match watch_from(&connection, &layout, &shared, from).await {
             WatchEnd::Compacted => {
                 log::warn!(
                     "etcd compacted revision {from} before this instance saw it: \
                      re-reading the slices"
                 );
-                resynchronise(&client, &layout, &shared).await;
+                resynchronise(&connection, &layout, &shared).await;
             }
             WatchEnd::Lost {
                 reason,
@@ -681,14 +706,19 @@ async fn follow(client: Client, layout: Layout, shared: Arc<Shared>) {
 }
 
 /// Applies every change from revision `from` on, until the watch ends.
-async fn watch_from(mut client: Client, layout: &Layout, shared: &Shared, from: i64) -> WatchEnd {
+async fn watch_from(
+    connection: &Arc<Connection>,
+    layout: &Layout,
+    shared: &Shared,
+    from: i64,
+) -> WatchEnd {
     let options = WatchOptions::new().with_prefix().with_start_revision(from);
-    let mut stream = match tokio::time::timeout(
-        REQUEST_TIMEOUT,
-        client.watch(layout.prefix(), Some(options)),
-    )
-    .await
-    {
+    let started = connection.call(Retry::Always, |mut client| {
+        let options = options.clone();
+        async move { client.watch(layout.prefix(), Some(options)).await }
+    });
+    let epoch = connection.pinned().epoch;
+    let mut stream = match tokio::time::timeout(REQUEST_TIMEOUT, started).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(err)) => return lost(err.to_string(), false),
         Err(_) => return lost(Error::Timeout.to_string(), false),
@@ -697,7 +727,11 @@ async fn watch_from(mut client: Client, layout: &Layout, shared: &Shared, from: 
         let response = match stream.message().await {
             Ok(Some(response)) => response,
             Ok(None) => return lost("the watch stream ended".into(), true),
-            Err(err) => return lost(err.to_string(), true),
+            Err(err) => {
+                // The member went: the next watch starts on another.
+                connection.stream_failed(epoch, &err).await;
+                return lost(err.to_string(), true);
+            }
         };
         if response.compact_revision() > 0 {
             return WatchEnd::Compacted;
@@ -735,9 +769,9 @@ fn mod_revision(event: &etcd_client::Event) -> i64 {
 }
 
 /// Replaces the copy with a fresh snapshot, retrying until etcd answers.
-async fn resynchronise(client: &Client, layout: &Layout, shared: &Shared) {
+async fn resynchronise(connection: &Arc<Connection>, layout: &Layout, shared: &Shared) {
     loop {
-        match tokio::time::timeout(REQUEST_TIMEOUT, read_snapshot(client.clone(), layout)).await {
+        match tokio::time::timeout(REQUEST_TIMEOUT, read_snapshot(connection, layout)).await {
             Ok(Ok(snapshot)) => {
                 let fresh = Mirror::from_snapshot(layout, snapshot);
                 shared.mirror.lock().resynchronise(fresh);

@@ -171,10 +171,12 @@ fn a_master_cut_off_from_etcd_steps_down_before_its_lease_can_expire_and_comes_b
     assert!(!a.etcd_health().healthy);
     etcd.restart();
     let state = poll(SETTLE, || now_of(&a), Leadership::is_master);
-    let Leadership::Master { generation: newer } = state else {
+    let Leadership::Master { generation: again } = state else {
         panic!("not master again after etcd came back: {state:?}");
     };
-    assert!(newer > generation);
+    // A restarted etcd extends the leases it kept, so the key may still be on the first
+    // lease (the same generation) or, had the lease expired, on a new one.
+    assert!(again >= generation, "{again} after {generation}");
 }
 
 #[test]

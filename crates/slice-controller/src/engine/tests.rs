@@ -239,6 +239,7 @@ fn a_path_is_installed_hop_by_hop_between_slice_members() {
             src: mac(1),
             dst: mac(3),
             hops: vec![p(1, 1), p(1, 2), p(2, 2), p(2, 3), p(3, 2), p(3, 1)],
+            adopted: false,
         }]
     );
     let ingress_notifies = commands.iter().any(|(dpid, command)| {
@@ -1290,6 +1291,27 @@ fn adopted_flows_go_when_the_membership_forbids_the_pair() {
         vec![(1, 1, mac(1), mac(2)), (2, 2, mac(1), mac(2))]
     );
     assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn adopted_flows_are_listed_as_their_pairs_path_until_a_path_of_its_own_replaces_them() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    assert_eq!(
+        engine.paths(),
+        vec![PathView {
+            src: mac(1),
+            dst: mac(2),
+            hops: vec![p(1, 1), p(1, 2), p(2, 2), p(2, 1)],
+            adopted: true,
+        }]
+    );
+    // The engine's own path for the pair replaces the adopted flows, in the view too.
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(2));
+    let paths = engine.paths();
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert!(!paths[0].adopted);
 }
 
 #[test]

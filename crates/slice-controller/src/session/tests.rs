@@ -1029,6 +1029,57 @@ fn a_flow_table_over_the_bound_reads_as_incomplete() {
 }
 
 #[test]
+fn a_read_the_switch_never_answers_is_given_up_as_incomplete() {
+    // Other deadlines run meanwhile (the 1.3 meter setup gives up too): only the reads
+    // matter here.
+    fn reads(session: &mut SwitchSession) -> Vec<SwitchEvent> {
+        events(session)
+            .into_iter()
+            .filter(|event| matches!(event, SwitchEvent::FlowsRead(_)))
+            .collect()
+    }
+    let now = Instant::now();
+    let given_up_at = now + super::FLOW_READ_TIMEOUT;
+    for (version, mut session) in both_versions(now) {
+        session.queue(Command::ReadFlows);
+        let xid = flow_stats_request(&mut session);
+        // The switch keeps answering echoes, but never lists its flows.
+        let mut at = now;
+        while at < given_up_at {
+            session.handle_timeout(at);
+            let _ = sent_messages(&mut session);
+            session.handle_bytes(&wire(version, 0, &Message::EchoReply(Vec::new())), at);
+            assert_eq!(reads(&mut session), vec![], "{version:?}: given up early");
+            assert!(session.poll_timeout().is_some_and(|due| due <= given_up_at));
+            at += Duration::from_millis(500);
+        }
+        session.handle_timeout(given_up_at);
+        assert_eq!(
+            reads(&mut session),
+            vec![SwitchEvent::FlowsRead(FlowsRead {
+                entries: Vec::new(),
+                complete: false,
+            })],
+            "{version:?}"
+        );
+        assert!(
+            !session.is_closed(),
+            "{version:?}: a slow read is no reason to disconnect"
+        );
+        // A part that comes after all is of a read that is over.
+        let late = given_up_at + SECOND;
+        session.handle_bytes(
+            &stats_part(version, xid, &[sliced_path_flow(1, 2)], false),
+            late,
+        );
+        assert_eq!(reads(&mut session), vec![], "{version:?}");
+        // And the next read is asked for.
+        session.queue(Command::ReadFlows);
+        flow_stats_request(&mut session);
+    }
+}
+
+#[test]
 fn a_refused_read_reads_as_incomplete() {
     let now = Instant::now();
     for (version, mut session) in both_versions(now) {
