@@ -662,7 +662,10 @@ mod tests {
         assert_eq!(names.len(), SCENARIOS.len() - 2);
         assert!(names.contains(&"random") && names.contains(&"cluster"));
         assert!(!names.contains(&"failover"), "a measurement, not a test");
-        assert!(!names.contains(&"random-cluster"), "waits for the election");
+        assert!(
+            !names.contains(&"random-cluster"),
+            "a long run, not in every lab"
+        );
         assert!(parse(&["-s", "failover"]).unwrap().selected()[0].name == "failover");
         assert_eq!(options.versions(), OfVersion::ALL);
     }

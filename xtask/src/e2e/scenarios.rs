@@ -117,7 +117,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "random-cluster",
         about: "random on three sliced and three etcd members, kill -9 of the master among \
-                the operations (not in the default run until the election lands)",
+                the operations (not in the default run: `cargo xtask soak --cluster`)",
         run: super::random::random_cluster,
         default_run: false,
         needs_etcd: true,
