@@ -549,7 +549,7 @@ pub fn random(stage: &mut Stage) -> anyhow::Result<()> {
 
 /// The `random-cluster` scenario: the same on three `sliced --etcd` (three etcd members),
 /// every switch connected to all three, with `kill -9` of the master among the
-/// operations. Not in the default run until the election lands.
+/// operations. Not in the default run: a long run, `cargo xtask soak --cluster`.
 pub fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     let run = stage.random_run();
     stage.start_cluster(3, 3)?;
