@@ -55,7 +55,7 @@ async function readState() {
     const ports = await api("GET", `/slices/${segment(name)}/ports`);
     const withMacs = await Promise.all(ports.map(async (port) => {
       const macs = await api("GET", `/slices/${segment(name)}/ports/${segment(port.name)}/mac_addresses`);
-      return { port: port.name, macs: macs.map((mac) => mac.name) };
+      return { port: port.name, dpid: port.dpid, portNo: port.port_no, macs: macs.map((mac) => mac.name) };
     }));
     return { name, ports: withMacs };
   }));
@@ -125,7 +125,8 @@ function drawGraph(state) {
         { selector: "edge[kind = 'link']", style: { width: 3, "line-color": "#667" } },
         { selector: "edge[kind = 'attachment']", style: { width: 1, "line-color": "#bbb", "line-style": "dashed" } },
       ],
-      wheelSensitivity: 0.3,
+      // A small network would otherwise be zoomed in until its labels are huge.
+      maxZoom: 1.5,
     });
     window.sliced.cy = cy;
   }
@@ -195,12 +196,13 @@ function drawLists(state) {
         removeButton(`remove host ${mac} from ${slice.name}`,
           () => api("DELETE", `${portPath}/mac_addresses`, { name: mac })))));
       return el("li", { "data-port": member.port }, member.port,
-        removeButton(`remove port ${member.port} from ${slice.name}`, () => api("DELETE", portPath)), macs);
+        removeButton(`remove port ${member.port} from ${slice.name}`,
+          () => api("DELETE", `${path}/ports`, { dpid: member.dpid, port_no: member.portNo })), macs);
     }));
     const remove = el("button", { type: "button", class: "remove", "aria-label": `delete slice ${slice.name}` }, "delete");
     remove.addEventListener("click", () => {
       if (confirm(`Delete slice ${slice.name} with its ports and hosts?`)) {
-        act(() => api("DELETE", path));
+        act(() => api("DELETE", "/slices", { name: slice.name }));
       }
     });
     return el("li", { "data-slice": slice.name },
