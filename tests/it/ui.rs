@@ -12,7 +12,7 @@ use openflow::Version;
 use serde_json::{json, Value};
 
 use crate::common::switch::{eventually, frame, Network, BROADCAST};
-use crate::common::{free_port, slice, Daemon};
+use crate::common::{agent, free_port, slice, status_json, Daemon};
 
 /// How long the page may take to show something on a loaded two-core machine.
 const WAIT: Duration = Duration::from_secs(30);
@@ -146,6 +146,18 @@ fn screenshot_path() -> PathBuf {
         .join("ui-screenshot.png")
 }
 
+/// An HTTP client with a developer session, for the test's own reads under `/api/`.
+fn logged_in(daemon: &Daemon) -> ureq::Agent {
+    let client = agent();
+    let (status, body) = status_json(
+        client
+            .post(&daemon.url("/auth/developer/callback"))
+            .send_form(&[("name", "Test"), ("email", "test@example.com")]),
+    );
+    assert_eq!(status, 200, "login: {body}");
+    client
+}
+
 fn listed(dir: &Path) -> String {
     let out = slice(dir, &["list"]);
     assert!(out.status.success(), "{out:?}");
@@ -158,7 +170,14 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start_with(dir.path(), &["--lldp-interval-ms", "100"]);
+    // --require-auth: the page must work through /api/ alone, with its session.
+    let daemon = Daemon::start_with(dir.path(), &["--lldp-interval-ms", "100", "--require-auth"]);
+    let reader = logged_in(&daemon);
+    let read = |path: &str| {
+        let (status, body) = status_json(reader.get(&daemon.url(&format!("/api{path}"))).call());
+        assert_eq!(status, 200, "GET /api{path}: {body}");
+        body
+    };
     // Switches 1 - 2 - 3 in a line, on ports 2 and 3; a host behind port 1 of switch 1.
     let mut network = Network::new();
     network.cable((1, 2), (2, 2));
@@ -167,20 +186,14 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
         network.connect(daemon.openflow, dpid, Version::Of13, 3);
     }
     assert!(
-        eventually(WAIT, || daemon
-            .get_json("/topology/links")
-            .as_array()
-            .map(Vec::len)
+        eventually(WAIT, || read("/topology/links").as_array().map(Vec::len)
             == Some(4)),
         "links discovered: {}",
-        daemon.get_json("/topology/links")
+        read("/topology/links")
     );
     network.switch(1).packet_in(1, frame(1, BROADCAST));
     assert!(
-        eventually(WAIT, || daemon
-            .get_json("/topology/hosts")
-            .as_array()
-            .map(Vec::len)
+        eventually(WAIT, || read("/topology/hosts").as_array().map(Vec::len)
             == Some(1)),
         "host learned"
     );

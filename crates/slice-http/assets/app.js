@@ -279,6 +279,11 @@ function follow() {
   events.addEventListener("error", () => {
     indicator.dataset.state = "connecting";
     indicator.textContent = "reconnecting";
+    // A refused stream (the session ended: 403) is not retried by the browser; reading
+    // the state finds out why, and goes to the login if that is it.
+    if (events.readyState === EventSource.CLOSED) {
+      refresh().then(() => setTimeout(follow, 5000));
+    }
   });
   for (const type of EVENT_TYPES) {
     events.addEventListener(type, () => refresh());

@@ -112,7 +112,7 @@ mod tests {
     use std::sync::Arc;
 
     #[actix_web::test]
-    async fn the_page_needs_a_login_and_its_files_do_not() {
+    async fn the_page_needs_a_login_and_carries_a_strict_policy() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
         let service = test::init_service(crate::app(
@@ -133,11 +133,53 @@ mod tests {
             response.headers().get(header::LOCATION).unwrap(),
             "/auth/developer?next=%2Fui"
         );
+        let login = test::TestRequest::post()
+            .uri("/auth/developer/callback")
+            .insert_header(("Host", "localhost"))
+            .set_form([("name", "Dev"), ("email", "dev@example.com")])
+            .to_request();
+        let response = test::call_service(&service, login).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let session = response
+            .response()
+            .cookies()
+            .find(|cookie| cookie.name() == crate::SESSION_COOKIE)
+            .expect("the login sets the session cookie")
+            .into_owned();
+        let with_session = test::TestRequest::get()
+            .uri("/ui")
+            .insert_header(("Host", "localhost"))
+            .cookie(session)
+            .to_request();
+        let response = test::call_service(&service, with_session).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::CONTENT_SECURITY_POLICY)
+                .unwrap(),
+            PAGE_POLICY
+        );
         for asset in ASSETS {
             let response = test::call_service(&service, get(asset.path)).await;
             assert_eq!(response.status(), StatusCode::OK, "{}", asset.path);
             let body = test::read_body(response).await;
             assert_eq!(body.len(), asset.bytes.len(), "{}", asset.path);
         }
+    }
+
+    #[actix_web::test]
+    async fn without_the_developer_login_the_page_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
+        let mut settings = crate::Settings::new(Key::generate());
+        settings.developer_login = false;
+        let service = test::init_service(crate::app(store, None, settings)).await;
+        let get = test::TestRequest::get()
+            .uri("/ui")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
     }
 }
