@@ -293,6 +293,11 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
     .await;
     assert_eq!(host, json!({"slice": "red", "grey": false}));
 
+    // Nothing in the page, the vendored library included, broke its security policy.
+    assert_eq!(
+        script(&browser, "return window.sliced.refused;").await,
+        json!([])
+    );
     // The view with two slices and a host in one: the artifact CI keeps.
     let png = browser.screenshot().await.expect("a screenshot");
     let path = screenshot_path();

@@ -23,6 +23,14 @@ let refreshAgain = false;
 
 class LoggedOut extends Error {}
 
+// What the page's Content-Security-Policy refused: a refusal means some part of the page
+// (a library update, say) does not work, so it is shown rather than left to the console.
+const refused = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  refused.push(`${event.violatedDirective}: ${event.blockedURI || "inline"}`);
+  say(`The page's security policy refused ${refused.at(-1)}`, "error");
+});
+
 async function api(method, path, body) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
   if (body !== undefined) {
@@ -319,7 +327,7 @@ function wireForms() {
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
-  window.sliced = { cy: null, refresh };
+  window.sliced = { cy: null, refresh, refused };
   wireForms();
   try {
     const user = await api("GET", "/session");
