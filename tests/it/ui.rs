@@ -304,6 +304,24 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
     std::fs::create_dir_all(path.parent().expect("a directory")).expect("target/ exists");
     std::fs::write(&path, png).expect("the screenshot is written");
 
+    // A host added with the page's form is in the store, its port brought along.
+    let pick_red = "const select = document.querySelector('#add-host select'); \
+                    select.value = 'red'; return select.value;";
+    assert_eq!(script(&browser, pick_red).await, json!("red"));
+    fill(&browser, "#add-host input[name=port]", "0x2:1").await;
+    fill(&browser, "#add-host input[name=mac]", "00:00:00:00:00:02").await;
+    click(&browser, "#add-host button[type=submit]").await;
+    assert!(
+        eventually(WAIT, || listed(dir.path()).contains("00:00:00:00:00:02")),
+        "`slice list` shows the host added in the page: {}",
+        listed(dir.path())
+    );
+    until(
+        &browser,
+        "document.querySelector('#slices [data-slice=\"red\"] [data-port=\"0x2:1\"] [data-mac=\"00:00:00:00:00:02\"]') !== null",
+    )
+    .await;
+
     // Removing a host and deleting a slice in the page change the store.
     click(
         &browser,
