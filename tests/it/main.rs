@@ -16,4 +16,5 @@ mod hostile_network;
 mod http_api;
 mod openflow_tls;
 mod tidy;
+mod ui;
 mod web_security;

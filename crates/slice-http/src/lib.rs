@@ -16,6 +16,7 @@ mod head_guard;
 mod network;
 pub mod serve;
 mod slices;
+mod ui;
 
 use std::sync::Arc;
 
@@ -137,6 +138,7 @@ pub fn app(
                 .default_service(web::to(api_fallback)),
         )
         .configure(auth::routes)
+        .configure(ui::routes)
         .service(
             web::scope("")
                 .wrap(middleware::Condition::new(
