@@ -13,6 +13,7 @@ mod daemon;
 mod docs;
 mod hostile_network;
 mod http_api;
+mod openapi;
 mod openflow_tls;
 mod tidy;
 mod web_security;
