@@ -60,11 +60,22 @@ fn the_daemon_serves_its_document_and_nothing_undocumented() {
 /// one gone. The configuration (tests/it/schemathesis.toml) logs in for the /api/ twins.
 #[test]
 fn schemathesis_finds_nothing_wrong_with_the_live_daemon() {
+    run_schemathesis(&[], EXAMPLES_PER_OPERATION);
+}
+
+/// With `--require-auth` the document puts the unprefixed endpoints behind the session
+/// guard too; fewer cases, since the operations are the same.
+#[test]
+fn schemathesis_finds_nothing_wrong_with_a_daemon_that_requires_a_session() {
+    run_schemathesis(&["--require-auth"], "10");
+}
+
+fn run_schemathesis(daemon_args: &[&str], examples: &str) {
     let Some(schemathesis) = schemathesis() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(&dir.path().join("db"));
+    let daemon = Daemon::start_with(&dir.path().join("db"), daemon_args);
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/schemathesis.toml");
     let seed = std::env::var("SLICED_SCHEMATHESIS_SEED").unwrap_or_else(|_| DEFAULT_SEED.into());
     let output = Command::new(schemathesis)
@@ -76,7 +87,7 @@ fn schemathesis_finds_nothing_wrong_with_the_live_daemon() {
         .arg("--phases=examples,coverage,fuzzing,stateful")
         // Every check runs by default; naming them with --checks would also override the
         // configuration's exemption of one check on the DELETEs (see the file).
-        .args(["--max-examples", EXAMPLES_PER_OPERATION])
+        .args(["--max-examples", examples])
         .args(["--seed", &seed])
         // One worker: the daemon is not what is being load-tested here, and Hypothesis's
         // threads have tripped over each other on this release.
@@ -89,7 +100,7 @@ fn schemathesis_finds_nothing_wrong_with_the_live_daemon() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "schemathesis (seed {seed}) failed: {}\n{stdout}\n{stderr}",
+        "schemathesis (sliced {daemon_args:?}, seed {seed}) failed: {}\n{stdout}\n{stderr}",
         output.status
     );
     // The stateful phase must have run sequences, not been skipped for want of links.
