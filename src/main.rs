@@ -3,6 +3,7 @@
 mod cluster;
 mod config;
 mod daemon;
+mod events;
 mod logging;
 mod network;
 
@@ -119,6 +120,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             switch_roles,
         }
     });
+    // Subscribed before the controller starts, as the controller is: every committed
+    // change from here on is an event.
+    let events = Arc::clone(&settings.events);
+    store.subscribe(Box::new(move |change| events.publish_change(change)));
     let controller =
         backend.start_controller(&config.openflow, controller_config(&config)?, cluster_link)?;
     let openflow_addrs: Vec<String> = [
@@ -128,6 +133,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     .into_iter()
     .flatten()
     .collect();
+    actix_web::rt::spawn(events::publish_network_changes(
+        Arc::clone(&settings.events),
+        controller.handle(),
+    ));
     let network: Arc<dyn slice_http::NetworkView> =
         Arc::new(network::ControllerView::new(controller.handle()));
     settings.cluster = Some(match (&backend, &election) {

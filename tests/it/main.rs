@@ -11,6 +11,7 @@ mod cluster;
 mod controller;
 mod daemon;
 mod docs;
+mod events;
 mod hostile_network;
 mod http_api;
 mod openapi;

@@ -15,6 +15,7 @@ use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 use crate::cookie::{endpoint_hash, FlowKind};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
+use crate::notice::Notice;
 use crate::probe::{ProbeKey, Verdict};
 use crate::session::RoleRefusal;
 use crate::topology::{is_physical, Hop, Link, PortState, Topology};
@@ -239,6 +240,19 @@ impl AdoptedFlow {
     }
 }
 
+/// How far the adopted flows of a pair lead, from the port of its source to the port of
+/// its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chain {
+    /// All the way (or the engine cannot tell the ends: without slicing).
+    Whole,
+    /// Not there: a switch read back holds no flow where the chain enters it, a flow
+    /// leaves by a port that is down, or the chain goes round in a loop.
+    Broken,
+    /// Into a switch not read back yet, or over a link LLDP has not found (yet).
+    Unknown,
+}
+
 /// What a read-back decides for one flow.
 enum Judgement {
     Keep,
@@ -341,9 +355,23 @@ pub struct Engine {
     /// Path flows found in switches by a read-back and kept, by pair; at most
     /// [`MAX_FLOWS_READ`] per switch, since each read replaces that switch's.
     adopted: HashMap<(MacAddress, MacAddress), Vec<AdoptedFlow>>,
+    /// Adopted pairs whose flows are not yet known to lead from the source's port to the
+    /// destination's, with the time by which they must ([`Self::check_adopted`]). A pair
+    /// whose ingress flow was kept while a hop further on is gone (a controller that
+    /// stopped, or a switch cut off from it, deleted that hop and could not reach the
+    /// ingress switch) is a black hole: its packets never miss at the ingress, so no
+    /// new path is ever computed for it.
+    adopted_unchecked: HashMap<(MacAddress, MacAddress), Instant>,
+    /// Connected switches whose flow table the engine has read back since it last asked:
+    /// a flow missing there is missing from the switch.
+    read_back: HashSet<u64>,
     /// Connected switches that need a table-miss flow, for a flush to put it back.
     table_miss_switches: HashSet<u64>,
     outbox: Vec<(u64, Command)>,
+    /// What changed in the network since the last [`Engine::drain_notices`]: taken after
+    /// every event, so it holds one event's worth, which the engine's own bounds (hosts,
+    /// links, paths) bound.
+    notices: Vec<Notice>,
 }
 
 impl Engine {
@@ -367,8 +395,11 @@ impl Engine {
             role_refused: HashSet::new(),
             switch_roles_version: 0,
             adopted: HashMap::new(),
+            adopted_unchecked: HashMap::new(),
+            read_back: HashSet::new(),
             table_miss_switches: HashSet::new(),
             outbox: Vec::new(),
+            notices: Vec::new(),
         }
     }
 
@@ -381,6 +412,12 @@ impl Engine {
     /// what the server calls once per event.
     pub fn drain_commands(&mut self) -> std::vec::Drain<'_, (u64, Command)> {
         self.outbox.drain(..)
+    }
+
+    /// The changes of the network since the last call, in order; the queue keeps its
+    /// memory for the next event.
+    pub fn drain_notices(&mut self) -> std::vec::Drain<'_, Notice> {
+        self.notices.drain(..)
     }
 
     /// Every command leaves through here, where a cluster's rule is kept: only the master
@@ -474,8 +511,13 @@ impl Engine {
     /// Forgets the installed paths without deleting their flows: a deposed master must
     /// not write, and the flows are the next master's to keep or remove.
     fn delete_paths_quietly(&mut self) {
+        for &(src, dst) in self.paths.keys() {
+            self.notices.push(Notice::PathDeleted { src, dst });
+        }
         self.paths.clear();
         self.adopted.clear();
+        self.adopted_unchecked.clear();
+        self.read_back.clear();
         self.drops.clear();
         self.drops_per_switch.clear();
     }
@@ -634,6 +676,7 @@ impl Engine {
             profile.protocol
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
+        self.notices.push(Notice::SwitchUp { dpid });
         self.dropped.insert(dpid, Dropped::default());
         // In a cluster the role comes first, so that the switch takes what follows from
         // its master only.
@@ -666,6 +709,10 @@ impl Engine {
         for link in &removed_links {
             // The neighbour's end is an edge port now, until the switch is back.
             self.link_went(link, now);
+            self.notices.push(Notice::link_down(link));
+        }
+        for mac in self.hosts.at(|port| port.dpid == dpid) {
+            self.notices.push(Notice::HostForgotten { mac });
         }
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.host_ports.retain(|port| port.dpid != dpid);
@@ -679,8 +726,10 @@ impl Engine {
         self.drops.retain(|_, drop| drop.ingress.dpid != dpid);
         self.drops_per_switch.remove(&dpid);
         self.table_miss_switches.remove(&dpid);
+        self.read_back.remove(&dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
         self.delete_adopted_where(|_, flow| flow.dpid == dpid);
+        self.notices.push(Notice::SwitchDown { dpid });
     }
 
     pub fn port_changed(&mut self, port: PortId, state: Option<PortState>, now: Instant) {
@@ -698,6 +747,9 @@ impl Engine {
         if !live {
             // Down: whatever is plugged in next starts unclassified.
             self.host_ports.remove(&port);
+            for mac in self.hosts.at(|at| at == port) {
+                self.notices.push(Notice::HostForgotten { mac });
+            }
             self.hosts.remove_at(|at| at == port);
             self.delete_paths_where(|path| path.uses_port(port));
             self.delete_adopted_where(|_, flow| flow.uses_port(port));
@@ -792,6 +844,7 @@ impl Engine {
         }
         if new {
             log::info!("link discovered: {from} -> {at}");
+            self.notices.push(Notice::LinkUp { src: from, dst: at });
         }
     }
 
@@ -817,6 +870,11 @@ impl Engine {
         match self.hosts.learn(host.mac, host.port, now, bound, limits) {
             Learned::Moved(old) => {
                 log::info!("host {} moved from {old} to {}", host.mac, host.port);
+                self.notices.push(Notice::HostMoved {
+                    mac: host.mac,
+                    from: old,
+                    to: host.port,
+                });
                 self.delete_paths_where(|path| {
                     path.src.mac == host.mac || path.dst.mac == host.mac
                 });
@@ -825,7 +883,13 @@ impl Engine {
                 self.lift_drops_of(host.mac);
             }
             Learned::Known => {}
-            Learned::New => log::debug!("host {} learned at {}", host.mac, host.port),
+            Learned::New => {
+                log::debug!("host {} learned at {}", host.mac, host.port);
+                self.notices.push(Notice::HostLearned {
+                    mac: host.mac,
+                    port: host.port,
+                });
+            }
             Learned::Refused => {
                 self.count_drop(host.port.dpid, DropCause::HostRefused, 1, now);
                 return false;
@@ -835,6 +899,9 @@ impl Engine {
     }
 
     fn forget_host(&mut self, mac: MacAddress) {
+        if self.hosts.get(&mac).is_some() {
+            self.notices.push(Notice::HostForgotten { mac });
+        }
         self.hosts.remove(&mac);
         self.lift_drops_of(mac);
         self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
@@ -918,6 +985,10 @@ impl Engine {
             .is_some_and(|old| old.hops == path.hops && old.src == src);
         if !known {
             log::info!("Creating path: {}", path.describe());
+            self.notices.push(Notice::PathInstalled {
+                src: src.mac,
+                dst: dst.mac,
+            });
         }
         self.paths.insert((src.mac, dst.mac), path);
     }
@@ -1079,6 +1150,7 @@ impl Engine {
         self.former_link_ends.retain(|_, (_, until)| *until > now);
         self.expire_drops(now);
         self.age_hosts(now);
+        self.check_adopted(now);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an
@@ -1110,6 +1182,7 @@ impl Engine {
         for link in links {
             // Both ends look like edge ports now; the link may well come back.
             self.link_went(link, now);
+            self.notices.push(Notice::link_down(link));
             self.delete_paths_where(|path| path.uses_link(link));
             self.delete_adopted_where(|_, flow| flow.uses_link(link));
         }
@@ -1210,6 +1283,10 @@ impl Engine {
             return;
         };
         log::info!("Deleting path: {}", path.describe());
+        self.notices.push(Notice::PathDeleted {
+            src: path.src.mac,
+            dst: path.dst.mac,
+        });
         for hop in &path.hops {
             if self.topology.has_switch(hop.dpid) {
                 self.send(
@@ -1236,6 +1313,8 @@ impl Engine {
         // A standby judges nothing: the master reconciles, and a new master does so as
         // it takes over.
         if self.topology.has_switch(dpid) && self.may_write(dpid) {
+            // Until the answer comes, what was read there before may be out of date.
+            self.read_back.remove(&dpid);
             self.send(dpid, Command::ReadFlows);
         }
     }
@@ -1246,7 +1325,7 @@ impl Engine {
     /// cookie not ours, any table), drop flows (the next packet is judged afresh), path
     /// flows whose pair the slices no longer allow. A table that could not be read
     /// whole is flushed instead.
-    pub fn flows_read(&mut self, dpid: u64, read: FlowsRead, _now: Instant) {
+    pub fn flows_read(&mut self, dpid: u64, read: FlowsRead, now: Instant) {
         // A read that arrives after this instance was deposed is the next master's.
         if !self.topology.has_switch(dpid) || !self.may_write(dpid) {
             return;
@@ -1256,6 +1335,7 @@ impl Engine {
             flows.retain(|flow| flow.dpid != dpid);
         }
         self.adopted.retain(|_, flows| !flows.is_empty());
+        self.read_back.insert(dpid);
         // The session never hands over more; the engine's own bound does not rely on it.
         if !read.complete || read.entries.len() > MAX_FLOWS_READ {
             log::warn!(
@@ -1268,10 +1348,14 @@ impl Engine {
         let bound_ports = self.bound_ports();
         let total = read.entries.len();
         let mut deleted = 0;
+        let check_by = now + self.adoption_grace();
         for entry in read.entries {
             match self.judge(dpid, &entry, &bound_ports) {
                 Judgement::Keep => {}
-                Judgement::Adopt(key, flow) => self.adopted.entry(key).or_default().push(flow),
+                Judgement::Adopt(key, flow) => {
+                    self.adopted.entry(key).or_default().push(flow);
+                    self.adopted_unchecked.entry(key).or_insert(check_by);
+                }
                 Judgement::Delete => {
                     deleted += 1;
                     if FlowKind::of_cookie(entry.cookie) == Some(FlowKind::Drop) {
@@ -1433,10 +1517,99 @@ impl Engine {
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
     }
 
+    /// How long adopted flows may lead into a switch not read back yet, or over a link
+    /// not discovered yet: the grace a link that went gets to come back, two rounds of
+    /// LLDP, which is also enough for a read-back to be answered.
+    fn adoption_grace(&self) -> Duration {
+        self.link_return_grace()
+    }
+
+    /// Follows the adopted flows of a pair from its source's port: see [`Chain`].
+    fn adopted_chain(&self, flows: &[AdoptedFlow]) -> Chain {
+        let Some((src, dst)) = flows.first().and_then(|flow| flow.endpoints) else {
+            return Chain::Whole;
+        };
+        if flows.iter().any(|flow| flow.endpoints != Some((src, dst))) {
+            // Flows of one pair set up for different ends: leftovers of several paths.
+            return Chain::Broken;
+        }
+        let mut at = src;
+        let mut visited = HashSet::new();
+        loop {
+            if !visited.insert(at.dpid) {
+                return Chain::Broken;
+            }
+            let Some(flow) = flows
+                .iter()
+                .find(|flow| flow.dpid == at.dpid && flow.in_port == at.port_no)
+            else {
+                return if self.read_back.contains(&at.dpid) {
+                    Chain::Broken
+                } else {
+                    Chain::Unknown
+                };
+            };
+            let out = PortId::new(flow.dpid, flow.out_port);
+            if out == dst {
+                return Chain::Whole;
+            }
+            if self.topology.has_port(out) && !self.topology.is_live(out) {
+                return Chain::Broken;
+            }
+            match self.topology.link_from(out) {
+                Some(next) => at = next,
+                None => return Chain::Unknown,
+            }
+        }
+    }
+
+    /// Withdraws the adopted pairs whose flows do not lead all the way, or not yet by
+    /// their deadline, so that their next packet misses at the ingress and is routed;
+    /// the pairs found whole need no more checking.
+    fn check_adopted(&mut self, now: Instant) {
+        let pending: Vec<((MacAddress, MacAddress), Instant)> = self
+            .adopted_unchecked
+            .iter()
+            .map(|(pair, by)| (*pair, *by))
+            .collect();
+        for (pair, by) in pending {
+            let chain = match self.adopted.get(&pair) {
+                Some(flows) => self.adopted_chain(flows),
+                None => {
+                    self.adopted_unchecked.remove(&pair);
+                    continue;
+                }
+            };
+            match chain {
+                Chain::Whole => {
+                    self.adopted_unchecked.remove(&pair);
+                }
+                Chain::Broken => {
+                    log::info!(
+                        "adopted flows of {} -> {} do not reach the destination",
+                        pair.0,
+                        pair.1
+                    );
+                    self.delete_adopted(pair);
+                }
+                Chain::Unknown if now >= by => {
+                    log::info!(
+                        "adopted flows of {} -> {} not seen to reach the destination in time",
+                        pair.0,
+                        pair.1
+                    );
+                    self.delete_adopted(pair);
+                }
+                Chain::Unknown => {}
+            }
+        }
+    }
+
     /// A new path for `pair` along `hops`: its adopted flows elsewhere go; those at a
     /// hop's switch and input port are replaced by the hop's flow (same match and
     /// priority), so deleting them would delete the new flow.
     fn supersede_adopted(&mut self, pair: (MacAddress, MacAddress), hops: &[Hop]) {
+        self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
         };
@@ -1467,6 +1640,7 @@ impl Engine {
 
     /// Withdraws every adopted flow of `pair`, as [`Self::delete_path`] does a path.
     fn delete_adopted(&mut self, pair: (MacAddress, MacAddress)) {
+        self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
         };

@@ -29,11 +29,12 @@ pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// request is still waiting, and the next request goes elsewhere.
 pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long a request that no member took is tried again: about as long as etcd takes
-/// to elect a new leader after losing one (its default election timeout is 1 s), and less
+/// How long a request that no member took is tried again: longer than etcd takes to
+/// elect a new leader after losing one (its default election timeout is 1 s; more on a
+/// loaded machine), and less
 /// than [`crate::REQUEST_TIMEOUT`], so that a cluster without a quorum is reported as such
 /// rather than as a timeout.
-const RETRY_WINDOW: Duration = Duration::from_secs(2);
+const RETRY_WINDOW: Duration = Duration::from_secs(4);
 
 /// The pause between those tries, and the least time between two probe rounds that found
 /// no other member, so that requests during an outage do not queue behind probes.

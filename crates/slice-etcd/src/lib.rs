@@ -54,7 +54,7 @@ pub const DEFAULT_PREFIX: &str = "/sliced/";
 /// The longest any request to etcd may take, and the longest a write waits for its own
 /// revision to come back through the watch: a few seconds, so that a lost quorum is a
 /// prompt 503 rather than a hung request.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The length of a new shared session key, and the bounds of one found in etcd.
 pub const SESSION_KEY_LEN: usize = 64;

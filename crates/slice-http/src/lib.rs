@@ -11,6 +11,7 @@ mod body;
 mod browser;
 mod cluster;
 mod error;
+pub mod events;
 mod head_guard;
 mod mount;
 mod network;
@@ -34,6 +35,7 @@ pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use cluster::ClusterView;
 pub use error::ApiError;
+pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
 pub use openapi::document as openapi_document;
@@ -71,6 +73,8 @@ pub struct Settings {
     pub request_timeout: std::time::Duration,
     /// What answers `GET /cluster`; without it, 503.
     pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
+    /// Where `GET /events` streams from; whoever has a clone publishes to it.
+    pub events: Arc<EventHub>,
 }
 
 impl Settings {
@@ -84,6 +88,7 @@ impl Settings {
             host_policy: HostPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cluster: None,
+            events: Arc::new(EventHub::new()),
         }
     }
 }
@@ -117,6 +122,7 @@ pub fn app(
     let guard_slices = settings.require_auth_for_slices;
     let cluster = settings.cluster.clone();
     let openapi = openapi::Encoded::new(&settings);
+    let events = web::Data::from(Arc::clone(&settings.events));
     App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
@@ -124,6 +130,7 @@ pub fn app(
         .app_data(web::Data::new(network))
         .app_data(web::Data::new(cluster))
         .app_data(web::Data::new(openapi))
+        .app_data(events)
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
@@ -164,6 +171,7 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
     slices::routes(cfg);
     network::routes(cfg);
     cluster::routes(cfg);
+    events::routes(cfg);
 }
 
 /// The routes no session guard stands before.

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use slice_core::Leadership;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::config::ControllerConfig;
 use crate::engine::{Command, Engine, Role};
+use crate::notice::Notice;
 
 use super::{ClusterLink, Event};
 
@@ -29,6 +30,7 @@ pub(super) async fn run_engine(
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
     mut cluster: Option<ClusterLink>,
+    notices: broadcast::Sender<Notice>,
 ) {
     if let Some(link) = &mut cluster {
         let leadership = link.leadership.borrow_and_update().clone();
@@ -51,6 +53,14 @@ pub(super) async fn run_engine(
             }
             _ = stopped.changed() => return,
         }
+        // Once stopping, the engine writes nothing more. The connections close as they
+        // see the stop, in no order: a disconnect handled now would delete the hops of
+        // paths through that switch from the switches still connected, while their
+        // ingress flows stay at switches already gone, black holes that the next
+        // controller would find. A crash leaves the flows whole; a stop must too.
+        if *stopped.borrow() {
+            return;
+        }
         if let Some(link) = &cluster {
             publish_roles(&engine, &link.switch_roles, &mut published_roles);
         }
@@ -60,6 +70,13 @@ pub(super) async fn run_engine(
             &mut batches,
             config.max_outbound_bytes,
         );
+        // Nobody following is the common case: then the notices only go.
+        let following = notices.receiver_count() > 0;
+        for notice in engine.drain_notices() {
+            if following {
+                let _ = notices.send(notice);
+            }
+        }
     }
 }
 

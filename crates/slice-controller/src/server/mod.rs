@@ -18,10 +18,11 @@ use std::time::Duration;
 
 use slice_core::{Change, Leadership, Membership, MembershipSource, PortId};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::ControllerConfig;
 use crate::engine::{Command, Engine, FlowsRead, Frame, Role, Rule, SwitchProfile};
+use crate::notice::Notice;
 use crate::probe::ProbeKeyError;
 use crate::session::RoleRefusal;
 use crate::tls::{TlsError, TlsFiles};
@@ -144,9 +145,19 @@ enum Event {
 #[derive(Clone)]
 pub struct ControllerHandle {
     events: mpsc::Sender<Event>,
+    notices: broadcast::Sender<Notice>,
 }
 
+/// How many notices a follower may fall behind before it misses some
+/// ([`broadcast::error::RecvError::Lagged`]).
+pub const NOTICE_BUFFER: usize = 1024;
+
 impl ControllerHandle {
+    /// Every change of the network from now on, in order (see [`Notice`]).
+    pub fn follow(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
     /// Runs `look` on the engine between two events and returns what it found; None when
     /// the controller has stopped.
     pub async fn inspect<T: Send + 'static>(
@@ -232,8 +243,10 @@ impl Controller {
             .map_err(StartError::Runtime)?;
         let (shutdown, stopped) = watch::channel(false);
         let engine = Engine::new(config.engine.clone(), membership);
+        let (notices, _) = broadcast::channel(NOTICE_BUFFER);
         let handle = ControllerHandle {
             events: events_tx.clone(),
+            notices: notices.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("sliced-controller".into())
@@ -265,7 +278,7 @@ impl Controller {
                             stopped.clone(),
                         ));
                     }
-                    run_engine(engine, events_rx, config, stopped, cluster).await;
+                    run_engine(engine, events_rx, config, stopped, cluster, notices).await;
                 });
                 // Connection tasks still running end with the runtime.
                 runtime.shutdown_timeout(Duration::from_secs(1));
