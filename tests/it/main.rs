@@ -17,4 +17,5 @@ mod http_api;
 mod openapi;
 mod openflow_tls;
 mod tidy;
+mod ui;
 mod web_security;

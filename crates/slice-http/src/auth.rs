@@ -215,7 +215,8 @@ async fn login_form(settings: web::Data<Settings>) -> Result<HttpResponse, ApiEr
 }
 
 const LOGIN_FORM: &str = r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>sliced: developer login</title></head>
+<html><head><meta charset="utf-8"><title>sliced: developer login</title>
+<script src="/ui/login.js" defer></script></head>
 <body><form method="post" action="/auth/developer/callback">
 <label>Name <input name="name" required></label>
 <label>E-mail <input name="email" type="email" required></label>

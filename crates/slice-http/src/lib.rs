@@ -18,6 +18,7 @@ mod network;
 mod openapi;
 pub mod serve;
 mod slices;
+mod ui;
 
 use std::sync::Arc;
 
@@ -178,6 +179,7 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
 fn open_routes(cfg: &mut impl mount::Mount) {
     auth::routes(cfg);
     openapi::routes(cfg);
+    ui::routes(cfg);
 }
 
 /// Every path the application registers (with its `{name}` segments as written), and the
