@@ -13,46 +13,41 @@ use slice_core::wire::{MacBody, PortBody, PortRequest, SliceBody};
 use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError};
 
 use crate::body::Body;
+use crate::mount::Mount;
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
 /// used to build `Location` headers.
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/slices")
-            .route(readable(list_slices))
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/slices", "GET, HEAD, POST, DELETE", |r| {
+        r.route(readable(list_slices))
             .post(create_slice)
             .delete(delete_slice)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
-    .service(
-        web::resource("/slices/{slice}")
-            .route(readable(get_slice))
-            .default_service(method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports")
-            .route(readable(list_ports))
+    });
+    cfg.mount("/slices/{slice}", "GET, HEAD", |r| {
+        r.route(readable(get_slice))
+    });
+    cfg.mount("/slices/{slice}/ports", "GET, HEAD, POST, DELETE", |r| {
+        r.route(readable(list_ports))
             .post(add_port)
             .delete(delete_port)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}")
-            .route(readable(get_port))
-            .default_service(method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}/mac_addresses")
-            .route(readable(list_macs))
-            .post(add_mac)
-            .delete(delete_mac)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}/mac_addresses/{mac}")
-            .route(readable(get_mac))
-            .default_service(method_not_allowed("GET, HEAD")),
+    });
+    cfg.mount("/slices/{slice}/ports/{port}", "GET, HEAD", |r| {
+        r.route(readable(get_port))
+    });
+    cfg.mount(
+        "/slices/{slice}/ports/{port}/mac_addresses",
+        "GET, HEAD, POST, DELETE",
+        |r| {
+            r.route(readable(list_macs))
+                .post(add_mac)
+                .delete(delete_mac)
+        },
+    );
+    cfg.mount(
+        "/slices/{slice}/ports/{port}/mac_addresses/{mac}",
+        "GET, HEAD",
+        |r| r.route(readable(get_mac)),
     );
 }
 

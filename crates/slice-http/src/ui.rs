@@ -7,6 +7,7 @@ use actix_web::http::header::{self, ContentType};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::{self, LocalPeer};
+use crate::mount::Mount;
 use crate::ApiError;
 
 /// Where the page is served; the login sends the browser back here.
@@ -50,18 +51,14 @@ const ASSETS: &[Asset] = &[
 
 const PAGE: &str = include_str!("../assets/index.html");
 
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource(UI_PATH)
-            .route(crate::slices::readable(page))
-            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-    );
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount(UI_PATH, "GET, HEAD", |r| {
+        r.route(crate::slices::readable(page))
+    });
     for asset in ASSETS {
-        cfg.service(
-            web::resource(asset.path)
-                .route(crate::slices::readable(move || serve_asset(asset)))
-                .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-        );
+        cfg.mount(asset.path, "GET, HEAD", |r| {
+            r.route(crate::slices::readable(move || serve_asset(asset)))
+        });
     }
 }
 
