@@ -133,6 +133,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     .into_iter()
     .flatten()
     .collect();
+    // Before the HTTP server exists: every stream waits until the task below follows.
+    settings.events.recording(false);
     actix_web::rt::spawn(events::publish_network_changes(
         Arc::clone(&settings.events),
         controller.handle(),

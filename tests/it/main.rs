@@ -14,6 +14,8 @@ mod docs;
 mod events;
 mod hostile_network;
 mod http_api;
+mod openapi;
 mod openflow_tls;
 mod tidy;
+mod ui;
 mod web_security;

@@ -4,6 +4,8 @@
 //!   end-to-end lab: the whole suite that CI runs.
 //! - `cargo xtask e2e`: the end-to-end lab alone (real Open vSwitch, hosts in network
 //!   namespaces); see docs/testing.md.
+//! - `cargo xtask soak`: the lab's random scenario, 1000 steps; `cargo xtask failover`:
+//!   the cluster's failover measured N times.
 //! - `cargo xtask bench`: sliced against its peers, written to docs/benchmarks.md.
 //! - `cargo xtask fuzz TARGET`: a coverage-guided fuzzing campaign (AFL++ via cargo-afl).
 
@@ -34,6 +36,18 @@ enum Task {
     /// Open vSwitch and hosts in network namespaces. Needs root and Open vSwitch. See
     /// docs/testing.md.
     E2e(e2e::Options),
+    /// Run the lab's random scenario long (1000 steps unless told otherwise)
+    ///
+    /// The seeded sequence of random operations of `cargo xtask e2e -s random`, with the
+    /// reachability of every pair of hosts compared to the slices after every step. The
+    /// seed is printed (`seed=N`); `--seed N` replays a run.
+    Soak(e2e::SoakOptions),
+    /// Measure the cluster's failover in the lab: kill the master N times
+    ///
+    /// Prints min/median/max of the time to a new master, the packets a pair talking at
+    /// 50 packets/s lost and the time until a pair that never talked reaches, then the
+    /// REST latency of creates on etcd against sled. For docs/benchmarks.md.
+    Failover(e2e::FailoverOptions),
     /// Benchmark sliced against its peers, written to docs/benchmarks.md; `cargo xtask bench --help`
     /// shows sliced-bench's own options
     // Every argument, `--help` included, belongs to sliced-bench: clap must not read any.
@@ -71,6 +85,8 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Test => test(),
         Task::E2e(options) => e2e::main(&options),
+        Task::Soak(options) => e2e::soak(&options),
+        Task::Failover(options) => e2e::failover(&options),
         Task::Bench { args } => bench(&args),
         Task::Fuzz(options) => fuzz::main(&options),
         Task::Lldp(command) => e2e::lldp::main(command),
@@ -179,6 +195,15 @@ mod tests {
         assert!(parse(&["fuzz", "no_such_harness"]).is_err());
         assert!(parse(&["fuzz", "request_body", "--time", "soon"]).is_err());
         assert!(parse(&["fuzz"]).is_err());
+    }
+
+    #[test]
+    fn soak_and_failover_take_their_numbers() {
+        assert!(parse(&["soak", "--steps", "1000", "--seed", "7", "--of", "13"]).is_ok());
+        assert!(parse(&["soak", "--cluster"]).is_ok());
+        assert!(parse(&["soak", "--steps", "none"]).is_err());
+        assert!(parse(&["failover", "--runs", "5", "--of", "10"]).is_ok());
+        assert!(parse(&["failover", "--runs", "0"]).is_err());
     }
 
     #[test]

@@ -205,6 +205,9 @@ mod tests {
         fn delete_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), CliError> {
             unreachable!()
         }
+        fn apply(&self, _: &[Slice], _: bool) -> Result<Plan, CliError> {
+            unreachable!("the listing never applies")
+        }
     }
 
     fn sample() -> Vec<Slice> {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use slice_core::wire::{Applied, Declaration, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
+use slice_core::wire::{
+    Applied, Declaration, ErrorBody, MacBody, PortBody, PortRequest, SliceBody,
+};
 use slice_core::{MacAddress, Plan, PortId, Slice, SliceName};
 
 use crate::backend::Backend;

@@ -240,6 +240,19 @@ impl AdoptedFlow {
     }
 }
 
+/// How far the adopted flows of a pair lead, from the port of its source to the port of
+/// its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chain {
+    /// All the way (or the engine cannot tell the ends: without slicing).
+    Whole,
+    /// Not there: a switch read back holds no flow where the chain enters it, a flow
+    /// leaves by a port that is down, or the chain goes round in a loop.
+    Broken,
+    /// Into a switch not read back yet, or over a link LLDP has not found (yet).
+    Unknown,
+}
+
 /// What a read-back decides for one flow.
 enum Judgement {
     Keep,
@@ -342,6 +355,16 @@ pub struct Engine {
     /// Path flows found in switches by a read-back and kept, by pair; at most
     /// [`MAX_FLOWS_READ`] per switch, since each read replaces that switch's.
     adopted: HashMap<(MacAddress, MacAddress), Vec<AdoptedFlow>>,
+    /// Adopted pairs whose flows are not yet known to lead from the source's port to the
+    /// destination's, with the time by which they must ([`Self::check_adopted`]). A pair
+    /// whose ingress flow was kept while a hop further on is gone (a controller that
+    /// stopped, or a switch cut off from it, deleted that hop and could not reach the
+    /// ingress switch) is a black hole: its packets never miss at the ingress, so no
+    /// new path is ever computed for it.
+    adopted_unchecked: HashMap<(MacAddress, MacAddress), Instant>,
+    /// Connected switches whose flow table the engine has read back since it last asked:
+    /// a flow missing there is missing from the switch.
+    read_back: HashSet<u64>,
     /// Connected switches that need a table-miss flow, for a flush to put it back.
     table_miss_switches: HashSet<u64>,
     outbox: Vec<(u64, Command)>,
@@ -372,6 +395,8 @@ impl Engine {
             role_refused: HashSet::new(),
             switch_roles_version: 0,
             adopted: HashMap::new(),
+            adopted_unchecked: HashMap::new(),
+            read_back: HashSet::new(),
             table_miss_switches: HashSet::new(),
             outbox: Vec::new(),
             notices: Vec::new(),
@@ -491,6 +516,8 @@ impl Engine {
         }
         self.paths.clear();
         self.adopted.clear();
+        self.adopted_unchecked.clear();
+        self.read_back.clear();
         self.drops.clear();
         self.drops_per_switch.clear();
     }
@@ -699,6 +726,7 @@ impl Engine {
         self.drops.retain(|_, drop| drop.ingress.dpid != dpid);
         self.drops_per_switch.remove(&dpid);
         self.table_miss_switches.remove(&dpid);
+        self.read_back.remove(&dpid);
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
         self.delete_adopted_where(|_, flow| flow.dpid == dpid);
         self.notices.push(Notice::SwitchDown { dpid });
@@ -1122,6 +1150,7 @@ impl Engine {
         self.former_link_ends.retain(|_, (_, until)| *until > now);
         self.expire_drops(now);
         self.age_hosts(now);
+        self.check_adopted(now);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an
@@ -1284,6 +1313,8 @@ impl Engine {
         // A standby judges nothing: the master reconciles, and a new master does so as
         // it takes over.
         if self.topology.has_switch(dpid) && self.may_write(dpid) {
+            // Until the answer comes, what was read there before may be out of date.
+            self.read_back.remove(&dpid);
             self.send(dpid, Command::ReadFlows);
         }
     }
@@ -1294,7 +1325,7 @@ impl Engine {
     /// cookie not ours, any table), drop flows (the next packet is judged afresh), path
     /// flows whose pair the slices no longer allow. A table that could not be read
     /// whole is flushed instead.
-    pub fn flows_read(&mut self, dpid: u64, read: FlowsRead, _now: Instant) {
+    pub fn flows_read(&mut self, dpid: u64, read: FlowsRead, now: Instant) {
         // A read that arrives after this instance was deposed is the next master's.
         if !self.topology.has_switch(dpid) || !self.may_write(dpid) {
             return;
@@ -1304,6 +1335,7 @@ impl Engine {
             flows.retain(|flow| flow.dpid != dpid);
         }
         self.adopted.retain(|_, flows| !flows.is_empty());
+        self.read_back.insert(dpid);
         // The session never hands over more; the engine's own bound does not rely on it.
         if !read.complete || read.entries.len() > MAX_FLOWS_READ {
             log::warn!(
@@ -1316,10 +1348,14 @@ impl Engine {
         let bound_ports = self.bound_ports();
         let total = read.entries.len();
         let mut deleted = 0;
+        let check_by = now + self.adoption_grace();
         for entry in read.entries {
             match self.judge(dpid, &entry, &bound_ports) {
                 Judgement::Keep => {}
-                Judgement::Adopt(key, flow) => self.adopted.entry(key).or_default().push(flow),
+                Judgement::Adopt(key, flow) => {
+                    self.adopted.entry(key).or_default().push(flow);
+                    self.adopted_unchecked.entry(key).or_insert(check_by);
+                }
                 Judgement::Delete => {
                     deleted += 1;
                     if FlowKind::of_cookie(entry.cookie) == Some(FlowKind::Drop) {
@@ -1481,10 +1517,99 @@ impl Engine {
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
     }
 
+    /// How long adopted flows may lead into a switch not read back yet, or over a link
+    /// not discovered yet: the grace a link that went gets to come back, two rounds of
+    /// LLDP, which is also enough for a read-back to be answered.
+    fn adoption_grace(&self) -> Duration {
+        self.link_return_grace()
+    }
+
+    /// Follows the adopted flows of a pair from its source's port: see [`Chain`].
+    fn adopted_chain(&self, flows: &[AdoptedFlow]) -> Chain {
+        let Some((src, dst)) = flows.first().and_then(|flow| flow.endpoints) else {
+            return Chain::Whole;
+        };
+        if flows.iter().any(|flow| flow.endpoints != Some((src, dst))) {
+            // Flows of one pair set up for different ends: leftovers of several paths.
+            return Chain::Broken;
+        }
+        let mut at = src;
+        let mut visited = HashSet::new();
+        loop {
+            if !visited.insert(at.dpid) {
+                return Chain::Broken;
+            }
+            let Some(flow) = flows
+                .iter()
+                .find(|flow| flow.dpid == at.dpid && flow.in_port == at.port_no)
+            else {
+                return if self.read_back.contains(&at.dpid) {
+                    Chain::Broken
+                } else {
+                    Chain::Unknown
+                };
+            };
+            let out = PortId::new(flow.dpid, flow.out_port);
+            if out == dst {
+                return Chain::Whole;
+            }
+            if self.topology.has_port(out) && !self.topology.is_live(out) {
+                return Chain::Broken;
+            }
+            match self.topology.link_from(out) {
+                Some(next) => at = next,
+                None => return Chain::Unknown,
+            }
+        }
+    }
+
+    /// Withdraws the adopted pairs whose flows do not lead all the way, or not yet by
+    /// their deadline, so that their next packet misses at the ingress and is routed;
+    /// the pairs found whole need no more checking.
+    fn check_adopted(&mut self, now: Instant) {
+        let pending: Vec<((MacAddress, MacAddress), Instant)> = self
+            .adopted_unchecked
+            .iter()
+            .map(|(pair, by)| (*pair, *by))
+            .collect();
+        for (pair, by) in pending {
+            let chain = match self.adopted.get(&pair) {
+                Some(flows) => self.adopted_chain(flows),
+                None => {
+                    self.adopted_unchecked.remove(&pair);
+                    continue;
+                }
+            };
+            match chain {
+                Chain::Whole => {
+                    self.adopted_unchecked.remove(&pair);
+                }
+                Chain::Broken => {
+                    log::info!(
+                        "adopted flows of {} -> {} do not reach the destination",
+                        pair.0,
+                        pair.1
+                    );
+                    self.delete_adopted(pair);
+                }
+                Chain::Unknown if now >= by => {
+                    log::info!(
+                        "adopted flows of {} -> {} not seen to reach the destination in time",
+                        pair.0,
+                        pair.1
+                    );
+                    self.delete_adopted(pair);
+                }
+                Chain::Unknown => {}
+            }
+        }
+    }
+
     /// A new path for `pair` along `hops`: its adopted flows elsewhere go; those at a
     /// hop's switch and input port are replaced by the hop's flow (same match and
     /// priority), so deleting them would delete the new flow.
     fn supersede_adopted(&mut self, pair: (MacAddress, MacAddress), hops: &[Hop]) {
+        self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
         };
@@ -1515,6 +1640,7 @@ impl Engine {
 
     /// Withdraws every adopted flow of `pair`, as [`Self::delete_path`] does a path.
     fn delete_adopted(&mut self, pair: (MacAddress, MacAddress)) {
+        self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
         };

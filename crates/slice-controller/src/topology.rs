@@ -225,6 +225,11 @@ impl Topology {
         Some(dst)
     }
 
+    /// Where the link that leaves by `src` arrives, if LLDP found one.
+    pub fn link_from(&self, src: PortId) -> Option<PortId> {
+        self.links.get(&src).map(|(dst, _)| *dst)
+    }
+
     pub fn links(&self) -> impl Iterator<Item = Link> + '_ {
         self.links.iter().map(|(src, (dst, _))| Link {
             src: *src,

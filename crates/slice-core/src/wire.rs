@@ -30,8 +30,69 @@ pub struct SliceBody {
 /// `{"dpid": ..., "port_no": ...}`: the body of POST and DELETE `/slices/<s>/ports`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct PortRequest {
+    #[serde(deserialize_with = "whole_number")]
     pub dpid: u64,
+    #[serde(deserialize_with = "whole_number")]
     pub port_no: u32,
+}
+
+/// Reads a whole number however JSON writes it: `1`, but also `1.0` or `1e3`, which
+/// JSON (RFC 8259) and JSON Schema's `integer` treat as the same number, and which
+/// clients that keep every number as a double send. A fraction, a sign or a value out of
+/// `T`'s range is refused.
+fn whole_number<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64> + Bounded,
+{
+    struct Whole<T>(std::marker::PhantomData<T>);
+
+    impl<T: TryFrom<u64> + Bounded> serde::de::Visitor<'_> for Whole<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a whole number from 0 to {}", T::MAX)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<T, E> {
+            T::try_from(value)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(value), &self))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<T, E> {
+            let unsigned = u64::try_from(value)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))?;
+            self.visit_u64(unsigned)
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<T, E> {
+            // 2^64 as a double: every whole double below it is a u64, exactly.
+            const LIMIT: f64 = 18_446_744_073_709_551_616.0;
+            if value.fract() != 0.0 || !(0.0..LIMIT).contains(&value) {
+                return Err(E::invalid_value(serde::de::Unexpected::Float(value), &self));
+            }
+            // The checks above make the conversion exact.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            self.visit_u64(value as u64)
+        }
+    }
+
+    // JSON hands a number to whichever visit_* its form calls for; a form parses its text
+    // as a u64.
+    deserializer.deserialize_u64(Whole(std::marker::PhantomData))
+}
+
+/// The largest value of a number type, for messages.
+trait Bounded {
+    const MAX: u64;
+}
+
+impl Bounded for u64 {
+    const MAX: u64 = u64::MAX;
+}
+
+impl Bounded for u32 {
+    const MAX: u64 = u32::MAX as u64;
 }
 
 impl From<PortId> for PortRequest {
@@ -150,6 +211,41 @@ mod tests {
         assert_eq!(body.slice_error(409), Some(SliceError::SliceExists(blue)));
         assert_eq!(body.slice_error(404), None);
         assert_eq!(body.slice_error(400), None);
+    }
+
+    #[test]
+    fn a_port_number_may_be_written_as_any_json_number_that_is_whole() {
+        let read =
+            |text: &str| serde_json::from_str::<PortRequest>(text).map_err(|e| e.to_string());
+        let expected = PortRequest {
+            dpid: 7311,
+            port_no: 193_737,
+        };
+        assert_eq!(read(r#"{"dpid": 7311, "port_no": 193737}"#), Ok(expected));
+        assert_eq!(
+            read(r#"{"dpid": 7311.0, "port_no": 1.93737e5}"#),
+            Ok(expected)
+        );
+        let max = r#"{"dpid": 18446744073709551615, "port_no": 4294967295}"#;
+        assert_eq!(
+            read(max),
+            Ok(PortRequest {
+                dpid: u64::MAX,
+                port_no: u32::MAX
+            })
+        );
+        for bad in [
+            r#"{"dpid": 1.5, "port_no": 1}"#,
+            r#"{"dpid": -1, "port_no": 1}"#,
+            r#"{"dpid": -0.0e0, "port_no": 4294967296}"#,
+            r#"{"dpid": 1.8446744073709552e19, "port_no": 1}"#,
+            r#"{"dpid": 18446744073709551616, "port_no": 1}"#,
+            r#"{"dpid": "1", "port_no": 1}"#,
+            r#"{"dpid": 1, "port_no": 4294967296.0}"#,
+        ] {
+            let err = read(bad).expect_err(bad);
+            assert!(err.contains("a whole number from 0 to"), "{bad}: {err}");
+        }
     }
 
     fn json<T: Serialize>(body: &T) -> String {

@@ -341,6 +341,16 @@ fn warn_foreign(key: &[u8]) {
     );
 }
 
+/// Where a record stands in the order: its create revision, and within the revision its
+/// number in an applied plan (the record's value; empty, so 0, for any other write).
+pub(crate) fn place(kv: &KeyValue) -> (i64, u32) {
+    let within = std::str::from_utf8(kv.value())
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0);
+    (kv.create_revision(), within)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -416,14 +426,4 @@ mod tests {
         assert!(old.slices_version > version, "the list changed");
         assert_eq!(old.listeners.len(), 1, "listeners stay subscribed");
     }
-}
-
-/// Where a record stands in the order: its create revision, and within the revision its
-/// number in an applied plan (the record's value; empty, so 0, for any other write).
-pub(crate) fn place(kv: &KeyValue) -> (i64, u32) {
-    let within = std::str::from_utf8(kv.value())
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(0);
-    (kv.create_revision(), within)
 }

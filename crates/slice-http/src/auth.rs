@@ -14,6 +14,7 @@ use slice_core::wire::Credentials;
 use slice_core::SliceStore;
 
 use crate::body::Body;
+use crate::mount::Mount;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.
@@ -40,22 +41,14 @@ pub struct User {
 #[derive(Debug, Clone, Copy)]
 pub struct LocalPeer;
 
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/auth/developer")
-            .route(crate::slices::readable(login_form))
-            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/auth/developer/callback")
-            .post(developer_callback)
-            .default_service(crate::slices::method_not_allowed("POST")),
-    )
-    .service(
-        web::resource("/auth/logout")
-            .post(logout)
-            .default_service(crate::slices::method_not_allowed("POST")),
-    );
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/auth/developer", "GET, HEAD", |r| {
+        r.route(crate::slices::readable(login_form))
+    });
+    cfg.mount("/auth/developer/callback", "POST", |r| {
+        r.post(developer_callback)
+    });
+    cfg.mount("/auth/logout", "POST", |r| r.post(logout));
 }
 
 async fn developer_callback(
@@ -222,7 +215,8 @@ async fn login_form(settings: web::Data<Settings>) -> Result<HttpResponse, ApiEr
 }
 
 const LOGIN_FORM: &str = r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>sliced: developer login</title></head>
+<html><head><meta charset="utf-8"><title>sliced: developer login</title>
+<script src="/ui/login.js" defer></script></head>
 <body><form method="post" action="/auth/developer/callback">
 <label>Name <input name="name" required></label>
 <label>E-mail <input name="email" type="email" required></label>

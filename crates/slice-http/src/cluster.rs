@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpResponse};
 
+use crate::mount::Mount;
 use crate::network::ViewFuture;
 use crate::ApiError;
 
@@ -20,12 +21,10 @@ pub trait ClusterView: Send + Sync + 'static {
 
 pub(crate) type ClusterData = web::Data<Option<Arc<dyn ClusterView>>>;
 
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/cluster")
-            .route(crate::slices::readable(show))
-            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-    );
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/cluster", "GET, HEAD", |r| {
+        r.route(crate::slices::readable(show))
+    });
 }
 
 async fn show(cluster: ClusterData) -> Result<HttpResponse, ApiError> {

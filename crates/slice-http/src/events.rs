@@ -27,6 +27,7 @@ use slice_core::Change;
 use tokio::sync::{broadcast, watch};
 
 use crate::error::ApiError;
+use crate::mount::Mount;
 
 /// How many past events a client can resume from.
 pub const RECENT_EVENTS: usize = 4096;
@@ -274,12 +275,10 @@ impl Subscription {
     }
 }
 
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/events")
-            .route(crate::slices::readable(stream_events))
-            .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-    );
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/events", "GET, HEAD", |r| {
+        r.route(crate::slices::readable(stream_events))
+    });
 }
 
 async fn stream_events(

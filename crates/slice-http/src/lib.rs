@@ -13,9 +13,12 @@ mod cluster;
 mod error;
 pub mod events;
 mod head_guard;
+mod mount;
 mod network;
+mod openapi;
 pub mod serve;
 mod slices;
+mod ui;
 
 use std::sync::Arc;
 
@@ -36,6 +39,7 @@ pub use error::ApiError;
 pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use network::{NetworkView, ViewFuture, ViewKind};
+pub use openapi::document as openapi_document;
 pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
 
 /// The log target of the access log (one line per request, at info level).
@@ -118,6 +122,7 @@ pub fn app(
             .build();
     let guard_slices = settings.require_auth_for_slices;
     let cluster = settings.cluster.clone();
+    let openapi = openapi::Encoded::new(&settings);
     let events = web::Data::from(Arc::clone(&settings.events));
     App::new()
         .app_data(web::Data::from(store))
@@ -125,28 +130,23 @@ pub fn app(
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
         .app_data(web::Data::new(cluster))
+        .app_data(web::Data::new(openapi))
         .app_data(events)
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
-                .route("/session", slices::readable(auth::whoami))
-                .configure(slices::routes)
-                .configure(network::routes)
-                .configure(cluster::routes)
-                .configure(events::routes)
+                .configure(session_routes)
+                .configure(guarded_routes)
                 .default_service(web::to(api_fallback)),
         )
-        .configure(auth::routes)
+        .configure(open_routes)
         .service(
             web::scope("")
                 .wrap(middleware::Condition::new(
                     guard_slices,
                     middleware::from_fn(auth::require_session),
                 ))
-                .configure(slices::routes)
-                .configure(network::routes)
-                .configure(cluster::routes)
-                .configure(events::routes),
+                .configure(guarded_routes),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
@@ -157,6 +157,42 @@ pub fn app(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG),
         ))
+}
+
+/// The routes that only exist under `/api/`.
+fn session_routes(cfg: &mut impl mount::Mount) {
+    cfg.mount("/session", "GET, HEAD", |r| {
+        r.route(slices::readable(auth::whoami))
+    });
+}
+
+/// The routes served both under `/api/` and without the prefix, where `--require-auth`
+/// puts them behind the session guard.
+fn guarded_routes(cfg: &mut impl mount::Mount) {
+    slices::routes(cfg);
+    network::routes(cfg);
+    cluster::routes(cfg);
+    events::routes(cfg);
+}
+
+/// The routes no session guard stands before.
+fn open_routes(cfg: &mut impl mount::Mount) {
+    auth::routes(cfg);
+    openapi::routes(cfg);
+    ui::routes(cfg);
+}
+
+/// Every path the application registers (with its `{name}` segments as written), and the
+/// methods it answers there, as the `Allow` header of its 405 names them. The scopes are
+/// those of [`app`].
+pub fn served_routes() -> Vec<(String, Vec<String>)> {
+    let mut api = mount::Listing::new("/api");
+    session_routes(&mut api);
+    guarded_routes(&mut api);
+    let mut root = mount::Listing::new("");
+    open_routes(&mut root);
+    guarded_routes(&mut root);
+    api.routes.into_iter().chain(root.routes).collect()
 }
 
 /// Any other GET (or HEAD) under `/api/` answers a small status; other methods find

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpResponse};
 
+use crate::mount::Mount;
 use crate::ApiError;
 
 /// Which view is asked for.
@@ -30,20 +31,18 @@ pub trait NetworkView: Send + Sync + 'static {
 
 pub(crate) type NetworkData = web::Data<Option<Arc<dyn NetworkView>>>;
 
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut impl Mount) {
     for (path, kind) in [
         ("/topology/switches", ViewKind::Switches),
         ("/topology/links", ViewKind::Links),
         ("/topology/hosts", ViewKind::Hosts),
         ("/paths", ViewKind::Paths),
     ] {
-        cfg.service(
-            web::resource(path)
-                .route(crate::slices::readable(move |network: NetworkData| {
-                    show(network, kind)
-                }))
-                .default_service(crate::slices::method_not_allowed("GET, HEAD")),
-        );
+        cfg.mount(path, "GET, HEAD", |r| {
+            r.route(crate::slices::readable(move |network: NetworkData| {
+                show(network, kind)
+            }))
+        });
     }
 }
 

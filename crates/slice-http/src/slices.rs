@@ -13,57 +13,44 @@ use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, Sli
 use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError};
 
 use crate::body::{Body, DECLARATION_LIMIT};
+use crate::mount::Mount;
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
 /// used to build `Location` headers.
-pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/slices")
-            .route(readable(list_slices))
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/slices", "GET, HEAD, POST, DELETE", |r| {
+        r.route(readable(list_slices))
             .post(create_slice)
             .delete(delete_slice)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
+    });
     // Before /slices/{slice}: a colon cannot be in a slice name, so nothing is shadowed.
-    .service(
-        web::resource("/slices:apply")
-            .post(apply)
-            .default_service(method_not_allowed("POST")),
-    )
-    .service(
-        web::resource("/slices:export")
-            .route(readable(export))
-            .default_service(method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/slices/{slice}")
-            .route(readable(get_slice))
-            .default_service(method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports")
-            .route(readable(list_ports))
+    cfg.mount("/slices:apply", "POST", |r| r.post(apply));
+    cfg.mount("/slices:export", "GET, HEAD", |r| r.route(readable(export)));
+    cfg.mount("/slices/{slice}", "GET, HEAD", |r| {
+        r.route(readable(get_slice))
+    });
+    cfg.mount("/slices/{slice}/ports", "GET, HEAD, POST, DELETE", |r| {
+        r.route(readable(list_ports))
             .post(add_port)
             .delete(delete_port)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}")
-            .route(readable(get_port))
-            .default_service(method_not_allowed("GET, HEAD")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}/mac_addresses")
-            .route(readable(list_macs))
-            .post(add_mac)
-            .delete(delete_mac)
-            .default_service(method_not_allowed("GET, HEAD, POST, DELETE")),
-    )
-    .service(
-        web::resource("/slices/{slice}/ports/{port}/mac_addresses/{mac}")
-            .route(readable(get_mac))
-            .default_service(method_not_allowed("GET, HEAD")),
+    });
+    cfg.mount("/slices/{slice}/ports/{port}", "GET, HEAD", |r| {
+        r.route(readable(get_port))
+    });
+    cfg.mount(
+        "/slices/{slice}/ports/{port}/mac_addresses",
+        "GET, HEAD, POST, DELETE",
+        |r| {
+            r.route(readable(list_macs))
+                .post(add_mac)
+                .delete(delete_mac)
+        },
+    );
+    cfg.mount(
+        "/slices/{slice}/ports/{port}/mac_addresses/{mac}",
+        "GET, HEAD",
+        |r| r.route(readable(get_mac)),
     );
 }
 
@@ -216,19 +203,20 @@ async fn get_slice(req: HttpRequest, store: StoreData) -> Result<HttpResponse, A
 
 // ---- the whole state at once -----------------------------------------------------------------
 
-/// `?dry_run=true` plans without applying.
+/// `?dry_run=true` plans without applying; other parameters are ignored, as everywhere.
 #[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ApplyQuery {
     #[serde(default)]
     dry_run: bool,
 }
 
 async fn apply(
+    req: HttpRequest,
     store: StoreData,
-    query: web::Query<ApplyQuery>,
     Body(declaration): Body<Declaration, DECLARATION_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
+    let query: ApplyQuery = serde_urlencoded::from_str(req.query_string())
+        .map_err(|err| ApiError::BadRequest(format!("invalid query: {err}")))?;
     let declared = declaration.into_slices();
     let dry_run = query.dry_run;
     let plan = write(store, move |store| {

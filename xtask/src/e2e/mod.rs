@@ -4,11 +4,14 @@
 //!
 //! See docs/testing.md for how to run it and how to add a topology or a scenario.
 
+mod cluster;
+mod etcd;
 mod flows;
 pub mod lldp;
 mod net;
 mod ovs;
 mod pki;
+mod random;
 mod scenarios;
 mod sliced;
 mod stage;
@@ -22,6 +25,7 @@ use anyhow::{bail, Context};
 
 use self::net::{Mode, Net, Topo};
 use self::ovs::{OfVersion, Ovs};
+use self::random::RandomRun;
 use self::scenarios::{Scenario, SCENARIOS};
 use self::sliced::Bins;
 use self::stage::{Shared, Stage};
@@ -66,6 +70,87 @@ pub struct Options {
     // sliced's own flags start with `--`: they are values here, not options of the lab.
     #[arg(long = "sliced-arg", value_name = "ARG", allow_hyphen_values = true)]
     sliced_args: Vec<String>,
+    /// Seed of the random scenario, to replay a run [default: a new one, printed as
+    /// `seed=N` at the start]
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Steps of the random scenario [default: 30]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    steps: Option<u64>,
+    /// How often the failover scenario kills the master (`cargo xtask failover`)
+    #[arg(skip)]
+    failover_runs: usize,
+}
+
+/// `cargo xtask soak`: the random scenario, long.
+#[derive(Debug, clap::Args)]
+pub struct SoakOptions {
+    /// Steps of the random scenario
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    steps: u64,
+    /// Seed, to replay a run [default: a new one, printed as `seed=N`]
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Run only on this OpenFlow version
+    #[arg(long = "of", value_name = "10|13", value_parser = parse_of_version)]
+    version: Option<OfVersion>,
+    /// Use target/release/{sliced,slice} as they are
+    #[arg(long)]
+    no_build: bool,
+    /// Print each step as it happens
+    #[arg(short, long)]
+    verbose: bool,
+    /// Run it on a cluster (`random-cluster`: three sliced, three etcd members, kill -9
+    /// of the master among the operations)
+    #[arg(long)]
+    cluster: bool,
+}
+
+/// `cargo xtask failover`: the cluster's failover, measured.
+#[derive(Debug, clap::Args)]
+pub struct FailoverOptions {
+    /// How often to kill the master
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    runs: u64,
+    /// Run only on this OpenFlow version
+    #[arg(long = "of", value_name = "10|13", value_parser = parse_of_version)]
+    version: Option<OfVersion>,
+    /// Use target/release/{sliced,slice} as they are
+    #[arg(long)]
+    no_build: bool,
+    /// Print each step as it happens
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// `cargo xtask soak`: the lab's runner on the random scenario alone.
+pub fn soak(options: &SoakOptions) -> anyhow::Result<()> {
+    let scenario = if options.cluster {
+        "random-cluster"
+    } else {
+        "random"
+    };
+    main(&Options {
+        scenarios: vec![scenario.into()],
+        version: options.version,
+        no_build: options.no_build,
+        verbose: options.verbose,
+        seed: options.seed,
+        steps: Some(options.steps),
+        ..Options::default()
+    })
+}
+
+/// `cargo xtask failover`: the lab's runner on the failover scenario alone.
+pub fn failover(options: &FailoverOptions) -> anyhow::Result<()> {
+    main(&Options {
+        scenarios: vec!["failover".into()],
+        version: options.version,
+        no_build: options.no_build,
+        verbose: options.verbose,
+        failover_runs: usize::try_from(options.runs)?,
+        ..Options::default()
+    })
 }
 
 /// A known scenario, or an empty name (`-s a,,b` and `-s a,` still mean a and b).
@@ -89,10 +174,24 @@ impl Options {
         SCENARIOS
             .iter()
             .filter(|s| {
-                self.scenarios.iter().all(String::is_empty)
-                    || self.scenarios.iter().any(|n| n == s.name)
+                if self.scenarios.iter().all(String::is_empty) {
+                    s.default_run
+                } else {
+                    self.scenarios.iter().any(|n| n == s.name)
+                }
             })
             .collect()
+    }
+
+    /// The random scenario's seed and length; a new seed unless one was given.
+    fn random_run(&self) -> anyhow::Result<RandomRun> {
+        Ok(RandomRun {
+            seed: self.seed.unwrap_or_else(rand::random),
+            steps: match self.steps {
+                Some(steps) => usize::try_from(steps)?,
+                None => random::DEFAULT_STEPS,
+            },
+        })
     }
 
     fn versions(&self) -> Vec<OfVersion> {
@@ -112,7 +211,7 @@ pub fn main(options: &Options) -> anyhow::Result<()> {
         return Ok(());
     }
     sys::add_sbin_to_path();
-    if let Err(reason) = prerequisites() {
+    if let Err(reason) = prerequisites(options) {
         bail!("the end-to-end lab cannot run: {reason}");
     }
     run(options)
@@ -123,7 +222,7 @@ pub fn main(options: &Options) -> anyhow::Result<()> {
 pub fn from_test() -> anyhow::Result<()> {
     sys::add_sbin_to_path();
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    match prerequisites() {
+    match prerequisites(&Options::default()) {
         Ok(()) => run(&Options::default()),
         Err(reason) if ci => {
             bail!("CI is set, so the end-to-end lab must run, but it cannot: {reason}")
@@ -140,7 +239,7 @@ pub fn from_test() -> anyhow::Result<()> {
 }
 
 /// Why the lab cannot run here, if it cannot.
-fn prerequisites() -> Result<(), String> {
+fn prerequisites(options: &Options) -> Result<(), String> {
     if sys::effective_uid() != Some(0) {
         return Err(
             "not running as root (network namespaces, veths and Open vSwitch need it)".into(),
@@ -153,13 +252,16 @@ fn prerequisites() -> Result<(), String> {
             missing.join(", ")
         ));
     }
+    let cluster = options.selected().iter().any(|s| s.needs_etcd);
     let tools: Vec<&str> = ["ip", "ping", "tcpdump", "ethtool", "sysctl"]
         .into_iter()
+        .chain(cluster.then_some("etcd"))
         .filter(|t| !sys::on_path(t))
         .collect();
     if !tools.is_empty() {
         return Err(format!(
-            "missing {} (apt-get install iproute2 iputils-ping tcpdump ethtool procps)",
+            "missing {} (apt-get install iproute2 iputils-ping tcpdump ethtool procps \
+             etcd-server)",
             tools.join(", ")
         ));
     }
@@ -223,6 +325,18 @@ fn run(options: &Options) -> anyhow::Result<()> {
 
     let mut passed = 0;
     let mut failed = 0;
+    let random_run = options.random_run()?;
+    if bins.is_some()
+        && options
+            .selected()
+            .iter()
+            .any(|s| s.name.starts_with("random"))
+    {
+        println!(
+            "lab: seed={} steps={} (replay: --seed {} --steps {})",
+            random_run.seed, random_run.steps, random_run.seed, random_run.steps
+        );
+    }
     if let Some(bins) = &bins {
         let shared = Shared {
             ovs: &ovs,
@@ -230,6 +344,8 @@ fn run(options: &Options) -> anyhow::Result<()> {
             bins,
             verbose: options.verbose,
             tls: options.tls,
+            random: random_run,
+            failover_runs: options.failover_runs.max(1),
         };
         for scenario in options.selected() {
             for version in options.versions() {
@@ -540,10 +656,46 @@ mod tests {
     }
 
     #[test]
-    fn no_scenario_selects_all_of_them_on_both_versions() {
+    fn no_scenario_selects_the_default_run_on_both_versions() {
         let options = parse(&[]).unwrap();
-        assert_eq!(options.selected().len(), SCENARIOS.len());
+        let names: Vec<&str> = options.selected().iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), SCENARIOS.len() - 2);
+        assert!(names.contains(&"random") && names.contains(&"cluster"));
+        assert!(!names.contains(&"failover"), "a measurement, not a test");
+        assert!(
+            !names.contains(&"random-cluster"),
+            "a long run, not in every lab"
+        );
+        assert!(parse(&["-s", "failover"]).unwrap().selected()[0].name == "failover");
         assert_eq!(options.versions(), OfVersion::ALL);
+    }
+
+    #[test]
+    fn only_the_cluster_scenarios_need_etcd() {
+        let needing: Vec<&str> = SCENARIOS
+            .iter()
+            .filter(|s| s.needs_etcd)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(needing, ["random-cluster", "cluster", "failover"]);
+    }
+
+    #[test]
+    fn a_seed_replays_and_steps_default_to_thirty() {
+        let run = parse(&["--seed", "42"]).unwrap().random_run().unwrap();
+        assert_eq!((run.seed, run.steps), (42, 30));
+        let run = Options::default().random_run().unwrap();
+        assert_eq!(run.steps, random::DEFAULT_STEPS);
+        assert_eq!(
+            parse(&["--steps", "5"])
+                .unwrap()
+                .random_run()
+                .unwrap()
+                .steps,
+            5
+        );
+        assert!(parse(&["--steps", "0"]).is_err());
+        assert!(parse(&["--seed", "-1"]).is_err());
     }
 
     #[test]

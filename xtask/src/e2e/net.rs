@@ -133,13 +133,14 @@ pub fn ipv4(host: u8) -> String {
 }
 
 /// How the bridges are run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Mode {
-    /// `fail-mode=secure`, one OpenFlow version, controlled by sliced on this port, over
-    /// TLS (`ssl:`, with the certificates of `set-ssl`) or plain TCP.
+    /// `fail-mode=secure`, one OpenFlow version, controlled by sliced on these ports (one
+    /// per instance of a cluster, each switch connected to all of them), over TLS
+    /// (`ssl:`, with the certificates of `set-ssl`) or plain TCP.
     Controlled {
         version: OfVersion,
-        port: u16,
+        ports: Vec<u16>,
         tls: bool,
     },
     /// `fail-mode=standalone` without a controller: a learning switch (the self-check).
@@ -289,15 +290,27 @@ impl<'o> Net<'o> {
             ]);
             // No hidden in-band flows: the controller is on loopback.
             push(&["other-config:disable-in-band=true"]);
-            match mode {
-                Mode::Controlled { version, port, tls } => {
+            match &mode {
+                Mode::Controlled {
+                    version,
+                    ports,
+                    tls,
+                } => {
                     let protocols = format!("protocols={}", version.ovs_name());
-                    let scheme = if tls { "ssl" } else { "tcp" };
-                    let target = format!("{scheme}:127.0.0.1:{port}");
+                    let scheme = if *tls { "ssl" } else { "tcp" };
                     push(&["fail-mode=secure", &protocols]);
-                    push(&["--", "set-controller", &bridge, &target]);
-                    // Retry a lost controller every second rather than backing off to 8 s.
-                    push(&["--", "set", "controller", &bridge, "max_backoff=1000"]);
+                    // One Controller record per instance, each retrying a lost
+                    // controller every second rather than backing off to 8 s.
+                    let ids: Vec<String> = (0..ports.len())
+                        .map(|at| format!("@ctl{dpid}x{at}"))
+                        .collect();
+                    for (id, port) in ids.iter().zip(ports) {
+                        let target = format!("target=\"{scheme}:127.0.0.1:{port}\"");
+                        push(&["--", &format!("--id={id}"), "create", "controller"]);
+                        push(&[&target, "max_backoff=1000"]);
+                    }
+                    let controllers = format!("controller=[{}]", ids.join(","));
+                    push(&["--", "set", "bridge", &bridge, &controllers]);
                 }
                 Mode::Standalone => push(&["fail-mode=standalone"]),
             }
@@ -419,6 +432,75 @@ impl<'o> Net<'o> {
             "eth0",
             "nud",
             "permanent",
+        ])
+    }
+
+    /// Permanent ARP entries in `host` for each of `others` (with `pin`), or none at all
+    /// for them (without): one `ip -batch` per host, through a file in `scratch`.
+    pub fn set_neighbours(
+        &self,
+        host: u8,
+        others: &[u8],
+        pin: bool,
+        scratch: &Path,
+    ) -> anyhow::Result<()> {
+        if others.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = others
+            .iter()
+            .map(|&other| {
+                if pin {
+                    format!(
+                        "neigh replace {} lladdr {} dev eth0 nud permanent",
+                        ipv4(other),
+                        mac(other)
+                    )
+                } else {
+                    format!("neigh del {} dev eth0", ipv4(other))
+                }
+            })
+            .collect();
+        let file = scratch.join(format!("neighbours-h{host}.batch"));
+        std::fs::write(&file, lines.join("\n") + "\n")
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        let ns = self.namespace(host);
+        let file = file.display().to_string();
+        if pin {
+            ip(&["-n", &ns, "-batch", &file])
+        } else {
+            // Nothing to forget is fine: `-force` goes on past a missing entry.
+            sys::output(&mut sys::command(
+                "ip",
+                &["-n", &ns, "-force", "-batch", &file],
+            ))
+            .map(drop)
+        }
+    }
+
+    /// Forgets every neighbour `host` knows, so that its next packet to anyone starts
+    /// with an ARP request.
+    pub fn flush_neighbours(&self, host: u8) -> anyhow::Result<()> {
+        let ns = self.namespace(host);
+        ip(&["-n", &ns, "neigh", "flush", "dev", "eth0"])
+    }
+
+    /// How long `host` waits before it asks again for an address ARP did not resolve
+    /// (Linux's default is a second).
+    pub fn set_arp_retransmit(&self, host: u8, every: Duration) -> anyhow::Result<()> {
+        let ns = self.namespace(host);
+        let millis = every.as_millis().to_string();
+        ip(&[
+            "-n",
+            &ns,
+            "ntable",
+            "change",
+            "name",
+            "arp_cache",
+            "dev",
+            "eth0",
+            "retrans",
+            &millis,
         ])
     }
 

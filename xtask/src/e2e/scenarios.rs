@@ -27,6 +27,11 @@ pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
     pub run: fn(&mut Stage) -> anyhow::Result<()>,
+    /// Part of a run that names no scenario (`failover` is a measurement, run by `cargo
+    /// xtask failover`).
+    pub default_run: bool,
+    /// Runs a cluster, so needs the `etcd` binary.
+    pub needs_etcd: bool,
 }
 
 pub const SCENARIOS: &[Scenario] = &[
@@ -34,52 +39,104 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "no-slices",
         about: "without slices no host reaches another (line of three)",
         run: no_slices,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "slice-tool",
         about: "two hosts put in a slice with the slice tool reach each other, a third neither",
         run: slice_tool,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "rest-isolation",
         about: "two slices made over REST are isolated, broadcasts included (tcpdump)",
         run: rest_isolation,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "tls",
         about: "rest-isolation with Open vSwitch connected over TLS (ssl:, set-ssl) only",
         run: tls,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "withdrawal",
         about: "removing a MAC, a port or a slice stops traffic and removes its flows",
         run: withdrawal,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "reroute",
         about: "cutting the link a path uses: traffic resumes over another (full mesh)",
         run: reroute,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "forged-lldp",
         about: "hosts forging or relaying LLDP make no link and break no isolation",
         run: forged_lldp,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "packet-in-meter",
         about: "on 1.3 the table-miss flow passes a meter in the switch; hosts still reach",
         run: packet_in_meter,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "restart",
         about: "kill -9 and restart of sliced: a ping every 20 ms loses nothing, its flows \
                 stay, a pair forbidden meanwhile loses its flows",
         run: restart,
+        default_run: true,
+        needs_etcd: false,
     },
     Scenario {
         name: "daemon",
         about: "operator flow: sliced -d, slices with the tool, ping, SIGTERM via the pid file",
         run: daemon,
+        default_run: true,
+        needs_etcd: false,
+    },
+    Scenario {
+        name: "random",
+        about: "seeded random slices, bindings, cable cuts and restarts; every pair's ping \
+                matches the slices after each step (MESH4X2)",
+        run: super::random::random,
+        default_run: true,
+        needs_etcd: false,
+    },
+    Scenario {
+        name: "random-cluster",
+        about: "random on three sliced and three etcd members, kill -9 of the master among \
+                the operations (not in the default run: `cargo xtask soak --cluster`)",
+        run: super::random::random_cluster,
+        default_run: false,
+        needs_etcd: true,
+    },
+    Scenario {
+        name: "cluster",
+        about: "three etcd, three sliced: shared writes, racing creates, kill -9 of the \
+                master under traffic, etcd member and quorum lost and back",
+        run: super::cluster::cluster,
+        default_run: true,
+        needs_etcd: true,
+    },
+    Scenario {
+        name: "failover",
+        about: "the master killed --runs times: time to new master, packets lost, new \
+                pair's time; REST latency etcd vs sled (cargo xtask failover)",
+        run: super::cluster::failover_report,
+        default_run: false,
+        needs_etcd: true,
     },
 ];
 

@@ -33,6 +33,8 @@ enum Process {
 
 pub struct Controller {
     bins: Bins,
+    /// Every argument it was started with, to start it again the same way.
+    args: Vec<String>,
     data: PathBuf,
     log: PathBuf,
     pub http: SocketAddr,
@@ -47,26 +49,52 @@ impl Controller {
     /// Starts `sliced` as a child and waits until its REST API answers; with `tls`, its
     /// switches connect over TLS only.
     pub fn start(bins: &Bins, dir: &Path, tls: Option<&LabPki>) -> anyhow::Result<Controller> {
+        Self::start_with(bins, dir, tls, &[])
+    }
+
+    /// [`Controller::start`] with more arguments for sliced (a cluster member's `--etcd`).
+    pub fn start_with(
+        bins: &Bins,
+        dir: &Path,
+        tls: Option<&LabPki>,
+        extra: &[String],
+    ) -> anyhow::Result<Controller> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let (http, openflow_port) = free_ports()?;
         let data = dir.join("data");
         let log = dir.join("sliced.log");
-        let log_file = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut command = base_command(bins, &data, http, openflow_port, tls);
-        command
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file);
-        let daemon = Daemon::spawn(&mut command, "sliced")?;
-        let process = Process::Child(daemon);
-        Self::new(
+        let mut args = base_args(bins, &data, http, openflow_port, tls);
+        args.extend(extra.iter().cloned());
+        let process = Process::Child(spawn_child(bins, &args, &log)?);
+        let mut controller = Self::new(
             bins,
             data,
             log,
             (http, openflow_port, tls.is_some()),
             process,
-        )
-        .serving()
+        );
+        controller.args = args;
+        controller.serving()
+    }
+
+    /// Stops this sliced with `signal` (SIGKILL: a crash) and waits until it is gone.
+    pub fn kill(&mut self, signal: libc::c_int) {
+        match &mut self.process {
+            Process::Child(daemon) => {
+                daemon.stop(signal, Duration::from_secs(10));
+            }
+            Process::Detached(adopted) => {
+                sys::signal(adopted.pid(), signal);
+                sys::wait_gone(adopted.pid(), Duration::from_secs(10));
+            }
+        }
+    }
+
+    /// Stops this sliced with `signal`, then starts it again on the same data directory,
+    /// ports and arguments (its log goes on in the same file), and waits until it serves.
+    pub fn restart(&mut self, signal: libc::c_int) -> anyhow::Result<()> {
+        self.kill(signal);
+        self.start_again()
     }
 
     /// Starts `sliced -d --pid-file <pid_file>` as an operator would: the command returns
@@ -80,7 +108,7 @@ impl Controller {
         let (http, openflow_port) = free_ports()?;
         let data = dir.join("data");
         let log = dir.join("sliced.log");
-        let mut command = base_command(bins, &data, http, openflow_port, tls);
+        let mut command = command_with(bins, &base_args(bins, &data, http, openflow_port, tls));
         command
             .arg("-d")
             .arg("--pid-file")
@@ -110,6 +138,7 @@ impl Controller {
     ) -> Controller {
         Controller {
             bins: bins.clone(),
+            args: Vec::new(),
             data,
             log,
             http,
@@ -154,35 +183,15 @@ impl Controller {
         Ok(())
     }
 
-    /// Kills the daemon with SIGKILL, as a crash or `kill -9` would: no clean-up, no
-    /// final flush, its socket file left behind. Only for a daemon the lab started in
-    /// the foreground.
-    pub fn kill(&mut self) -> anyhow::Result<()> {
-        let Process::Child(daemon) = &mut self.process else {
-            bail!("only a sliced started in the foreground is killed by the lab");
-        };
-        let status = daemon.stop(libc::SIGKILL, Duration::from_secs(5));
+    /// Starts a killed daemon again on the same data directory, ports and arguments
+    /// (the switches are configured with its OpenFlow port), its log appended to the
+    /// first one's, and waits until it serves.
+    pub fn start_again(&mut self) -> anyhow::Result<()> {
         ensure!(
-            status.is_some(),
-            "sliced (pid {}) survived SIGKILL",
-            daemon.pid()
+            !self.args.is_empty(),
+            "only a sliced the lab started in the foreground can be started again"
         );
-        Ok(())
-    }
-
-    /// Starts the daemon again on the same data directory and ports (the switches are
-    /// configured with its OpenFlow port), its log appended to the first one's.
-    pub fn start_again(&mut self, tls: Option<&LabPki>) -> anyhow::Result<()> {
-        let log_file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.log)
-            .with_context(|| format!("cannot open {}", self.log.display()))?;
-        let mut command = base_command(&self.bins, &self.data, self.http, self.openflow_port, tls);
-        command
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file);
-        self.process = Process::Child(Daemon::spawn(&mut command, "sliced")?);
+        self.process = Process::Child(spawn_child(&self.bins, &self.args, &self.log)?);
         self.wait_serving()
     }
 
@@ -280,35 +289,60 @@ impl Controller {
     }
 }
 
-fn base_command(
+/// sliced's arguments for this data directory and these ports.
+fn base_args(
     bins: &Bins,
     data: &Path,
     http: SocketAddr,
     openflow_port: u16,
     tls: Option<&LabPki>,
-) -> std::process::Command {
+) -> Vec<String> {
+    let mut args = vec![
+        "--db".to_owned(),
+        data.display().to_string(),
+        "--http".to_owned(),
+        http.to_string(),
+    ];
+    match tls {
+        Some(pki) => args.extend(pki.sliced_args(openflow_port)),
+        None => args.extend([
+            "--openflow".to_owned(),
+            format!("127.0.0.1:{openflow_port}"),
+        ]),
+    }
+    args.extend(["--lldp-interval-ms".to_owned(), LLDP_INTERVAL_MS.to_owned()]);
+    args.extend(bins.sliced_args.iter().cloned());
+    args
+}
+
+/// sliced with these arguments, in the lab's environment.
+fn command_with(bins: &Bins, args: &[String]) -> std::process::Command {
     let mut command = std::process::Command::new(&bins.sliced);
     command
-        .arg("--db")
-        .arg(data)
-        .arg("--http")
-        .arg(http.to_string());
-    match tls {
-        Some(pki) => command.args(pki.sliced_args(openflow_port)),
-        None => command
-            .arg("--openflow")
-            .arg(format!("127.0.0.1:{openflow_port}")),
-    };
-    command
-        .arg("--lldp-interval-ms")
-        .arg(LLDP_INTERVAL_MS)
-        .args(&bins.sliced_args)
-        // The lab's own environment must not leak a database or config into the test.
-        .env_remove("SLICED_DB");
+        .args(args)
+        // The lab's own environment must not leak a database, an etcd or a config into
+        // the test.
+        .env_remove("SLICED_DB")
+        .env_remove("SLICED_ETCD");
     if std::env::var_os("RUST_LOG").is_none() {
         command.env("RUST_LOG", "info,actix_server=warn");
     }
     command
+}
+
+/// Starts sliced in the foreground, its output appended to `log`.
+fn spawn_child(bins: &Bins, args: &[String], log: &Path) -> anyhow::Result<Daemon> {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let mut command = command_with(bins, args);
+    command
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    Daemon::spawn(&mut command, "sliced")
 }
 
 /// Two free TCP ports on loopback (asked of the kernel, held until both are known).

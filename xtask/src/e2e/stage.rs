@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context};
 use serde_json::Value;
 
+use super::etcd::EtcdCluster;
 use super::flows::{self, Flow};
 use super::net::{self, Capture, Mode, Net, Port, Topo};
 use super::ovs::{OfVersion, Ovs};
 use super::pki::LabPki;
+use super::random::RandomRun;
 use super::sliced::{Bins, Controller};
 
 /// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
@@ -31,15 +33,24 @@ pub struct Shared<'a> {
     pub verbose: bool,
     /// Every stage over TLS (`--tls`).
     pub tls: bool,
+    /// The seed and length of the random scenario.
+    pub random: RandomRun,
+    /// How often the failover scenario kills the master.
+    pub failover_runs: usize,
 }
 
 pub struct Stage<'a> {
     shared: &'a Shared<'a>,
     pub version: OfVersion,
     dir: PathBuf,
-    // Field order is drop order: the network goes first, then the controller.
+    // Field order is drop order: the network goes first, then the controllers, then the
+    // etcd they keep their slices in.
     net: Option<Net<'a>>,
-    controller: Option<Controller>,
+    /// The controllers, in the order they were started; the first one live is the one
+    /// the checks talk to. One, except in a cluster.
+    controllers: Vec<Controller>,
+    /// A cluster's etcd.
+    etcd: Option<EtcdCluster>,
     steps: Vec<String>,
     /// Where ovs-vswitchd's log stood when the stage began.
     ovs_log_mark: usize,
@@ -56,7 +67,8 @@ impl<'a> Stage<'a> {
             version,
             dir,
             net: None,
-            controller: None,
+            controllers: Vec::new(),
+            etcd: None,
             steps: Vec::new(),
             ovs_log_mark: shared.ovs.log_mark(),
             tls: None,
@@ -85,6 +97,21 @@ impl<'a> Stage<'a> {
         &self.dir
     }
 
+    /// The seed and length of the random scenario for this run.
+    pub fn random_run(&self) -> RandomRun {
+        self.shared.random
+    }
+
+    /// How often the failover scenario kills the master.
+    pub fn failover_runs(&self) -> usize {
+        self.shared.failover_runs
+    }
+
+    /// The binaries under test, for a controller the stage does not manage.
+    pub fn shared_bins(&self) -> &Bins {
+        self.shared.bins
+    }
+
     /// Notes what the scenario does next: printed with `--verbose`, and as the story so
     /// far when the scenario fails.
     pub fn step(&mut self, text: impl Into<String>) {
@@ -102,7 +129,7 @@ impl<'a> Stage<'a> {
     /// Starts sliced in the foreground (the lab's child).
     pub fn start_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced");
-        self.controller = Some(Controller::start(
+        self.controllers.push(Controller::start(
             self.shared.bins,
             &self.dir,
             self.tls.as_ref(),
@@ -115,36 +142,90 @@ impl<'a> Stage<'a> {
         self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
         let (controller, pid) =
             Controller::start_detached(self.shared.bins, &self.dir, pid_file, self.tls.as_ref())?;
-        self.controller = Some(controller);
+        self.controllers.push(controller);
         Ok(pid)
     }
 
     /// Kills sliced with SIGKILL (the switches keep their flows and reconnect).
     pub fn kill_controller(&mut self) -> anyhow::Result<()> {
         self.step("kill -9 sliced");
-        self.ctl_mut()?.kill()
+        self.ctl_mut()?.kill(libc::SIGKILL);
+        Ok(())
     }
 
     /// Starts the killed sliced again on its data directory and ports, and waits until
     /// it knows every switch and link of the network again.
     pub fn restart_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced again on the same data directory");
-        let tls = self.tls.clone();
-        self.ctl_mut()?.start_again(tls.as_ref())?;
+        self.ctl_mut()?.start_again()?;
         let topo = self.net()?.topo.clone();
         self.wait_ready(&topo)
     }
 
+    /// Starts a cluster: an etcd of `etcd_members` members, then `instances` sliced on
+    /// it, each with a data directory, HTTP and OpenFlow port of its own and the LLDP
+    /// secret they share (so that each accepts the others' probes, as docs/controller.md
+    /// asks of controllers sharing switches).
+    pub fn start_cluster(&mut self, etcd_members: usize, instances: usize) -> anyhow::Result<()> {
+        self.step(format!("start an etcd cluster of {etcd_members} members"));
+        let etcd = EtcdCluster::start(&self.dir.join("etcd"), etcd_members)?;
+        let secret = self.dir.join("lldp-secret");
+        write_private(&secret, b"the lab's shared LLDP secret, 32+ bytes long\n")?;
+        let extra = vec![
+            "--etcd".to_owned(),
+            etcd.endpoints(),
+            "--lldp-secret-file".to_owned(),
+            secret.display().to_string(),
+        ];
+        self.etcd = Some(etcd);
+        for at in 1..=instances {
+            self.step(format!("start sliced c{at} on etcd"));
+            let dir = self.dir.join(format!("c{at}"));
+            let controller =
+                Controller::start_with(self.shared.bins, &dir, self.tls.as_ref(), &extra)?;
+            self.controllers.push(controller);
+        }
+        Ok(())
+    }
+
+    /// The cluster's etcd.
+    pub fn etcd_mut(&mut self) -> anyhow::Result<&mut EtcdCluster> {
+        self.etcd
+            .as_mut()
+            .context("the scenario started no cluster")
+    }
+
     pub fn ctl(&self) -> anyhow::Result<&Controller> {
-        self.controller
-            .as_ref()
+        self.controllers
+            .first()
             .context("the scenario started no controller")
     }
 
     pub fn ctl_mut(&mut self) -> anyhow::Result<&mut Controller> {
-        self.controller
-            .as_mut()
+        self.controllers
+            .first_mut()
             .context("the scenario started no controller")
+    }
+
+    /// Every controller still running, in the order they were started.
+    pub fn controllers(&self) -> &[Controller] {
+        &self.controllers
+    }
+
+    /// Takes a controller out of the stage (to kill it); the network keeps pointing at
+    /// its port.
+    pub fn take_controller(&mut self, at: usize) -> anyhow::Result<Controller> {
+        ensure!(
+            at < self.controllers.len(),
+            "there is no controller number {}",
+            at + 1
+        );
+        Ok(self.controllers.remove(at))
+    }
+
+    /// Puts a (restarted) controller back at the end of the list.
+    pub fn add_controller(&mut self, controller: Controller) {
+        self.controllers.push(controller);
     }
 
     pub fn net(&self) -> anyhow::Result<&Net<'a>> {
@@ -155,7 +236,8 @@ impl<'a> Stage<'a> {
     /// until sliced knows every switch (at this stage's OpenFlow version) and every link.
     pub fn build(&mut self, description: &str) -> anyhow::Result<()> {
         let topo: Topo = description.parse().context("bad topology description")?;
-        let (port, tls) = (self.ctl()?.openflow_port, self.ctl()?.tls);
+        let tls = self.ctl()?.tls;
+        let ports: Vec<u16> = self.controllers.iter().map(|c| c.openflow_port).collect();
         let transport = if tls { "ssl" } else { "tcp" };
         self.step(format!(
             "build {description:?} ({}, {transport})",
@@ -167,7 +249,7 @@ impl<'a> Stage<'a> {
             &topo,
             Mode::Controlled {
                 version: self.version,
-                port,
+                ports,
                 tls,
             },
         )?;
@@ -175,7 +257,28 @@ impl<'a> Stage<'a> {
         self.wait_ready(&topo)
     }
 
-    fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
+    /// Waits until the controller knows every switch (at this stage's version) and every
+    /// link of the topology. In a cluster that is the master, the one instance that
+    /// sends LLDP; the standbys must know every switch, which confirms each instance in
+    /// its role.
+    pub fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
+        if self.etcd.is_none() {
+            for at in 0..self.controllers.len() {
+                self.wait_ready_at(at, topo)?;
+            }
+            return Ok(());
+        }
+        let master = super::cluster::wait_master(self, READY_TIMEOUT)?;
+        self.wait_ready_at(master, topo)?;
+        super::cluster::wait_roles(self, master, &topo.switches)
+    }
+
+    /// Whether the stage runs a cluster (controllers on etcd, one of them master).
+    pub fn is_cluster(&self) -> bool {
+        self.etcd.is_some()
+    }
+
+    fn wait_ready_at(&mut self, at: usize, topo: &Topo) -> anyhow::Result<()> {
         let started = Instant::now();
         let mut expected_links = BTreeSet::new();
         for (a, b) in &topo.links {
@@ -185,8 +288,8 @@ impl<'a> Stage<'a> {
         let wire = self.version.wire();
         let mut missing = String::new();
         while started.elapsed() < READY_TIMEOUT {
-            self.ctl_mut()?.check_running()?;
-            let ctl = self.ctl()?;
+            self.controllers[at].check_running()?;
+            let ctl = &self.controllers[at];
             let switches = ctl.view("/topology/switches")?;
             let known: BTreeSet<(u64, u64)> = switches
                 .as_array()
@@ -206,8 +309,9 @@ impl<'a> Stage<'a> {
                 .map(|(a, b)| format!("{a}->{b}"))
                 .collect();
             if absent_switches.is_empty() && absent_links.is_empty() {
+                let who = self.controllers[at].http;
                 self.step(format!(
-                    "sliced sees {} switches and {} directed links after {} ms",
+                    "sliced at {who} sees {} switches and {} directed links after {} ms",
                     topo.switches.len(),
                     expected_links.len(),
                     started.elapsed().as_millis()
@@ -223,7 +327,10 @@ impl<'a> Stage<'a> {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        bail!("the network was not ready within {READY_TIMEOUT:?}: {missing}")
+        bail!(
+            "the network was not ready within {READY_TIMEOUT:?} for sliced at {}: {missing}",
+            self.controllers[at].http
+        )
     }
 
     /// Runs the `slice` tool against this stage's daemon.
@@ -467,7 +574,7 @@ impl<'a> Stage<'a> {
     /// What a failing scenario prints: sliced's log tail and every bridge's flows.
     pub fn diagnose(&self) -> String {
         let mut out = String::new();
-        if let Some(ctl) = &self.controller {
+        for ctl in &self.controllers {
             out.push_str(&format!(
                 "--- sliced log (last 40 lines of {}):\n{}\n",
                 ctl.log_path().display(),
@@ -513,4 +620,18 @@ fn lines(flows: &[Flow]) -> String {
         .map(|f| format!("  {}", f.line))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Writes a file only its owner may read, as sliced requires of secrets.
+fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(contents)
+        .with_context(|| format!("cannot write {}", path.display()))
 }

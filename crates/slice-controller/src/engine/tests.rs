@@ -1561,3 +1561,117 @@ fn a_host_that_moves_is_noticed_with_both_ports() {
         }]
     );
 }
+
+/// Answers the pending read-back of each switch with an empty flow table.
+fn read_back_empty(engine: &mut Engine, dpids: &[u64]) {
+    for &dpid in dpids {
+        engine.flows_read(dpid, read(Vec::new()), Instant::now());
+    }
+    engine.take_commands();
+}
+
+#[test]
+fn a_kept_ingress_flow_whose_next_hop_is_gone_is_deleted_so_the_pair_is_routed_again() {
+    let mut engine = blue_line();
+    read_back_empty(&mut engine, &[1, 2, 3]);
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    send(&mut engine, p(1, 1), 1, mac(2));
+    // Switch 1 is cut off from the controller (or the controller stops while switch 1
+    // is already gone): the path's hop at switch 2 is deleted, its ingress flow at
+    // switch 1 stays, since nobody could reach switch 1 to delete it.
+    engine.switch_disconnected(1);
+    assert_eq!(
+        flow_deletes(&engine.take_commands()),
+        vec![(2, 2, mac(1), mac(2))]
+    );
+    let now = Instant::now();
+    engine.switch_connected(1, NEEDS_TABLE_MISS, ports(&[1, 2, 3]), now);
+    for (a, b) in [(p(1, 2), p(2, 2)), (p(2, 2), p(1, 2))] {
+        engine.packet_in(b.dpid, b.port_no, discovery(engine.probe_from(a, now)), now);
+    }
+    let ends = (p(1, 1), p(2, 1));
+    engine.flows_read(1, read(vec![path_flow(1, (1, 2), (1, 2), ends)]), now);
+    assert_eq!(exact_deletes(&engine.take_commands()), vec![]);
+    assert_eq!(engine.adopted_flows(), 1, "allowed by the slices, so kept");
+
+    // Its packets would leave switch 1 and find no flow at switch 2, never missing at
+    // switch 1: a black hole, unless the engine sees that the flows lead nowhere.
+    engine.tick(now);
+    assert_eq!(
+        flow_deletes(&engine.take_commands()),
+        vec![(1, 1, mac(1), mac(2))]
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+    let commands = send(&mut engine, p(1, 1), 1, mac(2));
+    assert_eq!(
+        flow_adds(&commands),
+        vec![
+            (2, 2, Some(1), PATH_PRIORITY),
+            (1, 1, Some(2), PATH_PRIORITY)
+        ],
+        "the next packet misses at switch 1 and gets a whole path"
+    );
+}
+
+#[test]
+fn adopted_flows_that_lead_all_the_way_stay() {
+    let mut engine = blue_line();
+    adopt_h1_to_h2(&mut engine);
+    let later = Instant::now() + Duration::from_secs(60);
+    engine.tick(Instant::now());
+    engine.tick(later);
+    assert_eq!(flow_deletes(&engine.take_commands()), vec![]);
+    assert_eq!(engine.adopted_flows(), 2);
+}
+
+#[test]
+fn adopted_flows_over_a_link_lldp_does_not_find_go_after_the_grace() {
+    let now = Instant::now();
+    let mut engine = Engine::new(config(), membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]));
+    for dpid in 1..=2 {
+        engine.switch_connected(dpid, SENDS_MISSES, ports(&[1, 2, 3]), now);
+    }
+    // The flows were set up over a cable between 0x1:2 and 0x2:2 that was cut while
+    // no controller watched (its ports still up at this end: a cut further along).
+    let ends = (p(1, 1), p(2, 1));
+    engine.flows_read(1, read(vec![path_flow(1, (1, 2), (1, 2), ends)]), now);
+    engine.flows_read(2, read(vec![path_flow(2, (2, 1), (1, 2), ends)]), now);
+    engine.take_commands();
+    engine.tick(now + Duration::from_secs(1));
+    assert_eq!(
+        flow_deletes(&engine.take_commands()),
+        vec![],
+        "LLDP may not have found the link yet"
+    );
+    engine.tick(now + engine.link_return_grace());
+    let mut deletes = flow_deletes(&engine.take_commands());
+    deletes.sort();
+    assert_eq!(
+        deletes,
+        vec![(1, 1, mac(1), mac(2)), (2, 2, mac(1), mac(2))]
+    );
+    assert_eq!(engine.adopted_flows(), 0);
+}
+
+#[test]
+fn adopted_flows_out_of_a_port_that_is_down_go_at_the_next_tick() {
+    let now = Instant::now();
+    let mut engine = Engine::new(config(), membership(&[("blue", &[(1, 1, 1), (2, 1, 2)])]));
+    let mut down = ports(&[1, 2, 3]);
+    down.insert(
+        2,
+        PortState {
+            name: "eth2".into(),
+            live: false,
+        },
+    );
+    engine.switch_connected(1, SENDS_MISSES, down, now);
+    let ends = (p(1, 1), p(2, 1));
+    engine.flows_read(1, read(vec![path_flow(1, (1, 2), (1, 2), ends)]), now);
+    engine.take_commands();
+    engine.tick(now);
+    assert_eq!(
+        flow_deletes(&engine.take_commands()),
+        vec![(1, 1, mac(1), mac(2))]
+    );
+}

@@ -53,6 +53,14 @@ pub(super) async fn run_engine(
             }
             _ = stopped.changed() => return,
         }
+        // Once stopping, the engine writes nothing more. The connections close as they
+        // see the stop, in no order: a disconnect handled now would delete the hops of
+        // paths through that switch from the switches still connected, while their
+        // ingress flows stay at switches already gone, black holes that the next
+        // controller would find. A crash leaves the flows whole; a stop must too.
+        if *stopped.borrow() {
+            return;
+        }
         if let Some(link) = &cluster {
             publish_roles(&engine, &link.switch_roles, &mut published_roles);
         }

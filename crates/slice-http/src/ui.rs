@@ -1,0 +1,182 @@
+//! `GET /ui`: the live web view, a page and its scripts built into the binary so that it
+//! needs nothing from the internet. The page reads and changes everything through the
+//! session-guarded `/api/` endpoints and follows `/api/events`; the files here hold no
+//! data, so only the page itself asks for a login.
+
+use actix_web::http::header::{self, ContentType};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::auth::{self, LocalPeer};
+use crate::mount::Mount;
+use crate::ApiError;
+
+/// Where the page is served; the login sends the browser back here.
+pub const UI_PATH: &str = "/ui";
+
+/// Same-origin scripts, styles and requests only: no inline script or style can run even
+/// if some text were ever to slip into the page as markup, and no other site may frame it.
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
+    frame-ancestors 'none'";
+
+/// A file of the page, with its media type.
+struct Asset {
+    path: &'static str,
+    media_type: &'static str,
+    bytes: &'static [u8],
+}
+
+const ASSETS: &[Asset] = &[
+    Asset {
+        path: "/ui/app.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        path: "/ui/login.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/login.js"),
+    },
+    Asset {
+        path: "/ui/style.css",
+        media_type: "text/css; charset=utf-8",
+        bytes: include_bytes!("../assets/style.css"),
+    },
+    Asset {
+        path: "/ui/vendor/cytoscape.min.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/vendor/cytoscape.min.js"),
+    },
+];
+
+const PAGE: &str = include_str!("../assets/index.html");
+
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount(UI_PATH, "GET, HEAD", |r| {
+        r.route(crate::slices::readable(page))
+    });
+    for asset in ASSETS {
+        cfg.mount(asset.path, "GET, HEAD", |r| {
+            r.route(crate::slices::readable(move || serve_asset(asset)))
+        });
+    }
+}
+
+/// The page for a logged-in browser (or the local socket's owner); anyone else is sent to
+/// the developer login, which comes back here, or refused when there is no such login.
+async fn page(
+    req: HttpRequest,
+    settings: web::Data<crate::Settings>,
+) -> Result<HttpResponse, ApiError> {
+    let local = req.conn_data::<LocalPeer>().is_some();
+    if !local && auth::user_of(&req)?.is_none() {
+        if !settings.developer_login {
+            return Ok(HttpResponse::Forbidden().json(auth::Status {
+                status: "forbidden",
+            }));
+        }
+        let login = format!("/auth/developer?next={}", UI_PATH.replace('/', "%2F"));
+        return Ok(HttpResponse::Found()
+            .insert_header((header::LOCATION, login))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish());
+    }
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_POLICY))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"))
+        // The page depends on who is logged in: never from a shared cache.
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(PAGE))
+}
+
+async fn serve_asset(asset: &'static Asset) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, asset.media_type))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        // Built into the binary: a new release may change them, so ask again each time.
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .body(asset.bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::cookie::Key;
+    use actix_web::http::StatusCode;
+    use actix_web::test;
+    use std::sync::Arc;
+
+    #[actix_web::test]
+    async fn the_page_needs_a_login_and_carries_a_strict_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
+        let service = test::init_service(crate::app(
+            store,
+            None,
+            crate::Settings::new(Key::generate()),
+        ))
+        .await;
+        let get = |uri: &str| {
+            test::TestRequest::get()
+                .uri(uri)
+                .insert_header(("Host", "localhost"))
+                .to_request()
+        };
+        let response = test::call_service(&service, get("/ui")).await;
+        assert_eq!(response.status(), StatusCode::FOUND);
+        assert_eq!(
+            response.headers().get(header::LOCATION).unwrap(),
+            "/auth/developer?next=%2Fui"
+        );
+        let login = test::TestRequest::post()
+            .uri("/auth/developer/callback")
+            .insert_header(("Host", "localhost"))
+            .set_form([("name", "Dev"), ("email", "dev@example.com")])
+            .to_request();
+        let response = test::call_service(&service, login).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let session = response
+            .response()
+            .cookies()
+            .find(|cookie| cookie.name() == crate::SESSION_COOKIE)
+            .expect("the login sets the session cookie")
+            .into_owned();
+        let with_session = test::TestRequest::get()
+            .uri("/ui")
+            .insert_header(("Host", "localhost"))
+            .cookie(session)
+            .to_request();
+        let response = test::call_service(&service, with_session).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::CONTENT_SECURITY_POLICY)
+                .unwrap(),
+            PAGE_POLICY
+        );
+        for asset in ASSETS {
+            let response = test::call_service(&service, get(asset.path)).await;
+            assert_eq!(response.status(), StatusCode::OK, "{}", asset.path);
+            let body = test::read_body(response).await;
+            assert_eq!(body.len(), asset.bytes.len(), "{}", asset.path);
+        }
+    }
+
+    #[actix_web::test]
+    async fn without_the_developer_login_the_page_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
+        let mut settings = crate::Settings::new(Key::generate());
+        settings.developer_login = false;
+        let service = test::init_service(crate::app(store, None, settings)).await;
+        let get = test::TestRequest::get()
+            .uri("/ui")
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(&service, get).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    }
+}
