@@ -205,7 +205,11 @@ mod tests {
                 "x:8: ",
             ),
             ("[[slice]]\nname = \"a\"\n[[slice]]\nname = \"a\"\n", "x:4: slice a is declared twice (first on line 2)"),
-            ("[[slice]]\nnome = \"a\"\n", "x:2: "),
+            // The table that holds it.
+            (
+                "[[slice]]\nnome = \"a\"\n",
+                "x:1: unknown field `nome`",
+            ),
             ("[[slice]\n", "x:1: "),
         ];
         for (text, start) in cases {

@@ -186,6 +186,8 @@ mod tests {
                 "delete_port",
                 "add_host",
                 "delete_host",
+                "export",
+                "apply",
                 "completions"
             ]
         );
