@@ -39,7 +39,7 @@ mod sessions;
 use std::collections::VecDeque;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -48,6 +48,7 @@ use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreErro
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
 use crate::commit::{CommitError, GroupCommit};
+pub use crate::commit::CommitObserver;
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 pub use crate::permissions::{make_private_dir, Tightened};
@@ -289,6 +290,12 @@ impl Store {
     /// quick: send on a channel and return.
     pub(crate) fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
         self.listeners.write().push(Box::new(listener));
+    }
+
+    /// Tells `observer` the size and duration of every group commit (for metrics), from
+    /// now on; a second observer is ignored.
+    pub fn observe_commits(&self, observer: Arc<dyn CommitObserver>) {
+        self.commit.observe(observer);
     }
 
     /// Registers a function called once, with the reason, when a flush fails. The store
