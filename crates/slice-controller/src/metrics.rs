@@ -80,7 +80,9 @@ impl ControllerMetrics {
             packet_ins,
         );
         let link_events = Family::<EventLabel, Counter>::default();
-        let link_up = link_events.get_or_create(&EventLabel { event: "up" }).clone();
+        let link_up = link_events
+            .get_or_create(&EventLabel { event: "up" })
+            .clone();
         let link_down = link_events
             .get_or_create(&EventLabel { event: "down" })
             .clone();

@@ -13,6 +13,7 @@ mod cluster;
 mod error;
 pub mod events;
 mod head_guard;
+pub mod metrics;
 mod network;
 pub mod serve;
 mod slices;
@@ -72,6 +73,9 @@ pub struct Settings {
     pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
     /// Where `GET /events` streams from; whoever has a clone publishes to it.
     pub events: Arc<EventHub>,
+    /// What `GET /metrics` renders, and where requests are counted; without it, no
+    /// `/metrics` (404) and nothing counted.
+    pub metrics: Option<Arc<metrics::Metrics>>,
 }
 
 impl Settings {
@@ -86,6 +90,7 @@ impl Settings {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cluster: None,
             events: Arc::new(EventHub::new()),
+            metrics: None,
         }
     }
 }
@@ -134,6 +139,7 @@ pub fn app(
                 .configure(network::routes)
                 .configure(cluster::routes)
                 .configure(events::routes)
+                .configure(metrics::routes)
                 .default_service(web::to(api_fallback)),
         )
         .configure(auth::routes)
@@ -146,7 +152,8 @@ pub fn app(
                 .configure(slices::routes)
                 .configure(network::routes)
                 .configure(cluster::routes)
-                .configure(events::routes),
+                .configure(events::routes)
+                .configure(metrics::routes),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)
@@ -157,6 +164,7 @@ pub fn app(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG),
         ))
+        .wrap(middleware::from_fn(metrics::count_requests))
 }
 
 /// Any other GET (or HEAD) under `/api/` answers a small status; other methods find

@@ -47,8 +47,8 @@ use std::time::{Duration, Instant};
 use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
 use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
 
-use crate::commit::{CommitError, GroupCommit};
 pub use crate::commit::CommitObserver;
+use crate::commit::{CommitError, GroupCommit};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
 pub use crate::permissions::{make_private_dir, Tightened};
