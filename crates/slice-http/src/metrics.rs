@@ -191,11 +191,12 @@ pub fn metrics_server(
     Ok(HttpServer::new(move || {
         App::new()
             .app_data(metrics.clone())
-            .route(
-                "/metrics",
-                crate::slices::readable(|metrics: web::Data<Metrics>| async move {
-                    answer(&metrics).await
-                }),
+            .service(
+                web::resource("/metrics")
+                    .route(crate::slices::readable(
+                        |metrics: web::Data<Metrics>| async move { answer(&metrics).await },
+                    ))
+                    .default_service(crate::slices::method_not_allowed("GET, HEAD")),
             )
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(ApiError::NoRoute)
