@@ -127,3 +127,77 @@ impl ControllerMetrics {
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use bytes::Bytes;
+    use openflow::packet::Probe;
+    use openflow::Version;
+    use slice_core::{MacAddress, Membership, PortId, SliceName};
+
+    use super::*;
+    use crate::engine::{Engine, EngineConfig, Frame, SwitchProfile};
+    use crate::topology::PortState;
+
+    fn frame(src: u8, dst: u8, probe: Option<Probe>) -> Frame {
+        Frame {
+            dst: MacAddress::new([0, 0, 0, 0, 0, dst]),
+            src: MacAddress::new([0, 0, 0, 0, 0, src]),
+            probe,
+            data: Bytes::from_static(&[0; 60]),
+        }
+    }
+
+    #[test]
+    fn each_packet_in_is_counted_under_what_became_of_it() {
+        let mut membership = Membership::default();
+        let (blue, red): (SliceName, SliceName) = ("blue".parse().unwrap(), "red".parse().unwrap());
+        membership.add_slice(&blue);
+        membership.add_slice(&red);
+        membership.add_mac(
+            &blue,
+            PortId::new(1, 1),
+            MacAddress::new([0, 0, 0, 0, 0, 1]),
+        );
+        membership.add_mac(&red, PortId::new(1, 2), MacAddress::new([0, 0, 0, 0, 0, 2]));
+        let mut engine = Engine::new(EngineConfig::default(), membership);
+        let metrics = Arc::new(ControllerMetrics::default());
+        engine.set_metrics(Arc::clone(&metrics));
+        let ports: BTreeMap<u32, PortState> = (1..=2)
+            .map(|n| {
+                let state = PortState {
+                    name: format!("eth{n}"),
+                    live: true,
+                };
+                (n, state)
+            })
+            .collect();
+        let profile = SwitchProfile {
+            needs_table_miss_flow: false,
+            protocol: Version::Of10,
+        };
+        let now = Instant::now();
+        engine.switch_connected(1, profile, ports, now);
+        // Host 2 announces itself; host 1, in another slice, then sends to it.
+        engine.packet_in(1, 2, frame(2, 0xff, None), now);
+        engine.packet_in(1, 1, frame(1, 2, None), now);
+        let unsigned = Probe {
+            dpid: 9,
+            port_no: 9,
+            proof: None,
+        };
+        engine.packet_in(1, 1, frame(3, 0xff, Some(unsigned)), now);
+        engine.packet_ins_rate_limited(1, 5, now);
+        let counted = &metrics.packet_ins;
+        assert_eq!(counted.flooded.get(), 1);
+        assert_eq!(counted.dropped_no_slice.get(), 1);
+        assert_eq!(metrics.flow_setups.get(), 1);
+        assert_eq!(counted.lldp.get(), 1);
+        assert_eq!(counted.rate_limited.get(), 5);
+        assert_eq!(counted.routed.get(), 0);
+    }
+}
