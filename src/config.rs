@@ -27,6 +27,10 @@ pub struct Args {
     /// Address of the REST API [default: 127.0.0.1:9292]
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
+    /// Address of a separate, unauthenticated listener serving only GET /metrics, for
+    /// the Prometheus scraper [default: off]
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// Address where OpenFlow switches connect over plain TCP, unauthenticated, or
     /// "none" [default: 0.0.0.0:6653, or none when --openflow-tls is set]
     #[arg(long, value_name = "ADDR")]
@@ -215,6 +219,7 @@ const EXAMPLES: &str = "Examples:
 struct FileConfig {
     db: Option<PathBuf>,
     http: Option<String>,
+    metrics: Option<String>,
     openflow: Option<String>,
     openflow_tls: Option<String>,
     pid_file: Option<PathBuf>,
@@ -314,6 +319,8 @@ struct AuthFile {
 pub struct Config {
     pub data_dir: DataDir,
     pub http: String,
+    /// The scraper's own listener, if any.
+    pub metrics: Option<String>,
     pub openflow: Listeners,
     pub allowed_dpids: Option<BTreeSet<u64>>,
     pub pid_file: Option<PathBuf>,
@@ -399,6 +406,7 @@ impl Config {
                 .clone()
                 .or(file.http)
                 .unwrap_or(DEFAULT_HTTP.into()),
+            metrics: args.metrics.clone().or(file.metrics),
             openflow,
             allowed_dpids,
             pid_file: args.pid_file.clone().or(file.pid_file),

@@ -5,6 +5,7 @@ mod config;
 mod daemon;
 mod events;
 mod logging;
+mod metrics;
 mod network;
 
 use std::os::unix::fs::PermissionsExt;
@@ -124,8 +125,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // change from here on is an event.
     let events = Arc::clone(&settings.events);
     store.subscribe(Box::new(move |change| events.publish_change(change)));
-    let controller =
-        backend.start_controller(&config.openflow, controller_config(&config)?, cluster_link)?;
+    let measured = metrics::Measured::new();
+    if let Backend::Sled(sled) = &backend {
+        sled.observe_commits(measured.store.clone());
+    }
+    let mut controller_config = controller_config(&config)?;
+    controller_config.metrics = Arc::clone(&measured.controller);
+    let controller = backend.start_controller(&config.openflow, controller_config, cluster_link)?;
+    let metrics = Arc::new(measured.into_metrics(controller.handle()));
+    settings.metrics = Some(Arc::clone(&metrics));
     let openflow_addrs: Vec<String> = [
         controller.plain_addr().map(|addr| format!("{addr} (tcp)")),
         controller.tls_addr().map(|addr| format!("{addr} (tls)")),
@@ -179,6 +187,20 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
     let local_server = slice_http::serve::local_server(&parts, local_listener)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    let metrics_server = match &config.metrics {
+        Some(addr) => {
+            let listener = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+            let bound = listener.local_addr()?;
+            let server = slice_http::metrics::metrics_server(metrics, listener)
+                .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+            log::info!("metrics for the scraper on http://{bound}/metrics");
+            let handle = server.handle();
+            actix_web::rt::spawn(server);
+            Some(handle)
+        }
+        None => None,
+    };
     // A failed flush leaves changes in memory that are not on disk; serving on would show
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
     let stoppers = [server.handle(), local_server.handle()];
@@ -214,6 +236,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 
     let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
+    if let Some(metrics_server) = metrics_server {
+        metrics_server.stop(true).await;
+    }
     controller.stop();
     // Hands the network over now rather than when the lease expires.
     if let Some(election) = &election {

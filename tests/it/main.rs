@@ -14,6 +14,7 @@ mod docs;
 mod events;
 mod hostile_network;
 mod http_api;
+mod metrics;
 mod openapi;
 mod openflow_tls;
 mod tidy;

@@ -1,9 +1,11 @@
 //! How the controller runs: the settings of the engine, the sessions and the server.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::EngineConfig;
+use crate::metrics::ControllerMetrics;
 
 /// How the controller runs.
 #[derive(Debug, Clone)]
@@ -39,6 +41,8 @@ pub struct ControllerConfig {
     /// Of those, connections still in their TLS or OpenFlow handshake: a peer that
     /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
     pub max_pending_handshakes: usize,
+    /// Where the controller counts what it does; counters nobody reads by default.
+    pub metrics: Arc<ControllerMetrics>,
 }
 
 impl Default for ControllerConfig {
@@ -57,6 +61,7 @@ impl Default for ControllerConfig {
             packet_in_port_rate: 250,
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
+            metrics: Arc::default(),
         };
         config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);
         config

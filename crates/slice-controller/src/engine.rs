@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,6 +16,7 @@ use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 use crate::cookie::{endpoint_hash, FlowKind};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
+use crate::metrics::ControllerMetrics;
 use crate::notice::Notice;
 use crate::probe::{ProbeKey, Verdict};
 use crate::session::RoleRefusal;
@@ -372,6 +374,7 @@ pub struct Engine {
     /// every event, so it holds one event's worth, which the engine's own bounds (hosts,
     /// links, paths) bound.
     notices: Vec<Notice>,
+    metrics: Arc<ControllerMetrics>,
 }
 
 impl Engine {
@@ -400,7 +403,13 @@ impl Engine {
             table_miss_switches: HashSet::new(),
             outbox: Vec::new(),
             notices: Vec::new(),
+            metrics: Arc::default(),
         }
+    }
+
+    /// Counts into `metrics` from now on (an engine starts with counters nobody reads).
+    pub fn set_metrics(&mut self, metrics: Arc<ControllerMetrics>) {
+        self.metrics = metrics;
     }
 
     /// The commands produced since the last call, in order, each with its switch.
@@ -614,6 +623,7 @@ impl Engine {
 
     /// The connection of `dpid` refused `count` PACKET_INs over its rate.
     pub fn packet_ins_rate_limited(&mut self, dpid: u64, count: u64, now: Instant) {
+        self.metrics.packet_ins.rate_limited.inc_by(count);
         self.count_drop(dpid, DropCause::PacketInRateLimited, count, now);
     }
 
@@ -762,17 +772,21 @@ impl Engine {
     pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
         // Only the master acts on traffic (a slave gets none from a switch that knows
         // its role, but an EQUAL one might).
+        let counted = &self.metrics.packet_ins;
         if !self.may_write(dpid) {
+            counted.ignored.inc();
             return;
         }
         let at = PortId::new(dpid, in_port);
         if let Some(probe) = frame.probe {
+            counted.lldp.inc();
             self.probe_received(probe, at, now);
             return;
         }
         // Traffic on inter-switch ports is the tail of a flow being set up or torn down;
         // hosts live on edge ports only.
         if !self.topology.is_edge(at) {
+            counted.ignored.inc();
             return;
         }
         self.host_ports.insert(at);
@@ -780,10 +794,8 @@ impl Engine {
             port: at,
             mac: frame.src,
         };
-        if is_multicast(frame.src) {
-            return;
-        }
-        if !self.learn(src, now) {
+        if is_multicast(frame.src) || !self.learn(src, now) {
+            self.metrics.packet_ins.ignored.inc();
             return;
         }
         let destination = if is_multicast(frame.dst) {
@@ -792,7 +804,10 @@ impl Engine {
             self.hosts.get(&frame.dst)
         };
         match destination {
-            None => self.flood_within_slices(src, frame.data),
+            None => {
+                self.metrics.packet_ins.flooded.inc();
+                self.flood_within_slices(src, frame.data);
+            }
             Some(port) => {
                 let dst = Host {
                     port,
@@ -939,14 +954,20 @@ impl Engine {
     }
 
     fn route(&mut self, src: Host, dst: Host, data: Bytes, now: Instant) {
+        let counted = &self.metrics;
         if !self.may_talk(&src, &dst) {
+            counted.packet_ins.dropped_no_slice.inc();
+            counted.flow_setups.inc();
             self.install_drop(src, dst, now);
             return;
         }
         let Some(hops) = self.topology.shortest_path(src.port, dst.port) else {
+            counted.packet_ins.ignored.inc();
             log::debug!("no path from {} to {}", src.port, dst.port);
             return;
         };
+        counted.packet_ins.routed.inc();
+        counted.flow_setups.inc();
         self.supersede_adopted((src.mac, dst.mac), &hops);
         let cookie = FlowKind::path(src.port, dst.port).cookie();
         // Downstream first, so that the packet finds its flows at every switch.
@@ -1702,6 +1723,11 @@ impl Engine {
                 dropped: self.dropped.get(&dpid).cloned().unwrap_or_default(),
             })
             .collect()
+    }
+
+    /// The slice membership the engine judges traffic by.
+    pub fn membership(&self) -> &Membership {
+        &self.membership
     }
 
     pub fn links(&self) -> Vec<Link> {

@@ -11,6 +11,7 @@ pub mod engine;
 mod hosts;
 pub mod limits;
 pub mod meter;
+pub mod metrics;
 pub mod notice;
 pub mod probe;
 pub mod server;
@@ -23,6 +24,7 @@ pub use engine::{
     Command, Dropped, Engine, EngineConfig, FlowAction, FlowEntry, FlowHandle, FlowsRead, Frame,
     HostView, PathView, Role, Rule, SwitchProfile, SwitchView, MAX_FLOWS_READ,
 };
+pub use metrics::ControllerMetrics;
 pub use notice::Notice;
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};

@@ -173,6 +173,20 @@ impl Membership {
     pub fn slice_count(&self) -> usize {
         self.slices.len()
     }
+
+    /// The ports bound to slices, a port counted once per slice that holds it.
+    pub fn bound_port_count(&self) -> usize {
+        self.slices.values().map(HashMap::len).sum()
+    }
+
+    /// The MAC addresses bound to slices' ports, counted once per slice and port.
+    pub fn bound_mac_count(&self) -> usize {
+        self.slices
+            .values()
+            .flat_map(HashMap::values)
+            .map(HashSet::len)
+            .sum()
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod cluster;
 mod error;
 pub mod events;
 mod head_guard;
+pub mod metrics;
 mod mount;
 mod network;
 mod openapi;
@@ -76,6 +77,9 @@ pub struct Settings {
     pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
     /// Where `GET /events` streams from; whoever has a clone publishes to it.
     pub events: Arc<EventHub>,
+    /// What `GET /metrics` renders, and where requests are counted; without it, no
+    /// `/metrics` (404) and nothing counted.
+    pub metrics: Option<Arc<metrics::Metrics>>,
 }
 
 impl Settings {
@@ -90,6 +94,7 @@ impl Settings {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cluster: None,
             events: Arc::new(EventHub::new()),
+            metrics: None,
         }
     }
 }
@@ -157,6 +162,7 @@ pub fn app(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG),
         ))
+        .wrap(middleware::from_fn(metrics::count_requests))
 }
 
 /// The routes that only exist under `/api/`.
@@ -173,6 +179,7 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
     network::routes(cfg);
     cluster::routes(cfg);
     events::routes(cfg);
+    metrics::routes(cfg);
 }
 
 /// The routes no session guard stands before.

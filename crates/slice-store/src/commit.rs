@@ -10,12 +10,23 @@
 //! reached the disk (the fsync problem PostgreSQL met in 2018). Every write not yet
 //! durable fails, and so does every later wait.
 
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
 use parking_lot::{Condvar, Mutex, MutexGuard};
+
+/// Told of every flush that made writes durable: how many writes it covered and how long
+/// it took. Called by the flush's leader with no lock held, so it may take its time, but
+/// every writer of the batch waits for it.
+pub trait CommitObserver: Send + Sync {
+    fn committed(&self, writes: u64, took: Duration);
+}
 
 #[derive(Default)]
 pub(crate) struct GroupCommit {
     state: Mutex<State>,
     flushed: Condvar,
+    observer: OnceLock<Arc<dyn CommitObserver>>,
 }
 
 #[derive(Default)]
@@ -44,6 +55,12 @@ impl GroupCommit {
         let mut state = self.lock();
         state.applied += 1;
         state.applied
+    }
+
+    /// Tells `observer` of every successful flush from now on; only the first observer set
+    /// is kept.
+    pub(crate) fn observe(&self, observer: Arc<dyn CommitObserver>) {
+        let _ = self.observer.set(observer);
     }
 
     /// The highest ticket known to be on disk.
@@ -78,8 +95,11 @@ impl GroupCommit {
             }
             state.flushing = true;
             let target = state.applied;
+            let batch = target - state.durable;
             drop(state);
+            let started = Instant::now();
             let result = flush();
+            let took = started.elapsed();
             state = self.lock();
             state.flushing = false;
             match result {
@@ -88,6 +108,11 @@ impl GroupCommit {
             }
             // Followers wake to find themselves covered, or the commit failed.
             self.flushed.notify_all();
+            if let (Ok(()), Some(observer)) = (&result, self.observer.get()) {
+                drop(state);
+                observer.committed(batch, took);
+                state = self.lock();
+            }
             result.map_err(CommitError::Flush)?;
         }
     }
@@ -156,6 +181,31 @@ mod tests {
             flushes < WRITERS as u64,
             "{flushes} flushes for {WRITERS} writers"
         );
+    }
+
+    #[derive(Default)]
+    struct Tally(parking_lot::Mutex<Vec<u64>>);
+
+    impl CommitObserver for Tally {
+        fn committed(&self, writes: u64, _took: Duration) {
+            self.0.lock().push(writes);
+        }
+    }
+
+    #[test]
+    fn the_observer_hears_each_flush_with_the_writes_it_covered() {
+        let commit = GroupCommit::default();
+        let tally = Arc::new(Tally::default());
+        commit.observe(tally.clone());
+        let first = commit.applied();
+        commit.wait_durable(first, || Ok::<_, ()>(())).unwrap();
+        // Two writes applied before the next flush share it.
+        commit.applied();
+        let third = commit.applied();
+        commit.wait_durable(third, || Ok::<_, ()>(())).unwrap();
+        let failed = commit.applied();
+        let _ = commit.wait_durable(failed, || Err(()));
+        assert_eq!(*tally.0.lock(), [1, 2]);
     }
 
     #[test]

@@ -39,7 +39,7 @@ mod sessions;
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
 use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName, Step};
 
+pub use crate::commit::CommitObserver;
 use crate::commit::{CommitError, GroupCommit};
 pub use crate::holder::LockHolder;
 use crate::keys::{Key, Tag};
@@ -292,6 +293,12 @@ impl Store {
     /// quick: send on a channel and return.
     pub(crate) fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
         self.listeners.write().push(Box::new(listener));
+    }
+
+    /// Tells `observer` the size and duration of every group commit (for metrics), from
+    /// now on; a second observer is ignored.
+    pub fn observe_commits(&self, observer: Arc<dyn CommitObserver>) {
+        self.commit.observe(observer);
     }
 
     /// Registers a function called once, with the reason, when a flush fails. The store

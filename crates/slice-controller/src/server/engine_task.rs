@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::config::ControllerConfig;
 use crate::engine::{Command, Engine, Role};
+use crate::metrics::ControllerMetrics;
 use crate::notice::Notice;
 
 use super::{ClusterLink, Event};
@@ -36,6 +37,8 @@ pub(super) async fn run_engine(
         let leadership = link.leadership.borrow_and_update().clone();
         engine.set_leadership(leadership, Instant::now());
     }
+    let metrics = Arc::clone(&config.metrics);
+    engine.set_metrics(Arc::clone(&metrics));
     let mut published_roles = None;
     let mut switches: HashMap<u64, SwitchLink> = HashMap::new();
     let mut batches: HashMap<u64, Vec<Command>> = HashMap::new();
@@ -69,10 +72,12 @@ pub(super) async fn run_engine(
             &mut switches,
             &mut batches,
             config.max_outbound_bytes,
+            &metrics,
         );
         // Nobody following is the common case: then the notices only go.
         let following = notices.receiver_count() > 0;
         for notice in engine.drain_notices() {
+            metrics.count_notice(&notice);
             if following {
                 let _ = notices.send(notice);
             }
@@ -235,6 +240,7 @@ fn dispatch(
     switches: &mut HashMap<u64, SwitchLink>,
     batches: &mut HashMap<u64, Vec<Command>>,
     max_outbound_bytes: usize,
+    metrics: &ControllerMetrics,
 ) {
     // Dropping a switch that cannot keep up makes the engine withdraw the paths through
     // it from the other switches: those commands go out in the next round, not after
@@ -250,7 +256,19 @@ fn dispatch(
             let Some(link) = switches.get(&dpid) else {
                 continue;
             };
-            let bytes = batch.iter().map(command_bytes).sum::<usize>();
+            let (mut bytes, mut flow_mods, mut packet_outs) = (0, 0, 0);
+            for command in &batch {
+                bytes += command_bytes(command);
+                match command {
+                    Command::FlowAdd { .. }
+                    | Command::FlowDelete { .. }
+                    | Command::FlowDeleteExact(_)
+                    | Command::ClearFlows
+                    | Command::TableMiss => flow_mods += 1,
+                    Command::PacketOut { .. } | Command::Discovery { .. } => packet_outs += 1,
+                    Command::SetRole { .. } | Command::ReadFlows => {}
+                }
+            }
             let queued = link.queued_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
             let sent = if queued > max_outbound_bytes {
                 log::warn!(
@@ -260,7 +278,11 @@ fn dispatch(
                 false
             } else {
                 match link.commands.try_send(batch) {
-                    Ok(()) => true,
+                    Ok(()) => {
+                        metrics.flow_mods_sent.inc_by(flow_mods);
+                        metrics.packet_outs_sent.inc_by(packet_outs);
+                        true
+                    }
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         log::warn!("switch {dpid:#x} is not keeping up; disconnecting it");
                         false
