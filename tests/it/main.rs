@@ -15,5 +15,6 @@ mod events;
 mod hostile_network;
 mod http_api;
 mod openflow_tls;
+mod service;
 mod tidy;
 mod web_security;
