@@ -99,3 +99,47 @@ fn the_shipped_settings_file_is_accepted_by_sliced() {
         "the package's file turns the developer login off"
     );
 }
+
+/// The long flags `program -h` lists.
+fn long_flags(program: &str) -> Vec<String> {
+    let help = Command::new(program).arg("-h").output().unwrap();
+    String::from_utf8(help.stdout)
+        .unwrap()
+        .split_whitespace()
+        // The descriptions cite flags too, inside punctuation: "(with --etcd)".
+        .map(|word| word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
+        .filter(|word| word.starts_with("--") && *word != "--help" && *word != "--version")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_rendered_man_pages_and_completions_name_every_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(SLICED)
+        .arg("--write-manuals")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for (program, name) in [(SLICED, "sliced"), (crate::common::SLICE, "slice")] {
+        let page = std::fs::read_to_string(dir.path().join(format!("man/{name}.1"))).unwrap();
+        let bash =
+            std::fs::read_to_string(dir.path().join(format!("completions/{name}.bash"))).unwrap();
+        let flags = long_flags(program);
+        assert!(!flags.is_empty(), "{name} -h lists flags");
+        for flag in flags {
+            // roff escapes each hyphen of an option.
+            let in_roff = flag.replace('-', "\\-");
+            assert!(page.contains(&in_roff), "{name}.1 lacks {flag}");
+            assert!(bash.contains(&flag), "{name}.bash lacks {flag}");
+        }
+    }
+    for file in [
+        "completions/_sliced",
+        "completions/slice.fish",
+        "man/slice-add_port.1",
+    ] {
+        assert!(dir.path().join(file).is_file(), "{file} was written");
+    }
+}
