@@ -110,6 +110,11 @@ pub struct Args {
     pub lease_ttl: Option<u64>,
     #[command(flatten)]
     pub switch_limits: SwitchLimitArgs,
+    /// Write the man pages and shell completions of sliced and slice into this directory
+    /// and exit (what `cargo xtask deb` packages)
+    // Hidden: a build step's, not an operator's.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub write_manuals: Option<PathBuf>,
 }
 
 /// What one switch (or the hosts behind it) may make the controller hold or do.
@@ -644,4 +649,91 @@ fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commented settings file the Debian package installs as /etc/sliced/sliced.toml.
+    const SHIPPED: &str = include_str!("../contrib/sliced.toml");
+
+    /// The shipped file with every "# key = value" line turned into a setting.
+    fn uncommented() -> String {
+        SHIPPED
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest) if is_setting(rest) => rest,
+                _ => line,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn is_setting(line: &str) -> bool {
+        line.split_once(" = ").is_some_and(|(key, _)| {
+            !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        })
+    }
+
+    /// The keys a table of the file accepts, as serde lists them on an unknown one: the
+    /// structs themselves, so a new setting is missed by nobody.
+    fn accepted_keys(table: &str) -> Vec<String> {
+        let text = if table.is_empty() {
+            "no_such_key = 1".to_owned()
+        } else {
+            format!("[{table}]\nno_such_key = 1")
+        };
+        let err = toml::from_str::<FileConfig>(&text).expect_err("an unknown key is refused");
+        let message = err.to_string();
+        // "expected `a`, `b`, ...", or "expected `a` or `b`" for two.
+        let (_, expected) = message
+            .split_once("`no_such_key`, expected ")
+            .unwrap_or_else(|| panic!("serde names the accepted keys: {message}"));
+        let expected = expected.lines().next().unwrap_or_default();
+        let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+        expected
+            .split(", ")
+            .flat_map(|keys| keys.split(" or "))
+            .map(|key| key.trim_matches('`').to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_shipped_config_is_valid_as_installed() {
+        let args = Args::parse_from(["sliced", "--config", "contrib/sliced.toml"]);
+        let config = Config::resolve(&args).expect("the shipped file resolves");
+        assert_eq!(config.data_dir.root(), Path::new("/var/lib/sliced"));
+        assert_eq!(config.developer_login, Some(false));
+    }
+
+    #[test]
+    fn every_setting_in_the_shipped_config_is_a_real_key() {
+        let text = uncommented();
+        assert!(
+            text.matches(" = ").count() > 30,
+            "the settings were uncommented"
+        );
+        if let Err(err) = toml::from_str::<FileConfig>(&text) {
+            panic!("contrib/sliced.toml with every setting uncommented: {err}");
+        }
+    }
+
+    #[test]
+    fn every_real_key_is_in_the_shipped_config() {
+        let table: toml::Table = uncommented().parse().expect("TOML");
+        for section in ["", "auth", "controller", "store", "cluster"] {
+            let present = if section.is_empty() {
+                &table
+            } else {
+                table[section].as_table().expect("a section is a table")
+            };
+            for key in accepted_keys(section) {
+                assert!(
+                    present.contains_key(&key),
+                    "contrib/sliced.toml does not describe {section}.{key}"
+                );
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@ mod config;
 mod daemon;
 mod events;
 mod logging;
+mod manuals;
 mod metrics;
 mod network;
 
@@ -26,6 +27,9 @@ fn main() -> ExitCode {
     // The access log (target sliced::http) is opt-in: a line per request costs throughput.
     logging::init("info,actix_server=warn,sliced::http=warn");
     let args = Args::parse();
+    if let Some(dir) = &args.write_manuals {
+        return report(manuals::write(dir));
+    }
     let result = Config::resolve(&args).and_then(|config| {
         if args.daemon {
             daemon::spawn_background(&config)
@@ -33,6 +37,10 @@ fn main() -> ExitCode {
             actix_web::rt::System::new().block_on(serve(config))
         }
     });
+    report(result)
+}
+
+fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -233,6 +241,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         },
         if config.slicing { "on" } else { "off" },
     );
+    // Every listener is bound and the store is open: under systemd (Type=notify) this is
+    // when the unit counts as started. Without NOTIFY_SOCKET it does nothing.
+    notify_systemd(sd_notify::NotifyState::Ready);
 
     let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
@@ -291,9 +302,17 @@ impl StopSignal {
             futures_util::future::Either::Right(_) => "SIGTERM",
         };
         log::info!("{name} received; stopping");
+        notify_systemd(sd_notify::NotifyState::Stopping);
         for server in &servers {
             server.stop(true).await;
         }
+    }
+}
+
+/// A failure to reach systemd is worth a warning, not a stop: the daemon serves either way.
+fn notify_systemd(state: sd_notify::NotifyState) {
+    if let Err(err) = sd_notify::notify(false, &[state]) {
+        log::warn!("cannot notify systemd: {err}");
     }
 }
 

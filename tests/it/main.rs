@@ -17,6 +17,7 @@ mod http_api;
 mod metrics;
 mod openapi;
 mod openflow_tls;
+mod service;
 mod tidy;
 mod ui;
 mod web_security;

@@ -7,8 +7,11 @@
 //! - `cargo xtask soak`: the lab's random scenario, 1000 steps; `cargo xtask failover`:
 //!   the cluster's failover measured N times.
 //! - `cargo xtask bench`: sliced against its peers, written to docs/benchmarks.md.
+//! - `cargo xtask deb`: the Debian package, into target/debian/.
+//! - `cargo xtask package-test`: that package installed, run and purged (root).
 //! - `cargo xtask fuzz TARGET`: a coverage-guided fuzzing campaign (AFL++ via cargo-afl).
 
+mod deb;
 mod e2e;
 mod fuzz;
 
@@ -28,7 +31,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Check formatting, clippy, every test, then the end-to-end lab: the whole suite CI runs
+    /// Check formatting, clippy, every test, the end-to-end lab, then the Debian package:
+    /// the whole suite CI runs
     Test,
     /// Run the end-to-end lab alone (root and Open vSwitch)
     ///
@@ -60,6 +64,14 @@ enum Task {
         )]
         args: Vec<String>,
     },
+    /// Build the Debian package (cargo-deb, installed if missing) into target/debian/
+    Deb,
+    /// Build the Debian package, install it, run the installed sliced, purge it (root)
+    ///
+    /// Checks the files, the sliced user, `systemd-analyze verify` of the unit, the
+    /// installed sliced serving with /etc/sliced/sliced.toml as the sliced user,
+    /// `slice --help` and `man -w sliced`, then that `dpkg --purge` leaves nothing.
+    PackageTest,
     /// Run a coverage-guided fuzzing campaign on one decoder
     ///
     /// Runs AFL++ (cargo-afl) on TARGET from its seed corpus in
@@ -88,6 +100,8 @@ fn main() -> ExitCode {
         Task::Soak(options) => e2e::soak(&options),
         Task::Failover(options) => e2e::failover(&options),
         Task::Bench { args } => bench(&args),
+        Task::Deb => deb::build().map(drop),
+        Task::PackageTest => deb::package_test(),
         Task::Fuzz(options) => fuzz::main(&options),
         Task::Lldp(command) => e2e::lldp::main(command),
     };
@@ -126,6 +140,9 @@ fn test() -> anyhow::Result<()> {
     cargo(&["test", "--workspace", "--doc"])?;
     eprintln!("$ cargo xtask e2e");
     e2e::from_test()?;
+    // After the lab, whose release build the package reuses.
+    eprintln!("$ cargo xtask package-test");
+    deb::from_test()?;
     Ok(())
 }
 

@@ -1,0 +1,145 @@
+//! sliced under a service manager: systemd's readiness protocol (sd_notify), spoken to a
+//! real datagram socket as systemd would listen on it, and the settings file the Debian
+//! package installs.
+
+use std::net::TcpStream;
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{agent, free_port, signal, status_json, wait_with_timeout, Daemon, SLICED};
+
+/// Only a bound on a daemon that never reports, not a measured time.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn next_message(socket: &UnixDatagram) -> String {
+    let mut buffer = [0u8; 4096];
+    let len = socket
+        .recv(&mut buffer)
+        .expect("sliced sends a notification before the timeout");
+    String::from_utf8_lossy(&buffer[..len]).into_owned()
+}
+
+/// The daemon under test, killed if the test fails before stopping it: an orphan would
+/// keep the test runner's output open.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn ready_reaches_systemd_once_every_listener_is_bound_and_stopping_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let notify_path = dir.path().join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
+    let data_dir = dir.path().join("db");
+    let (http, openflow) = (free_port(), free_port());
+    let mut child = KillOnDrop(
+        Command::new(SLICED)
+            .arg("--db")
+            .arg(&data_dir)
+            .args(["--http", &http.to_string()])
+            .args(["--openflow", &openflow.to_string()])
+            .env("NOTIFY_SOCKET", &notify_path)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sliced starts"),
+    );
+
+    let ready = next_message(&notify);
+    assert!(
+        ready.lines().any(|line| line == "READY=1"),
+        "the first notification is READY=1: {ready:?}"
+    );
+    // At this moment, not after a retry loop: systemd starts dependent units now.
+    let response = agent()
+        .get(&format!("http://{http}/slices"))
+        .call()
+        .expect("the REST API answers once READY=1 is sent");
+    assert_eq!(response.status(), 200);
+    UnixStream::connect(data_dir.join("sliced.sock")).expect("the local socket answers");
+    TcpStream::connect(openflow).expect("the OpenFlow listener accepts");
+    assert!(
+        Path::new(&data_dir.join("store")).is_dir(),
+        "the store is open"
+    );
+
+    signal(child.0.id(), "TERM");
+    let stopping = next_message(&notify);
+    assert!(
+        stopping.lines().any(|line| line == "STOPPING=1"),
+        "SIGTERM is announced with STOPPING=1: {stopping:?}"
+    );
+    let status = wait_with_timeout(&mut child.0, NOTIFY_TIMEOUT).expect("sliced stops");
+    assert!(status.success(), "sliced stopped cleanly: {status}");
+}
+
+#[test]
+fn the_shipped_settings_file_is_accepted_by_sliced() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/sliced.toml");
+    let config = config.display().to_string();
+    // The file's data directory and listeners are the system's; the helper's flags win.
+    let daemon = Daemon::start_with(dir.path(), &["--config", &config]);
+    let login = agent()
+        .post(&daemon.url("/auth/developer/callback"))
+        .send_form(&[("name", "Ada"), ("email", "ada@example.com")]);
+    assert_eq!(
+        status_json(login),
+        (404, json!({"error": "not found"})),
+        "the package's file turns the developer login off"
+    );
+}
+
+/// The long flags `program -h` lists.
+fn long_flags(program: &str) -> Vec<String> {
+    let help = Command::new(program).arg("-h").output().unwrap();
+    String::from_utf8(help.stdout)
+        .unwrap()
+        .split_whitespace()
+        // The descriptions cite flags too, inside punctuation: "(with --etcd)".
+        .map(|word| word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
+        .filter(|word| word.starts_with("--") && *word != "--help" && *word != "--version")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_rendered_man_pages_and_completions_name_every_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(SLICED)
+        .arg("--write-manuals")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for (program, name) in [(SLICED, "sliced"), (crate::common::SLICE, "slice")] {
+        let page = std::fs::read_to_string(dir.path().join(format!("man/{name}.1"))).unwrap();
+        let bash =
+            std::fs::read_to_string(dir.path().join(format!("completions/{name}.bash"))).unwrap();
+        let flags = long_flags(program);
+        assert!(!flags.is_empty(), "{name} -h lists flags");
+        for flag in flags {
+            // roff escapes each hyphen of an option.
+            let in_roff = flag.replace('-', "\\-");
+            assert!(page.contains(&in_roff), "{name}.1 lacks {flag}");
+            assert!(bash.contains(&flag), "{name}.bash lacks {flag}");
+        }
+    }
+    for file in [
+        "completions/_sliced",
+        "completions/slice.fish",
+        "man/slice-add_port.1",
+    ] {
+        assert!(dir.path().join(file).is_file(), "{file} was written");
+    }
+}
