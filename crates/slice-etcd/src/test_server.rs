@@ -175,3 +175,15 @@ fn healthy(client: SocketAddr) -> bool {
     let _ = stream.read_to_string(&mut answer);
     answer.contains("\"health\":\"true\"")
 }
+
+/// Polls `state` until `check` holds or `within` has passed; the last state either way.
+pub fn poll<T>(within: Duration, mut state: impl FnMut() -> T, check: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = state();
+        if check(&now) || Instant::now() > deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

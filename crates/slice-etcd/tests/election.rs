@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use slice_core::Leadership;
-use slice_etcd::test_server::LocalEtcd;
+use slice_etcd::test_server::{poll, LocalEtcd};
 use slice_etcd::{
     election, ElectionConfig, EtcdStore, MasterElection, DEFAULT_LEASE_TTL, DEFAULT_PREFIX,
 };
@@ -31,18 +31,6 @@ fn start(etcd: &LocalEtcd, id: &str) -> MasterElection {
 
 fn now_of(election: &MasterElection) -> Leadership {
     election.leadership().borrow().clone()
-}
-
-/// Polls until `check` holds or `within` has passed; the last state either way.
-fn poll<T>(within: Duration, mut state: impl FnMut() -> T, check: impl Fn(&T) -> bool) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        let now = state();
-        if check(&now) || Instant::now() > deadline {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Waits until exactly one of `elections` is master and the others name it; its index

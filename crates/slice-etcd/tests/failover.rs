@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use slice_core::{Leadership, SliceName, SliceStore};
-use slice_etcd::test_server::LocalEtcd;
+use slice_etcd::test_server::{poll, LocalEtcd};
 use slice_etcd::{ElectionConfig, EtcdStore, MasterElection, DEFAULT_LEASE_TTL, DEFAULT_PREFIX};
 
 /// Longer than anything here takes on a loaded machine, for what has no deadline of its
@@ -25,17 +25,6 @@ fn endpoints_from(cluster: &[LocalEtcd], first: usize) -> Vec<String> {
     (0..cluster.len())
         .map(|at| cluster[(first + at) % cluster.len()].endpoint())
         .collect()
-}
-
-fn poll<T>(within: Duration, mut state: impl FnMut() -> T, check: impl Fn(&T) -> bool) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        let now = state();
-        if check(&now) || Instant::now() > deadline {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
