@@ -118,6 +118,33 @@ impl EtcdCluster {
             .is_some_and(|body| body.contains("\"health\":\"true\""))
     }
 
+    /// Whether member `at` is etcd's leader now, as its own status says (the gRPC
+    /// gateway's `/v3/maintenance/status`).
+    pub fn is_leader(&self, at: usize) -> anyhow::Result<bool> {
+        let url = format!("http://{}/v3/maintenance/status", self.members[at].client);
+        let agent = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(2))
+            .build();
+        let body = agent
+            .post(&url)
+            .send_string("{}")
+            .with_context(|| format!("etcd member {} status", self.members[at].name))?
+            .into_string()?;
+        let status: serde_json::Value = serde_json::from_str(&body)?;
+        let member = status["header"]["member_id"].as_str();
+        Ok(member.is_some() && member == status["leader"].as_str())
+    }
+
+    /// A member that is not etcd's leader: losing it elects nobody.
+    pub fn a_follower(&self) -> anyhow::Result<usize> {
+        for at in (0..self.members.len()).rev() {
+            if self.members[at].daemon.is_some() && !self.is_leader(at)? {
+                return Ok(at);
+            }
+        }
+        bail!("every running etcd member says it is the leader")
+    }
+
     /// Waits until member `at` is healthy.
     pub fn wait_healthy(&mut self, at: usize) -> anyhow::Result<()> {
         let started = Instant::now();
