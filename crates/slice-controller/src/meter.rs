@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use openflow::error_msg::MeterModFailedCode;
 use openflow::meter::{METER_BAND_DROP, METER_FLAG_BURST, METER_FLAG_PKTPS, METER_FLAG_STATS};
 use openflow::{
     port, Action, ErrorType, FlowMod, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
@@ -28,13 +29,13 @@ pub const PACKET_IN_METER_ID: u32 = 1;
 // from those to the engine's commands (whose ids count up from 1). "MTR" and a step.
 const XID_FEATURES: u32 = 0x4d54_5201;
 const XID_FEATURES_BARRIER: u32 = 0x4d54_5202;
-const XID_DELETE: u32 = 0x4d54_5203;
+const XID_MODIFY: u32 = 0x4d54_5203;
 const XID_ADD: u32 = 0x4d54_5204;
 const XID_INSTALLED: u32 = 0x4d54_5205;
 const OUR_XIDS: [u32; 5] = [
     XID_FEATURES,
     XID_FEATURES_BARRIER,
-    XID_DELETE,
+    XID_MODIFY,
     XID_ADD,
     XID_INSTALLED,
 ];
@@ -92,6 +93,8 @@ pub struct MeterSetup {
     deadline: Instant,
     /// The engine asked for the table-miss flow before the decision.
     table_miss_held: bool,
+    /// The meter being installed, to modify when the switch has one of that id.
+    meter_mod: Option<MeterMod>,
 }
 
 impl MeterSetup {
@@ -111,6 +114,7 @@ impl MeterSetup {
             burst,
             deadline: now + patience,
             table_miss_held: false,
+            meter_mod: None,
         };
         if version == Version::Of10 {
             let step = setup.decide(MeterDecision::Unmetered(
@@ -164,25 +168,19 @@ impl MeterSetup {
                     Ok(meter_mod) => {
                         let burst = (meter_mod.flags & METER_FLAG_BURST != 0).then_some(self.burst);
                         self.phase = Phase::Installing { burst };
-                        MeterStep {
+                        // Never a delete first: deleting a meter deletes every flow that
+                        // uses it, the table-miss flow another instance (or this one,
+                        // before a restart) set up among them. A meter already there is
+                        // modified instead, when the add says so.
+                        let step = MeterStep {
                             send: vec![
-                                // A meter left by an earlier connection would make the
-                                // add fail; deleting a meter that is not there is
-                                // harmless, and its error is ignored below.
-                                (
-                                    XID_DELETE,
-                                    Message::MeterMod(MeterMod {
-                                        command: MeterModCommand::Delete,
-                                        flags: 0,
-                                        meter_id: PACKET_IN_METER_ID,
-                                        bands: Vec::new(),
-                                    }),
-                                ),
-                                (XID_ADD, Message::MeterMod(meter_mod)),
+                                (XID_ADD, Message::MeterMod(meter_mod.clone())),
                                 (XID_INSTALLED, Message::BarrierRequest),
                             ],
                             ..MeterStep::default()
-                        }
+                        };
+                        self.meter_mod = Some(meter_mod);
+                        step
                     }
                     Err(reason) => self.decide(MeterDecision::Unmetered(reason)),
                 })
@@ -200,7 +198,29 @@ impl MeterSetup {
                     "the switch did not answer the meter features request".into(),
                 )))
             }
-            (Phase::Installing { .. }, Message::Error { err_type, code, .. }) if xid == XID_ADD => {
+            (Phase::Installing { .. }, Message::Error { err_type, code, .. })
+                if xid == XID_ADD
+                    && *err_type == ErrorType::MeterModFailed
+                    && MeterModFailedCode::from(*code) == MeterModFailedCode::MeterExists =>
+            {
+                // The meter is there: the modify brings it to this setup's rate. The
+                // add's barrier decides, as it would have.
+                let modify = self.meter_mod.clone().map(|meter_mod| MeterMod {
+                    command: MeterModCommand::Modify,
+                    ..meter_mod
+                });
+                Some(MeterStep {
+                    send: modify
+                        .map(|modify| (XID_MODIFY, Message::MeterMod(modify)))
+                        .into_iter()
+                        .chain([(XID_INSTALLED, Message::BarrierRequest)])
+                        .collect(),
+                    ..MeterStep::default()
+                })
+            }
+            (Phase::Installing { .. }, Message::Error { err_type, code, .. })
+                if xid == XID_ADD || xid == XID_MODIFY =>
+            {
                 let what = if *err_type == ErrorType::MeterModFailed {
                     "meter mod failed"
                 } else {
@@ -359,35 +379,42 @@ mod tests {
                 burst_size: BURST,
             }],
         };
-        assert_eq!(step.send[1], (XID_ADD, Message::MeterMod(add)));
-        assert!(matches!(
-            &step.send[0],
-            (
-                XID_DELETE,
-                Message::MeterMod(MeterMod {
-                    command: MeterModCommand::Delete,
-                    ..
-                })
-            )
-        ));
-        assert_eq!(step.send[2], (XID_INSTALLED, Message::BarrierRequest));
+        // An add and its barrier, never a delete: a delete would take every flow using
+        // the meter with it (another instance's table-miss flow among them).
+        assert_eq!(
+            step.send,
+            [
+                (XID_ADD, Message::MeterMod(add.clone())),
+                (XID_INSTALLED, Message::BarrierRequest),
+            ]
+        );
         assert_eq!((step.table_miss, step.decided), (None, None));
 
-        // The features barrier answers late, and the delete of an absent meter fails:
-        // neither decides anything.
+        // The features barrier answers late: it decides nothing.
         assert_eq!(
             setup.handle(XID_FEATURES_BARRIER, &Message::BarrierReply),
             Some(MeterStep::default())
         );
-        let unknown_meter = Message::Error {
+        // The switch has a meter 1 (an earlier connection's): it is modified, not
+        // deleted and added again.
+        let exists = Message::Error {
             err_type: ErrorType::MeterModFailed,
-            code: MeterModFailedCode::UnknownMeter.into(),
+            code: MeterModFailedCode::MeterExists.into(),
             data: Vec::new(),
         };
+        let step = setup.handle(XID_ADD, &exists).unwrap();
+        let modify = MeterMod {
+            command: MeterModCommand::Modify,
+            ..add
+        };
         assert_eq!(
-            setup.handle(XID_DELETE, &unknown_meter),
-            Some(MeterStep::default())
+            step.send,
+            [
+                (XID_MODIFY, Message::MeterMod(modify)),
+                (XID_INSTALLED, Message::BarrierRequest),
+            ]
         );
+        assert_eq!(step.decided, None);
 
         let step = setup.handle(XID_INSTALLED, &Message::BarrierReply).unwrap();
         assert_eq!(
@@ -413,7 +440,7 @@ mod tests {
         let step = setup
             .handle(1, &Message::MeterFeaturesReply(features))
             .unwrap();
-        let Message::MeterMod(add) = &step.send[1].1 else {
+        let Message::MeterMod(add) = &step.send[0].1 else {
             panic!("{step:?}")
         };
         assert_eq!(add.flags, METER_FLAG_PKTPS);
