@@ -255,8 +255,7 @@ enum Op {
     RestartController {
         crash: bool,
     },
-    /// HOOK(issue 11, cluster mode): `kill -9` of the master of a cluster, then its
-    /// restart. Drawn only in `random-cluster` (see `draw`); `random` runs one sliced.
+    /// `kill -9` of the master of a cluster, then its restart. Drawn only in `random-cluster` (see `draw`); `random` runs one sliced.
     KillMaster,
 }
 

@@ -117,9 +117,9 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "random-cluster",
         about: "random on three sliced and three etcd members, kill -9 of the master among \
-                the operations (not in the default run: `cargo xtask soak --cluster`)",
+                the operations (`cargo xtask soak --cluster` runs it long)",
         run: super::random::random_cluster,
-        default_run: false,
+        default_run: true,
         needs_etcd: true,
     },
     Scenario {
