@@ -10,7 +10,7 @@
 //! mac_addresses = ["00:00:00:00:00:01"]
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -112,6 +112,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Slice>, FileError> {
             ));
         }
         let mut ports: Vec<Port> = Vec::with_capacity(slice.port.len());
+        let mut seen_ports: HashSet<PortId> = HashSet::new();
         for port in slice.port {
             let at = line_of(port.name.span().start);
             let id: PortId = port
@@ -119,20 +120,21 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Slice>, FileError> {
                 .get_ref()
                 .parse()
                 .map_err(|err| fail(at, format!("{err}")))?;
-            if ports.iter().any(|held| held.id == id) {
+            if !seen_ports.insert(id) {
                 return Err(fail(
                     at,
                     format!("port {id} is declared twice in slice {name}"),
                 ));
             }
             let mut macs: Vec<MacAddress> = Vec::with_capacity(port.mac_addresses.len());
+            let mut seen_macs: HashSet<MacAddress> = HashSet::new();
             for mac in port.mac_addresses {
                 let at = line_of(mac.span().start);
                 let parsed: MacAddress = mac
                     .get_ref()
                     .parse()
                     .map_err(|err| fail(at, format!("{err}")))?;
-                if macs.contains(&parsed) {
+                if !seen_macs.insert(parsed) {
                     return Err(fail(
                         at,
                         format!("MAC address {parsed} is declared twice on port {id}"),

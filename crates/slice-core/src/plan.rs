@@ -79,28 +79,29 @@ impl Plan {
     /// slice, a port of a slice or a MAC address of a port twice.
     pub fn between(current: &[Slice], declared: &[Slice]) -> Result<Self, PlanError> {
         check_unique(declared)?;
-        let now: HashMap<&SliceName, &Slice> =
-            current.iter().map(|slice| (&slice.name, slice)).collect();
-        let wanted: HashMap<&SliceName, &Slice> =
-            declared.iter().map(|slice| (&slice.name, slice)).collect();
+        // Indexes, so that a plan costs time linear in the two states, whatever their
+        // shape (a declaration is a request body: one slice of many ports must not cost
+        // the square of them).
+        let now = Index::of(current);
+        let wanted = Index::of(declared);
         let mut steps = Vec::new();
         // Removals first, in the current order.
         for slice in current {
-            let Some(want) = wanted.get(&slice.name) else {
+            let Some(want) = wanted.slices.get(&slice.name) else {
                 steps.push(Step::DeleteSlice {
                     slice: slice.name.clone(),
                 });
                 continue;
             };
             for port in &slice.ports {
-                let Some(want_port) = port_of(want, port.id) else {
+                let Some(want_macs) = want.get(&port.id) else {
                     steps.push(Step::DeletePort {
                         slice: slice.name.clone(),
                         port: port.id,
                     });
                     continue;
                 };
-                for &mac in port.macs.iter().filter(|mac| !want_port.macs.contains(mac)) {
+                for &mac in port.macs.iter().filter(|mac| !want_macs.contains(mac)) {
                     steps.push(Step::DeleteMac {
                         slice: slice.name.clone(),
                         port: port.id,
@@ -111,22 +112,22 @@ impl Plan {
         }
         // Then additions, in the declared order.
         for want in declared {
-            let have = now.get(&want.name);
+            let have = now.slices.get(&want.name);
             if have.is_none() {
                 steps.push(Step::CreateSlice {
                     slice: want.name.clone(),
                 });
             }
             for port in &want.ports {
-                let have_port = have.and_then(|have| port_of(have, port.id));
-                if have_port.is_none() {
+                let have_macs = have.and_then(|have| have.get(&port.id));
+                if have_macs.is_none() {
                     steps.push(Step::AddPort {
                         slice: want.name.clone(),
                         port: port.id,
                     });
                 }
                 for &mac in &port.macs {
-                    if !have_port.is_some_and(|have| have.macs.contains(&mac)) {
+                    if !have_macs.is_some_and(|have| have.contains(&mac)) {
                         steps.push(Step::AddMac {
                             slice: want.name.clone(),
                             port: port.id,
@@ -146,7 +147,18 @@ impl Plan {
     /// The changes the plan makes to `current`, in order, as a store tells its listeners:
     /// a delete carries what it removed.
     pub fn changes(&self, current: &[Slice]) -> Vec<Change> {
-        let held = |slice: &SliceName| current.iter().find(|held| &held.name == slice);
+        let slices: HashMap<&SliceName, &Slice> =
+            current.iter().map(|slice| (&slice.name, slice)).collect();
+        let ports: HashMap<(&SliceName, PortId), &Port> = current
+            .iter()
+            .flat_map(|slice| {
+                slice
+                    .ports
+                    .iter()
+                    .map(move |port| ((&slice.name, port.id), port))
+            })
+            .collect();
+        let held = |slice: &SliceName| slices.get(slice).copied();
         self.steps
             .iter()
             .map(|step| match step {
@@ -157,9 +169,9 @@ impl Plan {
                 ),
                 Step::DeletePort { slice, port } => Change::PortDeleted {
                     slice: slice.clone(),
-                    port: held(slice)
-                        .and_then(|held| port_of(held, *port))
-                        .cloned()
+                    port: ports
+                        .get(&(slice, *port))
+                        .map(|held| (*held).clone())
                         .unwrap_or(Port {
                             id: *port,
                             macs: Vec::new(),
@@ -185,8 +197,27 @@ impl Plan {
     }
 }
 
-fn port_of(slice: &Slice, id: PortId) -> Option<&Port> {
-    slice.ports.iter().find(|port| port.id == id)
+/// A state's slices, their ports and their MAC addresses, by name.
+struct Index<'a> {
+    slices: HashMap<&'a SliceName, HashMap<PortId, HashSet<MacAddress>>>,
+}
+
+impl<'a> Index<'a> {
+    fn of(slices: &'a [Slice]) -> Self {
+        Self {
+            slices: slices
+                .iter()
+                .map(|slice| {
+                    let ports = slice
+                        .ports
+                        .iter()
+                        .map(|port| (port.id, port.macs.iter().copied().collect()))
+                        .collect();
+                    (&slice.name, ports)
+                })
+                .collect(),
+        }
+    }
 }
 
 fn check_unique(declared: &[Slice]) -> Result<(), PlanError> {
