@@ -40,5 +40,6 @@ pub use membership::{Host, Membership};
 pub use model::{Port, Slice};
 pub use plan::{Plan, PlanError, Step};
 pub use store::{
-    BackendError, ChangeListener, MembershipSource, SliceStore, StoreError, MAX_REVOKED_SESSIONS,
+    BackendError, ChangeListener, MembershipSource, SliceStore, StoreError, Write, WriteDone,
+    WriteQueue, Written, MAX_REVOKED_SESSIONS,
 };

@@ -9,12 +9,14 @@
 //! # Why the interface is synchronous
 //!
 //! Every write returns only once it is durable, so a write waits: for an fsync on one
-//! disk, for a quorum in a cluster. The REST application already runs writes on actix's
-//! blocking pool, the tool is a plain program with no runtime, and the controller hears
-//! of changes through a callback on the writer's thread. A blocking interface serves all
-//! three, stays object safe (`Arc<dyn SliceStore>`) without boxing a future per call, and
-//! ties slice-core to no async runtime. A backend whose client is async (etcd's is built
-//! on Tokio) blocks on a runtime of its own inside each call.
+//! disk, for a quorum in a cluster. The tool is a plain program with no runtime, and the
+//! controller hears of changes through a callback on the writer's thread. A blocking
+//! interface serves both, stays object safe (`Arc<dyn SliceStore>`) without boxing a
+//! future per call, and ties slice-core to no async runtime. A backend whose client is
+//! async (etcd's is built on Tokio) blocks on a runtime of its own inside each call. The
+//! REST application, whose workers must not block, hands its writes to the store's own
+//! writer when it has one ([`SliceStore::queue`]: a callback tells the outcome) and to
+//! actix's blocking pool otherwise.
 //!
 //! Reads are called on the REST application's async workers, so they must not wait on a
 //! peer: a backend answers them from memory or local disk (a cluster backend, from a
@@ -150,6 +152,76 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// before a cut-off). Every instance serving the same data gives the same answer once
     /// the revocation has returned.
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError>;
+
+    // ---- writes that do not hold the caller's thread ------------------------------------
+
+    /// The store's own queue of writes, when it has one: a caller that must not block (an
+    /// async worker) hands its write there and is told of the outcome, instead of parking
+    /// a thread on the blocking methods above. `None` (the default) means the store has no
+    /// writer of its own; such a caller then runs [`Write::perform`] on a thread it can
+    /// spare.
+    fn queue(&self) -> Option<&dyn WriteQueue> {
+        None
+    }
+}
+
+/// A store's writer, which takes writes without waiting for them (see [`SliceStore::queue`]).
+pub trait WriteQueue: Send + Sync {
+    /// Queues `write` and returns at once. `done` is called exactly once, on another
+    /// thread, with what the blocking method of the same write would have returned, and
+    /// under the same contract: an `Ok` means durable and told to the listeners. It must be
+    /// quick (send on a channel and return): later writes wait while it runs.
+    fn submit(&self, write: Write, done: WriteDone);
+}
+
+/// Told the outcome of a queued write.
+pub type WriteDone = Box<dyn FnOnce(Result<Written, StoreError>) + Send>;
+
+/// One write of [`SliceStore`], as data: what a queue carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    CreateSlice(SliceName),
+    DeleteSlice(SliceName),
+    AddPort(SliceName, PortId),
+    DeletePort(SliceName, PortId),
+    AddMac(SliceName, PortId, MacAddress),
+    DeleteMac(SliceName, PortId, MacAddress),
+    /// [`SliceStore::apply`] of a declared state.
+    Apply(Vec<Slice>),
+}
+
+/// What a [`Write`] returned, by kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// `CreateSlice`, `AddPort`, `DeleteMac`.
+    Done,
+    /// `DeleteSlice`: what the slice held.
+    Slice(Slice),
+    /// `DeletePort`: what the port held.
+    Port(Port),
+    /// `AddMac`: whether the port was created with it.
+    MacAdded { port_created: bool },
+    /// `Apply`: the plan carried out.
+    Plan(Plan),
+}
+
+impl Write {
+    /// Carries the write out through `store`'s blocking methods, on the calling thread.
+    pub fn perform(self, store: &dyn SliceStore) -> Result<Written, StoreError> {
+        Ok(match self {
+            Write::CreateSlice(slice) => store.create_slice(&slice).map(|()| Written::Done)?,
+            Write::DeleteSlice(slice) => Written::Slice(store.delete_slice(&slice)?),
+            Write::AddPort(slice, port) => store.add_port(&slice, port).map(|()| Written::Done)?,
+            Write::DeletePort(slice, port) => Written::Port(store.delete_port(&slice, port)?),
+            Write::AddMac(slice, port, mac) => Written::MacAdded {
+                port_created: store.add_mac(&slice, port, mac)?,
+            },
+            Write::DeleteMac(slice, port, mac) => store
+                .delete_mac(&slice, port, mac)
+                .map(|()| Written::Done)?,
+            Write::Apply(declared) => Written::Plan(store.apply(&declared)?),
+        })
+    }
 }
 
 /// The most revoked sessions a store keeps before it cuts every session off instead. Each

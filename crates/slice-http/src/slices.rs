@@ -2,15 +2,15 @@
 //!
 //! Path segments are parsed before anything is looked up, so a malformed identifier is a
 //! 400 whatever exists; then the store checks the slice, the port and the MAC address in
-//! that order. Writes run on the blocking pool because they wait until they are durable;
-//! reads run on the worker, which the `SliceStore` contract allows (they never wait on a
-//! peer).
+//! that order. Writes go to the store's writer and the handler awaits the answer, which
+//! comes once the write is durable; reads run on the worker, which the `SliceStore`
+//! contract allows (they never wait on a peer).
 
 use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
 use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
-use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError};
+use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
 
 use crate::body::{Body, DECLARATION_LIMIT};
 use crate::mount::Mount;
@@ -113,12 +113,35 @@ fn created<T: Serialize>(
         .json(body)
 }
 
-/// Runs a durable write off the async workers: it waits for an fsync or a quorum.
-async fn write<T: Send + 'static>(
-    store: StoreData,
-    op: impl FnOnce(&dyn SliceStore) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, ApiError> {
-    Ok(web::block(move || op(store.get_ref())).await??)
+/// Carries out a durable write without holding the async worker while it waits for an
+/// fsync or a quorum: through the store's own writer when it has one, else on the
+/// blocking pool.
+async fn write(store: StoreData, write: Write) -> Result<Written, ApiError> {
+    match store.queue() {
+        Some(queue) => {
+            let (done, outcome) = tokio::sync::oneshot::channel();
+            queue.submit(
+                write,
+                Box::new(move |result| {
+                    // The request may be gone (its client hung up): nobody to tell.
+                    let _ = done.send(result);
+                }),
+            );
+            let written = outcome
+                .await
+                .map_err(|_| ApiError::Internal("the store dropped a write unanswered".into()))?;
+            Ok(written?)
+        }
+        None => {
+            let store = store.into_inner();
+            Ok(web::block(move || write.perform(store.as_ref())).await??)
+        }
+    }
+}
+
+/// A write answered with another kind of result than its own: a bug in the store.
+fn unexpected(written: Written) -> ApiError {
+    ApiError::Internal(format!("the store answered {written:?}"))
 }
 
 // ---- slices ------------------------------------------------------------------------------
@@ -181,8 +204,7 @@ async fn create_slice(
     store: StoreData,
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = body.name.clone();
-    write(store, move |store| store.create_slice(&name)).await?;
+    write(store, Write::CreateSlice(body.name.clone())).await?;
     Ok(created(&req, "/slices".into(), body.name.as_str(), &body))
 }
 
@@ -190,8 +212,7 @@ async fn delete_slice(
     store: StoreData,
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let name = body.name.clone();
-    write(store, move |store| store.delete_slice(&name)).await?;
+    write(store, Write::DeleteSlice(body.name.clone())).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -219,14 +240,19 @@ async fn apply(
         .map_err(|err| ApiError::BadRequest(format!("invalid query: {err}")))?;
     let declared = declaration.into_slices();
     let dry_run = query.dry_run;
-    let plan = write(store, move |store| {
-        if dry_run {
-            Ok(slice_core::Plan::between(&store.snapshot()?, &declared)?)
-        } else {
-            store.apply(&declared)
+    let plan = if dry_run {
+        web::block(move || -> Result<_, ApiError> {
+            let current = store.snapshot()?;
+            Ok(slice_core::Plan::between(&current, &declared)
+                .map_err(slice_core::StoreError::from)?)
+        })
+        .await??
+    } else {
+        match write(store, Write::Apply(declared)).await? {
+            Written::Plan(plan) => plan,
+            other => return Err(unexpected(other)),
         }
-    })
-    .await?;
+    };
     let applied = !dry_run && !plan.is_empty();
     Ok(HttpResponse::Ok().json(Applied { applied, plan }))
 }
@@ -256,7 +282,7 @@ async fn add_port(
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
     let collection = format!("/slices/{slice}/ports");
-    write(store, move |store| store.add_port(&slice, port)).await?;
+    write(store, Write::AddPort(slice, port)).await?;
     Ok(created(
         &req,
         collection,
@@ -272,7 +298,7 @@ async fn delete_port(
 ) -> Result<HttpResponse, ApiError> {
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
-    write(store, move |store| store.delete_port(&slice, port)).await?;
+    write(store, Write::DeletePort(slice, port)).await?;
     Ok(HttpResponse::Ok().json(PortBody::from(port)))
 }
 
@@ -302,7 +328,7 @@ async fn add_mac(
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
     let collection = format!("/slices/{slice}/ports/{port}/mac_addresses");
-    write(store, move |store| store.add_mac(&slice, port, mac)).await?;
+    write(store, Write::AddMac(slice, port, mac)).await?;
     Ok(created(&req, collection, &mac.to_string(), &body))
 }
 
@@ -313,7 +339,7 @@ async fn delete_mac(
 ) -> Result<HttpResponse, ApiError> {
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
-    write(store, move |store| store.delete_mac(&slice, port, mac)).await?;
+    write(store, Write::DeleteMac(slice, port, mac)).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 

@@ -111,3 +111,25 @@ pub(crate) fn decode_u64(bytes: &[u8]) -> Option<u64> {
 pub(crate) fn id_after_tag(key: &[u8]) -> Option<u64> {
     key.get(1..9).and_then(decode_u64)
 }
+
+/// The slice id and sequence number after the tag of a port order key.
+pub(crate) fn id_and_seq_after_tag(key: &[u8]) -> Option<(u64, u64)> {
+    if key.len() != 1 + 8 + 8 {
+        return None;
+    }
+    Some((
+        key.get(1..9).and_then(decode_u64)?,
+        key.get(9..17).and_then(decode_u64)?,
+    ))
+}
+
+/// The slice id, port and sequence number of a MAC order key.
+pub(crate) fn mac_order_parts(key: &[u8]) -> Option<(u64, PortId, u64)> {
+    if key.len() != 1 + 8 + 12 + 8 {
+        return None;
+    }
+    let id = key.get(1..9).and_then(decode_u64)?;
+    let port = decode_port(key.get(9..21)?)?;
+    let seq = key.get(21..29).and_then(decode_u64)?;
+    Some((id, port, seq))
+}

@@ -1,8 +1,10 @@
 //! Durable storage of slices, their ports and the ports' MAC addresses, on sled.
 //!
-//! Every write is one atomic sled batch and returns only once it is on disk. Concurrent
-//! writers share their flushes: while one fsync runs, later writers queue behind it and the
-//! next fsync covers all of them (group commit). Readers never wait for writers.
+//! Every write returns only once it is on disk. One writer thread carries out every write:
+//! those that queue up while one flush runs share the next one, applied as one atomic sled
+//! batch (group commit, see the writer module). Reads are answered from an in-memory copy
+//! of what is committed (the model module), so they read no disk and never wait for a
+//! flush.
 //!
 //! Listeners subscribed through [`MembershipSource`] hear of every committed change, in
 //! commit order, once it is on disk; the controller keeps its membership index current
@@ -28,31 +30,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod commit;
 mod holder;
 mod integrity;
 mod keys;
+mod model;
 mod permissions;
 mod private_file;
 mod sessions;
+mod writer;
 
-use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
+use std::thread::JoinHandle;
 
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::RwLock;
 use std::time::{Duration, Instant};
 
 use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
-use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName, Step};
+use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName};
+use slice_core::{Write, WriteDone, WriteQueue, Written};
 
-pub use crate::commit::CommitObserver;
-use crate::commit::{CommitError, GroupCommit};
 pub use crate::holder::LockHolder;
-use crate::keys::{Key, Tag};
+use crate::keys::Key;
+use crate::model::Model;
 pub use crate::permissions::{make_private_dir, Tightened};
 pub use crate::private_file::write_private_durably;
+pub use crate::writer::CommitObserver;
+use crate::writer::{Job, Op, Reply};
 
 /// Why an operation of the sled store failed. Through [`SliceStore`] it is a
 /// [`StoreError`]: a contract error stays one, `Locked` is `Unavailable`, the rest `Failed`.
@@ -120,7 +125,20 @@ const TREE: &str = "slices";
 const SLED_LOG_FILE: &str = "db";
 
 /// The slice database. Cheap to share behind an `Arc`; all methods take `&self`.
+///
+/// Reads are answered from an in-memory copy of what is committed ([`model`]); every
+/// write goes to one writer thread ([`writer`]) and returns once it is on disk.
 pub struct Store {
+    inner: Arc<Inner>,
+    /// The writer's queue; `None` only while the store is dropped.
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    /// The permissions that opening took away from what was there before.
+    tightened: Vec<Tightened>,
+}
+
+/// What the store's callers and its writer thread share.
+pub(crate) struct Inner {
     db: sled::Db,
     tree: sled::Tree,
     /// The revoked login sessions (see the sessions module), opened once: the session
@@ -131,31 +149,16 @@ pub struct Store {
     /// cache nor records a grown file's new size. fsync acts on the file, not on the
     /// descriptor, so a read-only handle of our own is enough.
     log_file: std::fs::File,
-    /// Serialises the check-then-write of each change. It is held for the in-memory part
-    /// of a write only, never across a flush, so it does not serialise fsyncs.
-    write_lock: Mutex<()>,
-    commit: GroupCommit,
-    /// Changes applied but not yet told to the listeners, by ticket: a change is told
-    /// only once the flush covering its ticket succeeded.
-    untold: Mutex<VecDeque<(u64, Change)>>,
+    /// What is committed, for every read; only the writer thread changes it, after the
+    /// flush that makes the change durable.
+    model: RwLock<Model>,
     listeners: RwLock<Vec<Listener>>,
+    observer: OnceLock<Arc<dyn CommitObserver>>,
     /// Why a flush failed, once one has: from then on the store refuses changes.
     failure: OnceLock<String>,
     failure_hooks: RwLock<Vec<FailureHook>>,
-    /// The permissions that opening took away from what was there before.
-    tightened: Vec<Tightened>,
     #[cfg(test)]
     sync_probe: tests::SyncProbe,
-    /// The slice names in creation order: the answer to the most frequent read, kept in
-    /// memory so that listing slices costs no scan. Changed only under `write_lock`,
-    /// together with the tree.
-    slice_names: RwLock<SliceNames>,
-}
-
-struct SliceNames {
-    names: Vec<SliceName>,
-    /// Changes whenever `names` does, so a reader can tell that a copy is current.
-    version: u64,
 }
 
 impl Store {
@@ -232,30 +235,37 @@ impl Store {
             // A new database, or one from a release that left no marker (migrated here).
             integrity::mark(path)?;
         }
-        let slice_names = tree
-            .scan_prefix(Key::tag(Tag::SliceOrder))
-            .values()
-            .map(|value| decode_name(&value?))
-            .collect::<Result<Vec<_>, _>>()?;
+        let model = Model::load(&tree)?;
         let revoked_sessions = db.open_tree(sessions::TREE)?;
-        Ok(Self {
+        let inner = Arc::new(Inner {
             db,
             tree,
             revoked_sessions,
             log_file,
-            write_lock: Mutex::new(()),
-            commit: GroupCommit::default(),
-            untold: Mutex::new(VecDeque::new()),
+            model: RwLock::new(model),
             listeners: RwLock::new(Vec::new()),
+            observer: OnceLock::new(),
             failure: OnceLock::new(),
             failure_hooks: RwLock::new(Vec::new()),
-            tightened,
             #[cfg(test)]
             sync_probe: tests::SyncProbe::default(),
-            slice_names: RwLock::new(SliceNames {
-                names: slice_names,
-                version: 0,
-            }),
+        });
+        let (jobs, queue) = mpsc::channel();
+        let writer = {
+            let inner = Arc::clone(&inner);
+            std::thread::Builder::new()
+                .name("slice-store-writer".into())
+                .spawn(move || writer::run(&inner, queue))
+                .map_err(|source| Error::Io {
+                    path: path.to_owned(),
+                    source,
+                })?
+        };
+        Ok(Self {
+            inner,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            tightened,
         })
     }
 
@@ -288,24 +298,24 @@ impl Store {
     }
 
     /// Registers a function called with every committed change, in commit order, once
-    /// the change is on disk and before its writer returns. It may run on another
-    /// writer's thread, while a lock that keeps deliveries in order is held, so it must be
-    /// quick: send on a channel and return.
+    /// the change is on disk and before its writer returns. It runs on the store's writer
+    /// thread, and every later write waits for it, so it must be quick: send on a channel
+    /// and return.
     pub(crate) fn subscribe(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
-        self.listeners.write().push(Box::new(listener));
+        self.inner.listeners.write().push(Box::new(listener));
     }
 
     /// Tells `observer` the size and duration of every group commit (for metrics), from
     /// now on; a second observer is ignored.
     pub fn observe_commits(&self, observer: Arc<dyn CommitObserver>) {
-        self.commit.observe(observer);
+        let _ = self.inner.observer.set(observer);
     }
 
-    /// Registers a function called once, with the reason, when a flush fails. The store
-    /// then holds changes that are applied in memory but not on disk, and refuses every
-    /// later write; a process serving its contents should stop.
+    /// Registers a function called once, with the reason, when a flush fails. sled then
+    /// holds changes that are applied but not on disk (no reader sees them), and the store
+    /// refuses every later write; a process serving its contents should stop.
     pub fn on_failure(&self, hook: impl Fn(&str) + Send + Sync + 'static) {
-        self.failure_hooks.write().push(Box::new(hook));
+        self.inner.failure_hooks.write().push(Box::new(hook));
     }
 
     /// The permissions that opening took away from files and directories that were there
@@ -316,44 +326,39 @@ impl Store {
 
     /// Why a flush failed, if one has.
     pub fn failure(&self) -> Option<&str> {
-        self.failure.get().map(String::as_str)
+        self.inner.failure.get().map(String::as_str)
     }
 
-    // ---- reads -------------------------------------------------------------------------
+    // ---- reads: from the committed model, never from sled --------------------------------
 
     /// Runs `look` on the slice names in creation order and their version, under the
-    /// list's read lock: writers wait while it runs.
+    /// model's read lock: the writer waits while it runs.
     fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
-        let list = self.slice_names.read();
-        look(&list.names, list.version)
+        let model = self.inner.model.read();
+        let (names, version) = model.names();
+        look(names, version)
     }
 
     /// Fails with `SliceNotFound` unless the slice exists.
     pub(crate) fn check_slice(&self, slice: &SliceName) -> Result<(), Error> {
-        self.slice_id(slice).map(drop)
+        Ok(self.inner.model.read().slice(slice).map(drop)?)
     }
 
     /// The ports of a slice, in the order they were added.
     pub(crate) fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, Error> {
-        let id = self.slice_id(slice)?;
-        self.tree
-            .scan_prefix(Key::tag(Tag::PortOrder).id(id))
-            .values()
-            .map(|value| keys::decode_port(&value?).ok_or_else(|| corrupt("port record")))
-            .collect()
+        let model = self.inner.model.read();
+        Ok(model.slice(slice)?.ports.keys().copied().collect())
     }
 
     /// Fails with `SliceNotFound` or `PortNotFound` unless the port is in the slice.
     pub(crate) fn check_port(&self, slice: &SliceName, port: PortId) -> Result<(), Error> {
-        let id = self.slice_id(slice)?;
-        self.port_seq(id, port).map(drop)
+        Ok(self.inner.model.read().port(slice, port).map(drop)?)
     }
 
     /// The MAC addresses of a port of a slice, in the order they were added.
     pub(crate) fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, Error> {
-        let id = self.slice_id(slice)?;
-        self.port_seq(id, port)?;
-        self.macs_of(id, port)
+        let model = self.inner.model.read();
+        Ok(model.port(slice, port)?.macs.keys().copied().collect())
     }
 
     /// Fails with the first of `SliceNotFound`, `PortNotFound`, `MacNotFound` that applies.
@@ -363,107 +368,46 @@ impl Store {
         port: PortId,
         mac: MacAddress,
     ) -> Result<(), Error> {
-        let id = self.slice_id(slice)?;
-        self.port_seq(id, port)?;
-        match self
-            .tree
-            .get(Key::tag(Tag::MacIndex).id(id).port(port).mac(mac))?
-        {
-            Some(_) => Ok(()),
-            None => Err(SliceError::MacNotFound(mac).into()),
-        }
+        Ok(self
+            .inner
+            .model
+            .read()
+            .check_mac(slice, port, mac)
+            .map(drop)?)
     }
 
     /// Every slice with its ports and MAC addresses, in order.
     pub(crate) fn snapshot(&self) -> Result<Vec<Slice>, Error> {
-        let mut slices = Vec::new();
-        for entry in self.tree.scan_prefix(Key::tag(Tag::SliceOrder)) {
-            let (key, value) = entry?;
-            let id = keys::id_after_tag(&key).ok_or_else(|| corrupt("slice order key"))?;
-            slices.push(self.load_slice(id, decode_name(&value)?)?);
-        }
-        Ok(slices)
+        Ok(self.inner.model.read().snapshot())
     }
 
     // ---- writes: each returns once the change is on disk --------------------------------
 
     /// Fails with `SliceExists` when the slice exists.
     pub(crate) fn create_slice(&self, slice: &SliceName) -> Result<(), Error> {
-        self.write(|store| {
-            let name_key = Key::tag(Tag::SliceName).name(slice);
-            if store.tree.get(name_key)?.is_some() {
-                return Err(SliceError::SliceExists(slice.clone()).into());
-            }
-            let id = store.db.generate_id()?;
-            let mut batch = sled::Batch::default();
-            batch.insert(name_key.as_ref(), &id.to_be_bytes()[..]);
-            batch.insert(
-                Key::tag(Tag::SliceOrder).id(id).as_ref(),
-                slice.as_str().as_bytes(),
-            );
-            Ok((batch, Change::SliceCreated(slice.clone()), ()))
-        })
+        self.run(Op::Write(Write::CreateSlice(slice.clone())))
+            .map(drop)
     }
 
     /// Deletes a slice with all its ports and MAC addresses and returns what it held.
     pub(crate) fn delete_slice(&self, slice: &SliceName) -> Result<Slice, Error> {
-        self.write(|store| {
-            let id = store.slice_id(slice)?;
-            let mut batch = sled::Batch::default();
-            batch.remove(Key::tag(Tag::SliceName).name(slice).as_ref());
-            batch.remove(Key::tag(Tag::SliceOrder).id(id).as_ref());
-            for tag in [Tag::PortIndex, Tag::PortOrder, Tag::MacIndex, Tag::MacOrder] {
-                for key in store.tree.scan_prefix(Key::tag(tag).id(id)).keys() {
-                    batch.remove(key?);
-                }
-            }
-            let removed = store.load_slice(id, slice.clone())?;
-            Ok((batch, Change::SliceDeleted(removed.clone()), removed))
-        })
+        match self.run(Op::Write(Write::DeleteSlice(slice.clone())))? {
+            Written::Slice(removed) => Ok(removed),
+            other => Err(unexpected(other)),
+        }
     }
 
     pub(crate) fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), Error> {
-        self.write(|store| {
-            let id = store.slice_id(slice)?;
-            let index_key = Key::tag(Tag::PortIndex).id(id).port(port);
-            if store.tree.get(index_key)?.is_some() {
-                return Err(SliceError::PortExists(port).into());
-            }
-            let mut batch = sled::Batch::default();
-            store.insert_port(&mut batch, id, port)?;
-            let change = Change::PortAdded {
-                slice: slice.clone(),
-                port,
-            };
-            Ok((batch, change, ()))
-        })
+        self.run(Op::Write(Write::AddPort(slice.clone(), port)))
+            .map(drop)
     }
 
     /// Removes a port and its MAC addresses from a slice and returns what it held.
     pub(crate) fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<Port, Error> {
-        self.write(|store| {
-            let id = store.slice_id(slice)?;
-            let seq = store.port_seq(id, port)?;
-            let macs = store.macs_of(id, port)?;
-            let mut batch = sled::Batch::default();
-            batch.remove(Key::tag(Tag::PortIndex).id(id).port(port).as_ref());
-            batch.remove(Key::tag(Tag::PortOrder).id(id).seq(seq).as_ref());
-            for tag in [Tag::MacIndex, Tag::MacOrder] {
-                for key in store
-                    .tree
-                    .scan_prefix(Key::tag(tag).id(id).port(port))
-                    .keys()
-                {
-                    batch.remove(key?);
-                }
-            }
-            let removed = Port { id: port, macs };
-            let change = Change::PortDeleted {
-                slice: slice.clone(),
-                port: removed.clone(),
-            };
-            Ok((batch, change, removed))
-        })
+        match self.run(Op::Write(Write::DeletePort(slice.clone(), port)))? {
+            Written::Port(removed) => Ok(removed),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Adds a MAC address to a port of a slice, adding the port to the slice first when it
@@ -474,35 +418,10 @@ impl Store {
         port: PortId,
         mac: MacAddress,
     ) -> Result<bool, Error> {
-        self.write(|store| {
-            let id = store.slice_id(slice)?;
-            let mut batch = sled::Batch::default();
-            let port_created = store.port_seq(id, port).is_err();
-            if port_created {
-                store.insert_port(&mut batch, id, port)?;
-            } else if store
-                .tree
-                .get(Key::tag(Tag::MacIndex).id(id).port(port).mac(mac))?
-                .is_some()
-            {
-                return Err(SliceError::MacExists(mac).into());
-            }
-            let seq = store.db.generate_id()?;
-            batch.insert(
-                Key::tag(Tag::MacIndex).id(id).port(port).mac(mac).as_ref(),
-                &seq.to_be_bytes()[..],
-            );
-            batch.insert(
-                Key::tag(Tag::MacOrder).id(id).port(port).seq(seq).as_ref(),
-                &mac.octets()[..],
-            );
-            let change = Change::MacAdded {
-                slice: slice.clone(),
-                port,
-                mac,
-            };
-            Ok((batch, change, port_created))
-        })
+        match self.run(Op::Write(Write::AddMac(slice.clone(), port, mac)))? {
+            Written::MacAdded { port_created } => Ok(port_created),
+            other => Err(unexpected(other)),
+        }
     }
 
     pub(crate) fn delete_mac(
@@ -511,195 +430,69 @@ impl Store {
         port: PortId,
         mac: MacAddress,
     ) -> Result<(), Error> {
-        self.write(|store| {
-            let id = store.slice_id(slice)?;
-            store.port_seq(id, port)?;
-            let index_key = Key::tag(Tag::MacIndex).id(id).port(port).mac(mac);
-            let seq = match store.tree.get(index_key)? {
-                Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("MAC record"))?,
-                None => return Err(SliceError::MacNotFound(mac).into()),
-            };
-            let mut batch = sled::Batch::default();
-            batch.remove(index_key.as_ref());
-            batch.remove(Key::tag(Tag::MacOrder).id(id).port(port).seq(seq).as_ref());
-            let change = Change::MacDeleted {
-                slice: slice.clone(),
-                port,
-                mac,
-            };
-            Ok((batch, change, ()))
-        })
+        self.run(Op::Write(Write::DeleteMac(slice.clone(), port, mac)))
+            .map(drop)
     }
 
     /// Makes the store equal to `declared` in one atomic batch and one flush, and
     /// returns the plan it carried out; the listeners then hear its changes in order.
     /// An empty plan writes nothing.
     pub(crate) fn apply(&self, declared: &[Slice]) -> Result<Plan, Error> {
-        let ((plan, wrote), ticket) = self.apply_locked(|store| {
-            let current = store.snapshot()?;
-            let plan = Plan::between(&current, declared)?;
-            if plan.is_empty() {
-                return Ok(((plan, false), Vec::new()));
-            }
-            let batch = store.batch_for(&plan)?;
-            store.tree.apply_batch(batch)?;
-            let changes = plan.changes(&current);
-            for change in &changes {
-                store.track_slice_names(change);
-            }
-            Ok(((plan, true), changes))
-        })?;
-        if wrote {
-            self.make_durable(ticket)?;
+        match self.run(Op::Write(Write::Apply(declared.to_vec())))? {
+            Written::Plan(plan) => Ok(plan),
+            other => Err(unexpected(other)),
         }
-        Ok(plan)
-    }
-
-    /// The one batch that carries out `plan` on the tree as it is (under the write lock).
-    fn batch_for(&self, plan: &Plan) -> Result<sled::Batch, Error> {
-        let mut batch = sled::Batch::default();
-        // Slices the plan creates have no record in the tree yet.
-        let mut created: HashMap<&SliceName, u64> = HashMap::new();
-        let id_of = |created: &HashMap<&SliceName, u64>, slice: &SliceName| match created.get(slice)
-        {
-            Some(id) => Ok(*id),
-            None => self.slice_id(slice),
-        };
-        for step in &plan.steps {
-            match step {
-                Step::DeleteSlice { slice } => {
-                    let id = self.slice_id(slice)?;
-                    batch.remove(Key::tag(Tag::SliceName).name(slice).as_ref());
-                    batch.remove(Key::tag(Tag::SliceOrder).id(id).as_ref());
-                    for tag in [Tag::PortIndex, Tag::PortOrder, Tag::MacIndex, Tag::MacOrder] {
-                        for key in self.tree.scan_prefix(Key::tag(tag).id(id)).keys() {
-                            batch.remove(key?);
-                        }
-                    }
-                }
-                Step::DeletePort { slice, port } => {
-                    let id = self.slice_id(slice)?;
-                    let seq = self.port_seq(id, *port)?;
-                    batch.remove(Key::tag(Tag::PortIndex).id(id).port(*port).as_ref());
-                    batch.remove(Key::tag(Tag::PortOrder).id(id).seq(seq).as_ref());
-                    for tag in [Tag::MacIndex, Tag::MacOrder] {
-                        for key in self
-                            .tree
-                            .scan_prefix(Key::tag(tag).id(id).port(*port))
-                            .keys()
-                        {
-                            batch.remove(key?);
-                        }
-                    }
-                }
-                Step::DeleteMac { slice, port, mac } => {
-                    let id = self.slice_id(slice)?;
-                    let index_key = Key::tag(Tag::MacIndex).id(id).port(*port).mac(*mac);
-                    let seq = match self.tree.get(index_key)? {
-                        Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("MAC record"))?,
-                        None => return Err(SliceError::MacNotFound(*mac).into()),
-                    };
-                    batch.remove(index_key.as_ref());
-                    batch.remove(Key::tag(Tag::MacOrder).id(id).port(*port).seq(seq).as_ref());
-                }
-                Step::CreateSlice { slice } => {
-                    let id = self.db.generate_id()?;
-                    batch.insert(
-                        Key::tag(Tag::SliceName).name(slice).as_ref(),
-                        &id.to_be_bytes()[..],
-                    );
-                    batch.insert(
-                        Key::tag(Tag::SliceOrder).id(id).as_ref(),
-                        slice.as_str().as_bytes(),
-                    );
-                    created.insert(slice, id);
-                }
-                Step::AddPort { slice, port } => {
-                    let id = id_of(&created, slice)?;
-                    self.insert_port(&mut batch, id, *port)?;
-                }
-                Step::AddMac { slice, port, mac } => {
-                    let id = id_of(&created, slice)?;
-                    let seq = self.db.generate_id()?;
-                    batch.insert(
-                        Key::tag(Tag::MacIndex)
-                            .id(id)
-                            .port(*port)
-                            .mac(*mac)
-                            .as_ref(),
-                        &seq.to_be_bytes()[..],
-                    );
-                    batch.insert(
-                        Key::tag(Tag::MacOrder).id(id).port(*port).seq(seq).as_ref(),
-                        &mac.octets()[..],
-                    );
-                }
-            }
-        }
-        Ok(batch)
     }
 
     /// Flushes everything written so far to disk. Refused once a flush has failed: a
-    /// second fsync may succeed without the lost pages (see the commit module).
+    /// second fsync may succeed without the lost pages (see the writer module).
     pub fn flush(&self) -> Result<(), Error> {
-        self.refuse_if_failed()?;
-        // A ticket of its own, so that the flush counts in the group commit: its failure
-        // fails the writers waiting on it too.
-        self.make_durable(self.commit.applied())
+        self.run(Op::Flush).map(drop)
     }
 
     // ---- internals ---------------------------------------------------------------------
 
-    /// Runs one write: `plan` reads what it needs and returns a batch, the change it makes
-    /// and the caller's result; the batch is applied atomically under the write lock, and
-    /// once a flush has covered it the listeners hear of the change and the call returns.
-    fn write<F, T>(&self, plan: F) -> Result<T, Error>
-    where
-        F: FnOnce(&Self) -> Result<(sled::Batch, Change, T), Error>,
-    {
-        let (output, ticket) = self.apply_locked(|store| {
-            let (batch, change, output) = plan(store)?;
-            store.tree.apply_batch(batch)?;
-            store.track_slice_names(&change);
-            Ok((output, vec![change]))
-        })?;
-        self.make_durable(ticket)?;
-        Ok(output)
+    /// Hands `op` to the writer thread and waits for its answer.
+    fn run(&self, op: Op) -> Result<Written, Error> {
+        let (answer, answered) = mpsc::sync_channel(1);
+        self.submit(
+            op,
+            Box::new(move |result| {
+                let _ = answer.send(result);
+            }),
+        );
+        answered.recv().unwrap_or_else(|_| Err(writer_gone()))
     }
 
-    /// The in-memory half of every write: under the write lock, refuses when a flush has
-    /// failed, runs `apply` (which applies one atomic sled batch) and takes the ticket that
-    /// the caller then waits on with [`Store::make_durable`]. The changes returned by
-    /// `apply` are queued for the listeners, in order.
-    fn apply_locked<T>(
-        &self,
-        apply: impl FnOnce(&Self) -> Result<(T, Vec<Change>), Error>,
-    ) -> Result<(T, u64), Error> {
-        let _guard = self.write_lock.lock();
-        self.refuse_if_failed()?;
-        let (output, changes) = apply(self)?;
-        // Ticket and queue under the write lock, so that both follow commit order.
-        let ticket = self.commit.applied();
-        if !changes.is_empty() {
-            let mut untold = self.lock_untold();
-            untold.extend(changes.into_iter().map(|change| (ticket, change)));
+    /// Hands `op` to the writer thread; `reply` hears how it went.
+    fn submit(&self, op: Op, reply: Reply) {
+        #[cfg(test)]
+        self.inner.sync_probe.submitted();
+        let Some(jobs) = &self.jobs else {
+            return reply(Err(writer_gone()));
+        };
+        if let Err(mpsc::SendError(job)) = jobs.send(Job { op, reply }) {
+            (job.reply)(Err(writer_gone()));
         }
-        Ok((output, ticket))
     }
+}
 
-    /// Returns once the write with `ticket` is on disk and its change, with every earlier
-    /// one, has been told to the listeners.
-    fn make_durable(&self, ticket: u64) -> Result<(), Error> {
-        match self.commit.wait_durable(ticket, || self.sync()) {
-            Ok(()) => {
-                self.tell_durable_changes();
-                Ok(())
+impl Drop for Store {
+    /// Lets the writer finish the jobs it holds, then waits for it, so that a process
+    /// that drops its store before it exits has every answered write on disk.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            // A reply run on the writer thread may hold the last reference to the store;
+            // the thread cannot wait for itself, and ends by itself once it returns.
+            if writer.thread().id() != std::thread::current().id() {
+                let _ = writer.join();
             }
-            Err(CommitError::Flush(err)) => Err(self.fail(err)),
-            Err(CommitError::Failed) => Err(self.failed_error()),
         }
     }
+}
 
+impl Inner {
     /// Makes everything sled has applied durable: its flush, then the fdatasync that
     /// its flush leaves out.
     fn sync(&self) -> Result<(), Error> {
@@ -712,131 +505,35 @@ impl Store {
         Ok(())
     }
 
-    /// Tells the listeners every change that the last flush made durable, oldest first.
-    /// The queue stays locked while they run, so that a writer returning after this finds
-    /// its change told, by itself or by whoever held the queue.
-    fn tell_durable_changes(&self) {
-        let mut untold = self.lock_untold();
-        let durable = self.commit.durable();
-        let listeners = self.listeners.read();
-        while untold.front().is_some_and(|(ticket, _)| *ticket <= durable) {
-            if let Some((_, change)) = untold.pop_front() {
-                for listener in listeners.iter() {
-                    listener(&change);
-                }
-            }
-        }
-    }
-
-    /// Records that a flush failed, so that nothing more is written or told, and lets
-    /// the failure hooks know once. Returns the error for the writer that saw it.
-    fn fail(&self, err: Error) -> Error {
+    /// Records that a flush failed, so that nothing more is written or told, and lets the
+    /// failure hooks know once. Returns the reason, for the other writers of its round.
+    fn fail(&self, err: &Error) -> String {
         let reason = err.to_string();
         if self.failure.set(reason.clone()).is_ok() {
-            // The changes waiting in the queue are not on disk: nobody must act on them.
-            self.lock_untold().clear();
             let hooks = self.failure_hooks.read();
             for hook in hooks.iter() {
                 hook(&reason);
             }
         }
-        err
+        reason
     }
 
-    /// Refuses once a flush has failed. The group commit's own flag counts too: it is set
-    /// before the failed flush's leader gets back here to record `failure`, and a writer
-    /// that slipped into that gap would apply a change that GETs see and then get an error.
     fn refuse_if_failed(&self) -> Result<(), Error> {
-        if self.failure.get().is_some() || self.commit.failed() {
-            return Err(self.failed_error());
-        }
-        Ok(())
-    }
-
-    fn failed_error(&self) -> Error {
-        // The leader of a failed flush records the reason just after waking its followers.
-        let reason = self
-            .failure
-            .get()
-            .map_or("a flush covering this write failed", String::as_str);
-        Error::Failed(reason.to_owned())
-    }
-
-    fn lock_untold(&self) -> MutexGuard<'_, VecDeque<(u64, Change)>> {
-        self.untold.lock()
-    }
-
-    /// Keeps the in-memory slice list in step with a change just applied to the tree.
-    fn track_slice_names(&self, change: &Change) {
-        let edit = |apply: &mut dyn FnMut(&mut Vec<SliceName>)| {
-            let mut list = self.slice_names.write();
-            apply(&mut list.names);
-            list.version += 1;
-        };
-        match change {
-            Change::SliceCreated(name) => edit(&mut |names| names.push(name.clone())),
-            Change::SliceDeleted(slice) => edit(&mut |names| names.retain(|n| *n != slice.name)),
-            _ => {}
+        match self.failure.get() {
+            Some(reason) => Err(Error::Failed(reason.clone())),
+            None => Ok(()),
         }
     }
+}
 
-    fn slice_id(&self, slice: &SliceName) -> Result<u64, Error> {
-        match self.tree.get(Key::tag(Tag::SliceName).name(slice))? {
-            Some(id) => keys::decode_u64(&id).ok_or_else(|| corrupt("slice record")),
-            None => Err(SliceError::SliceNotFound(slice.clone()).into()),
-        }
-    }
+fn writer_gone() -> Error {
+    Error::Failed("the store's writer thread has stopped".into())
+}
 
-    fn port_seq(&self, id: u64, port: PortId) -> Result<u64, Error> {
-        match self.tree.get(Key::tag(Tag::PortIndex).id(id).port(port))? {
-            Some(seq) => keys::decode_u64(&seq).ok_or_else(|| corrupt("port record")),
-            None => Err(SliceError::PortNotFound(port).into()),
-        }
-    }
-
-    fn insert_port(&self, batch: &mut sled::Batch, id: u64, port: PortId) -> Result<(), Error> {
-        let seq = self.db.generate_id()?;
-        batch.insert(
-            Key::tag(Tag::PortIndex).id(id).port(port).as_ref(),
-            &seq.to_be_bytes()[..],
-        );
-        batch.insert(
-            Key::tag(Tag::PortOrder).id(id).seq(seq).as_ref(),
-            &keys::encode_port(port)[..],
-        );
-        Ok(())
-    }
-
-    fn macs_of(&self, id: u64, port: PortId) -> Result<Vec<MacAddress>, Error> {
-        self.tree
-            .scan_prefix(Key::tag(Tag::MacOrder).id(id).port(port))
-            .values()
-            .map(|value| {
-                let value = value?;
-                let octets: [u8; 6] = value
-                    .as_ref()
-                    .try_into()
-                    .map_err(|_| corrupt("MAC record"))?;
-                Ok(MacAddress::new(octets))
-            })
-            .collect()
-    }
-
-    fn load_slice(&self, id: u64, name: SliceName) -> Result<Slice, Error> {
-        let mut ports = Vec::new();
-        for value in self
-            .tree
-            .scan_prefix(Key::tag(Tag::PortOrder).id(id))
-            .values()
-        {
-            let port = keys::decode_port(&value?).ok_or_else(|| corrupt("port record"))?;
-            ports.push(Port {
-                id: port,
-                macs: self.macs_of(id, port)?,
-            });
-        }
-        Ok(Slice { name, ports })
-    }
+/// The writer answers each kind of write with its own kind of result; another one would
+/// be a bug in this crate, reported rather than panicked on.
+fn unexpected(written: Written) -> Error {
+    Error::Failed(format!("the store's writer answered {written:?}"))
 }
 
 /// sled 0.34 reports a lock held by another process as an `Other` io error whose text
@@ -949,6 +646,22 @@ impl SliceStore for Store {
 
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
         Ok(Store::session_revoked(self, id, issued_at)?)
+    }
+
+    fn queue(&self) -> Option<&dyn WriteQueue> {
+        Some(self)
+    }
+}
+
+/// The REST application hands its writes to the writer thread here, without parking a
+/// thread of its own until they are durable.
+impl WriteQueue for Store {
+    fn submit(&self, write: Write, done: WriteDone) {
+        Store::submit(
+            self,
+            Op::Write(write),
+            Box::new(move |result| done(result.map_err(StoreError::from))),
+        );
     }
 }
 

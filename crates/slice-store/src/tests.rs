@@ -1,5 +1,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -36,14 +37,14 @@ fn a_deleted_slice_leaves_no_record_behind() {
     store.add_mac(&s, PortId::new(2, 2), mac(2)).unwrap();
     store.delete_port(&s, PortId::new(2, 2)).unwrap();
     assert_eq!(
-        store.tree.len(),
+        store.inner.tree.len(),
         1 + 2 + 2 + 2,
         "schema, slice, port and MAC records"
     );
     store.delete_slice(&s).unwrap();
     store.create_slice(&s).unwrap();
     assert_eq!(
-        store.tree.len(),
+        store.inner.tree.len(),
         1 + 2,
         "schema record and the two slice records"
     );
@@ -83,16 +84,32 @@ fn a_second_open_of_a_held_database_says_locked() {
     }
 }
 
-/// Counts the store's fdatasyncs and fails the next one on request: a disk that fails
-/// cannot be had without root, and the flush path is the store's own.
+/// Counts the store's fdatasyncs, fails the next one on request, and holds them while a
+/// test lines writers up behind one: a disk that fails or stalls cannot be had without
+/// root, and the flush path is the store's own.
 #[derive(Default)]
 pub(super) struct SyncProbe {
     fail_next: std::sync::atomic::AtomicBool,
     syncs: Arc<std::sync::atomic::AtomicU64>,
+    held: parking_lot::Mutex<bool>,
+    released: parking_lot::Condvar,
+    /// Flushes that have reached the hold.
+    waiting: std::sync::atomic::AtomicU64,
+    /// Jobs handed to the writer.
+    submitted: std::sync::atomic::AtomicU64,
 }
 
 impl SyncProbe {
     pub(super) fn before_fdatasync(&self) -> Result<(), Error> {
+        {
+            let mut held = self.held.lock();
+            if *held {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                while *held {
+                    self.released.wait(&mut held);
+                }
+            }
+        }
         if self.fail_next.swap(false, Ordering::SeqCst) {
             return Err(Error::Sync(std::io::Error::other(
                 "injected fdatasync failure",
@@ -104,12 +121,185 @@ impl SyncProbe {
     pub(super) fn synced(&self) {
         self.syncs.fetch_add(1, Ordering::SeqCst);
     }
+
+    pub(super) fn submitted(&self) {
+        self.submitted.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn hold(&self) {
+        *self.held.lock() = true;
+    }
+
+    fn release(&self) {
+        *self.held.lock() = false;
+        self.released.notify_all();
+    }
+}
+
+/// Waits until `ready` holds; ten seconds is far beyond what any step here takes, so
+/// running out is a failure, not a slow machine.
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(Instant::now() < deadline, "gave up waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Starts `count` writers, each running `write` on the store, and returns once every one
+/// has handed its job to the writer thread (which the test holds in its first flush).
+fn writers_behind_a_held_flush<T: Send + 'static>(
+    store: &Arc<Store>,
+    count: usize,
+    write: impl Fn(&Store, usize) -> T + Send + Sync + 'static,
+) -> Vec<std::thread::JoinHandle<T>> {
+    let write = Arc::new(write);
+    let submitted = store.inner.sync_probe.submitted.load(Ordering::SeqCst);
+    let threads = (0..count)
+        .map(|i| {
+            let (store, write) = (store.clone(), write.clone());
+            std::thread::spawn(move || write(&store, i))
+        })
+        .collect();
+    wait_until("every writer has queued its job", || {
+        store.inner.sync_probe.submitted.load(Ordering::SeqCst) >= submitted + count as u64
+    });
+    threads
+}
+
+#[test]
+fn writes_queued_during_a_flush_share_the_next_one() {
+    const WRITERS: usize = 32;
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let probe = &store.inner.sync_probe;
+    let syncs = probe.syncs.load(Ordering::SeqCst);
+    probe.hold();
+    let first =
+        writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("first")));
+    wait_until("the first flush is held", || {
+        probe.waiting.load(Ordering::SeqCst) == 1
+    });
+    let rest = writers_behind_a_held_flush(&store, WRITERS - 1, |store, i| {
+        store.create_slice(&name(&format!("s{i}")))
+    });
+    probe.release();
+    for writer in first.into_iter().chain(rest) {
+        writer.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        probe.syncs.load(Ordering::SeqCst) - syncs,
+        2,
+        "one flush for the first write, one for the {} queued behind it",
+        WRITERS - 1
+    );
+    assert_eq!(store.slices().unwrap().len(), WRITERS);
+}
+
+#[test]
+fn of_racing_creates_queued_together_exactly_one_wins() {
+    const RACERS: usize = 16;
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let probe = &store.inner.sync_probe;
+    probe.hold();
+    let blocker =
+        writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("blocker")));
+    wait_until("the first flush is held", || {
+        probe.waiting.load(Ordering::SeqCst) == 1
+    });
+    // All of them reach the writer in one round: each must see the one before it.
+    let racers = writers_behind_a_held_flush(&store, RACERS, |store, _| {
+        store.create_slice(&name("contested"))
+    });
+    probe.release();
+    blocker.into_iter().next().unwrap().join().unwrap().unwrap();
+    let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+    let winners = results.iter().filter(|result| result.is_ok()).count();
+    assert_eq!(winners, 1, "{results:?}");
+    for result in results.iter().filter(|result| result.is_err()) {
+        assert!(
+            matches!(result, Err(Error::Slice(SliceError::SliceExists(_)))),
+            "{result:?}"
+        );
+    }
+    assert_eq!(
+        store.slices().unwrap(),
+        [name("blocker"), name("contested")]
+    );
+}
+
+#[test]
+fn a_write_is_seen_by_no_reader_and_told_to_no_listener_before_its_flush() {
+    let (_dir, store) = open();
+    let store = Arc::new(store);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
+    let probe = &store.inner.sync_probe;
+    probe.hold();
+    let writer = writers_behind_a_held_flush(&store, 1, |store, _| {
+        store.add_mac(&name("s"), PortId::new(1, 1), mac(1))
+    });
+    // The slice does not exist: the add fails without a flush.
+    assert!(matches!(
+        writer.into_iter().next().unwrap().join().unwrap(),
+        Err(Error::Slice(SliceError::SliceNotFound(_)))
+    ));
+    let creator = writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("s")));
+    wait_until("the flush is held", || {
+        probe.waiting.load(Ordering::SeqCst) == 1
+    });
+    // Applied to sled, not yet on disk: invisible.
+    assert!(matches!(
+        store.check_slice(&name("s")),
+        Err(Error::Slice(SliceError::SliceNotFound(_)))
+    ));
+    assert!(store.slices().unwrap().is_empty());
+    assert!(heard.lock().unwrap().is_empty());
+    probe.release();
+    creator.into_iter().next().unwrap().join().unwrap().unwrap();
+    store.check_slice(&name("s")).unwrap();
+    assert_eq!(*heard.lock().unwrap(), [Change::SliceCreated(name("s"))]);
+}
+
+#[test]
+fn the_model_loaded_at_open_is_what_was_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    for slice in ["a", "b", "c"] {
+        store.create_slice(&name(slice)).unwrap();
+    }
+    for last in [3, 1, 2] {
+        store
+            .add_mac(&name("b"), PortId::new(2, 1), mac(last))
+            .unwrap();
+    }
+    store.add_port(&name("b"), PortId::new(1, 1)).unwrap();
+    store
+        .add_mac(&name("c"), PortId::new(1, 1), mac(9))
+        .unwrap();
+    store
+        .delete_mac(&name("b"), PortId::new(2, 1), mac(1))
+        .unwrap();
+    store.delete_slice(&name("a")).unwrap();
+    store.create_slice(&name("a")).unwrap();
+    let before = store.snapshot().unwrap();
+    drop(store);
+    let store = reopen(dir.path());
+    assert_eq!(store.snapshot().unwrap(), before);
+    assert_eq!(store.slices().unwrap(), [name("b"), name("c"), name("a")]);
+    assert_eq!(
+        store.macs(&name("b"), PortId::new(2, 1)).unwrap(),
+        [mac(3), mac(2)]
+    );
+    assert_eq!(store.inner.model.read().bindings(), 3);
 }
 
 #[test]
 fn listeners_hear_a_change_only_after_the_fdatasync_that_covers_it() {
     let (_dir, store) = open();
-    let syncs = store.sync_probe.syncs.clone();
+    let syncs = store.inner.sync_probe.syncs.clone();
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     store.subscribe(move |change| {
@@ -118,9 +308,9 @@ fn listeners_hear_a_change_only_after_the_fdatasync_that_covers_it() {
             .push((change.clone(), syncs.load(Ordering::SeqCst)))
     });
     let s = name("s");
-    let before_create = store.sync_probe.syncs.load(Ordering::SeqCst);
+    let before_create = store.inner.sync_probe.syncs.load(Ordering::SeqCst);
     store.create_slice(&s).unwrap();
-    let before_add = store.sync_probe.syncs.load(Ordering::SeqCst);
+    let before_add = store.inner.sync_probe.syncs.load(Ordering::SeqCst);
     store.add_port(&s, PortId::new(1, 1)).unwrap();
     let heard = heard.lock().unwrap();
     assert_eq!(heard.len(), 2);
@@ -140,7 +330,11 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
     store.on_failure(move |reason| hook_sink.lock().unwrap().push(reason.to_owned()));
 
     store.create_slice(&name("kept")).unwrap();
-    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
     match store.create_slice(&name("lost")) {
         Err(Error::Sync(err)) => assert!(err.to_string().contains("injected")),
         other => panic!("expected the fdatasync error, got {other:?}"),
@@ -171,7 +365,11 @@ fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     store.subscribe(move |change| sink.lock().unwrap().push(change.clone()));
-    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
     let start = Arc::new(std::sync::Barrier::new(WRITERS));
     let writers: Vec<_> = (0..WRITERS)
         .map(|i| {
@@ -189,32 +387,44 @@ fn writers_sharing_a_failed_flush_all_fail_and_none_is_told() {
 }
 
 #[test]
-fn a_write_between_a_failed_flush_and_its_report_is_refused_and_changes_nothing() {
+fn a_write_whose_flush_failed_is_never_seen_and_nothing_after_it_is_applied() {
     let (_dir, store) = open();
     store.create_slice(&name("kept")).unwrap();
-    // A leader whose flush just failed, stopped before it reports back to the store: the
-    // group commit knows, `Store::failure` does not yet.
-    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
-    let ticket = store.commit.applied();
-    assert!(store.commit.wait_durable(ticket, || store.sync()).is_err());
-    assert!(store.failure().is_none());
-    match store.create_slice(&name("slipped-in")) {
-        Err(Error::Failed(_)) => {}
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
+    assert!(store.create_slice(&name("lost")).is_err());
+    // sled holds it (applied before the flush), but no read shows it.
+    assert!(store.inner.tree.len() > 3);
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    assert!(store.check_slice(&name("lost")).is_err());
+    let records = store.inner.tree.len();
+    assert!(matches!(
+        store.create_slice(&name("later")),
+        Err(Error::Failed(_))
+    ));
     assert!(matches!(
         store.revoke_session(b"session", 200, 100),
         Err(Error::Failed(_))
     ));
-    // Nothing reached sled's memory, where GETs would have seen it.
-    assert_eq!(store.slices().unwrap(), [name("kept")]);
+    assert_eq!(
+        store.inner.tree.len(),
+        records,
+        "a refused write changed sled"
+    );
     assert!(!store.session_revoked(b"session", 50).unwrap());
 }
 
 #[test]
 fn a_revocation_on_a_failed_store_is_refused_and_changes_nothing() {
     let (_dir, store) = open();
-    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
     assert!(store.create_slice(&name("lost")).is_err());
     match store.revoke_session(b"session", 200, 100) {
         Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
@@ -229,11 +439,15 @@ fn a_revocation_is_made_durable_by_the_group_commit() {
     let failures = Arc::new(Mutex::new(Vec::new()));
     let sink = failures.clone();
     store.on_failure(move |reason| sink.lock().unwrap().push(reason.to_owned()));
-    let syncs = store.sync_probe.syncs.load(Ordering::SeqCst);
+    let syncs = store.inner.sync_probe.syncs.load(Ordering::SeqCst);
     store.revoke_session(b"session", 200, 100).unwrap();
-    assert!(store.sync_probe.syncs.load(Ordering::SeqCst) > syncs);
+    assert!(store.inner.sync_probe.syncs.load(Ordering::SeqCst) > syncs);
     // Its failed flush fails the store like any other write's.
-    store.sync_probe.fail_next.store(true, Ordering::SeqCst);
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
     assert!(store.revoke_session(b"other", 200, 100).is_err());
     assert_eq!(failures.lock().unwrap().len(), 1);
     assert!(matches!(

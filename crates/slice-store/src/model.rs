@@ -1,0 +1,263 @@
+//! The committed contents of the store, in memory: every read is answered from here.
+//!
+//! The writer thread is the only one that changes it, and only after the flush that makes
+//! the change durable, so a reader never sees a write that a crash could still take back.
+//! Besides the data the API shows, each record keeps the id or sequence number that its
+//! keys in sled carry, so that a later write can name those keys without reading sled.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+use slice_core::{MacAddress, Port, PortId, Slice, SliceError, SliceName};
+
+use crate::keys::{self, Key, Tag};
+use crate::{corrupt, decode_name, Error};
+
+#[derive(Default)]
+pub(crate) struct Model {
+    slices: HashMap<SliceName, SliceRecord>,
+    /// The slice names in creation order: the answer to the most frequent read.
+    names: Vec<SliceName>,
+    /// Changes whenever `names` does, so that a copy of the list can tell it is current.
+    names_version: u64,
+}
+
+#[derive(Clone)]
+pub(crate) struct SliceRecord {
+    pub(crate) id: u64,
+    pub(crate) ports: IndexMap<PortId, PortRecord>,
+}
+
+#[derive(Clone)]
+pub(crate) struct PortRecord {
+    pub(crate) seq: u64,
+    /// Each MAC address with its sequence number, in the order they were added.
+    pub(crate) macs: IndexMap<MacAddress, u64>,
+}
+
+/// One change of the model, with the ids and sequence numbers its sled records got.
+#[derive(Debug)]
+pub(crate) enum Edit {
+    CreateSlice {
+        slice: SliceName,
+        id: u64,
+    },
+    DeleteSlice {
+        slice: SliceName,
+    },
+    AddPort {
+        slice: SliceName,
+        port: PortId,
+        seq: u64,
+    },
+    DeletePort {
+        slice: SliceName,
+        port: PortId,
+    },
+    AddMac {
+        slice: SliceName,
+        port: PortId,
+        mac: MacAddress,
+        seq: u64,
+    },
+    DeleteMac {
+        slice: SliceName,
+        port: PortId,
+        mac: MacAddress,
+    },
+}
+
+impl Model {
+    /// Reads the committed contents from the tree: three prefix scans, each in key order,
+    /// which is creation order (see the keys module).
+    pub(crate) fn load(tree: &sled::Tree) -> Result<Self, Error> {
+        let mut model = Model::default();
+        let mut by_id: HashMap<u64, SliceName> = HashMap::new();
+        for entry in tree.scan_prefix(Key::tag(Tag::SliceOrder)) {
+            let (key, value) = entry?;
+            let id = keys::id_after_tag(&key).ok_or_else(|| corrupt("slice order key"))?;
+            let name = decode_name(&value)?;
+            by_id.insert(id, name.clone());
+            model.names.push(name.clone());
+            model.slices.insert(
+                name,
+                SliceRecord {
+                    id,
+                    ports: IndexMap::new(),
+                },
+            );
+        }
+        let mut orphans = 0usize;
+        for entry in tree.scan_prefix(Key::tag(Tag::PortOrder)) {
+            let (key, value) = entry?;
+            let (id, seq) = keys::id_and_seq_after_tag(&key).ok_or_else(|| corrupt("port key"))?;
+            let port = keys::decode_port(&value).ok_or_else(|| corrupt("port record"))?;
+            match by_id.get(&id).and_then(|name| model.slices.get_mut(name)) {
+                Some(slice) => {
+                    slice.ports.insert(
+                        port,
+                        PortRecord {
+                            seq,
+                            macs: IndexMap::new(),
+                        },
+                    );
+                }
+                None => orphans += 1,
+            }
+        }
+        for entry in tree.scan_prefix(Key::tag(Tag::MacOrder)) {
+            let (key, value) = entry?;
+            let (id, port, seq) =
+                keys::mac_order_parts(&key).ok_or_else(|| corrupt("MAC order key"))?;
+            let octets: [u8; 6] = value
+                .as_ref()
+                .try_into()
+                .map_err(|_| corrupt("MAC record"))?;
+            let record = by_id
+                .get(&id)
+                .and_then(|name| model.slices.get_mut(name))
+                .and_then(|slice| slice.ports.get_mut(&port));
+            match record {
+                Some(record) => {
+                    record.macs.insert(MacAddress::new(octets), seq);
+                }
+                None => orphans += 1,
+            }
+        }
+        if orphans > 0 {
+            // Every delete removes a record with all it holds in one batch, so none of
+            // this release's writes leaves these; they are unreachable and harmless.
+            log::warn!("the database holds {orphans} records of ports or MAC addresses whose slice or port is gone; they are ignored");
+        }
+        Ok(model)
+    }
+
+    pub(crate) fn names(&self) -> (&[SliceName], u64) {
+        (&self.names, self.names_version)
+    }
+
+    pub(crate) fn slice(&self, slice: &SliceName) -> Result<&SliceRecord, SliceError> {
+        self.slices
+            .get(slice)
+            .ok_or_else(|| SliceError::SliceNotFound(slice.clone()))
+    }
+
+    pub(crate) fn port(&self, slice: &SliceName, port: PortId) -> Result<&PortRecord, SliceError> {
+        self.slice(slice)?
+            .ports
+            .get(&port)
+            .ok_or(SliceError::PortNotFound(port))
+    }
+
+    pub(crate) fn check_mac(
+        &self,
+        slice: &SliceName,
+        port: PortId,
+        mac: MacAddress,
+    ) -> Result<u64, SliceError> {
+        self.port(slice, port)?
+            .macs
+            .get(&mac)
+            .copied()
+            .ok_or(SliceError::MacNotFound(mac))
+    }
+
+    /// The slice as the API shows it.
+    pub(crate) fn export(&self, slice: &SliceName) -> Result<Slice, SliceError> {
+        Ok(export(slice, self.slice(slice)?))
+    }
+
+    /// Every slice with its ports and MAC addresses, in order.
+    pub(crate) fn snapshot(&self) -> Vec<Slice> {
+        self.names
+            .iter()
+            .filter_map(|name| Some(export(name, self.slices.get(name)?)))
+            .collect()
+    }
+
+    /// Applies an edit whose write is durable. The writer planned it against this very
+    /// model, so every record it names is there (or, for a creation, is not).
+    pub(crate) fn apply(&mut self, edit: Edit) {
+        match edit {
+            Edit::CreateSlice { slice, id } => {
+                self.names.push(slice.clone());
+                self.names_version += 1;
+                self.slices.insert(
+                    slice,
+                    SliceRecord {
+                        id,
+                        ports: IndexMap::new(),
+                    },
+                );
+            }
+            Edit::DeleteSlice { slice } => {
+                self.slices.remove(&slice);
+                self.names.retain(|name| *name != slice);
+                self.names_version += 1;
+            }
+            Edit::AddPort { slice, port, seq } => {
+                if let Some(record) = self.slices.get_mut(&slice) {
+                    record.ports.insert(
+                        port,
+                        PortRecord {
+                            seq,
+                            macs: IndexMap::new(),
+                        },
+                    );
+                }
+            }
+            Edit::DeletePort { slice, port } => {
+                if let Some(record) = self.slices.get_mut(&slice) {
+                    record.ports.shift_remove(&port);
+                }
+            }
+            Edit::AddMac {
+                slice,
+                port,
+                mac,
+                seq,
+            } => {
+                if let Some(record) = self
+                    .slices
+                    .get_mut(&slice)
+                    .and_then(|record| record.ports.get_mut(&port))
+                {
+                    record.macs.insert(mac, seq);
+                }
+            }
+            Edit::DeleteMac { slice, port, mac } => {
+                if let Some(record) = self
+                    .slices
+                    .get_mut(&slice)
+                    .and_then(|record| record.ports.get_mut(&port))
+                {
+                    record.macs.shift_remove(&mac);
+                }
+            }
+        }
+    }
+
+    /// How many bindings (a MAC address on a port of a slice) the model holds.
+    #[cfg(test)]
+    pub(crate) fn bindings(&self) -> usize {
+        self.slices
+            .values()
+            .flat_map(|slice| slice.ports.values())
+            .map(|port| port.macs.len())
+            .sum()
+    }
+}
+
+fn export(name: &SliceName, record: &SliceRecord) -> Slice {
+    Slice {
+        name: name.clone(),
+        ports: record
+            .ports
+            .iter()
+            .map(|(id, port)| Port {
+                id: *id,
+                macs: port.macs.keys().copied().collect(),
+            })
+            .collect(),
+    }
+}
