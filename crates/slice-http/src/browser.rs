@@ -122,11 +122,23 @@ pub(crate) async fn refuse_foreign_requests(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     if req.conn_data::<LocalPeer>().is_none() {
-        let policy = req
-            .app_data::<web::Data<Settings>>()
-            .map(|settings| settings.host_policy.clone())
-            .unwrap_or_default();
-        if let Err(err) = check(req.method(), req.version(), req.headers(), &policy) {
+        let verdict = match req.app_data::<web::Data<Settings>>() {
+            Some(settings) => check(
+                req.method(),
+                req.version(),
+                req.headers(),
+                &settings.host_policy,
+                req.app_data::<AllowedHost>(),
+            ),
+            None => check(
+                req.method(),
+                req.version(),
+                req.headers(),
+                &HostPolicy::default(),
+                None,
+            ),
+        };
+        if let Err(err) = verdict {
             log::debug!("refused {} {}: {err}", req.method(), req.path());
             return Ok(req.error_response(err));
         }
@@ -134,11 +146,22 @@ pub(crate) async fn refuse_foreign_requests(
     Ok(next.call(req).await?.map_into_boxed_body())
 }
 
+/// The last `Host` value a worker found allowed, as sent: clients send the same one on
+/// every request, and the same bytes get the same verdict from a policy that never
+/// changes, so a repeat is let through without parsing it again. One per worker (the
+/// application is built once per worker), so it needs no lock.
+#[derive(Default)]
+pub(crate) struct AllowedHost(std::cell::RefCell<Vec<u8>>);
+
+/// Longer `Host` values are checked every time rather than remembered.
+const REMEMBERED_HOST_MAX: usize = 256;
+
 fn check(
     method: &Method,
     version: Version,
     headers: &HeaderMap,
     policy: &HostPolicy,
+    remembered: Option<&AllowedHost>,
 ) -> Result<(), ApiError> {
     let mut hosts = headers.get_all(HOST);
     let host = match (hosts.next(), hosts.next()) {
@@ -149,11 +172,17 @@ fn check(
         (None, _) => return Err(ApiError::BadRequest("missing Host header".into())),
     };
     if let Some(host) = host {
-        if !policy.allows(host) {
+        let seen = remembered.is_some_and(|last| *last.0.borrow() == host.as_bytes());
+        if !seen && !policy.allows(host) {
             return Err(ApiError::Forbidden(format!(
                 "host {host:?} is not allowed: name the daemon by an address it listens on, \
                  or add the name with --allowed-host"
             )));
+        }
+        if let Some(last) = remembered.filter(|_| !seen && host.len() <= REMEMBERED_HOST_MAX) {
+            let mut last = last.0.borrow_mut();
+            last.clear();
+            last.extend_from_slice(host.as_bytes());
         }
     }
     let changes_state = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
@@ -290,9 +319,69 @@ mod tests {
         let policy = HostPolicy::default();
         let empty = HeaderMap::new();
         assert!(matches!(
-            check(&Method::GET, Version::HTTP_11, &empty, &policy),
+            check(&Method::GET, Version::HTTP_11, &empty, &policy, None),
             Err(ApiError::BadRequest(_))
         ));
-        assert!(check(&Method::GET, Version::HTTP_10, &empty, &policy).is_ok());
+        assert!(check(&Method::GET, Version::HTTP_10, &empty, &policy, None).is_ok());
+    }
+
+    #[test]
+    fn only_an_allowed_host_is_remembered_and_a_remembered_one_passes_unparsed() {
+        let policy = HostPolicy::default();
+        let remembered = AllowedHost::default();
+        let with_host = |host: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                HOST,
+                actix_web::http::header::HeaderValue::from_static(host),
+            );
+            headers
+        };
+        let evil = with_host("evil.example");
+        assert!(check(
+            &Method::GET,
+            Version::HTTP_11,
+            &evil,
+            &policy,
+            Some(&remembered)
+        )
+        .is_err());
+        assert!(
+            remembered.0.borrow().is_empty(),
+            "a refused host was remembered"
+        );
+        let allowed = with_host("127.0.0.1:9292");
+        assert!(check(
+            &Method::GET,
+            Version::HTTP_11,
+            &allowed,
+            &policy,
+            Some(&remembered)
+        )
+        .is_ok());
+        assert_eq!(*remembered.0.borrow(), b"127.0.0.1:9292");
+        // What is remembered is let through without asking the policy: a policy that
+        // allows nothing shows it.
+        let nothing = HostPolicy {
+            names: HashSet::new(),
+            any_address: false,
+        };
+        assert!(check(
+            &Method::GET,
+            Version::HTTP_11,
+            &allowed,
+            &nothing,
+            Some(&remembered)
+        )
+        .is_ok());
+        assert!(check(
+            &Method::GET,
+            Version::HTTP_11,
+            &evil,
+            &nothing,
+            Some(&remembered)
+        )
+        .is_err());
+        assert!(check(&Method::GET, Version::HTTP_11, &allowed, &nothing, None).is_err());
     }
 }

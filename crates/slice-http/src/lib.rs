@@ -132,6 +132,7 @@ pub fn app(
     App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
+        .app_data(browser::AllowedHost::default())
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
         .app_data(web::Data::new(cluster))
@@ -140,18 +141,18 @@ pub fn app(
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
-                .configure(session_routes)
-                .configure(guarded_routes)
+                .configure(|cfg| session_routes(&mut mount::Mounting::new(cfg, "/api")))
+                .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "/api")))
                 .default_service(web::to(api_fallback)),
         )
-        .configure(open_routes)
+        .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")))
         .service(
             web::scope("")
                 .wrap(middleware::Condition::new(
                     guard_slices,
                     middleware::from_fn(auth::require_session),
                 ))
-                .configure(guarded_routes),
+                .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, ""))),
         )
         .default_service(web::to(no_route))
         .wrap(sessions)

@@ -17,12 +17,13 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::middleware::Next;
 use actix_web::{web, App, HttpResponse, HttpServer};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::mount::RoutePattern;
 use crate::{ApiError, Settings};
 
 /// The media type of the OpenMetrics text format, which Prometheus asks for first.
@@ -35,14 +36,24 @@ pub type Refresh = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Se
 struct RequestLabels {
     /// The route's pattern (`/slices/{name}`), never the path itself, so that the label
     /// set stays as small as the routing table whatever clients send.
-    route: String,
+    route: RoutePattern,
     method: &'static str,
     status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    route: String,
+    route: RoutePattern,
+}
+
+/// Written as the whole pattern; built from static parts, so counting a request
+/// allocates nothing.
+impl EncodeLabelValue for RoutePattern {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        encoder.write_str(self.prefix)?;
+        encoder.write_str(self.path)
+    }
 }
 
 /// Every metric of the daemon, ready to render.
@@ -99,20 +110,23 @@ impl Metrics {
         Ok(text)
     }
 
-    fn record(&self, route: Option<&str>, method: &Method, status: u16, started: Instant) {
-        let route = route.unwrap_or("unmatched").to_owned();
-        self.latency
-            .get_or_create(&RouteLabels {
-                route: route.clone(),
-            })
-            .observe(started.elapsed().as_secs_f64());
+    fn record(&self, route: RoutePattern, method: &'static str, status: u16, elapsed: f64) {
+        self.latency_of(route).observe(elapsed);
+        self.requests_of(route, method, status).inc();
+    }
+
+    fn latency_of(&self, route: RoutePattern) -> Histogram {
+        self.latency.get_or_create(&RouteLabels { route }).clone()
+    }
+
+    fn requests_of(&self, route: RoutePattern, method: &'static str, status: u16) -> Counter {
         self.requests
             .get_or_create(&RequestLabels {
                 route,
-                method: method_label(method),
+                method,
                 status,
             })
-            .inc();
+            .clone()
     }
 }
 
@@ -146,16 +160,57 @@ pub(crate) async fn count_requests(
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
     let started = Instant::now();
-    let method = req.method().clone();
+    let method = method_label(req.method());
     let response = next.call(req).await?.map_into_boxed_body();
     let status = response.status().as_u16();
-    metrics.record(
-        response.request().match_pattern().as_deref(),
-        &method,
-        status,
-        started,
-    );
+    let elapsed = started.elapsed().as_secs_f64();
+    match response.request().app_data::<RouteMetrics>() {
+        Some(route) => route.record(&metrics, method, status, elapsed),
+        None => metrics.record(RoutePattern::UNMATCHED, method, status, elapsed),
+    }
     Ok(response)
+}
+
+/// A resource's handles to its own series, resolved on its first request and kept beside
+/// it (one per worker, as the application is), so that counting a request takes no
+/// lock, hashes no label set and compares no string.
+pub(crate) struct RouteMetrics {
+    pattern: RoutePattern,
+    latency: std::cell::OnceCell<Histogram>,
+    requests: std::cell::RefCell<Vec<(&'static str, u16, Counter)>>,
+}
+
+/// Method and status pairs a resource keeps handles for; further pairs (a client trying
+/// every method) are counted through the family's lookup instead.
+const KEPT_REQUEST_SERIES: usize = 16;
+
+impl RouteMetrics {
+    pub(crate) fn new(pattern: RoutePattern) -> Self {
+        Self {
+            pattern,
+            latency: std::cell::OnceCell::new(),
+            requests: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    fn record(&self, metrics: &Metrics, method: &'static str, status: u16, elapsed: f64) {
+        self.latency
+            .get_or_init(|| metrics.latency_of(self.pattern))
+            .observe(elapsed);
+        let mut requests = self.requests.borrow_mut();
+        if let Some((_, _, counter)) = requests
+            .iter()
+            .find(|(kept_method, kept_status, _)| *kept_method == method && *kept_status == status)
+        {
+            counter.inc();
+            return;
+        }
+        let counter = metrics.requests_of(self.pattern, method, status);
+        counter.inc();
+        if requests.len() < KEPT_REQUEST_SERIES {
+            requests.push((method, status, counter));
+        }
+    }
 }
 
 pub(crate) fn routes(cfg: &mut impl crate::mount::Mount) {

@@ -18,17 +18,53 @@ pub(crate) trait Mount {
     );
 }
 
-impl Mount for web::ServiceConfig {
+/// The application's configuration below `prefix` ("" or "/api"), where resources are
+/// really mounted.
+pub(crate) struct Mounting<'a> {
+    cfg: &'a mut web::ServiceConfig,
+    prefix: &'static str,
+}
+
+impl<'a> Mounting<'a> {
+    pub(crate) fn new(cfg: &'a mut web::ServiceConfig, prefix: &'static str) -> Self {
+        Self { cfg, prefix }
+    }
+}
+
+impl Mount for Mounting<'_> {
     fn mount(
         &mut self,
         path: &'static str,
         allow: &'static str,
         build: impl FnOnce(Resource) -> Resource,
     ) {
-        self.service(
-            build(web::resource(path)).default_service(crate::slices::method_not_allowed(allow)),
+        let pattern = RoutePattern {
+            prefix: self.prefix,
+            path,
+        };
+        self.cfg.service(
+            build(web::resource(path))
+                .app_data(crate::metrics::RouteMetrics::new(pattern))
+                .default_service(crate::slices::method_not_allowed(allow)),
         );
     }
+}
+
+/// The pattern of a resource (`/api` + `/slices/{slice}`): the resource leaves its
+/// [`crate::metrics::RouteMetrics`] in the request's data, so that the request counter
+/// labels a request without matching its path against the routing table a second time.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub(crate) struct RoutePattern {
+    pub(crate) prefix: &'static str,
+    pub(crate) path: &'static str,
+}
+
+impl RoutePattern {
+    /// The label of requests that no resource answered.
+    pub(crate) const UNMATCHED: RoutePattern = RoutePattern {
+        prefix: "",
+        path: "unmatched",
+    };
 }
 
 /// The paths and methods resources would be mounted with, below `prefix`.
