@@ -41,14 +41,16 @@ pub struct User {
 #[derive(Debug, Clone, Copy)]
 pub struct LocalPeer;
 
+/// The login and logout routes, below `/auth` (the scope that runs the session
+/// middleware for them).
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/auth/developer", "GET, HEAD", |r| {
+    cfg.mount("/developer", "GET, HEAD", |r| {
         r.route(crate::slices::readable(login_form))
     });
-    cfg.mount("/auth/developer/callback", "POST", |r| {
+    cfg.mount("/developer/callback", "POST", |r| {
         r.post(developer_callback)
     });
-    cfg.mount("/auth/logout", "POST", |r| r.post(logout));
+    cfg.mount("/logout", "POST", |r| r.post(logout));
 }
 
 async fn developer_callback(

@@ -114,17 +114,19 @@ pub fn app(
         InitError = (),
     >,
 > {
-    let sessions =
-        SessionMiddleware::builder(CookieSessionStore::default(), settings.session_key.clone())
+    // A middleware per scope that uses sessions (CookieSessionStore is not Clone).
+    let (session_key, secure_cookie) = (settings.session_key.clone(), settings.secure_cookie);
+    let session_ttl = time::Duration::try_from(settings.session_ttl).unwrap_or(time::Duration::MAX);
+    let sessions = move || {
+        SessionMiddleware::builder(CookieSessionStore::default(), session_key.clone())
             .cookie_name(SESSION_COOKIE.into())
             .cookie_http_only(true)
             .cookie_same_site(SameSite::Lax)
-            .cookie_secure(settings.secure_cookie)
+            .cookie_secure(secure_cookie)
             .cookie_content_security(CookieContentSecurity::Private)
-            .session_lifecycle(PersistentSession::default().session_ttl(
-                time::Duration::try_from(settings.session_ttl).unwrap_or(time::Duration::MAX),
-            ))
-            .build();
+            .session_lifecycle(PersistentSession::default().session_ttl(session_ttl))
+            .build()
+    };
     let guard_slices = settings.require_auth_for_slices;
     let cluster = settings.cluster.clone();
     let openapi = openapi::Encoded::new(&settings);
@@ -138,12 +140,26 @@ pub fn app(
         .app_data(web::Data::new(cluster))
         .app_data(web::Data::new(openapi))
         .app_data(events)
+        // Sessions cost a cookie parse and a map per request, so only the routes that use
+        // them run the middleware: `/api/`, the login and logout, and the unprefixed
+        // routes when `--require-auth` puts them behind the guard.
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
+                .wrap(sessions())
                 .configure(|cfg| session_routes(&mut mount::Mounting::new(cfg, "/api")))
                 .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "/api")))
                 .default_service(web::to(api_fallback)),
+        )
+        .service(
+            web::scope(AUTH_PREFIX)
+                .wrap(sessions())
+                .configure(|cfg| auth::routes(&mut mount::Mounting::new(cfg, AUTH_PREFIX))),
+        )
+        .service(
+            web::scope(ui::UI_PATH)
+                .wrap(sessions())
+                .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, ui::UI_PATH))),
         )
         .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")))
         .service(
@@ -152,10 +168,10 @@ pub fn app(
                     guard_slices,
                     middleware::from_fn(auth::require_session),
                 ))
+                .wrap(middleware::Condition::new(guard_slices, sessions()))
                 .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, ""))),
         )
         .default_service(web::to(no_route))
-        .wrap(sessions)
         .wrap(middleware::from_fn(browser::refuse_foreign_requests))
         // The Logger renders every request as it arrives, whether or not the line is then
         // filtered out: wrap it only when the access log is on.
@@ -183,11 +199,13 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
     metrics::routes(cfg);
 }
 
-/// The routes no session guard stands before.
+/// Where the login and logout routes live (see `auth::routes`).
+const AUTH_PREFIX: &str = "/auth";
+
+/// The routes no session guard stands before, besides the login and logout and the web
+/// view, which have scopes of their own.
 fn open_routes(cfg: &mut impl mount::Mount) {
-    auth::routes(cfg);
     openapi::routes(cfg);
-    ui::routes(cfg);
 }
 
 /// Every path the application registers (with its `{name}` segments as written), and the
@@ -197,10 +215,19 @@ pub fn served_routes() -> Vec<(String, Vec<String>)> {
     let mut api = mount::Listing::new("/api");
     session_routes(&mut api);
     guarded_routes(&mut api);
+    let mut login = mount::Listing::new(AUTH_PREFIX);
+    auth::routes(&mut login);
+    let mut web_view = mount::Listing::new(ui::UI_PATH);
+    ui::routes(&mut web_view);
     let mut root = mount::Listing::new("");
     open_routes(&mut root);
     guarded_routes(&mut root);
-    api.routes.into_iter().chain(root.routes).collect()
+    api.routes
+        .into_iter()
+        .chain(login.routes)
+        .chain(web_view.routes)
+        .chain(root.routes)
+        .collect()
 }
 
 /// Any other GET (or HEAD) under `/api/` answers a small status; other methods find

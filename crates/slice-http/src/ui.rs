@@ -28,22 +28,22 @@ struct Asset {
 
 const ASSETS: &[Asset] = &[
     Asset {
-        path: "/ui/app.js",
+        path: "/app.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/app.js"),
     },
     Asset {
-        path: "/ui/login.js",
+        path: "/login.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/login.js"),
     },
     Asset {
-        path: "/ui/style.css",
+        path: "/style.css",
         media_type: "text/css; charset=utf-8",
         bytes: include_bytes!("../assets/style.css"),
     },
     Asset {
-        path: "/ui/vendor/cytoscape.min.js",
+        path: "/vendor/cytoscape.min.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/vendor/cytoscape.min.js"),
     },
@@ -51,10 +51,10 @@ const ASSETS: &[Asset] = &[
 
 const PAGE: &str = include_str!("../assets/index.html");
 
+/// The page and its files, below [`UI_PATH`] (the scope that runs the session middleware
+/// for them: the page shows the logged-in user).
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount(UI_PATH, "GET, HEAD", |r| {
-        r.route(crate::slices::readable(page))
-    });
+    cfg.mount("", "GET, HEAD", |r| r.route(crate::slices::readable(page)));
     for asset in ASSETS {
         cfg.mount(asset.path, "GET, HEAD", |r| {
             r.route(crate::slices::readable(move || serve_asset(asset)))
@@ -158,7 +158,8 @@ mod tests {
             PAGE_POLICY
         );
         for asset in ASSETS {
-            let response = test::call_service(&service, get(asset.path)).await;
+            let path = format!("{UI_PATH}{}", asset.path);
+            let response = test::call_service(&service, get(&path)).await;
             assert_eq!(response.status(), StatusCode::OK, "{}", asset.path);
             let body = test::read_body(response).await;
             assert_eq!(body.len(), asset.bytes.len(), "{}", asset.path);
