@@ -131,7 +131,7 @@ pub fn app(
     let cluster = settings.cluster.clone();
     let openapi = openapi::Encoded::new(&settings);
     let events = web::Data::from(Arc::clone(&settings.events));
-    App::new()
+    let app = App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(browser::AllowedHost::default())
@@ -141,8 +141,8 @@ pub fn app(
         .app_data(web::Data::new(openapi))
         .app_data(events)
         // Sessions cost a cookie parse and a map per request, so only the routes that use
-        // them run the middleware: `/api/`, the login and logout, and the unprefixed
-        // routes when `--require-auth` puts them behind the guard.
+        // them run the middleware: `/api/`, the login and logout, the web view, and the
+        // unprefixed routes when `--require-auth` puts them behind the guard.
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
@@ -161,17 +161,20 @@ pub fn app(
                 .wrap(sessions())
                 .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, ui::UI_PATH))),
         )
-        .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")))
-        .service(
+        .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")));
+    // Without the guard the unprefixed routes sit on the application itself: a scope
+    // around them would cost every request a second routing table.
+    let app = if guard_slices {
+        app.service(
             web::scope("")
-                .wrap(middleware::Condition::new(
-                    guard_slices,
-                    middleware::from_fn(auth::require_session),
-                ))
-                .wrap(middleware::Condition::new(guard_slices, sessions()))
+                .wrap(middleware::from_fn(auth::require_session))
+                .wrap(sessions())
                 .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, ""))),
         )
-        .default_service(web::to(no_route))
+    } else {
+        app.configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "")))
+    };
+    app.default_service(web::to(no_route))
         .wrap(middleware::from_fn(browser::refuse_foreign_requests))
         // The Logger renders every request as it arrives, whether or not the line is then
         // filtered out: wrap it only when the access log is on.
