@@ -5,6 +5,13 @@
 //! storage) calls on Linux when it flushes its log. The second writes the data back and
 //! waits for it but commits no file system metadata and issues no device cache flush, so
 //! it is much cheaper, and weaker, than the first.
+//!
+//! A third loop is the floor of sliced's own durable write: one thread applying a small
+//! sled batch (the two records a slice creation writes), then `sled::Db::flush` and the
+//! `fdatasync` of sled's log file that sliced's store adds, with no HTTP and no other
+//! thread of sliced's in the way. sled's flush hands the write of its log buffer to its
+//! own I/O thread and waits for it (`sync_file_range` included), so this loop costs more
+//! than the plain fdatasync loop, and no sliced write can cost less.
 
 use std::io::{Seek, Write};
 use std::os::unix::io::AsRawFd;
@@ -20,6 +27,8 @@ use crate::stats::Percentiles;
 pub enum Flush {
     Fdatasync,
     SyncFileRange,
+    /// sled batch + `Db::flush` + fdatasync of its log: sliced's store with nothing around it.
+    SledCommit,
 }
 
 impl Flush {
@@ -27,6 +36,7 @@ impl Flush {
         match self {
             Flush::Fdatasync => "fdatasync",
             Flush::SyncFileRange => "sync_file_range",
+            Flush::SledCommit => "sled batch + flush + fdatasync",
         }
     }
 }
@@ -49,6 +59,9 @@ pub fn measure(
     duration: Duration,
     block: usize,
 ) -> anyhow::Result<FsyncResult> {
+    if flush == Flush::SledCommit {
+        return measure_sled(dir, duration);
+    }
     let path = dir.join("fsync-probe");
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -64,7 +77,7 @@ pub fn measure(
         let one = Instant::now();
         file.write_all(&data)?;
         match flush {
-            Flush::Fdatasync => file.sync_data()?,
+            Flush::Fdatasync | Flush::SledCommit => file.sync_data()?,
             Flush::SyncFileRange => sync_range(&file, offset, block)?,
         }
         samples.push(one.elapsed());
@@ -101,4 +114,43 @@ fn sync_range(file: &std::fs::File, offset: usize, len: usize) -> anyhow::Result
         return Err(std::io::Error::last_os_error()).context("sync_file_range");
     }
     Ok(())
+}
+
+/// The sled loop of [`Flush::SledCommit`], on a fresh database in `dir`, removed after.
+fn measure_sled(dir: &Path, duration: Duration) -> anyhow::Result<FsyncResult> {
+    let path = dir.join("sled-probe");
+    let db = sled::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    let tree = db.open_tree("probe")?;
+    // sled 0.34 keeps its log in the file "db" of its directory, as sliced's store reads it.
+    let log = std::fs::File::open(path.join("db")).context("cannot open sled's log")?;
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < duration {
+        let one = Instant::now();
+        let mut batch = sled::Batch::default();
+        // About what a slice creation writes: a name record and an order record.
+        batch.insert(
+            [b"n".as_slice(), &n.to_be_bytes()].concat(),
+            &n.to_be_bytes()[..],
+        );
+        batch.insert(
+            [b"s".as_slice(), &n.to_be_bytes()].concat(),
+            &b"bench-slice-name"[..],
+        );
+        tree.apply_batch(batch)?;
+        db.flush()?;
+        log.sync_data()?;
+        samples.push(one.elapsed());
+        n += 1;
+    }
+    let elapsed = started.elapsed();
+    drop((tree, db, log));
+    std::fs::remove_dir_all(&path)?;
+    Ok(FsyncResult {
+        flush: Flush::SledCommit,
+        per_sec: samples.len() as f64 / elapsed.as_secs_f64(),
+        latency_us: Percentiles::of_durations(&samples),
+        block: 0,
+    })
 }
