@@ -105,21 +105,14 @@ impl Model {
                 None => orphans += 1,
             }
         }
-        for entry in tree.scan_prefix(Key::tag(Tag::MacOrder)) {
-            let (key, value) = entry?;
-            let (id, port, seq) =
-                keys::mac_order_parts(&key).ok_or_else(|| corrupt("MAC order key"))?;
-            let octets: [u8; 6] = value
-                .as_ref()
-                .try_into()
-                .map_err(|_| corrupt("MAC record"))?;
+        for (id, port, seq, mac) in load_mac_records(tree, &by_id)? {
             let record = by_id
                 .get(&id)
                 .and_then(|name| model.slices.get_mut(name))
                 .and_then(|slice| slice.ports.get_mut(&port));
             match record {
                 Some(record) => {
-                    record.macs.insert(MacAddress::new(octets), seq);
+                    record.macs.insert(mac, seq);
                 }
                 None => orphans += 1,
             }
@@ -246,6 +239,70 @@ impl Model {
             .map(|port| port.macs.len())
             .sum()
     }
+}
+
+/// A MAC address record: slice id, port, sequence number, address.
+type MacRecord = (u64, PortId, u64, MacAddress);
+
+/// Reads every MAC address record, in key order. With many bindings this scan is most of
+/// the time a start takes (sled yields a key in about a microsecond), so it is split by
+/// slice id into one range per core, each read on a thread of its own; the ranges are
+/// disjoint and ordered, so their concatenation is the key order.
+fn load_mac_records(
+    tree: &sled::Tree,
+    slices: &HashMap<u64, SliceName>,
+) -> Result<Vec<MacRecord>, Error> {
+    let mut ids: Vec<u64> = slices.keys().copied().collect();
+    ids.sort_unstable();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_LOAD_THREADS);
+    // Range boundaries: the first slice id of each share; the first range starts at the
+    // tag itself, so records of ids below every slice's (orphans) are read too.
+    let mut bounds: Vec<Vec<u8>> = vec![Key::tag(Tag::MacOrder).as_ref().to_vec()];
+    for share in 1..threads {
+        if let Some(id) = ids.get(share * ids.len() / threads) {
+            bounds.push(Key::tag(Tag::MacOrder).id(*id).as_ref().to_vec());
+        }
+    }
+    bounds.dedup();
+    let end = [Tag::MacOrder as u8 + 1];
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = bounds
+            .iter()
+            .enumerate()
+            .map(|(i, start)| {
+                let stop = bounds.get(i + 1).map_or(&end[..], Vec::as_slice);
+                scope.spawn(move || read_mac_range(tree, start, stop))
+            })
+            .collect();
+        let mut records = Vec::new();
+        for reader in readers {
+            let part = reader
+                .join()
+                .map_err(|_| Error::Corrupt("a loader thread panicked".into()))??;
+            records.extend(part);
+        }
+        Ok(records)
+    })
+}
+
+/// Threads that read the MAC address records at open.
+const MAX_LOAD_THREADS: usize = 8;
+
+fn read_mac_range(tree: &sled::Tree, start: &[u8], stop: &[u8]) -> Result<Vec<MacRecord>, Error> {
+    let mut records = Vec::new();
+    for entry in tree.range(start..stop) {
+        let (key, value) = entry?;
+        let (id, port, seq) =
+            keys::mac_order_parts(&key).ok_or_else(|| corrupt("MAC order key"))?;
+        let octets: [u8; 6] = value
+            .as_ref()
+            .try_into()
+            .map_err(|_| corrupt("MAC record"))?;
+        records.push((id, port, seq, MacAddress::new(octets)));
+    }
+    Ok(records)
 }
 
 fn export(name: &SliceName, record: &SliceRecord) -> Slice {
