@@ -183,6 +183,8 @@ pub struct Writes {
     /// The raw flush loops, measured before and after the sliced runs.
     pub fdatasync: [FsyncResult; 2],
     pub sync_file_range: [FsyncResult; 2],
+    /// sled alone committing in one thread: the floor of a create (see the fsync module).
+    pub sled_commit: [FsyncResult; 2],
     pub rows: Vec<(usize, WrkResult)>,
 }
 
@@ -190,6 +192,11 @@ impl Writes {
     /// The raw fdatasync rate: the mean of the loops before and after.
     pub fn fdatasync_per_sec(&self) -> f64 {
         (self.fdatasync[0].per_sec + self.fdatasync[1].per_sec) / 2.0
+    }
+
+    /// sled's own commit rate: the mean of the loops before and after.
+    pub fn sled_commit_per_sec(&self) -> f64 {
+        (self.sled_commit[0].per_sec + self.sled_commit[1].per_sec) / 2.0
     }
 
     pub fn sync_file_range_per_sec(&self) -> f64 {
@@ -583,14 +590,15 @@ fn rest(
 
     let mut writes = None;
     if parts.contains(&Part::Writes) {
-        let raw = |when: &str| -> anyhow::Result<(FsyncResult, FsyncResult)> {
+        let raw = |when: &str| -> anyhow::Result<(FsyncResult, FsyncResult, FsyncResult)> {
             eprintln!("sliced-bench: raw write + flush loops ({when})");
             let block = 4096;
             let fdatasync = fsync::measure(&dir, Flush::Fdatasync, RAW_FLUSH_TIME, block)?;
             let range = fsync::measure(&dir, Flush::SyncFileRange, RAW_FLUSH_TIME, block)?;
-            Ok((fdatasync, range))
+            let sled = fsync::measure(&dir, Flush::SledCommit, RAW_FLUSH_TIME, block)?;
+            Ok((fdatasync, range, sled))
         };
-        let (fdatasync_before, range_before) = raw("before")?;
+        let (fdatasync_before, range_before, sled_before) = raw("before")?;
         let script = dir.join("create_slices.lua");
         std::fs::write(&script, wrk::CREATE_SLICES_LUA)?;
         let mut rows = Vec::new();
@@ -612,10 +620,11 @@ fn rest(
             }
             rows.push((clients, result));
         }
-        let (fdatasync_after, range_after) = raw("after")?;
+        let (fdatasync_after, range_after, sled_after) = raw("after")?;
         writes = Some(Writes {
             fdatasync: [fdatasync_before, fdatasync_after],
             sync_file_range: [range_before, range_after],
+            sled_commit: [sled_before, sled_after],
             rows,
         });
     }

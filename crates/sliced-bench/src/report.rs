@@ -232,11 +232,20 @@ fn headlines(doc: &mut String, results: &Results) {
             .collect();
         let _ = writeln!(
             doc,
-            "- REST creates against the raw write + fdatasync rate ({}/s): {}. sled's flush \
-             is `sync_file_range` (raw: {}/s), weaker than fdatasync; see part 2.",
+            "- REST creates against the raw write + fdatasync rate ({}/s): {}. sled alone \
+             (batch, flush, fdatasync, one thread) commits {}/s, so one client is at {} of \
+             what the store can do; see part 2.",
             thousands(writes.fdatasync_per_sec()),
             parts.join(", "),
-            thousands(writes.sync_file_range_per_sec()),
+            thousands(writes.sled_commit_per_sec()),
+            writes
+                .rows
+                .iter()
+                .find(|(clients, _)| *clients == 1)
+                .map_or("n/a".to_owned(), |(_, single)| ratio(
+                    single.ok_per_sec(),
+                    writes.sled_commit_per_sec()
+                )),
         );
     }
     if let Some(Ok(flows)) = &results.flows {
@@ -367,24 +376,36 @@ fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results)
          ratio uses their mean). Two flushes: `fdatasync`, and `sync_file_range(WAIT_BEFORE \
          | WRITE | WAIT_AFTER)`, which is what sled 0.34 calls on Linux to flush its log \
          (`sled::Db::flush`, pagecache/iobuf.rs): it waits for the data to be written back \
-         but commits no file-system metadata and asks the device for no cache flush.\n",
+         but commits no file-system metadata and asks the device for no cache flush. A \
+         third loop is sliced's floor: sled alone applying a two-record batch, flushing and \
+         `fdatasync`-ing its log, one thread, no HTTP.\n",
         results.duration.as_secs(),
         writes.fdatasync[0].block,
         crate::RAW_FLUSH_TIME.as_secs(),
     );
     let _ = writeln!(
         doc,
-        "| writer | per second | p50 | p99 | ratio to raw fdatasync | ratio to raw sync_file_range |\n\
-         |---|---:|---:|---:|---:|---:|"
+        "| writer | per second | p50 | p99 | ratio to raw fdatasync | ratio to raw sync_file_range | ratio to sled alone |\n\
+         |---|---:|---:|---:|---:|---:|---:|"
     );
     let (fdatasync, range) = (writes.fdatasync_per_sec(), writes.sync_file_range_per_sec());
-    for raw in writes.fdatasync.iter().chain(&writes.sync_file_range) {
+    let floor = writes.sled_commit_per_sec();
+    for raw in writes
+        .fdatasync
+        .iter()
+        .chain(&writes.sync_file_range)
+        .chain(&writes.sled_commit)
+    {
         let _ = writeln!(
             doc,
-            "| raw write + {}, 1 thread ({}) | {} | {} | {} | {} | {} |",
-            raw.flush.name(),
+            "| {}, 1 thread ({}) | {} | {} | {} | {} | {} | {} |",
+            match raw.flush {
+                crate::fsync::Flush::SledCommit => raw.flush.name().to_owned(),
+                _ => format!("raw write + {}", raw.flush.name()),
+            },
             if std::ptr::eq(raw, &writes.fdatasync[0])
                 || std::ptr::eq(raw, &writes.sync_file_range[0])
+                || std::ptr::eq(raw, &writes.sled_commit[0])
             {
                 "before"
             } else {
@@ -395,18 +416,20 @@ fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results)
             us(raw.latency_us.p99),
             ratio(raw.per_sec, fdatasync),
             ratio(raw.per_sec, range),
+            ratio(raw.per_sec, floor),
         );
     }
     for (clients, result) in &writes.rows {
         let _ = writeln!(
             doc,
-            "| sliced, {clients} client{} | {} | {} | {} | **{}** | **{}** |",
+            "| sliced, {clients} client{} | {} | {} | {} | **{}** | **{}** | **{}** |",
             if *clients == 1 { "" } else { "s" },
             thousands(result.ok_per_sec()),
             ms(result.p50_ms),
             ms(result.p99_ms),
             ratio(result.ok_per_sec(), fdatasync),
             ratio(result.ok_per_sec(), range),
+            ratio(result.ok_per_sec(), floor),
         );
     }
     let _ = writeln!(doc, "\n{}\n", reading::writes(writes));
@@ -853,13 +876,12 @@ pub mod reading {
         };
         format!(
             "**Reading.** The peer already pays for actix-web's HTTP handling and for the \
-             same route table (actix-router matches these patterns with regex-lite: about a \
-             fifth of sliced's CPU on a point read in a perf profile, and the same work per \
-             request in the peer), so the gap is sliced's own work per request: \
-             {access_log}the store lookups (about 13 % of CPU on `mac_addresses`: the \
-             slice id, the port, then a prefix scan of its MACs in sled), identifier \
-             validation and JSON. The session middleware is not among them: a sliced \
-             built without it served the same rates within the noise.{list}"
+             same route table (actix-router matches these patterns with regex-lite, the \
+             same work per request in both), so the gap is sliced's own work per request: \
+             {access_log}the middleware the peer has none of (the request counter, the \
+             Host check against DNS rebinding), identifier validation, the lookup in the \
+             store's in-memory copy of the committed slices (sled is not read on a GET) \
+             and JSON.{list}"
         )
     }
 
@@ -870,34 +892,29 @@ pub mod reading {
             return String::new();
         };
         let fdatasync = writes.fdatasync_per_sec();
-        let range = writes.sync_file_range_per_sec();
+        let floor = writes.sled_commit_per_sec();
         let per_create_us = 1e6 / single.ok_per_sec();
-        let range_us = 1e6 / range;
-        let durability = "Durability: sled's flush ends in `sync_file_range`, so \
-             crates/slice-store follows every group commit with an `fdatasync` of sled's \
-             log file: a 201 means the write is on stable storage, and that call sets the \
-             floor of a create's cost (the fdatasync row).";
-        let outruns = if single.ok_per_sec() > fdatasync {
-            " It is also why one client can outrun the raw fdatasync loop."
-        } else {
-            ""
-        };
         format!(
-            "**Reading.** One client creates {} slices/s, {} per create. The flush that \
-             sled issues is `sync_file_range`, about {} here ({:.1}× cheaper than \
-             fdatasync), so most of a create is the rest of the path: HTTP, the hop to the \
-             blocking pool (`web::block`), the store's write lock, sled sealing and writing \
-             its log buffer, and waking the waiting thread.{outruns} {durability} With {clients} \
-             clients the group commit shares each flush, yet throughput grows only {:.1}× \
-             over one client: perf puts the time in thread hand-offs (actix worker, blocking \
-             pool thread, sled's I/O thread, condvar wake-ups: futex and scheduler together \
-             about 40 % of the samples) and in sled's buffer handling, more than in the \
-             device (`sync_file_range` itself about 14 %). The p99 at {clients} clients ({}) \
+            "**Reading.** One client creates {} slices/s, {} per create. No create can be \
+             cheaper than the store's own commit: sled alone, one thread, no HTTP (the \
+             `sled batch + flush + fdatasync` rows) manages {}/s, {:.2}× the raw fdatasync \
+             loop, because `sled::Db::flush` hands its log buffer to sled's I/O thread, \
+             which writes it and calls `sync_file_range`, and only then can the store's \
+             `fdatasync` run. One client reaches {:.2}× of that floor; the rest of a create \
+             is HTTP and the two hand-offs between an actix worker and the store's writer \
+             thread. Durability: sled's flush ends in `sync_file_range`, so \
+             crates/slice-store follows every commit with an `fdatasync` of sled's log \
+             file: a 201 means the write is on stable storage. With {clients} clients the \
+             writer thread takes every create queued while the previous flush ran as one \
+             round (one sled batch, one flush, one fdatasync), so throughput is {:.1}× the \
+             raw fdatasync rate and {:.1}× one client's. The p99 at {clients} clients ({}) \
              is the queue in front of the shared flush.",
             thousands(single.ok_per_sec()),
             us(per_create_us),
-            us(range_us),
-            range / fdatasync,
+            thousands(floor),
+            floor / fdatasync,
+            single.ok_per_sec() / floor,
+            most.ok_per_sec() / fdatasync,
             most.ok_per_sec() / single.ok_per_sec(),
             ms(most.p99_ms),
         )
@@ -964,9 +981,8 @@ pub mod reading {
     pub fn scale(scale: &Scale, small: Option<(usize, &crate::wrk::WrkResult)>) -> String {
         let read = match small {
             Some((slices, small)) => format!(
-                " Reading one slice among {} runs at {:.0} % of the rate with {} (a sled \
-                 point lookup is a B-tree descent, logarithmic in the table; the rest of the \
-                 request does not depend on it).",
+                " Reading one slice among {} runs at {:.0} % of the rate with {} (a hash \
+                 lookup in the store's in-memory copy, whatever the number of slices).",
                 thousands(scale.slices as f64),
                 100.0 * scale.read_one.requests_per_sec / small.requests_per_sec,
                 thousands(slices as f64),
@@ -974,13 +990,14 @@ pub mod reading {
             None => String::new(),
         };
         format!(
-            "**Reading.** Creating is bound by the write path of part 2 (group commit over \
-             sled's flush).{read} Listing all {} slices sends {:.1} MiB of JSON per request ({} \
+            "**Reading.** Creating is bound by the write path of part 2 (the writer thread's \
+             group commit over sled's flush).{read} Listing all {} slices sends {:.1} MiB of JSON per request ({} \
              each, median of 5): fine for an operator, not for a poll loop (the API has no \
              paging). Resident memory grows by about {:.0} bytes per slice created (sled's page \
-             cache and log buffers, the controller's membership index, allocator slack). A \
-             restart opens sled and loads every slice into the membership index before \
-             serving, {} more than a start on an empty database.",
+             cache and log buffers, the store's in-memory copy, the controller's membership \
+             index, allocator slack). A restart opens sled, loads the committed slices into \
+             the store's copy and the controller's membership index before serving, {} more \
+             than a start on an empty database.",
             thousands(scale.slices as f64),
             scale.list_bytes as f64 / (1024.0 * 1024.0),
             ms(scale.list_all_ms),
