@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use slice_core::{
     Change, Host, MacAddress, Membership, Plan, PlanError, Port, PortId, Slice, SliceError,
-    SliceName, SliceStore, StoreError,
+    SliceName, SliceStore, StoreError, Write, Written,
 };
 
 /// A backend under test.
@@ -54,6 +54,7 @@ macro_rules! contract_tests {
             applying_a_declared_state_makes_the_store_equal_to_it,
             applying_the_current_state_writes_nothing,
             a_declaration_that_names_something_twice_changes_nothing,
+            writes_as_data_answer_like_the_blocking_methods,
         ]);
     };
     (@each $module:ident, $backend:ty, [$($test:ident),* $(,)?]) => {
@@ -735,4 +736,86 @@ pub fn a_declaration_that_names_something_twice_changes_nothing<B: Backend>() {
         other => panic!("expected a duplicate slice, got {other:?}"),
     }
     assert_eq!(store.snapshot().unwrap(), before);
+}
+
+/// Carries `write` out as the REST application does: through the store's queue when it
+/// has one (waiting for the callback), else with [`Write::perform`].
+fn submit(store: &Arc<dyn SliceStore>, write: Write) -> Result<Written, StoreError> {
+    match store.queue() {
+        Some(queue) => {
+            let (done, outcome) = std::sync::mpsc::channel();
+            queue.submit(
+                write,
+                Box::new(move |result| {
+                    let _ = done.send(result);
+                }),
+            );
+            outcome
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the queue answers every write")
+        }
+        None => write.perform(store.as_ref()),
+    }
+}
+
+/// Every kind of write, handed over as data, answers what its blocking method would and
+/// leaves the same state behind; its errors are the contract's.
+pub fn writes_as_data_answer_like_the_blocking_methods<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let (s, port, other) = (name("s"), PortId::new(1, 1), PortId::new(2, 2));
+    assert_eq!(
+        submit(&store, Write::CreateSlice(s.clone())).unwrap(),
+        Written::Done
+    );
+    assert!(matches!(
+        submit(&store, Write::CreateSlice(s.clone())),
+        Err(StoreError::Slice(SliceError::SliceExists(_)))
+    ));
+    assert_eq!(
+        submit(&store, Write::AddMac(s.clone(), port, mac(1))).unwrap(),
+        Written::MacAdded { port_created: true }
+    );
+    assert_eq!(
+        submit(&store, Write::AddMac(s.clone(), port, mac(2))).unwrap(),
+        Written::MacAdded {
+            port_created: false
+        }
+    );
+    assert_eq!(
+        submit(&store, Write::AddPort(s.clone(), other)).unwrap(),
+        Written::Done
+    );
+    assert_eq!(
+        submit(&store, Write::DeleteMac(s.clone(), port, mac(1))).unwrap(),
+        Written::Done
+    );
+    assert!(matches!(
+        submit(&store, Write::DeleteMac(s.clone(), port, mac(1))),
+        Err(StoreError::Slice(SliceError::MacNotFound(_)))
+    ));
+    assert_eq!(
+        submit(&store, Write::DeletePort(s.clone(), other)).unwrap(),
+        Written::Port(Port {
+            id: other,
+            macs: vec![]
+        })
+    );
+    let declared = vec![Slice {
+        name: s.clone(),
+        ports: vec![Port {
+            id: port,
+            macs: vec![mac(2), mac(3)],
+        }],
+    }];
+    match submit(&store, Write::Apply(declared.clone())).unwrap() {
+        Written::Plan(plan) => assert!(!plan.is_empty()),
+        other => panic!("an apply answered {other:?}"),
+    }
+    assert_eq!(store.snapshot().unwrap(), declared);
+    assert_eq!(
+        submit(&store, Write::DeleteSlice(s.clone())).unwrap(),
+        Written::Slice(declared[0].clone())
+    );
+    assert!(store.slices().unwrap().is_empty());
 }
