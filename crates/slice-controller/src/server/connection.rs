@@ -299,13 +299,15 @@ impl Connection {
         tokio::pin!(wake);
         let mut armed = false;
         loop {
+            // Events still undecided (the last of a read, or from a timeout) before the
+            // write, so that what they cause for this switch goes out in this turn.
+            self.decide_events();
             self.flush().await?;
             if let Some(link) = &self.engine {
                 link.queued_bytes
                     .fetch_sub(self.unwritten, Ordering::Relaxed);
                 self.unwritten = 0;
             }
-            self.decide_events();
             if let Some(reason) = self.session.close_reason() {
                 if let CloseReason::NotAllowed(dpid) = reason {
                     log::warn!(
