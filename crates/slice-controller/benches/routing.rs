@@ -339,7 +339,7 @@ fn restore(
 
 fn bench_graph(c: &mut Criterion, graph: &Graph) {
     let pairs = 1000;
-    let topology = topology(graph);
+    let mut topology = topology(graph);
     let (from, to) = (graph.hosts[0], graph.hosts[graph.hosts.len() - 1]);
     let far = topology
         .shortest_path(from, to)

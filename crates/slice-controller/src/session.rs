@@ -280,10 +280,8 @@ impl SwitchSession {
 
     /// Takes in what a read appended to [`Self::read_buffer`], up to the first frame
     /// that gives [`Self::poll_event`] something; whether bytes are left to take in. The
-    /// connection hands that event on before it decodes the rest, so that the engine
-    /// decides on one PACKET_IN while the next is decoded: with one busy switch, decoding
-    /// a whole read first leaves the engine idle meanwhile (about a fifth of the flow
-    /// setups at one switch, measured with sliced-bench).
+    /// connection has the engine decide on that event before it decodes the rest, so the
+    /// queue of events stays one event deep however much one read brought.
     pub fn handle_read_until_event(&mut self, now: Instant) -> bool {
         while self.closed.is_none() {
             let len = match openflow::frame_len(&self.inbound) {

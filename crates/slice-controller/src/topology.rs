@@ -1,6 +1,6 @@
 //! The switch graph: switches, their ports, and the links between them learned from LLDP.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use openflow::Version;
@@ -60,16 +60,20 @@ pub struct Topology {
     adjacency: HashMap<u64, BTreeSet<(u64, u32, u32)>>,
     /// Ports that are the destination end of some link, so edge tests cost one lookup.
     link_ends: HashMap<PortId, usize>,
+    /// Breadth-first trees already grown, reused until the graph changes.
+    trees: PathTrees,
 }
 
 impl Topology {
     pub fn add_switch(&mut self, dpid: u64, version: Version, ports: BTreeMap<u32, PortState>) {
         self.switches.insert(dpid, Switch { version, ports });
+        self.trees.forget();
     }
 
     /// Forgets a switch and every link that touches it; returns the links removed.
     pub fn remove_switch(&mut self, dpid: u64) -> Vec<Link> {
         self.switches.remove(&dpid);
+        self.trees.forget();
         let doomed: Vec<Link> = self
             .links()
             .filter(|link| link.src.dpid == dpid || link.dst.dpid == dpid)
@@ -181,6 +185,7 @@ impl Topology {
             .or_default()
             .insert((dst.dpid, src.port_no, dst.port_no));
         *self.link_ends.entry(dst).or_default() += 1;
+        self.trees.forget();
         (true, replaced)
     }
 
@@ -213,6 +218,7 @@ impl Topology {
 
     fn remove_link(&mut self, src: PortId) -> Option<PortId> {
         let (dst, _) = self.links.remove(&src)?;
+        self.trees.forget();
         if let Some(neighbours) = self.adjacency.get_mut(&src.dpid) {
             neighbours.remove(&(dst.dpid, src.port_no, dst.port_no));
         }
@@ -254,7 +260,11 @@ impl Topology {
     /// The shortest path (fewest switches) from a host behind `from` to a host behind `to`,
     /// as the hops through each switch. Ties go to the lowest neighbour dpid, then the
     /// lowest port, so the same graph always gives the same path.
-    pub fn shortest_path(&self, from: PortId, to: PortId) -> Option<Vec<Hop>> {
+    ///
+    /// The search is one breadth-first tree per source switch, grown over the whole graph
+    /// the first time and reused for every destination until the graph changes, which is
+    /// why a query takes `&mut self`.
+    pub fn shortest_path(&mut self, from: PortId, to: PortId) -> Option<Vec<Hop>> {
         if !self.is_live(from) || !self.is_live(to) {
             return None;
         }
@@ -265,37 +275,33 @@ impl Topology {
                 out_port: to.port_no,
             }]);
         }
-        // Breadth-first search; `parent` maps a switch to (previous switch, its out port,
-        // our in port).
-        let mut parent: HashMap<u64, (u64, u32, u32)> = HashMap::new();
-        let mut queue = VecDeque::from([from.dpid]);
-        parent.insert(from.dpid, (from.dpid, 0, 0));
-        while let Some(dpid) = queue.pop_front() {
-            if dpid == to.dpid {
-                break;
-            }
-            for &(next, out_port, in_port) in self.adjacency.get(&dpid).into_iter().flatten() {
-                if parent.contains_key(&next) {
-                    continue;
-                }
-                parent.insert(next, (dpid, out_port, in_port));
-                queue.push_back(next);
-            }
-        }
-        parent.get(&to.dpid)?;
+        let Self {
+            switches,
+            adjacency,
+            trees,
+            ..
+        } = self;
+        let graph = trees
+            .graph
+            .get_or_insert_with(|| IndexedGraph::new(switches, adjacency));
+        let (source, target) = (graph.index(from.dpid)?, graph.index(to.dpid)?);
+        let (graph, parents) = trees.tree(source)?;
         // Walk back from the destination, then reverse into hop order.
         let mut hops = Vec::new();
-        let mut dpid = to.dpid;
+        let mut at = target;
         let mut out_port = to.port_no;
-        while dpid != from.dpid {
-            let (previous, previous_out, in_port) = parent[&dpid];
+        while at != source {
+            let step = parents[at as usize];
+            if step.previous == UNREACHED {
+                return None;
+            }
             hops.push(Hop {
-                dpid,
-                in_port,
+                dpid: graph.dpids[at as usize],
+                in_port: step.in_port,
                 out_port,
             });
-            dpid = previous;
-            out_port = previous_out;
+            at = step.previous;
+            out_port = step.out_port;
         }
         hops.push(Hop {
             dpid: from.dpid,
@@ -304,6 +310,178 @@ impl Topology {
         });
         hops.reverse();
         Some(hops)
+    }
+}
+
+/// How many tree entries (one per switch per cached source, 12 bytes each) the path
+/// cache may hold: 12 MiB. That keeps a tree for every edge switch of a k=16 fat-tree
+/// (128 of 320 switches) and 1,048 sources of a 1,000-switch network, while a network of
+/// a million switches still gets one.
+const PATH_TREE_ENTRIES: usize = 1 << 20;
+
+/// A tree's mark for a switch the search did not reach.
+const UNREACHED: u32 = u32::MAX;
+
+/// How the search reached a switch: from `previous` (an index), leaving it by
+/// `out_port`, arriving by `in_port`.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    previous: u32,
+    out_port: u32,
+    in_port: u32,
+}
+
+/// The adjacency as indices into the sorted dpids, each switch's neighbours in the
+/// adjacency index's order, so that a search on it breaks ties exactly as one on the
+/// index would, without hashing a dpid per visit.
+#[derive(Debug)]
+struct IndexedGraph {
+    dpids: Vec<u64>,
+    /// Switch `i`'s neighbours are `neighbours[first[i]..first[i + 1]]`.
+    first: Vec<usize>,
+    neighbours: Vec<(u32, u32, u32)>,
+}
+
+impl IndexedGraph {
+    fn new(
+        switches: &BTreeMap<u64, Switch>,
+        adjacency: &HashMap<u64, BTreeSet<(u64, u32, u32)>>,
+    ) -> Self {
+        let dpids: Vec<u64> = switches.keys().copied().collect();
+        let mut first = Vec::with_capacity(dpids.len() + 1);
+        let mut neighbours = Vec::new();
+        for dpid in &dpids {
+            first.push(neighbours.len());
+            for &(next, out_port, in_port) in adjacency.get(dpid).into_iter().flatten() {
+                // Links join known switches only (a switch leaves with its links).
+                if let Ok(next) = dpids.binary_search(&next) {
+                    neighbours.push((index_u32(next), out_port, in_port));
+                }
+            }
+        }
+        first.push(neighbours.len());
+        Self {
+            dpids,
+            first,
+            neighbours,
+        }
+    }
+
+    fn index(&self, dpid: u64) -> Option<u32> {
+        self.dpids.binary_search(&dpid).ok().map(index_u32)
+    }
+
+    /// Every switch's step from `source` in breadth-first order.
+    fn search(&self, source: u32) -> Vec<Step> {
+        let unreached = Step {
+            previous: UNREACHED,
+            out_port: 0,
+            in_port: 0,
+        };
+        let mut parents = vec![unreached; self.dpids.len()];
+        parents[source as usize].previous = source;
+        let mut queue = Vec::with_capacity(self.dpids.len());
+        queue.push(source);
+        let mut head = 0;
+        while let Some(&at) = queue.get(head) {
+            head += 1;
+            let at_index = at as usize;
+            for &(next, out_port, in_port) in
+                &self.neighbours[self.first[at_index]..self.first[at_index + 1]]
+            {
+                let step = &mut parents[next as usize];
+                if step.previous != UNREACHED {
+                    continue;
+                }
+                *step = Step {
+                    previous: at,
+                    out_port,
+                    in_port,
+                };
+                queue.push(next);
+            }
+        }
+        parents
+    }
+}
+
+/// Indices fit in u32: a switch costs a connection and a task, so there are never four
+/// billion of them; saturating keeps this total all the same.
+fn index_u32(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(UNREACHED - 1)
+}
+
+/// The shortest-path trees grown since the graph last changed, by source, least
+/// recently used first out once [`PATH_TREE_ENTRIES`] would be exceeded.
+#[derive(Debug)]
+struct PathTrees {
+    /// Built by the first search after a change.
+    graph: Option<IndexedGraph>,
+    /// By source index: the tree and when it was last used.
+    trees: Vec<Option<(Vec<Step>, u64)>>,
+    cached: usize,
+    uses: u64,
+    /// Tree entries allowed; [`PATH_TREE_ENTRIES`] but for the tests.
+    entries: usize,
+    /// Trees grown, for the tests to tell a reuse from a new search.
+    searches: u64,
+}
+
+impl Default for PathTrees {
+    fn default() -> Self {
+        Self {
+            graph: None,
+            trees: Vec::new(),
+            cached: 0,
+            uses: 0,
+            entries: PATH_TREE_ENTRIES,
+            searches: 0,
+        }
+    }
+}
+
+impl PathTrees {
+    /// The graph changed: every tree may be wrong.
+    fn forget(&mut self) {
+        if self.graph.is_some() {
+            self.graph = None;
+            self.trees.clear();
+            self.cached = 0;
+        }
+    }
+
+    fn max_sources(&self, switches: usize) -> usize {
+        (self.entries / switches.max(1)).max(1)
+    }
+
+    /// The graph and the tree grown from `source` on it, grown now unless cached; None
+    /// without a graph.
+    fn tree(&mut self, source: u32) -> Option<(&IndexedGraph, &[Step])> {
+        let graph = self.graph.as_ref()?;
+        let switches = graph.dpids.len();
+        self.trees.resize_with(switches, || None);
+        self.uses += 1;
+        let source_index = source as usize;
+        if self.trees[source_index].is_none() {
+            if self.cached >= self.max_sources(switches) {
+                let oldest = self
+                    .trees
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(index, tree)| tree.as_ref().map(|(_, used)| (*used, index)))
+                    .min();
+                if let Some((_, index)) = oldest {
+                    self.trees[index] = None;
+                    self.cached -= 1;
+                }
+            }
+            self.searches += 1;
+            self.trees[source_index] = Some((graph.search(source), 0));
+            self.cached += 1;
+        }
+        let (parents, used) = self.trees[source_index].as_mut()?;
+        *used = self.uses;
+        Some((graph, parents))
     }
 }
 
@@ -358,7 +536,7 @@ mod tests {
 
     #[test]
     fn a_path_on_one_switch_is_one_hop() {
-        let topology = line();
+        let mut topology = line();
         assert_eq!(
             topology.shortest_path(p(1, 1), p(1, 3)),
             Some(vec![hop(1, 1, 3)])
@@ -367,7 +545,7 @@ mod tests {
 
     #[test]
     fn a_path_crosses_the_line_hop_by_hop() {
-        let topology = line();
+        let mut topology = line();
         assert_eq!(
             topology.shortest_path(p(1, 1), p(3, 1)),
             Some(vec![hop(1, 1, 2), hop(2, 2, 3), hop(3, 2, 1)])
@@ -506,5 +684,173 @@ mod tests {
                 dst: p(2, 2)
             })
         );
+    }
+
+    #[test]
+    fn a_sources_tree_is_reused_for_every_destination() {
+        let mut topology = line();
+        assert_eq!(
+            topology.shortest_path(p(1, 1), p(3, 1)),
+            Some(vec![hop(1, 1, 2), hop(2, 2, 3), hop(3, 2, 1)])
+        );
+        assert_eq!(topology.trees.searches, 1);
+        assert_eq!(
+            topology.shortest_path(p(1, 3), p(2, 1)),
+            Some(vec![hop(1, 3, 2), hop(2, 2, 1)])
+        );
+        assert_eq!(topology.shortest_path(p(1, 1), p(3, 3)).unwrap().len(), 3);
+        assert_eq!(topology.trees.searches, 1, "same source switch, same tree");
+        topology.shortest_path(p(3, 1), p(1, 1));
+        assert_eq!(topology.trees.searches, 2, "another source grows its own");
+        // LLDP confirming a known link changes nothing.
+        topology.link_seen(p(1, 2), p(2, 2), Instant::now());
+        topology.shortest_path(p(1, 1), p(2, 1));
+        assert_eq!(topology.trees.searches, 2);
+    }
+
+    #[test]
+    fn a_link_going_down_or_up_replaces_the_trees() {
+        let mut topology = Topology::default();
+        for dpid in 1..=3 {
+            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
+        }
+        // A triangle.
+        cable(&mut topology, p(1, 2), p(2, 2));
+        cable(&mut topology, p(2, 3), p(3, 3));
+        cable(&mut topology, p(1, 3), p(3, 2));
+        let direct = vec![hop(1, 1, 2), hop(2, 2, 1)];
+        assert_eq!(
+            topology.shortest_path(p(1, 1), p(2, 1)),
+            Some(direct.clone())
+        );
+        let down = PortState {
+            name: "eth2".into(),
+            live: false,
+        };
+        topology.update_port(p(2, 2), Some(down));
+        assert_eq!(
+            topology.shortest_path(p(1, 1), p(2, 1)),
+            Some(vec![hop(1, 1, 3), hop(3, 2, 3), hop(2, 3, 1)]),
+            "around the dead link"
+        );
+        let up = PortState {
+            name: "eth2".into(),
+            live: true,
+        };
+        topology.update_port(p(2, 2), Some(up));
+        assert_eq!(
+            topology.shortest_path(p(1, 1), p(2, 1)).unwrap().len(),
+            3,
+            "a live port is no link until LLDP finds one"
+        );
+        cable(&mut topology, p(1, 2), p(2, 2));
+        assert_eq!(topology.shortest_path(p(1, 1), p(2, 1)), Some(direct));
+        // Down, and the cable found again; the port coming up changed no link.
+        assert_eq!(topology.trees.searches, 3);
+        topology.remove_switch(3);
+        assert_eq!(topology.shortest_path(p(1, 1), p(3, 1)), None);
+    }
+
+    #[test]
+    fn the_cache_holds_at_most_its_bound_and_drops_the_least_recently_used() {
+        let mut topology = Topology::default();
+        for dpid in 1..=5 {
+            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
+        }
+        for dpid in 1..5 {
+            cable(&mut topology, p(dpid, 3), p(dpid + 1, 2));
+        }
+        // Room for the trees of two sources on five switches.
+        topology.trees.entries = 2 * 5;
+        for source in [1, 2, 1, 3, 4, 5, 4] {
+            topology.shortest_path(p(source, 1), p(6 - source, 1));
+            assert!(topology.trees.cached <= 2);
+            assert!(topology.trees.trees.iter().flatten().count() <= 2);
+        }
+        // Cached now: 5 and 4 (4 used last). 5 stays, 1 is grown again.
+        let searches = topology.trees.searches;
+        topology.shortest_path(p(5, 1), p(1, 1));
+        assert_eq!(topology.trees.searches, searches);
+        topology.shortest_path(p(1, 1), p(5, 1));
+        assert_eq!(topology.trees.searches, searches + 1);
+        assert_eq!(topology.trees.cached, 2);
+    }
+
+    /// The search as it was before trees were cached: from scratch per pair, stopping at
+    /// the destination.
+    fn path_from_scratch(topology: &Topology, from: PortId, to: PortId) -> Option<Vec<Hop>> {
+        if !topology.is_live(from) || !topology.is_live(to) {
+            return None;
+        }
+        if from.dpid == to.dpid {
+            return Some(vec![hop(from.dpid, from.port_no, to.port_no)]);
+        }
+        let mut parent: HashMap<u64, (u64, u32, u32)> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([from.dpid]);
+        parent.insert(from.dpid, (from.dpid, 0, 0));
+        while let Some(dpid) = queue.pop_front() {
+            if dpid == to.dpid {
+                break;
+            }
+            for &(next, out_port, in_port) in topology.adjacency.get(&dpid).into_iter().flatten() {
+                if let std::collections::hash_map::Entry::Vacant(entry) = parent.entry(next) {
+                    entry.insert((dpid, out_port, in_port));
+                    queue.push_back(next);
+                }
+            }
+        }
+        parent.get(&to.dpid)?;
+        let mut hops = Vec::new();
+        let (mut dpid, mut out_port) = (to.dpid, to.port_no);
+        while dpid != from.dpid {
+            let (previous, previous_out, in_port) = parent[&dpid];
+            hops.push(hop(dpid, in_port, out_port));
+            dpid = previous;
+            out_port = previous_out;
+        }
+        hops.push(hop(from.dpid, from.port_no, out_port));
+        hops.reverse();
+        Some(hops)
+    }
+
+    #[test]
+    fn cached_trees_choose_the_paths_a_search_from_scratch_chooses() {
+        // Random graphs with parallel cables and ties, cables failing one by one.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut random = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..20 {
+            let mut topology = Topology::default();
+            let switches = 2 + random(12);
+            for dpid in 1..=switches {
+                topology.add_switch(dpid, Version::Of13, ports(&(1..=9).collect::<Vec<_>>()));
+            }
+            let mut cables = Vec::new();
+            for _ in 0..random(3 * switches) {
+                let (a, b) = (1 + random(switches), 1 + random(switches));
+                let (a, b) = (p(a, 2 + random(8) as u32), p(b, 2 + random(8) as u32));
+                if a != b && topology.link_from(a).is_none() && topology.link_from(b).is_none() {
+                    cable(&mut topology, a, b);
+                    cables.push(a);
+                }
+            }
+            loop {
+                for _ in 0..30 {
+                    let (from, to) = (p(1 + random(switches), 1), p(1 + random(switches), 1));
+                    let expected = path_from_scratch(&topology, from, to);
+                    assert_eq!(topology.shortest_path(from, to), expected);
+                }
+                let Some(failing) = cables.pop() else { break };
+                let down = PortState {
+                    name: "eth".into(),
+                    live: false,
+                };
+                topology.update_port(failing, Some(down));
+            }
+        }
     }
 }

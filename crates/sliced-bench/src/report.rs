@@ -303,7 +303,7 @@ fn headlines(doc: &mut String, results: &Results) {
                 let affected = info_field(routing, graph, "affected_paths").unwrap_or_default();
                 let _ = writeln!(
                     doc,
-                    "- {graph}: one shortest path in {}; a cable failure that breaks {affected} \
+                    "- {graph}: one shortest path from a cached tree in {}; a cable failure that breaks {affected} \
                      of 1,000 routed paths is fully rerouted in {}.",
                     ns(path),
                     ns(reroute)
@@ -741,7 +741,8 @@ fn routing_table(doc: &mut String, routing: &RoutingResult) {
          edge switches; 2,048 cables; 8 hosts per edge switch) and a connected random graph \
          of 1,000 switches (random spanning tree plus random cables, 2,000 in all; one host \
          each), all hosts in one slice, 1,000 random host pairs routed. `shortest_path`: \
-         two hosts far apart. `route`: a PACKET_IN between two known hosts (path, flows, \
+         two hosts far apart, again and again (the source's tree is cached after the \
+         first). `route`: a PACKET_IN between two known hosts (path, flows, \
          packet-out). `link_failure_withdraw`: the cable carrying the most paths goes down; \
          the engine finds and deletes the paths over it. `link_failure_reroute`: the same \
          plus the next packet of every affected pair, each getting a new path: the full \
@@ -936,20 +937,19 @@ pub mod reading {
              ovs-testcontroller (C, single-threaded) sliced gains from batching (each \
              switch's connection task decodes everything one read returns and writes each \
              command batch with one syscall) and from running on both cores (a two-thread \
-             Tokio runtime: connection tasks and the engine task in parallel). \
+             Tokio runtime whose connection tasks decode, decide and encode in parallel). \
              ovs-testcontroller is CPU-bound on its one core, and a perf profile puts three \
              quarters of that in the kernel: it sends every FLOW_MOD and every PACKET_OUT \
              with a `send` of its own. Against os-ken the gap is Python's per-message cost (parsing the packet \
              with os-ken's packet library, building FLOW_MOD and PACKET_OUT objects). What \
-             bounds sliced is CPU on this 2-core machine, shared with the emulator: a perf \
-             profile of a 16-switch run has the connection tasks at about 45 % of sliced's \
-             CPU (framing, decoding, encoding, `tcp_sendmsg` alone about 13 %), the engine \
-             task at about 30 %, of which the decision itself (`Engine::packet_in`: learn, \
-             slice check, path, commands) is a third, and the rest in Tokio scheduling and \
-             wake-ups between tasks. The single engine task serialises every decision, so \
-             more switches add parallel decoding but not parallel decisions; with paths that \
-             cross many switches the path search grows (part 4) and the engine task becomes \
-             the limit.{}",
+             bounds sliced is CPU on this 2-core machine, shared with the emulator. Each \
+             connection task decides on its own switch's PACKET_INs itself, under the \
+             engine's lock (`Engine::packet_in`: learn, slice check, path, commands), and \
+             writes its switch's answer in the same turn; only commands for other switches \
+             cross to their tasks. The lock serialises every decision, so more switches add \
+             parallel decoding and encoding but not parallel decisions; with paths that \
+             cross many switches the decision grows (part 4) and the lock becomes the \
+             limit.{}",
             rates.join(", "),
             latency_note(flows)
         )
@@ -968,9 +968,11 @@ pub mod reading {
             // Only a difference well above run-to-run noise is worth explaining.
             (Some(ours), Some(theirs)) if ours > theirs * 1.15 => format!(
                 " With one switch and one packet in flight, sliced's round trip ({}) is longer \
-                 than ovs-testcontroller's ({}): each PACKET_IN crosses two task hops \
-                 (connection task to engine task and back, each a channel send and a wake-up), \
-                 where ovs-testcontroller answers in the thread that read it.",
+                 than ovs-testcontroller's ({}). Both answer a PACKET_IN in the thread that \
+                 read it (sliced's connection task decides and writes without handing it to \
+                 another task); what sliced adds per packet is Tokio's readiness and task \
+                 wake-up around each read, the engine's lock and the bookkeeping of its \
+                 decision.",
                 us(ours),
                 us(theirs)
             ),
@@ -1018,26 +1020,30 @@ pub mod reading {
                 .find(|e| e.graph == graph && e.bench == bench)
                 .map(|e| e.median_ns)
         };
-        let fat_tree = match get("fat_tree_k16", "shortest_path") {
-            Some(path) => format!(
-                " On the fat-tree one search costs {}, so a single engine task could set up \
-                 only about {} inter-pod paths per second, against the hundreds of thousands \
-                 of one-switch paths per second of part 3.",
+        let fat_tree = match (
+            get("fat_tree_k16", "shortest_path"),
+            get("fat_tree_k16", "link_failure_reroute"),
+        ) {
+            (Some(path), Some(reroute)) => format!(
+                " On the fat-tree a path from a source whose tree is cached costs {}; the \
+                 reroute after a cable failure ({}) pays for growing the trees again, one per \
+                 affected source switch, since the failure drops them all.",
                 ns(path),
-                thousands(1e9 / path)
+                ns(reroute)
             ),
-            None => String::new(),
+            _ => String::new(),
         };
         format!(
-            "**Reading.** A path search is a breadth-first search from scratch per flow: a \
-             hash map of visited switches (SipHash) and a walk of each switch's sorted \
-             neighbour set. With a far destination it visits nearly every switch and link \
-             before it stops, so it costs time linear in the whole graph.{fat_tree} A \
-             withdrawal scans every installed path for the failed cable (linear in the paths, \
-             cheap at 1,000); the full reroute is one search per affected pair, so it grows \
-             with the paths over the busiest cable. An index-based BFS (vectors instead of \
-             hash maps), or a per-source shortest-path tree reused across destinations, would \
-             cut both."
+            "**Reading.** A path comes from a breadth-first tree grown from the source \
+             switch over an index-based copy of the graph (vectors, no hashing per visited \
+             switch), once per source: every later destination from that switch is a walk \
+             up the cached tree, until the graph changes (a link or a switch up or down \
+             drops every tree). `shortest_path` and `route` repeat one pair, so they measure \
+             the cached case; growing a tree visits every switch and link, linear in the \
+             whole graph.{fat_tree} A withdrawal scans every installed path for the failed \
+             cable (linear in the paths, cheap at 1,000); the full reroute is one path per \
+             affected pair, so it grows with the paths over the busiest cable and the \
+             sources among them."
         )
     }
 }

@@ -1,5 +1,6 @@
 //! Switch connections: accept with connection caps, TLS, and per connection a short loop
-//! that runs a [`SwitchSession`] between the socket, its deadlines and the engine task.
+//! that runs a [`SwitchSession`] between the socket, its deadlines and the engine, which
+//! it locks to decide on its switch's events itself.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -19,7 +20,7 @@ use crate::limits::LogLimiter;
 use crate::session::{CloseReason, SwitchEvent, SwitchSession};
 use crate::topology::PortState;
 
-use super::engine_task::command_bytes;
+use super::engine_task::{command_bytes, Caller, SharedDecider};
 use super::Event;
 
 /// Capacity a connection's write buffer keeps between bursts.
@@ -38,7 +39,7 @@ pub(super) async fn accept_switches(
     acceptor: Option<TlsAcceptor>,
     connections: Arc<AtomicU64>,
     caps: ConnectionCaps,
-    events: mpsc::Sender<Event>,
+    decider: SharedDecider,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -65,9 +66,9 @@ pub(super) async fn accept_switches(
                     continue;
                 };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
-                let (acceptor, events, config, stopped) = (
+                let (acceptor, decider, config, stopped) = (
                     acceptor.clone(),
-                    events.clone(),
+                    Arc::clone(&decider),
                     Arc::clone(&config),
                     stopped.clone(),
                 );
@@ -86,7 +87,7 @@ pub(super) async fn accept_switches(
                         handshaking,
                     };
                     if let Err(err) =
-                        serve_switch(reader, writer, opened, events, config, stopped).await
+                        serve_switch(reader, writer, opened, decider, config, stopped).await
                     {
                         log::info!("switch connection from {peer} closed: {err}");
                     }
@@ -211,15 +212,17 @@ enum ConnectionError {
 /// The engine's side of a connection once the switch is known.
 struct EngineLink {
     dpid: u64,
+    /// What decisions taken elsewhere (other connections, the engine task) have for
+    /// this switch.
     commands: mpsc::Receiver<Vec<Command>>,
-    /// Bytes the engine task counted in, by [`command_bytes`], and the connection has not
+    /// Bytes the decider counted in, by [`command_bytes`], and the connection has not
     /// yet written.
     queued_bytes: Arc<AtomicUsize>,
 }
 
 /// The I/O around one [`SwitchSession`]: reads into it, writes what it transmits, wakes
-/// it at its deadlines, carries its events to the engine task and the engine's commands
-/// to it.
+/// it at its deadlines, has the engine decide on its events and queues the engine's
+/// commands into it.
 struct Connection {
     reader: SwitchRead,
     writer: SwitchWrite,
@@ -233,7 +236,12 @@ struct Connection {
     engine: Option<EngineLink>,
     /// Released once the OpenFlow handshake is over.
     handshaking: Option<OwnedSemaphorePermit>,
-    events: mpsc::Sender<Event>,
+    decider: SharedDecider,
+    /// This switch's commands from its own events' decisions, kept between events for
+    /// the memory.
+    own: Vec<Command>,
+    /// Bytes of engine commands queued into the session and not yet written.
+    unwritten: usize,
     config: Arc<ControllerConfig>,
 }
 
@@ -241,7 +249,7 @@ async fn serve_switch(
     reader: SwitchRead,
     writer: SwitchWrite,
     opened: OpenedConnection,
-    events: mpsc::Sender<Event>,
+    decider: SharedDecider,
     config: Arc<ControllerConfig>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
@@ -261,7 +269,9 @@ async fn serve_switch(
         transmit: Vec::with_capacity(8192),
         engine: None,
         handshaking: Some(handshaking),
-        events,
+        decider,
+        own: Vec::new(),
+        unwritten: 0,
         config,
     };
     let result = connection.run(&mut stopped).await;
@@ -270,15 +280,17 @@ async fn serve_switch(
             dpid: link.dpid,
             connection: connection.connection,
         };
-        let _ = connection.events.send(down).await;
+        // Nothing of this connection is written any more.
+        connection
+            .decider
+            .lock()
+            .decide(down, None, &mut connection.own);
     }
     result
 }
 
 impl Connection {
     async fn run(&mut self, stopped: &mut watch::Receiver<bool>) -> Result<(), ConnectionError> {
-        // Bytes of engine commands queued into the session and not yet written.
-        let mut unwritten = 0;
         // One timer for the connection's life. Hearing from the switch puts the session's
         // deadline off, and re-arming a timer per message would cost more than waking
         // early: it is moved only when the deadline comes sooner, and when it fires the
@@ -287,12 +299,15 @@ impl Connection {
         tokio::pin!(wake);
         let mut armed = false;
         loop {
+            // Events still undecided (the last of a read, or from a timeout) before the
+            // write, so that what they cause for this switch goes out in this turn.
+            self.decide_events();
             self.flush().await?;
             if let Some(link) = &self.engine {
-                link.queued_bytes.fetch_sub(unwritten, Ordering::Relaxed);
-                unwritten = 0;
+                link.queued_bytes
+                    .fetch_sub(self.unwritten, Ordering::Relaxed);
+                self.unwritten = 0;
             }
-            self.forward_events().await?;
             if let Some(reason) = self.session.close_reason() {
                 if let CloseReason::NotAllowed(dpid) = reason {
                     log::warn!(
@@ -323,18 +338,14 @@ impl Connection {
                     }
                     let now = Instant::now();
                     while self.session.handle_read_until_event(now) {
-                        self.forward_events().await?;
+                        self.decide_events();
                     }
                 }
                 batch = commands => {
                     let Some(batch) = batch else { return Err(ConnectionError::Dropped) };
-                    unwritten += self.queue(batch);
+                    self.unwritten += queue_into(&mut self.session, batch);
                     // Take whatever else is queued, so that a burst becomes one write.
-                    while let Some(batch) =
-                        self.engine.as_mut().and_then(|link| link.commands.try_recv().ok())
-                    {
-                        unwritten += self.queue(batch);
-                    }
+                    self.unwritten += drain_queue(&mut self.engine, &mut self.session);
                 }
                 _ = &mut wake => {
                     armed = false;
@@ -343,17 +354,6 @@ impl Connection {
                 _ = stopped.changed() => return Ok(()),
             }
         }
-    }
-
-    /// Queues a batch of commands into the session; what they cost in the outbound
-    /// count.
-    fn queue(&mut self, batch: Vec<Command>) -> usize {
-        let mut cost = 0;
-        for command in batch {
-            cost += command_bytes(&command);
-            self.session.queue(command);
-        }
-        cost
     }
 
     /// Writes what the session has to send; a switch that does not take it within the
@@ -385,8 +385,10 @@ impl Connection {
         Ok(())
     }
 
-    /// Hands the session's events to the engine task, in order.
-    async fn forward_events(&mut self) -> Result<(), ConnectionError> {
+    /// Has the engine decide on the session's events, in order, each under the lock in
+    /// this task, and queues what it decided for this switch into the session, to be
+    /// written in this same turn of the loop.
+    fn decide_events(&mut self) {
         while let Some(event) = self.session.poll_event() {
             let event = match event {
                 SwitchEvent::Connected {
@@ -403,12 +405,21 @@ impl Connection {
                     }
                 }
             };
-            self.events
-                .send(event)
-                .await
-                .map_err(|_| ConnectionError::Dropped)?;
+            let caller = self.engine.as_ref().map(|link| Caller {
+                dpid: link.dpid,
+                connection: self.connection,
+            });
+            let mut decider = self.decider.lock();
+            decider.decide(event, caller, &mut self.own);
+            // What the queue holds was decided before this event, so it goes first;
+            // nothing enters it while the lock is held.
+            self.unwritten += drain_queue(&mut self.engine, &mut self.session);
+            drop(decider);
+            self.unwritten += self.own.iter().map(command_bytes).sum::<usize>();
+            for command in self.own.drain(..) {
+                self.session.queue(command);
+            }
         }
-        Ok(())
     }
 
     /// The switch finished its handshake: it gets a command queue, and the engine hears
@@ -441,7 +452,28 @@ impl Connection {
     }
 }
 
-/// A session's event, for the engine task; None for `Connected`, which the connection
+/// Queues a batch of commands into the session; what they cost in the outbound count.
+fn queue_into(session: &mut SwitchSession, batch: Vec<Command>) -> usize {
+    let mut cost = 0;
+    for command in batch {
+        cost += command_bytes(&command);
+        session.queue(command);
+    }
+    cost
+}
+
+/// Moves what the switch's queue holds into the session; what it costs in the outbound
+/// count.
+fn drain_queue(engine: &mut Option<EngineLink>, session: &mut SwitchSession) -> usize {
+    let Some(link) = engine else { return 0 };
+    let mut cost = 0;
+    while let Ok(batch) = link.commands.try_recv() {
+        cost += queue_into(session, batch);
+    }
+    cost
+}
+
+/// A session's event, for the engine; None for `Connected`, which the connection
 /// handles itself.
 fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event> {
     Some(match event {

@@ -3,12 +3,14 @@
 //!
 //! This is the I/O: the listeners and their connection caps, TLS, a task per connection
 //! that runs a [`SwitchSession`](crate::session::SwitchSession) (which holds every protocol rule) between the socket,
-//! its deadlines and the engine task, and the engine task itself. The engine task never
-//! awaits a switch: it hands each switch its commands with `try_send`, and a switch too
-//! slow to take them is disconnected rather than allowed to stall the others.
+//! its deadlines and the engine, and the engine task. The engine sits behind one lock,
+//! taken for one decision at a time by the connection task whose switch sent the event
+//! or by the engine task (time, election, store); nobody holding it awaits a switch:
+//! other switches get their commands with `try_send`, and a switch too slow to take them
+//! is disconnected rather than allowed to stall the others.
 //!
-//! This module starts and stops it all; `engine_task.rs` is the engine's task and
-//! `connection.rs` accepts switches and runs their connections.
+//! This module starts and stops it all; `engine_task.rs` is the shared engine and the
+//! engine's task, `connection.rs` accepts switches and runs their connections.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -32,7 +34,7 @@ mod connection;
 mod engine_task;
 
 use connection::{accept_switches, ConnectionCaps};
-use engine_task::run_engine;
+use engine_task::{run_engine, Decider, SharedDecider};
 
 /// Where the controller listens for switches; at least one must be set.
 #[derive(Debug, Clone, Default)]
@@ -75,7 +77,8 @@ pub struct ClusterLink {
     pub switch_roles: watch::Sender<BTreeMap<u64, Role>>,
 }
 
-/// Events queued from all switches to the engine.
+/// Store changes and inspections queued for the engine task (switches' events do not
+/// queue: their connection tasks decide on them).
 const EVENT_QUEUE: usize = 8192;
 
 type Inspector = Box<dyn FnOnce(&Engine) + Send>;
@@ -203,7 +206,7 @@ impl Controller {
         listeners: &Listeners,
         store: &S,
         config: ControllerConfig,
-        cluster: Option<ClusterLink>,
+        mut cluster: Option<ClusterLink>,
     ) -> Result<Self, StartError> {
         // No random secret means probes anyone could forge: better not to start.
         config.engine.probe_key.check()?;
@@ -244,6 +247,13 @@ impl Controller {
         let (shutdown, stopped) = watch::channel(false);
         let engine = Engine::new(config.engine.clone(), membership);
         let (notices, _) = broadcast::channel(NOTICE_BUFFER);
+        let decider: SharedDecider = Arc::new(parking_lot::Mutex::new(Decider::new(
+            engine,
+            &config,
+            cluster.as_mut(),
+            notices.clone(),
+            stopped.clone(),
+        )));
         let handle = ControllerHandle {
             events: events_tx.clone(),
             notices: notices.clone(),
@@ -273,12 +283,12 @@ impl Controller {
                             acceptor,
                             Arc::clone(&connections),
                             caps.clone(),
-                            events_tx.clone(),
+                            Arc::clone(&decider),
                             Arc::clone(&config),
                             stopped.clone(),
                         ));
                     }
-                    run_engine(engine, events_rx, config, stopped, cluster, notices).await;
+                    run_engine(decider, events_rx, config, stopped, cluster).await;
                 });
                 // Connection tasks still running end with the runtime.
                 runtime.shutdown_timeout(Duration::from_secs(1));
