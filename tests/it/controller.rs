@@ -664,25 +664,3 @@ fn a_connecting_switch_keeps_what_the_slices_allow_and_loses_the_rest() {
         );
     }
 }
-
-/// The connection that read a PACKET_IN writes its answer in the same turn. With LLDP
-/// once a minute nothing else wakes the connection: an answer left waiting would go out
-/// only at its next deadline, the echo after five seconds of silence: beyond the 3 s
-/// allowed here (three times what other checks in this file allow, short of those five).
-#[test]
-fn a_packet_in_is_answered_without_waiting_for_another_wake_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start_with(dir.path(), &["--lldp-interval-ms", "60000"]);
-    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
-    daemon.add_host("blue", "0x1:2", "00:00:00:00:00:02");
-    let mut network = Network::new();
-    network.connect(daemon.openflow, 1, Version::Of13, 3);
-    let s1 = network.switch(1);
-    assert!(eventually(WAIT, || switch_count(&daemon) == 1));
-
-    s1.packet_in(1, frame(1, BROADCAST));
-    assert!(
-        eventually(Duration::from_secs(3), || !s1.delivered().is_empty()),
-        "h1's broadcast reaches h2 without waiting for the connection's next deadline"
-    );
-}
