@@ -5,8 +5,10 @@
 //! - durable REST writes against the machine's raw write + fdatasync rate;
 //! - flow setup (a cbench-style switch emulator) against ovs-testcontroller and an
 //!   os-ken learning switch;
-//! - scale: 65,536 slices through the REST API; path computation and rerouting on a
-//!   k=16 fat-tree and a 1,000-switch random graph (criterion, in slice-controller).
+//! - scale: 65,536 slices through the REST API; a million MAC bindings through it, with
+//!   the restart, reads and membership changes at that scale (`million`); path computation
+//!   and rerouting on a k=16 fat-tree and a 1,000-switch random graph (criterion, in
+//!   slice-controller).
 //!
 //! Everything runs on loopback; every process started here is stopped before it returns.
 
@@ -14,6 +16,7 @@ mod bare;
 mod emulator;
 mod fsync;
 mod machine;
+mod million;
 mod peers;
 mod procs;
 mod report;
@@ -61,6 +64,15 @@ enum Command {
         #[arg(long = "route", value_parser = bare::parse_route)]
         routes: Vec<(String, PathBuf)>,
     },
+    /// Build the controller's membership index with the million part's layout and print
+    /// its resident memory in KiB (started by the harness itself)
+    #[command(hide = true)]
+    MembershipIndex {
+        #[arg(long)]
+        slices: usize,
+        #[arg(long)]
+        macs: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -69,6 +81,7 @@ enum Part {
     Writes,
     Flows,
     Scale,
+    Million,
     Routing,
 }
 
@@ -95,6 +108,12 @@ struct RunArgs {
     /// Slices created by the scale test
     #[arg(long, default_value_t = 65536)]
     scale_slices: usize,
+    /// Slices of the million-binding part
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=65535))]
+    million_slices: u64,
+    /// MAC addresses bound to each slice of the million-binding part
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=65535))]
+    million_macs: u64,
     /// PACKET_INs in flight per emulated switch in throughput mode
     #[arg(long, default_value_t = 64)]
     window: usize,
@@ -113,6 +132,9 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::BareServer { addr, routes }) => bare::serve(&addr, &routes),
+        Some(Command::MembershipIndex { slices, macs }) => {
+            million::print_index_memory(slices, macs)
+        }
         None => run(&cli.run),
     };
     match result {
@@ -151,12 +173,13 @@ const SCALE_CLIENTS: usize = 64;
 pub const PART_REST: &str = "REST reads and writes";
 pub const PART_FLOWS: &str = "flow setup";
 pub const PART_SCALE: &str = "scale";
+pub const PART_MILLION: &str = "a million bindings";
 pub const PART_ROUTING: &str = "routing (criterion)";
 
 /// A measurement that may not have happened; the reason goes into the report.
 pub type Outcome<T> = Result<T, String>;
 
-fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
+pub(crate) fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
     result.map_err(|err| {
         let text = format!("{err:#}");
         eprintln!("sliced-bench: {what} not measured: {text}");
@@ -248,6 +271,7 @@ pub struct Results {
     pub writes: Option<Outcome<Writes>>,
     pub flows: Option<Outcome<Flows>>,
     pub scale: Option<Outcome<Scale>>,
+    pub million: Option<Outcome<million::Million>>,
     pub routing: Option<Outcome<routing::RoutingResult>>,
     /// Peak resident memory (VmHWM) of each process measured: (run, process, KiB).
     pub memory: Vec<(String, String, u64)>,
@@ -267,7 +291,7 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
     let wants = |part: Part| parts.contains(&part);
     peers::check_prerequisites(
         wants(Part::Flows),
-        wants(Part::Reads) || wants(Part::Writes) || wants(Part::Scale),
+        wants(Part::Reads) || wants(Part::Writes) || wants(Part::Scale) || wants(Part::Million),
     )?;
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -300,6 +324,7 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         writes: None,
         flows: None,
         scale: None,
+        million: None,
         routing: None,
         memory: Vec::new(),
         other_work: Vec::new(),
@@ -335,6 +360,20 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         results.scale = Some(outcome(
             scale(args, &binary, tmp.path(), &mut results.memory),
             "scale",
+        ));
+    }
+    if wants(Part::Million) {
+        watcher.enter(PART_MILLION);
+        results.million = Some(outcome(
+            million::run(
+                &binary,
+                tmp.path(),
+                args.million_slices as usize,
+                args.million_macs as usize,
+                Duration::from_secs(args.duration),
+                &mut results.memory,
+            ),
+            "a million bindings",
         ));
     }
     if wants(Part::Routing) {
@@ -475,7 +514,12 @@ impl Watcher {
     }
 }
 
-fn record_peak(memory: &mut Vec<(String, String, u64)>, run: &str, name: &str, server: &Server) {
+pub(crate) fn record_peak(
+    memory: &mut Vec<(String, String, u64)>,
+    run: &str,
+    name: &str,
+    server: &Server,
+) {
     match server.peak_rss_kib() {
         Ok(kib) => memory.push((run.to_owned(), name.to_owned(), kib)),
         Err(err) => eprintln!("sliced-bench: no peak memory of {name}: {err:#}"),
@@ -764,7 +808,7 @@ pub fn version_text(version: u8) -> &'static str {
     }
 }
 
-fn dir_size(path: &Path) -> u64 {
+pub(crate) fn dir_size(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {
         return 0;
     };

@@ -34,6 +34,52 @@ impl Server {
         })
     }
 
+    /// [`Server::spawn`] for a command whose output the caller has already directed
+    /// to `log`.
+    pub fn spawn_command(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {name} ({command:?})"))?;
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            log: log.to_owned(),
+        })
+    }
+
+    /// Whether the process has ended.
+    pub fn exited(&mut self) -> anyhow::Result<bool> {
+        Ok(self.child.try_wait()?.is_some())
+    }
+
+    /// Sends SIGINT (wrk's "stop and report") and waits; SIGKILL after `limit`.
+    pub fn interrupt_and_wait(&mut self, limit: Duration) -> anyhow::Result<ExitStatus> {
+        if let Some(status) = self.child.try_wait()? {
+            return Ok(status);
+        }
+        let pid = libc::pid_t::try_from(self.child.id()).context("pid out of range")?;
+        // SAFETY: kill(2) with the pid of our own child, not reaped yet (try_wait above
+        // returned None), so the pid still names that process.
+        unsafe {
+            libc::kill(pid, libc::SIGINT);
+        }
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                self.child.kill()?;
+                bail!(
+                    "{} did not stop on SIGINT within {} s",
+                    self.name,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

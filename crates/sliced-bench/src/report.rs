@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::emulator::FlowResult;
+use crate::million::Million;
 use crate::routing::RoutingResult;
 use crate::{version_text, FlowRow, Flows, Outcome, Reads, Results, Scale, Writes};
 
@@ -22,7 +23,7 @@ pub fn render(results: &Results) -> String {
     if let Some(flows) = &results.flows {
         section_flows(&mut doc, flows, results);
     }
-    if results.scale.is_some() || results.routing.is_some() {
+    if results.scale.is_some() || results.million.is_some() || results.routing.is_some() {
         section_scale(&mut doc, results);
     }
     section_memory(&mut doc, results);
@@ -159,7 +160,7 @@ fn header(doc: &mut String, results: &Results) {
          It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
          FILE`), starts every server on a free loopback port with a fresh data directory \
          under the temporary directory, and stops every process it started. The routing \
-         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `routing`.\n",
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`; `--million-slices 50 --million-macs 100` runs the million-binding part small.\n",
         crate::routing::COMMAND
     );
     let _ = writeln!(
@@ -288,6 +289,9 @@ fn headlines(doc: &mut String, results: &Results) {
             thousands(scale.read_one.requests_per_sec),
             ms(scale.read_one.p99_ms),
         );
+    }
+    if let Some(Ok(million)) = &results.million {
+        let _ = writeln!(doc, "- {}", reading::million_headline(million));
     }
     if let Some(Ok(routing)) = &results.routing {
         for graph in crate::routing::GRAPHS {
@@ -621,6 +625,14 @@ fn section_scale(doc: &mut String, results: &Results) {
             Ok(scale) => scale_table(doc, scale, results),
         }
     }
+    if let Some(million) = &results.million {
+        let _ = writeln!(doc, "### A million MAC bindings\n");
+        disturbed(doc, results, crate::PART_MILLION);
+        match million {
+            Err(why) => not_measured(doc, why),
+            Ok(million) => million_table(doc, million, results),
+        }
+    }
     if let Some(routing) = &results.routing {
         let _ = writeln!(doc, "### Paths and reroutes on large graphs\n");
         disturbed(doc, results, crate::PART_ROUTING);
@@ -629,6 +641,185 @@ fn section_scale(doc: &mut String, results: &Results) {
             Ok(routing) => routing_table(doc, routing),
         }
     }
+}
+
+fn million_table(doc: &mut String, m: &Million, results: &Results) {
+    use crate::million::{self, CLIENTS};
+    let _ = writeln!(
+        doc,
+        "{} slices × {} MAC addresses, {} bindings, created through the REST API on a \
+         fresh sliced: the slices first (`POST /slices`, {CLIENTS} clients), then every \
+         binding with `POST /slices/<s>/ports/<p>/mac_addresses` (`wrk -t{} -c{CLIENTS}` \
+         and a Lua script, keep-alive; each answer is a durable write). Layout: slice \
+         `million-<i>` has one port, `0x<i+1>:1`, holding MAC addresses \
+         `02:01:<i>:<j>` (16 bits each); request k binds MAC k / {} in slice k % {}, so that \
+         concurrent requests spread over the slices. The time to create runs until \
+         `GET /metrics` shows every binding in the controller's membership index. Then sliced \
+         stops and starts again on the same data directory (time from spawning it until \
+         `GET /slices` answers 200), the point reads run under `wrk -c{} -d{}s`, and the \
+         change test runs against an emulated OpenFlow 1.3 switch (dpid `{:#x}`) whose two \
+         hosts are bound in `million-00000` besides its own: {} cycles of host 1 → host 2 \
+         (path installed), `DELETE .../mac_addresses` of host 2's binding (timed until the \
+         switch receives the FLOW_MOD deleting the path), host 1 → host 2 again (a drop \
+         flow), and `POST .../mac_addresses` binding host 2 again (timed until the switch \
+         receives the FLOW_MOD deleting the drop: the pair may talk again). Both times run \
+         from sending the REST request; the answer's own time is beside them.\n",
+        thousands(m.slices as f64),
+        thousands(m.macs as f64),
+        thousands(m.bindings() as f64),
+        crate::wrk::threads(CLIENTS),
+        thousands(m.slices as f64),
+        thousands(m.slices as f64),
+        crate::READ_CONNECTIONS,
+        results.duration.as_secs(),
+        million::CHANGE_DPID,
+        million::CHANGE_CYCLES,
+    );
+    let _ = writeln!(doc, "| measurement | sliced | goal |\n|---|---:|---:|");
+    let row = |doc: &mut String, what: String, value: String, goal: &str| {
+        let _ = writeln!(doc, "| {what} | {value} | {goal} |");
+    };
+    row(
+        doc,
+        format!("create {} slices", thousands(m.slices as f64)),
+        format!(
+            "{:.2} s ({} creates/s)",
+            m.create_slices.as_secs_f64(),
+            thousands(m.slices as f64 / m.create_slices.as_secs_f64())
+        ),
+        "",
+    );
+    row(
+        doc,
+        format!(
+            "bind {} MAC addresses, {CLIENTS} clients",
+            thousands(m.bindings() as f64)
+        ),
+        format!(
+            "{:.1} s ({} creates/s; p50 {} / p99 {})",
+            m.bind.as_secs_f64(),
+            thousands(m.bindings() as f64 / m.bind.as_secs_f64()),
+            ms(m.bind_load.p50_ms),
+            ms(m.bind_load.p99_ms)
+        ),
+        "",
+    );
+    row(
+        doc,
+        "resident memory after creating (VmRSS)".into(),
+        format!(
+            "{} (on an empty database: {})",
+            mib(m.rss_kib),
+            mib(m.rss_start_kib)
+        ),
+        "< 1 GiB",
+    );
+    row(
+        doc,
+        "database on disk (the data directory's files)".into(),
+        format!("{:.1} MiB", m.db_bytes as f64 / (1024.0 * 1024.0)),
+        "",
+    );
+    row(
+        doc,
+        "controller's membership index (`GET /metrics`)".into(),
+        format!(
+            "{} slices, {} bound ports, {} bound MAC addresses",
+            thousands(m.entries.slices as f64),
+            thousands(m.entries.bound_ports as f64),
+            thousands(m.entries.bound_macs as f64)
+        ),
+        "",
+    );
+    row(
+        doc,
+        "its memory: `slice_core::Membership` with the same bindings, built alone in a process of its own (VmRSS growth)".into(),
+        match &m.index_kib {
+            Ok(kib) => format!(
+                "{} ({:.0} bytes per binding)",
+                mib(*kib),
+                *kib as f64 * 1024.0 / m.bindings() as f64
+            ),
+            Err(why) => format!("not measured: {}", why.replace('\n', " ")),
+        },
+        "",
+    );
+    row(
+        doc,
+        "restart until serving".into(),
+        format!(
+            "{} (a start on an empty database: {})",
+            ms(m.restart.as_secs_f64() * 1000.0),
+            ms(m.empty_start.as_secs_f64() * 1000.0)
+        ),
+        "< 3 s",
+    );
+    row(
+        doc,
+        "resident memory after the restart / peak after reads and changes (VmRSS / VmHWM)".into(),
+        format!("{} / {}", mib(m.restart_rss_kib), mib(m.restart_peak_kib)),
+        "< 1 GiB",
+    );
+    for read in &m.reads {
+        row(
+            doc,
+            format!(
+                "`GET {}` ({} B) req/s (p50 / p99)",
+                read.endpoint,
+                thousands(read.body_bytes as f64)
+            ),
+            format!(
+                "{} ({} / {})",
+                thousands(read.result.requests_per_sec),
+                ms(read.result.p50_ms),
+                ms(read.result.p99_ms)
+            ),
+            "",
+        );
+    }
+    match &m.change {
+        Ok(change) => {
+            let spread = |s: &crate::million::Spread| {
+                format!("{} / {} / {}", ms(s.p50_ms), ms(s.p99_ms), ms(s.max_ms))
+            };
+            row(
+                doc,
+                "binding deleted → its FLOW_MOD at the switch (p50 / p99 / max)".into(),
+                spread(&change.delete_flow_mod),
+                "< 10 ms",
+            );
+            row(
+                doc,
+                "binding deleted → the REST answer (p50 / p99 / max)".into(),
+                spread(&change.delete_answer),
+                "",
+            );
+            row(
+                doc,
+                "binding added back → the drop's FLOW_MOD at the switch (p50 / p99 / max)".into(),
+                spread(&change.add_flow_mod),
+                "",
+            );
+            row(
+                doc,
+                "binding added back → the REST answer (p50 / p99 / max)".into(),
+                spread(&change.add_answer),
+                "",
+            );
+        }
+        Err(why) => row(
+            doc,
+            "membership change → FLOW_MOD".into(),
+            format!("not measured: {}", why.replace('\n', " ")),
+            "< 10 ms",
+        ),
+    }
+    let _ = writeln!(
+        doc,
+        "\nThe part took {:.0} s.\n\n{}\n",
+        m.elapsed.as_secs_f64(),
+        reading::million(m)
+    );
 }
 
 fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
@@ -1010,6 +1201,89 @@ pub mod reading {
                 .as_secs_f64()
                 * 1000.0),
         )
+    }
+
+    /// Whether a figure meets its goal, as words.
+    fn verdict(met: bool) -> &'static str {
+        if met {
+            "met"
+        } else {
+            "not met"
+        }
+    }
+
+    pub fn million_headline(m: &Million) -> String {
+        let change = match &m.change {
+            Ok(change) => format!(
+                "; a deleted binding's FLOW_MOD reaches the switch in {} (p99 {}, goal < 10 ms)",
+                ms(change.delete_flow_mod.p50_ms),
+                ms(change.delete_flow_mod.p99_ms)
+            ),
+            Err(_) => String::new(),
+        };
+        format!(
+            "{} MAC bindings ({} slices × {}) created through REST in {:.1} s ({} creates/s); \
+             sliced then holds {} resident (goal < 1 GiB) and restarts on them in {} (goal \
+             < 3 s){change}.",
+            thousands(m.bindings() as f64),
+            thousands(m.slices as f64),
+            thousands(m.macs as f64),
+            m.bind.as_secs_f64(),
+            thousands(m.bindings() as f64 / m.bind.as_secs_f64()),
+            mib(m.rss_kib),
+            ms(m.restart.as_secs_f64() * 1000.0),
+        )
+    }
+
+    pub fn million(m: &Million) -> String {
+        use crate::million::{CHANGE_GOAL, RESTART_GOAL, RSS_GOAL_KIB};
+        let rss = m.rss_kib.max(m.restart_rss_kib).max(m.restart_peak_kib);
+        let mut text = format!(
+            "**Reading.** Restart to serving on {} bindings took {}: the goal (< {} s) is \
+             {}. sliced's resident memory was at most {} (after creating, after the restart \
+             and at its peak after the reads and changes): the goal (< 1 GiB) is {}.",
+            thousands(m.bindings() as f64),
+            ms(m.restart.as_secs_f64() * 1000.0),
+            RESTART_GOAL.as_secs(),
+            verdict(m.restart <= RESTART_GOAL),
+            mib(rss),
+            verdict(rss < RSS_GOAL_KIB),
+        );
+        if let Ok(kib) = &m.index_kib {
+            let _ = write!(
+                text,
+                " The controller's membership index type, built alone with the same \
+                 bindings, takes {} ({:.0} % of the resident memory after creating).",
+                mib(*kib),
+                100.0 * *kib as f64 / m.rss_kib as f64
+            );
+        }
+        if let Ok(change) = &m.change {
+            let goal_ms = CHANGE_GOAL.as_secs_f64() * 1000.0;
+            let flow_mod = &change.delete_flow_mod;
+            let answer = &change.delete_answer;
+            let order = if flow_mod.p50_ms <= answer.p50_ms {
+                "before"
+            } else {
+                "after"
+            };
+            let _ = write!(
+                text,
+                " A deleted binding's FLOW_MOD reached the switch in {} at the median and {} \
+                 at worst over {} changes: the goal (< {} ms) is {}. The median FLOW_MOD came \
+                 {} {} the median REST answer ({}): the durable write is in both, and the \
+                 controller acts on the change only once it is committed.",
+                ms(flow_mod.p50_ms),
+                ms(flow_mod.max_ms),
+                flow_mod.count,
+                goal_ms,
+                verdict(flow_mod.max_ms < goal_ms),
+                ms((flow_mod.p50_ms - answer.p50_ms).abs()),
+                order,
+                ms(answer.p50_ms),
+            );
+        }
+        text
     }
 
     pub fn routing(routing: &RoutingResult) -> String {

@@ -45,6 +45,17 @@ pub struct Sliced {
 impl Sliced {
     /// Starts sliced on `dir` (created fresh) and waits until its REST API answers.
     pub fn start(binary: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+        Self::start_within(binary, dir, extra, Duration::from_secs(30))
+    }
+
+    /// [`Sliced::start`], giving up when it does not serve within `limit`.
+    pub fn start_within(
+        binary: &Path,
+        dir: &Path,
+        extra: &[&str],
+        limit: Duration,
+    ) -> anyhow::Result<Self> {
+        let deadline = Instant::now() + limit;
         std::fs::create_dir_all(dir)?;
         let http = procs::free_addr()?;
         let openflow = procs::free_addr()?;
@@ -63,13 +74,15 @@ impl Sliced {
             .env_remove("RUST_LOG");
         let log = dir.join("sliced.log");
         let mut server = Server::spawn("sliced", command, &log)?;
-        server.wait_for_port(http, Duration::from_secs(30))?;
+        server.wait_for_port(http, limit)?;
         let base = format!("http://{http}");
         // The port listens before the routes are ready only in theory; make sure.
-        let deadline = Instant::now() + Duration::from_secs(10);
         while get(&base, "/slices").is_err() {
             if Instant::now() > deadline {
-                bail!("sliced at {base} does not answer GET /slices");
+                bail!(
+                    "sliced at {base} does not answer GET /slices within {} s",
+                    limit.as_secs()
+                );
             }
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -326,6 +326,106 @@ pub fn packet_out_data(message: &[u8]) -> Option<&[u8]> {
     message.get(actions_at + usize::from(actions_len)..)
 }
 
+/// What the membership-change test needs to know about an OpenFlow 1.3 FLOW_MOD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowMod {
+    pub command: u8,
+    pub eth_src: Option<[u8; 6]>,
+    pub eth_dst: Option<[u8; 6]>,
+    /// Whether an instruction outputs the packet somewhere; a drop flow has none.
+    pub outputs: bool,
+}
+
+pub const FLOW_MOD_ADD: u8 = 0;
+pub const FLOW_MOD_DELETE: u8 = 3;
+pub const FLOW_MOD_DELETE_STRICT: u8 = 4;
+
+impl FlowMod {
+    pub fn deletes(&self) -> bool {
+        matches!(self.command, FLOW_MOD_DELETE | FLOW_MOD_DELETE_STRICT)
+    }
+
+    /// Whether it is about traffic from `src` to `dst`.
+    pub fn between(&self, src: [u8; 6], dst: [u8; 6]) -> bool {
+        self.eth_src == Some(src) && self.eth_dst == Some(dst)
+    }
+}
+
+// Offsets in an OpenFlow 1.3 ofp_flow_mod (section 7.3.4.1 of the specification).
+const V13_FLOW_MOD_COMMAND: usize = 25;
+const V13_FLOW_MOD_MATCH: usize = 48;
+const OXM_CLASS_OPENFLOW_BASIC: u16 = 0x8000;
+const OXM_ETH_DST: u8 = 3;
+const OXM_ETH_SRC: u8 = 4;
+const INSTRUCTION_WRITE_ACTIONS: u16 = 3;
+const INSTRUCTION_APPLY_ACTIONS: u16 = 4;
+const ACTION_OUTPUT: u16 = 0;
+
+/// Reads an OpenFlow 1.3 FLOW_MOD: its command, the Ethernet addresses of its match and
+/// whether it outputs; None for anything else or a message too short for its lengths.
+pub fn flow_mod_13(message: &[u8]) -> Option<FlowMod> {
+    let header = Header::parse(message)?;
+    if header.version != OFP13 || header.kind != FLOW_MOD {
+        return None;
+    }
+    let message = message.get(..usize::from(header.length))?;
+    let command = *message.get(V13_FLOW_MOD_COMMAND)?;
+    let match_len = usize::from(be16(message, V13_FLOW_MOD_MATCH + 2)?);
+    // The match's length covers its 4-byte header and the OXM fields, not the padding
+    // to a multiple of 8 that follows.
+    let oxms = message.get(V13_FLOW_MOD_MATCH + 4..V13_FLOW_MOD_MATCH + match_len)?;
+    let (mut eth_src, mut eth_dst) = (None, None);
+    let mut at = 0;
+    while at + 4 <= oxms.len() {
+        let class = be16(oxms, at)?;
+        let field = oxms[at + 2] >> 1;
+        let has_mask = oxms[at + 2] & 1 == 1;
+        let len = usize::from(oxms[at + 3]);
+        let value = oxms.get(at + 4..at + 4 + len)?;
+        if class == OXM_CLASS_OPENFLOW_BASIC && !has_mask && len == 6 {
+            let mut mac = [0u8; 6];
+            mac.copy_from_slice(value);
+            match field {
+                OXM_ETH_DST => eth_dst = Some(mac),
+                OXM_ETH_SRC => eth_src = Some(mac),
+                _ => {}
+            }
+        }
+        at += 4 + len;
+    }
+    let mut outputs = false;
+    let mut at = V13_FLOW_MOD_MATCH + match_len.div_ceil(8) * 8;
+    while at + 4 <= message.len() {
+        let (kind, len) = (be16(message, at)?, usize::from(be16(message, at + 2)?));
+        if len < 8 {
+            return None;
+        }
+        if matches!(kind, INSTRUCTION_WRITE_ACTIONS | INSTRUCTION_APPLY_ACTIONS) {
+            let actions = message.get(at + 8..at + len)?;
+            let mut action = 0;
+            while action + 4 <= actions.len() {
+                let action_len = usize::from(be16(actions, action + 2)?);
+                if action_len < 8 {
+                    return None;
+                }
+                outputs |= be16(actions, action)? == ACTION_OUTPUT;
+                action += action_len;
+            }
+        }
+        at += len;
+    }
+    Some(FlowMod {
+        command,
+        eth_src,
+        eth_dst,
+        outputs,
+    })
+}
+
+fn be16(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,5 +511,53 @@ mod tests {
         assert_eq!(mac_text(host_mac(0xab, 4)), "02:00:00:00:ab:04");
         assert_ne!(host_mac(1, 2), host_mac(2, 1));
         assert_eq!(host_mac(9, 9)[0] & 1, 0);
+    }
+
+    /// A 1.3 FLOW_MOD as the specification lays it out: match on in_port, eth_dst and
+    /// eth_src, then the given instructions.
+    fn flow_mod_bytes(command: u8, instructions: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let at = start(&mut out, OFP13, FLOW_MOD, 5);
+        out.extend_from_slice(&[0u8; 16]); // cookie, cookie_mask
+        out.extend_from_slice(&[0, command]); // table_id, command
+        out.extend_from_slice(&[0u8; 22]); // timeouts .. pad
+        assert_eq!(out.len() - at, V13_FLOW_MOD_MATCH);
+        // type OXM, length 4 + 8 + 10 + 10 = 32: already a multiple of 8.
+        out.extend_from_slice(&[0, 1, 0, 32]);
+        out.extend_from_slice(&[0x80, 0, 0, 4, 0, 0, 0, 1]); // in_port 1
+        out.extend_from_slice(&[0x80, 0, OXM_ETH_DST << 1, 6, 2, 0, 0, 0, 0, 2]);
+        out.extend_from_slice(&[0x80, 0, OXM_ETH_SRC << 1, 6, 2, 0, 0, 0, 0, 1]);
+        out.extend_from_slice(instructions);
+        finish(&mut out, at);
+        out
+    }
+
+    #[test]
+    fn flow_mods_are_read_for_their_command_addresses_and_output() {
+        // APPLY_ACTIONS with one OUTPUT action to port 2.
+        let mut apply = vec![0, 4, 0, 24, 0, 0, 0, 0];
+        apply.extend_from_slice(&[0, 0, 0, 16, 0, 0, 0, 2, 0xff, 0xff, 0, 0, 0, 0, 0, 0]);
+        let add = flow_mod_13(&flow_mod_bytes(FLOW_MOD_ADD, &apply)).expect("a flow mod");
+        assert_eq!(add.command, FLOW_MOD_ADD);
+        assert!(add.outputs && !add.deletes());
+        assert!(add.between([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]));
+        assert!(!add.between([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1]));
+
+        let drop = flow_mod_13(&flow_mod_bytes(FLOW_MOD_ADD, &[])).expect("a flow mod");
+        assert!(!drop.outputs);
+        // APPLY_ACTIONS with a GROUP action only: it outputs nothing itself.
+        let group = [0, 4, 0, 16, 0, 0, 0, 0, 0, 22, 0, 8, 0, 0, 0, 1];
+        let grouped = flow_mod_13(&flow_mod_bytes(FLOW_MOD_ADD, &group)).expect("a flow mod");
+        assert!(!grouped.outputs);
+        let delete = flow_mod_13(&flow_mod_bytes(FLOW_MOD_DELETE_STRICT, &[])).expect("a flow mod");
+        assert!(delete.deletes());
+
+        let mut hello_message = Vec::new();
+        hello(&mut hello_message, OFP13);
+        assert_eq!(flow_mod_13(&hello_message), None);
+        let whole = flow_mod_bytes(FLOW_MOD_ADD, &apply);
+        let mut cut = whole[..60].to_vec();
+        cut[2..4].copy_from_slice(&60u16.to_be_bytes());
+        assert_eq!(flow_mod_13(&cut), None);
     }
 }

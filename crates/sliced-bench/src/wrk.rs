@@ -44,7 +44,7 @@ pub struct Load<'a> {
 /// Runs wrk with `--latency` and parses its report. wrk gets two threads (or one for a
 /// single connection): it shares the machine with the server under test.
 pub fn run(load: &Load<'_>) -> anyhow::Result<WrkResult> {
-    let threads = load.connections.clamp(1, 2);
+    let threads = threads(load.connections);
     let mut command = Command::new("wrk");
     command
         .arg(format!("-t{threads}"))
@@ -62,6 +62,11 @@ pub fn run(load: &Load<'_>) -> anyhow::Result<WrkResult> {
     }
     let report = procs::output(&mut command)?;
     parse(&report).with_context(|| format!("cannot read wrk's report:\n{report}"))
+}
+
+/// The wrk threads of a run with `connections` connections.
+pub fn threads(connections: usize) -> usize {
+    connections.clamp(1, 2)
 }
 
 /// Parses wrk's text report.
