@@ -122,6 +122,8 @@ pub struct Million {
     pub empty_start: Duration,
     pub rss_start_kib: u64,
     pub rss_kib: u64,
+    /// Peak resident memory (VmHWM) of the first sliced, read after creating.
+    pub create_peak_kib: u64,
     pub db_bytes: u64,
     pub entries: IndexEntries,
     /// Resident memory the index takes, built alone in a process of its own.
@@ -215,6 +217,7 @@ pub fn run(
     let (bind, bind_load) = bulk_bind(&sliced.base, &dir, slices, macs)?;
     let entries = wait_for_index(&sliced.base, bindings as u64, Duration::from_secs(60))?;
     let rss_kib = sliced.server.rss_kib()?;
+    let create_peak_kib = sliced.server.peak_rss_kib()?;
     crate::record_peak(
         memory,
         "a million bindings: create",
@@ -306,6 +309,7 @@ pub fn run(
         empty_start,
         rss_start_kib,
         rss_kib,
+        create_peak_kib,
         db_bytes,
         entries,
         index_kib,
