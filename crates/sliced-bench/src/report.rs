@@ -1290,6 +1290,15 @@ pub mod reading {
                 order,
                 ms(answer.p50_ms),
             );
+            let lifted = &change.add_flow_mod;
+            let _ = write!(
+                text,
+                " Binding the host again lifted the drop (its FLOW_MOD at the switch) in {} at \
+                 the median and {} at worst, against a REST answer of {} at worst.",
+                ms(lifted.p50_ms),
+                ms(lifted.max_ms),
+                ms(change.add_answer.max_ms),
+            );
         }
         text
     }
