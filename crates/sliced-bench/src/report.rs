@@ -27,8 +27,23 @@ pub fn render(results: &Results) -> String {
         section_scale(&mut doc, results);
     }
     section_memory(&mut doc, results);
+    section_failover(&mut doc);
     method_notes(&mut doc, results);
     doc
+}
+
+/// The cluster's failover is measured in the Open vSwitch lab, not here; its figures live
+/// in a page of their own, which this run does not rewrite.
+fn section_failover(doc: &mut String) {
+    let _ = writeln!(
+        doc,
+        "## 6. Cluster failover
+
+\
+         Measured in the Open vSwitch lab by `cargo xtask failover`, not by sliced-bench: \
+         the figures (time to a new master, packets lost, REST writes during a master's \
+         `kill -9`, REST latency on etcd against sled) are in [failover.md](failover.md).\n"
+    );
 }
 
 // ---- number formatting -------------------------------------------------------------
