@@ -26,10 +26,29 @@ pub struct Daemon {
 
 /// A port that was free a moment ago. The kernel hands out ports in sequence, so a port
 /// just released is not handed to another test right away.
+/// A loopback port that nothing listens on, for a daemon about to be started.
+///
+/// Not one the kernel picks (port 0): those come from its ephemeral range, the range every
+/// outgoing connection of every other test takes its local port from, so one of them
+/// could take the port between this check and the daemon's bind (CI saw "Address already
+/// in use"). Ports are handed out in turn from below that range (Linux's default starts
+/// at 32768), from an offset that differs between test processes, and each is checked
+/// to be free.
 pub fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static HANDED_OUT: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id() % 60 * 200;
+    for _ in 0..SPAN {
+        let turn = HANDED_OUT.fetch_add(1, Ordering::Relaxed);
+        // In range by construction: FIRST + (a value below SPAN) stays below 32,000.
+        let port = u16::try_from(FIRST + (offset + turn) % SPAN).unwrap_or(0);
+        if let Ok(addr) = TcpListener::bind(("127.0.0.1", port)).and_then(|l| l.local_addr()) {
+            return addr;
+        }
+    }
+    panic!("no free loopback port between {FIRST} and {}", FIRST + SPAN)
 }
 
 impl Daemon {
