@@ -122,22 +122,21 @@ pub(crate) async fn refuse_foreign_requests(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     if req.conn_data::<LocalPeer>().is_none() {
-        let verdict = match req.app_data::<web::Data<Settings>>() {
-            Some(settings) => check(
-                req.method(),
-                req.version(),
-                req.headers(),
-                &settings.host_policy,
-                req.app_data::<AllowedHost>(),
-            ),
-            None => check(
-                req.method(),
-                req.version(),
-                req.headers(),
-                &HostPolicy::default(),
-                None,
-            ),
+        let fallback;
+        let policy = match req.app_data::<web::Data<Settings>>() {
+            Some(settings) => &settings.host_policy,
+            None => {
+                fallback = HostPolicy::default();
+                &fallback
+            }
         };
+        let verdict = check(
+            req.method(),
+            req.version(),
+            req.headers(),
+            policy,
+            req.app_data::<AllowedHost>(),
+        );
         if let Err(err) = verdict {
             log::debug!("refused {} {}: {err}", req.method(), req.path());
             return Ok(req.error_response(err));

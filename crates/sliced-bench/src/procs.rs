@@ -21,17 +21,8 @@ impl Server {
         let out = std::fs::File::create(log)
             .with_context(|| format!("cannot create the log {}", log.display()))?;
         let err = out.try_clone()?;
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .with_context(|| format!("cannot start {name} ({command:?})"))?;
-        Ok(Self {
-            name: name.to_owned(),
-            child,
-            log: log.to_owned(),
-        })
+        command.stdin(Stdio::null()).stdout(out).stderr(err);
+        Self::spawn_command(name, command, log)
     }
 
     /// [`Server::spawn`] for a command whose output the caller has already directed
