@@ -310,10 +310,10 @@ fn plan_write(
             )
         }
         Write::DeletePort(slice, port) => {
-            remove_port(model, batch, &slice, port)?;
+            let record = remove_port(model, batch, &slice, port)?;
             let removed = Port {
                 id: port,
-                macs: model.port(&slice, port)?.macs.keys().copied().collect(),
+                macs: record.macs.keys().copied().collect(),
             };
             Planned {
                 edits: vec![Edit::DeletePort {
@@ -494,16 +494,17 @@ fn insert_port(
     Ok(seq)
 }
 
-fn remove_port(
-    model: &Model,
+/// Puts the removal of a port's records into `batch`; the port's record, as it was.
+fn remove_port<'m>(
+    model: &'m Model,
     batch: &mut sled::Batch,
     slice: &SliceName,
     port: slice_core::PortId,
-) -> Result<(), Error> {
+) -> Result<&'m crate::model::PortRecord, Error> {
     let id = model.slice(slice)?.id;
     let record = model.port(slice, port)?;
     remove_port_records(batch, id, port, record);
-    Ok(())
+    Ok(record)
 }
 
 fn remove_port_records(
