@@ -583,16 +583,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_port_going_down_removes_its_links_and_paths_go_around() {
+    /// Three switches with ports 1 to 3, cabled in a triangle on ports 2 and 3.
+    fn triangle() -> Topology {
         let mut topology = Topology::default();
         for dpid in 1..=3 {
             topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
         }
-        // A triangle.
         cable(&mut topology, p(1, 2), p(2, 2));
         cable(&mut topology, p(2, 3), p(3, 3));
         cable(&mut topology, p(1, 3), p(3, 2));
+        topology
+    }
+
+    #[test]
+    fn a_port_going_down_removes_its_links_and_paths_go_around() {
+        let mut topology = triangle();
         assert_eq!(topology.shortest_path(p(1, 1), p(2, 1)).unwrap().len(), 2);
         let removed = topology.update_port(
             p(1, 2),
@@ -710,14 +715,7 @@ mod tests {
 
     #[test]
     fn a_link_going_down_or_up_replaces_the_trees() {
-        let mut topology = Topology::default();
-        for dpid in 1..=3 {
-            topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3]));
-        }
-        // A triangle.
-        cable(&mut topology, p(1, 2), p(2, 2));
-        cable(&mut topology, p(2, 3), p(3, 3));
-        cable(&mut topology, p(1, 3), p(3, 2));
+        let mut topology = triangle();
         let direct = vec![hop(1, 1, 2), hop(2, 2, 1)];
         assert_eq!(
             topology.shortest_path(p(1, 1), p(2, 1)),

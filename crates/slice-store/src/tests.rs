@@ -167,6 +167,22 @@ fn writers_behind_a_held_flush<T: Send + 'static>(
     threads
 }
 
+/// Holds the store's next flush and starts one writer running `write`, returning once
+/// that writer's flush is held: every job queued from then on waits behind it.
+fn a_write_held_in_its_flush<T: Send + 'static>(
+    store: &Arc<Store>,
+    write: impl Fn(&Store, usize) -> T + Send + Sync + 'static,
+) -> std::thread::JoinHandle<T> {
+    let probe = &store.inner.sync_probe;
+    let held = probe.waiting.load(Ordering::SeqCst);
+    probe.hold();
+    let writer = writers_behind_a_held_flush(store, 1, write);
+    wait_until("the flush is held", || {
+        probe.waiting.load(Ordering::SeqCst) == held + 1
+    });
+    writer.into_iter().next().unwrap()
+}
+
 #[test]
 fn writes_queued_during_a_flush_share_the_next_one() {
     const WRITERS: usize = 32;
@@ -174,17 +190,12 @@ fn writes_queued_during_a_flush_share_the_next_one() {
     let store = Arc::new(store);
     let probe = &store.inner.sync_probe;
     let syncs = probe.syncs.load(Ordering::SeqCst);
-    probe.hold();
-    let first =
-        writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("first")));
-    wait_until("the first flush is held", || {
-        probe.waiting.load(Ordering::SeqCst) == 1
-    });
+    let first = a_write_held_in_its_flush(&store, |store, _| store.create_slice(&name("first")));
     let rest = writers_behind_a_held_flush(&store, WRITERS - 1, |store, i| {
         store.create_slice(&name(&format!("s{i}")))
     });
     probe.release();
-    for writer in first.into_iter().chain(rest) {
+    for writer in std::iter::once(first).chain(rest) {
         writer.join().unwrap().unwrap();
     }
     assert_eq!(
@@ -202,18 +213,14 @@ fn of_racing_creates_queued_together_exactly_one_wins() {
     let (_dir, store) = open();
     let store = Arc::new(store);
     let probe = &store.inner.sync_probe;
-    probe.hold();
     let blocker =
-        writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("blocker")));
-    wait_until("the first flush is held", || {
-        probe.waiting.load(Ordering::SeqCst) == 1
-    });
+        a_write_held_in_its_flush(&store, |store, _| store.create_slice(&name("blocker")));
     // All of them reach the writer in one round: each must see the one before it.
     let racers = writers_behind_a_held_flush(&store, RACERS, |store, _| {
         store.create_slice(&name("contested"))
     });
     probe.release();
-    blocker.into_iter().next().unwrap().join().unwrap().unwrap();
+    blocker.join().unwrap().unwrap();
     let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
     let winners = results.iter().filter(|result| result.is_ok()).count();
     assert_eq!(winners, 1, "{results:?}");
@@ -246,10 +253,7 @@ fn a_write_is_seen_by_no_reader_and_told_to_no_listener_before_its_flush() {
         writer.into_iter().next().unwrap().join().unwrap(),
         Err(Error::Slice(SliceError::SliceNotFound(_)))
     ));
-    let creator = writers_behind_a_held_flush(&store, 1, |store, _| store.create_slice(&name("s")));
-    wait_until("the flush is held", || {
-        probe.waiting.load(Ordering::SeqCst) == 1
-    });
+    let creator = a_write_held_in_its_flush(&store, |store, _| store.create_slice(&name("s")));
     // Applied to sled, not yet on disk: invisible.
     assert!(matches!(
         store.check_slice(&name("s")),
@@ -258,7 +262,7 @@ fn a_write_is_seen_by_no_reader_and_told_to_no_listener_before_its_flush() {
     assert!(store.slices().unwrap().is_empty());
     assert!(heard.lock().unwrap().is_empty());
     probe.release();
-    creator.into_iter().next().unwrap().join().unwrap().unwrap();
+    creator.join().unwrap().unwrap();
     store.check_slice(&name("s")).unwrap();
     assert_eq!(*heard.lock().unwrap(), [Change::SliceCreated(name("s"))]);
 }
