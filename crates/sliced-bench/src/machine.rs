@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The facts the report starts with.
 #[derive(Debug, Clone)]
@@ -97,6 +97,23 @@ fn read_stat(pid: u32) -> Option<Stat> {
     })
 }
 
+/// The user plus system time a process has used so far, to a clock tick (10 ms on
+/// Linux's usual `USER_HZ`).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let ticks = read_stat(pid)?.ticks;
+    Some(Duration::from_secs_f64(ticks as f64 / ticks_per_sec()))
+}
+
+fn ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
 fn all_stats() -> HashMap<u32, Stat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return HashMap::new();
@@ -125,12 +142,10 @@ pub struct OtherCpuSample {
 
 impl OtherCpu {
     pub fn new() -> Self {
-        // SAFETY: sysconf only reads a configuration value.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let mut sampler = Self {
             previous: HashMap::new(),
             at: Instant::now(),
-            ticks_per_sec: if ticks > 0 { ticks as f64 } else { 100.0 },
+            ticks_per_sec: ticks_per_sec(),
         };
         sampler.sample();
         sampler

@@ -13,12 +13,14 @@
 //! Everything runs on loopback; every process started here is stopped before it returns.
 
 mod bare;
+mod bulk;
 mod emulator;
 mod fsync;
 mod machine;
 mod million;
 mod peers;
 mod procs;
+mod reads;
 mod report;
 mod routing;
 mod sliced;
@@ -96,9 +98,16 @@ struct RunArgs {
     /// The parts to run, comma-separated [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Part>,
-    /// Seconds of each wrk run
+    /// Seconds of each wrk run, except the read part's
     #[arg(long, default_value_t = 5, value_name = "S")]
     duration: u64,
+    /// Rounds of the read part: each round reads each endpoint from sliced and from the
+    /// bare server
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    read_rounds: u64,
+    /// Seconds of each wrk run of the read part
+    #[arg(long, default_value_t = 3, value_name = "S")]
+    read_duration: u64,
     /// Seconds of each flow-setup run
     #[arg(long, default_value_t = 3, value_name = "S")]
     flow_duration: u64,
@@ -168,6 +177,8 @@ const SLICED_FLOW_ARGS: [&str; 8] = [
 const RAW_FLUSH_TIME: Duration = Duration::from_secs(2);
 /// Concurrent REST clients that create the scale test's slices.
 const SCALE_CLIENTS: usize = 64;
+/// Digits of the scale test's slice numbers (`scale-00000`).
+const SCALE_NAME_WIDTH: usize = 5;
 
 /// The parts as the report and the other-work watcher name them.
 pub const PART_REST: &str = "REST reads and writes";
@@ -187,16 +198,12 @@ pub(crate) fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
     })
 }
 
-pub struct ReadRow {
-    pub endpoint: String,
-    pub body_bytes: usize,
-    pub sliced: WrkResult,
-    pub bare: WrkResult,
-}
-
 pub struct Reads {
     pub slices: usize,
-    pub rows: Vec<ReadRow>,
+    /// Rounds per endpoint, and the length of each wrk run in them.
+    pub rounds: usize,
+    pub run_duration: Duration,
+    pub rows: Vec<reads::ReadRow>,
     /// Lines of sliced's access log (target `sliced::http`) written during the reads:
     /// whether its default filter logs every request.
     pub access_log_lines: usize,
@@ -592,34 +599,25 @@ fn rest(
         let mut bare = Server::spawn("bare actix-web server", command, &dir.join("bare.log"))?;
         bare.wait_for_port(bare_addr, Duration::from_secs(10))?;
         let bare_base = format!("http://{bare_addr}");
+        let rounds = reads::Rounds {
+            rounds: args.read_rounds as usize,
+            connections: READ_CONNECTIONS,
+            duration: Duration::from_secs(args.read_duration),
+        };
+        let ours = reads::Target {
+            base: &base,
+            pid: sliced.server.pid(),
+        };
+        let theirs = reads::Target {
+            base: &bare_base,
+            pid: bare.pid(),
+        };
         let mut rows = Vec::new();
         for (endpoint, body_bytes) in endpoints.iter().zip(sizes) {
-            eprintln!("sliced-bench: wrk GET {endpoint}");
-            let load = |base: &str| -> anyhow::Result<WrkResult> {
-                let url = format!("{base}{endpoint}");
-                let result = wrk::run(&Load {
-                    url: &url,
-                    connections: READ_CONNECTIONS,
-                    duration,
-                    script: None,
-                })?;
-                if result.non_2xx > 0 || result.socket_errors > 0 {
-                    anyhow::bail!(
-                        "GET {url}: {} non-2xx responses, {} socket errors",
-                        result.non_2xx,
-                        result.socket_errors
-                    );
-                }
-                Ok(result)
-            };
-            let sliced_result = load(&base)?;
-            let bare_result = load(&bare_base)?;
-            rows.push(ReadRow {
-                endpoint: endpoint.clone(),
-                body_bytes,
-                sliced: sliced_result,
-                bare: bare_result,
-            });
+            eprintln!("sliced-bench: wrk GET {endpoint}, {} rounds", rounds.rounds);
+            rows.push(reads::measure(
+                endpoint, body_bytes, &ours, &theirs, &rounds,
+            )?);
         }
         record_peak(memory, "REST reads", "bare actix-web server", &bare);
         bare.stop()?;
@@ -627,6 +625,8 @@ fn rest(
         let log = std::fs::read_to_string(&sliced.log).unwrap_or_default();
         reads = Some(Reads {
             slices: args.slices,
+            rounds: rounds.rounds,
+            run_duration: rounds.duration,
             rows,
             access_log_lines: log.lines().filter(|l| l.contains("sliced::http")).count(),
         });
@@ -834,19 +834,28 @@ fn scale(
     let sliced = Sliced::start(binary, &dir, &[])?;
     let empty_start = started.elapsed();
     let rss_start_kib = sliced.server.rss_kib()?;
-    let names: Vec<String> = (0..args.scale_slices)
-        .map(|i| slice_name("scale", i, 5))
-        .collect();
-    let last = names
-        .last()
-        .context("--scale-slices must be at least 1")?
-        .clone();
+    let last_index = args
+        .scale_slices
+        .checked_sub(1)
+        .context("--scale-slices must be at least 1")?;
+    let last = slice_name("scale", last_index, SCALE_NAME_WIDTH);
     eprintln!(
-        "sliced-bench: creating {} slices with {SCALE_CLIENTS} clients",
-        names.len()
+        "sliced-bench: creating {} slices with wrk, {SCALE_CLIENTS} connections",
+        args.scale_slices
     );
-    let create = sliced::parallel(&sliced.base, names, SCALE_CLIENTS, |agent, base, name| {
-        sliced::create_slice(agent, base, name)
+    let slices = args.scale_slices as u64;
+    let load = bulk::Load {
+        url: &format!("{}/slices", sliced.base),
+        connections: SCALE_CLIENTS,
+        script: ("create_slices.lua", bulk::CREATE_SLICES_LUA),
+        args: vec!["scale".to_owned(), SCALE_NAME_WIDTH.to_string()],
+        filler: "/cluster",
+        requests: slices,
+        limit: Duration::from_secs(60 + slices / 1000),
+        dir: &dir,
+    };
+    let (create, _) = bulk::run(&load, || {
+        Ok(million::index_entries(&sliced.base)?.slices >= slices)
     })?;
     let rss_kib = sliced.server.rss_kib()?;
     let db_bytes = dir_size(&dir.join("data").join("store"));

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::bulk;
 use crate::sliced::{self, Sliced};
 use crate::wire::{self, FlowMod};
 use crate::wrk::{self, Load, WrkResult};
@@ -329,11 +330,9 @@ fn host_port(port_no: u16) -> String {
     format!("{CHANGE_DPID:#x}:{port_no}")
 }
 
-/// The bulk load: every binding once, by wrk with [`BIND_LUA`]; fails unless each got 201.
-/// wrk runs for its whole duration even when every thread has stopped, so the harness
-/// watches the controller's index and ends wrk (SIGINT, after which it reports) once
-/// every binding is in it: the time to create is the time until the last binding reached
-/// the controller.
+/// The bulk load: every binding once, by wrk with [`bulk::BIND_MACS_LUA`]; fails unless
+/// each got 201. The time to create is the time until the last binding reached the
+/// controller's index.
 fn bulk_bind(
     base: &str,
     dir: &Path,
@@ -341,153 +340,18 @@ fn bulk_bind(
     macs: usize,
 ) -> anyhow::Result<(Duration, WrkResult)> {
     let bindings = (slices * macs) as u64;
-    let script = dir.join("bind_macs.lua");
-    std::fs::write(&script, BIND_LUA)?;
-    let limit = Duration::from_secs(60 + bindings / SLOWEST_BINDINGS_PER_SEC);
-    let url = format!("{base}/slices");
-    let threads = wrk::threads(CLIENTS);
-    let out_path = dir.join("bind_macs.wrk");
-    let out = std::fs::File::create(&out_path)?;
-    let mut command = std::process::Command::new("wrk");
-    command
-        .arg(format!("-t{threads}"))
-        .arg(format!("-c{CLIENTS}"))
-        // Past the limit, so that the harness, not wrk, decides when the load ends.
-        .arg(format!("-d{}s", limit.as_secs() + 60))
-        .args(["--timeout", "10s", "--latency", "-s"])
-        .arg(&script)
-        .arg(&url)
-        .arg("--")
-        .args([slices.to_string(), macs.to_string(), threads.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
-    let started = Instant::now();
-    let mut wrk = crate::procs::Server::spawn_command("wrk", command, &out_path)?;
-    let mut bound = None;
-    while started.elapsed() < limit {
-        if wrk.exited()? {
-            break;
-        }
-        if index_entries(base)?.bound_macs >= bindings {
-            bound = Some(started.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    wrk.interrupt_and_wait(Duration::from_secs(10))?;
-    let report = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let (created, failed) = bind_counts(&report)
-        .with_context(|| format!("the bind script printed no counts:\n{report}"))?;
-    let result =
-        wrk::parse(&report).with_context(|| format!("cannot read wrk's report:\n{report}"))?;
-    if failed > 0 || result.non_2xx > 0 || result.socket_errors > 0 {
-        bail!(
-            "binding MAC addresses: {failed} answers other than 201, {} non-2xx, {} socket \
-             errors; wrk's report:\n{report}",
-            result.non_2xx,
-            result.socket_errors
-        );
-    }
-    match bound {
-        Some(elapsed) if created == bindings => Ok((elapsed, result)),
-        _ => bail!(
-            "binding MAC addresses: wrk saw {created} of {bindings} bound within {} s; its \
-             report:\n{report}",
-            limit.as_secs()
-        ),
-    }
-}
-
-/// The counts the bind script prints at the end.
-fn bind_counts(report: &str) -> Option<(u64, u64)> {
-    let line = report
-        .lines()
-        .find_map(|line| line.strip_prefix("sliced-bench bind: "))?;
-    let mut words = line.split_whitespace();
-    let mut field = |name: &str| -> Option<u64> {
-        (words.next()? == name).then_some(())?;
-        words.next()?.parse().ok()
+    let load = bulk::Load {
+        url: &format!("{base}/slices"),
+        connections: CLIENTS,
+        script: ("bind_macs.lua", bulk::BIND_MACS_LUA),
+        args: vec![slices.to_string()],
+        filler: &format!("/slices/{}", slice_name(0)),
+        requests: bindings,
+        limit: Duration::from_secs(60 + bindings / SLOWEST_BINDINGS_PER_SEC),
+        dir,
     };
-    Some((field("created")?, field("failed")?))
+    bulk::run(&load, || Ok(index_entries(base)?.bound_macs >= bindings))
 }
-
-/// The bulk load's wrk script. Arguments: slices, MACs per slice, wrk threads. Thread t
-/// (from 1) sends requests t-1, t-1+threads, ...; request k binds MAC k / slices to the
-/// port of slice k % slices. Once a thread has sent its share it keeps its connections
-/// busy with a cheap GET until every one of its POSTs has been answered (wrk has no
-/// request count), then stops; an answer other than 201 or 200 stops it at once.
-pub const BIND_LUA: &str = r#"-- sliced-bench: bind MAC addresses through POST .../mac_addresses.
-local threads = {}
-function setup(thread)
-  table.insert(threads, thread)
-  thread:set("tid", #threads)
-  thread:set("created", 0)
-  thread:set("failed", 0)
-end
-
-function init(args)
-  slices = tonumber(args[1])
-  macs = tonumber(args[2])
-  nthreads = tonumber(args[3])
-  total = slices * macs
-  next_job = tid - 1
-  share = 0
-  if total >= tid then
-    share = math.floor((total - tid) / nthreads) + 1
-  end
-  created = 0
-  failed = 0
-  json = { ["Content-Type"] = "application/json" }
-  filler = wrk.format("GET", "/slices/million-00000")
-  first = true
-end
-
-function request()
-  -- wrk calls the first thread's request() once before the run to check the request
-  -- (script_verify_request) and never sends what it got: every thread's first call
-  -- gets the filler, so that no binding is lost whichever calls are sent.
-  if first then
-    first = false
-    return filler
-  end
-  if next_job >= total then
-    return filler
-  end
-  local k = next_job
-  next_job = next_job + nthreads
-  local s = k % slices
-  local m = math.floor(k / slices)
-  local path = string.format("/slices/million-%05d/ports/0x%x:1/mac_addresses", s, s + 1)
-  local body = string.format('{"name":"02:01:%02x:%02x:%02x:%02x"}',
-    math.floor(s / 256), s % 256, math.floor(m / 256), m % 256)
-  return wrk.format("POST", path, json, body)
-end
-
-function response(status, headers, body)
-  if status == 201 then
-    created = created + 1
-    wrk.thread:set("created", created)
-  elseif status ~= 200 then
-    failed = failed + 1
-    wrk.thread:set("failed", failed)
-    wrk.thread:stop()
-    return
-  end
-  if created >= share then
-    wrk.thread:stop()
-  end
-end
-
-function done(summary, latency, requests)
-  local created, failed = 0, 0
-  for _, thread in ipairs(threads) do
-    created = created + thread:get("created")
-    failed = failed + thread:get("failed")
-  end
-  io.write(string.format("sliced-bench bind: created %d failed %d\n", created, failed))
-end
-"#;
 
 /// Reads the membership index's entries from `GET /metrics`.
 pub fn index_entries(base: &str) -> anyhow::Result<IndexEntries> {
@@ -895,14 +759,6 @@ mod tests {
             })
         );
         assert_eq!(parse_entries("sliced_slices 1\n"), None);
-    }
-
-    #[test]
-    fn the_bind_scripts_counts_are_read() {
-        let report = "Running 1m test @ http://127.0.0.1:1/slices\n\
-                      sliced-bench bind: created 1000000 failed 0\nRequests/sec: 1.0\n";
-        assert_eq!(bind_counts(report), Some((1_000_000, 0)));
-        assert_eq!(bind_counts("no counts"), None);
     }
 
     #[test]

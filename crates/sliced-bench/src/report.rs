@@ -221,15 +221,17 @@ fn headlines(doc: &mut String, results: &Results) {
     let _ = writeln!(doc, "## Headlines\n");
     if let Some(Ok(reads)) = &results.reads {
         for row in &reads.rows {
+            let (ours, theirs) = (&row.sliced.median().wrk, &row.bare.median().wrk);
             let _ = writeln!(
                 doc,
                 "- REST read `GET {}`: sliced {} req/s, **{}** of a bare actix-web server \
-                 answering the same bytes from memory (p99 {} vs {}).",
+                 answering the same bytes from memory (medians of {} rounds; p99 {} vs {}).",
                 row.endpoint,
-                thousands(row.sliced.requests_per_sec),
-                ratio(row.sliced.requests_per_sec, row.bare.requests_per_sec),
-                ms(row.sliced.p99_ms),
-                ms(row.bare.p99_ms),
+                thousands(ours.requests_per_sec),
+                ratio(ours.requests_per_sec, theirs.requests_per_sec),
+                reads.rounds,
+                ms(ours.p99_ms),
+                ms(theirs.p99_ms),
             );
         }
     }
@@ -347,31 +349,49 @@ fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &Results) {
          default of one worker per core as sliced, the same six GET route patterns as \
          sliced's slice API) that answers each path with the exact bytes sliced returned, \
          from memory, with no middleware: the framework's ceiling for these requests. \
-         Load: `wrk -t2 -c{} -d{}s --latency URL`, keep-alive, one endpoint at a time, \
-         sliced first then the peer.\n",
+         Load: `wrk -t2 -c{} -d{}s --latency URL`, keep-alive, one endpoint at a time, in \
+         {} rounds: each round runs sliced and the peer back to back, sliced first in odd \
+         rounds and the peer first in even ones. One run alone moves by several per cent \
+         from one run to the next on this machine (wrk shares its cores with the server), \
+         so the table compares the median runs, and gives the lowest and highest ratio of \
+         a single round beside it. CPU per request is the server process's user and \
+         system time during its run divided by the requests it answered (median of the \
+         runs): what a request costs the server, whatever the scheduler did.\n",
         thousands(reads.slices as f64),
         crate::READ_CONNECTIONS,
-        results.duration.as_secs()
+        reads.run_duration.as_secs(),
+        reads.rounds,
     );
     let _ = writeln!(
         doc,
-        "| endpoint | body | sliced req/s | bare req/s | ratio | sliced p50 / p99 | bare p50 / p99 | p99 ratio |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|"
+        "| endpoint | body | sliced req/s | bare req/s | ratio | one round's ratio | sliced CPU per request | bare CPU per request | sliced p50 / p99 | bare p50 / p99 |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in &reads.rows {
+        let (ours, theirs) = (&row.sliced.median().wrk, &row.bare.median().wrk);
+        let (low, high) = row.round_ratios();
+        let cpu = |runs: &crate::reads::Runs| {
+            runs.median_cpu_per_request()
+                .map_or("n/a".to_owned(), |cpu| {
+                    format!("{:.1} µs", cpu.as_secs_f64() * 1e6)
+                })
+        };
         let _ = writeln!(
             doc,
-            "| `GET {}` | {} B | {} | {} | **{}** | {} / {} | {} / {} | {} |",
+            "| `GET {}` | {} B | {} | {} | **{}** | {:.2}–{:.2}× | {} | {} | {} / {} | {} / {} |",
             row.endpoint,
             thousands(row.body_bytes as f64),
-            thousands(row.sliced.requests_per_sec),
-            thousands(row.bare.requests_per_sec),
-            ratio(row.sliced.requests_per_sec, row.bare.requests_per_sec),
-            ms(row.sliced.p50_ms),
-            ms(row.sliced.p99_ms),
-            ms(row.bare.p50_ms),
-            ms(row.bare.p99_ms),
-            ratio(row.sliced.p99_ms, row.bare.p99_ms),
+            thousands(ours.requests_per_sec),
+            thousands(theirs.requests_per_sec),
+            ratio(ours.requests_per_sec, theirs.requests_per_sec),
+            low,
+            high,
+            cpu(&row.sliced),
+            cpu(&row.bare),
+            ms(ours.p50_ms),
+            ms(ours.p99_ms),
+            ms(theirs.p50_ms),
+            ms(theirs.p99_ms),
         );
     }
     let _ = writeln!(doc, "\n{}\n", reading::reads(reads));
@@ -846,14 +866,18 @@ fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
             .find(|row| {
                 row.endpoint.starts_with("/slices/bench-") && !row.endpoint.contains("/ports")
             })
-            .map(|row| (reads.slices, &row.sliced)),
+            .map(|row| (reads.slices, &row.sliced.median().wrk)),
         _ => None,
     };
     let _ = writeln!(
         doc,
         "The original C sliceable switch's scale test: create {} slices, then use them. Here \
-         through the REST API, as users see it: {} concurrent keep-alive clients each \
-         creating its share (`POST /slices`, each durable), on a fresh sliced. Then \
+         through the REST API, as users see it: `POST /slices` with a new name each, every \
+         answer a durable write, from wrk over {} keep-alive connections (`wrk -t2` and a \
+         Lua script that deals each thread its share of the names; the same way the \
+         million-binding part loads its bindings), on a fresh sliced. The time to create \
+         runs from starting wrk until `GET /metrics` (polled every 20 ms) counts every \
+         slice. Then \
          `GET /slices/<the last one>` under `wrk -c{} -d{}s`, five sequential `GET /slices` \
          listing all of them, and a restart on the same database (time until `GET /slices` \
          answers, which includes loading slice membership for the controller).\n",
@@ -873,7 +897,7 @@ fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
     let rate = scale.slices as f64 / scale.create.as_secs_f64();
     let _ = writeln!(
         doc,
-        "| create {} slices, {} clients | {:.1} s ({} creates/s) | raw fdatasync: {} | {} |",
+        "| create {} slices, {} connections | {:.1} s ({} creates/s) | raw fdatasync: {} | {} |",
         thousands(scale.slices as f64),
         crate::SCALE_CLIENTS,
         scale.create.as_secs_f64(),
@@ -1016,8 +1040,9 @@ fn method_notes(doc: &mut String, results: &Results) {
          - Traffic goes to loopback only. Each server gets a fresh data directory under the \
            temporary directory, which is also where the fdatasync loop runs.\n\
          - sliced runs as built by `cargo build --release` from the working tree, with its \
-           default log filter (`RUST_LOG` unset); runs are short ({} s for wrk, {} s per flow-setup run), so expect a few \
-           percent of noise between runs.\n\
+           default log filter (`RUST_LOG` unset); runs are short ({} s for wrk, {} s per \
+           flow-setup run), so expect a few percent of noise between runs; the REST reads, \
+           where the gap measured is that small, take the median of several rounds.\n\
          - wrk is not corrected for coordinated omission; its percentiles are of completed \
            requests.\n\
          - Benchmarks are never assertions: nothing here fails on a figure.\n",
@@ -1043,14 +1068,15 @@ pub mod reading {
             .iter()
             .find(|row| row.endpoint == "/slices")
             .map_or(String::new(), |row| {
-                let share = row.sliced.requests_per_sec / row.bare.requests_per_sec;
+                let share = row.ratio();
                 let names = thousands(reads.slices as f64);
                 let bytes = thousands(row.body_bytes as f64);
                 match point {
                     // Listing about as fast as a point read: its cost does not follow the
                     // size of the list.
                     Some(point)
-                        if row.sliced.requests_per_sec >= 0.7 * point.sliced.requests_per_sec =>
+                        if row.sliced.median().wrk.requests_per_sec
+                            >= 0.7 * point.sliced.median().wrk.requests_per_sec =>
                     {
                         format!(
                             " The listing of {names} slices ({bytes} bytes) runs at {:.0} % of \
@@ -1058,8 +1084,8 @@ pub mod reading {
                              per-request cost does not follow the size of the list, so the \
                              gap left is the per-request work above.",
                             share * 100.0,
-                            thousands(row.sliced.requests_per_sec),
-                            thousands(point.sliced.requests_per_sec),
+                            thousands(row.sliced.median().wrk.requests_per_sec),
+                            thousands(point.sliced.median().wrk.requests_per_sec),
                         )
                     }
                     _ => format!(
@@ -1082,6 +1108,29 @@ pub mod reading {
         } else {
             String::new()
         };
+        let cpu: Vec<String> = reads
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let ours = row.sliced.median_cpu_per_request()?.as_secs_f64() * 1e6;
+                let theirs = row.bare.median_cpu_per_request()?.as_secs_f64() * 1e6;
+                Some(format!(
+                    "{:+.1} µs ({:+.0} %) on `GET {}`",
+                    ours - theirs,
+                    100.0 * (ours - theirs) / theirs,
+                    row.endpoint
+                ))
+            })
+            .collect();
+        let cpu = if cpu.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " In CPU time per request that work comes to {}; the rate moves by less, \
+                 as wrk's own share of the two cores is the same for both servers.",
+                cpu.join(", ")
+            )
+        };
         format!(
             "**Reading.** The peer already pays for actix-web's HTTP handling and for the \
              same route table (actix-router matches these patterns with regex-lite, the \
@@ -1089,7 +1138,7 @@ pub mod reading {
              {access_log}the middleware the peer has none of (the request counter, the \
              Host check against DNS rebinding), identifier validation, the lookup in the \
              store's in-memory copy of the committed slices (sled is not read on a GET) \
-             and JSON.{list}"
+             and JSON.{cpu}{list}"
         )
     }
 
