@@ -15,6 +15,7 @@
 mod bare;
 mod bulk;
 mod emulator;
+mod floor;
 mod fsync;
 mod machine;
 mod million;
@@ -65,6 +66,12 @@ enum Command {
         /// PATH=FILE: answer GET PATH with the contents of FILE
         #[arg(long = "route", value_parser = bare::parse_route)]
         routes: Vec<(String, PathBuf)>,
+    },
+    /// The flow-setup floor: a controller with no logic (started by the harness itself)
+    #[command(hide = true)]
+    FloorController {
+        #[arg(long)]
+        addr: String,
     },
     /// Build the controller's membership index with the million part's layout and print
     /// its resident memory in KiB (started by the harness itself)
@@ -141,6 +148,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::BareServer { addr, routes }) => bare::serve(&addr, &routes),
+        Some(Command::FloorController { addr }) => floor::serve(&addr),
         Some(Command::MembershipIndex { slices, macs }) => {
             million::print_index_memory(slices, macs)
         }
@@ -724,7 +732,7 @@ fn flows(
         skipped.push(("sliced".to_owned(), format!("{err:#}")));
     }
 
-    for peer in [Peer::OvsTestController, Peer::OsKen] {
+    for peer in [Peer::OvsTestController, Peer::OsKen, Peer::Floor] {
         let started = peer.start(&tmp.join(format!("flows-{peer:?}")));
         match started {
             Ok((server, addr)) => {

@@ -1,4 +1,5 @@
-//! The flow-setup peers: Open vSwitch's test controller and a learning switch on os-ken.
+//! The flow-setup peers: Open vSwitch's test controller, a learning switch on os-ken, and
+//! the floor (a controller with no logic, see `floor.rs`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -18,6 +19,7 @@ pub const LEARNING_SWITCH_PY: &str = include_str!("../peers/learning_switch.py")
 pub enum Peer {
     OvsTestController,
     OsKen,
+    Floor,
 }
 
 impl Peer {
@@ -25,6 +27,7 @@ impl Peer {
         match self {
             Peer::OvsTestController => "ovs-testcontroller",
             Peer::OsKen => "os-ken learning switch",
+            Peer::Floor => "no-logic floor",
         }
     }
 
@@ -34,6 +37,7 @@ impl Peer {
             Peer::OvsTestController => &[wire::OFP13, wire::OFP10],
             // The app declares OpenFlow 1.3 only.
             Peer::OsKen => &[wire::OFP13],
+            Peer::Floor => &[wire::OFP13, wire::OFP10],
         }
     }
 
@@ -46,7 +50,7 @@ impl Peer {
                 16,
                 "ovs-testcontroller serves at most 16 switches (MAX_SWITCHES in its source)",
             )),
-            Peer::OsKen => None,
+            Peer::OsKen | Peer::Floor => None,
         }
     }
 
@@ -87,6 +91,18 @@ impl Peer {
                 (
                     Server::spawn(self.name(), command, &log)?,
                     Duration::from_secs(60),
+                )
+            }
+            Peer::Floor => {
+                let mut command = Command::new(std::env::current_exe()?);
+                command
+                    .arg("floor-controller")
+                    .arg("--addr")
+                    .arg(addr.to_string());
+                let log = dir.join("floor.log");
+                (
+                    Server::spawn(self.name(), command, &log)?,
+                    Duration::from_secs(10),
                 )
             }
         };

@@ -293,6 +293,34 @@ fn headlines(doc: &mut String, results: &Results) {
                 );
             }
         }
+        for version in [crate::wire::OFP13, crate::wire::OFP10] {
+            let p50 = |controller: &str| {
+                let row = find(flows, controller, version, 1)?;
+                row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
+            };
+            let Some(ours) = p50("sliced") else { continue };
+            let peers: Vec<String> = peer_names(flows)
+                .iter()
+                .filter_map(|peer| {
+                    let theirs = p50(peer)?;
+                    Some(format!(
+                        "{peer} {} (**{}**)",
+                        us(theirs),
+                        ratio(ours, theirs)
+                    ))
+                })
+                .collect();
+            if !peers.is_empty() {
+                let _ = writeln!(
+                    doc,
+                    "- Flow-setup round trip (OpenFlow {}, 1 switch, one PACKET_IN in flight, \
+                     p50): sliced {}; {}.",
+                    version_text(version),
+                    us(ours),
+                    peers.join(", ")
+                );
+            }
+        }
     }
     if let Some(Ok(scale)) = &results.scale {
         let _ = writeln!(
@@ -542,9 +570,14 @@ fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
          carry sequence numbers); FLOW_MODs are counted alongside. **Throughput**: {} \
          PACKET_INs in flight per switch. **Latency**: one in flight per switch, round trip \
          from PACKET_IN to its PACKET_OUT. Peers: `ovs-testcontroller ptcp:PORT:127.0.0.1` \
-         (Open vSwitch's learning switch, C) and the usual learning switch on os-ken \
-         2.11.2 (`crates/sliced-bench/peers/learning_switch.py`, Python, OpenFlow 1.3 only). \
-         Every answer of every controller here is one FLOW_MOD and one PACKET_OUT.\n",
+         (Open vSwitch's learning switch, C), the usual learning switch on os-ken \
+         2.11.2 (`crates/sliced-bench/peers/learning_switch.py`, Python, OpenFlow 1.3 only), \
+         and the no-logic floor (`sliced-bench floor-controller`, `crates/sliced-bench/src/\
+         floor.rs`): a blocking thread per switch that answers each PACKET_IN at once with a \
+         FLOW_MOD and a PACKET_OUT flooding the frame, through the workspace's OpenFlow \
+         codec, without learning or looking anything up. It is not a controller anyone would \
+         run but the least a round trip can cost on this machine. Every answer of every \
+         controller here is one FLOW_MOD and one PACKET_OUT.\n",
         results.hosts,
         results.hosts,
         crate::SLICED_FLOW_ARGS.join(" "),
@@ -1211,28 +1244,66 @@ pub mod reading {
         )
     }
 
-    /// Why sliced's one-switch round trip is slower than ovs-testcontroller's, when it is.
+    /// How much of the one-switch round trip is the machine's (the no-logic floor), and
+    /// why sliced's is slower than ovs-testcontroller's, when it is.
     fn latency_note(flows: &Flows) -> String {
-        let p50 = |controller: &str| {
-            let row = find(flows, controller, crate::wire::OFP13, 1)?;
+        let p50 = |controller: &str, version: u8| {
+            let row = find(flows, controller, version, 1)?;
             row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
         };
+        let ovs = crate::peers::Peer::OvsTestController.name();
+        let floor = crate::peers::Peer::Floor.name();
+        let mut note = String::new();
+        for version in [crate::wire::OFP13, crate::wire::OFP10] {
+            if let (Some(ours), Some(theirs), Some(least)) = (
+                p50("sliced", version),
+                p50(ovs, version),
+                p50(floor, version),
+            ) {
+                let _ = write!(
+                    note,
+                    " With one switch and one packet in flight on OpenFlow {}, the no-logic \
+                     floor's round trip is {} at the median: that much is loopback TCP, the \
+                     wake-ups and the emulator. sliced takes {} ({} above the floor), \
+                     ovs-testcontroller {} ({} above it).",
+                    version_text(version),
+                    us(least),
+                    us(ours),
+                    us_delta(ours - least),
+                    us(theirs),
+                    us_delta(theirs - least),
+                );
+            }
+        }
         match (
-            p50("sliced"),
-            p50(crate::peers::Peer::OvsTestController.name()),
+            p50("sliced", crate::wire::OFP13),
+            p50(ovs, crate::wire::OFP13),
         ) {
             // Only a difference well above run-to-run noise is worth explaining.
-            (Some(ours), Some(theirs)) if ours > theirs * 1.15 => format!(
-                " With one switch and one packet in flight, sliced's round trip ({}) is longer \
-                 than ovs-testcontroller's ({}). Both answer a PACKET_IN in the thread that \
-                 read it (sliced's connection task decides and writes without handing it to \
-                 another task); what sliced adds per packet is Tokio's readiness and task \
-                 wake-up around each read, the engine's lock and the bookkeeping of its \
-                 decision.",
-                us(ours),
-                us(theirs)
-            ),
-            _ => String::new(),
+            (Some(ours), Some(theirs)) if ours > theirs * 1.15 => {
+                let _ = write!(
+                    note,
+                    " On OpenFlow 1.3 sliced's round trip ({}) is longer than \
+                     ovs-testcontroller's ({}). Both answer a PACKET_IN in the thread that \
+                     read it (sliced's connection task decides and writes without handing it \
+                     to another task); what sliced adds per packet is Tokio's readiness and \
+                     task wake-up around each read, the engine's lock and the bookkeeping of \
+                     its decision.",
+                    us(ours),
+                    us(theirs)
+                );
+            }
+            _ => {}
+        }
+        note
+    }
+
+    /// A signed difference of microseconds.
+    fn us_delta(delta: f64) -> String {
+        if delta < 0.0 {
+            format!("−{}", us(-delta))
+        } else {
+            format!("+{}", us(delta))
         }
     }
 
