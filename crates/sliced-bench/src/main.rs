@@ -224,9 +224,19 @@ pub struct Writes {
     /// sled alone committing in one thread: the floor of a create (see the fsync module).
     pub sled_commit: [FsyncResult; 2],
     pub rows: Vec<(usize, WrkResult)>,
+    /// The store's group commits during each row's run, by client count.
+    pub commits: Vec<(usize, sliced::Commits)>,
 }
 
 impl Writes {
+    /// The store's commits during the run with `clients` clients.
+    pub fn commits_of(&self, clients: usize) -> Option<&sliced::Commits> {
+        self.commits
+            .iter()
+            .find(|(c, _)| *c == clients)
+            .map(|(_, commits)| commits)
+    }
+
     /// The raw fdatasync rate: the mean of the loops before and after.
     pub fn fdatasync_per_sec(&self) -> f64 {
         (self.fdatasync[0].per_sec + self.fdatasync[1].per_sec) / 2.0
@@ -654,9 +664,11 @@ fn rest(
         let script = dir.join("create_slices.lua");
         std::fs::write(&script, wrk::CREATE_SLICES_LUA)?;
         let mut rows = Vec::new();
+        let mut commits = Vec::new();
         for clients in WRITE_CLIENTS {
             eprintln!("sliced-bench: wrk POST /slices, {clients} clients");
             let url = format!("{base}/slices");
+            let before = sliced::Commits::read(&base)?;
             let result = wrk::run(&Load {
                 url: &url,
                 connections: clients,
@@ -670,6 +682,7 @@ fn rest(
                     result.requests
                 );
             }
+            commits.push((clients, before.until(&sliced::Commits::read(&base)?)));
             rows.push((clients, result));
         }
         let (fdatasync_after, range_after, sled_after) = raw("after")?;
@@ -678,6 +691,7 @@ fn rest(
             sync_file_range: [range_before, range_after],
             sled_commit: [sled_before, sled_after],
             rows,
+            commits,
         });
     }
     record_peak(memory, "REST reads and writes", "sliced", &sliced.server);

@@ -445,15 +445,19 @@ fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results)
          (`sled::Db::flush`, pagecache/iobuf.rs): it waits for the data to be written back \
          but commits no file-system metadata and asks the device for no cache flush. A \
          third loop is sliced's floor: sled alone applying a two-record batch, flushing and \
-         `fdatasync`-ing its log, one thread, no HTTP.\n",
+         `fdatasync`-ing its log, one thread, no HTTP. For sliced's runs, the last two \
+         columns come from sliced's own histograms (`sliced_store_commit_duration_seconds`, \
+         `sliced_store_commit_batch_size` in `GET /metrics`, read before and after each \
+         run): the mean time of one round of the writer thread (its sled batch, flush and \
+         fdatasync) and the mean creates it made durable.\n",
         results.duration.as_secs(),
         writes.fdatasync[0].block,
         crate::RAW_FLUSH_TIME.as_secs(),
     );
     let _ = writeln!(
         doc,
-        "| writer | per second | p50 | p99 | ratio to raw fdatasync | ratio to raw sync_file_range | ratio to sled alone |\n\
-         |---|---:|---:|---:|---:|---:|---:|"
+        "| writer | per second | p50 | p99 | ratio to raw fdatasync | ratio to raw sync_file_range | ratio to sled alone | store commit round (mean) | creates per round |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let (fdatasync, range) = (writes.fdatasync_per_sec(), writes.sync_file_range_per_sec());
     let floor = writes.sled_commit_per_sec();
@@ -465,7 +469,7 @@ fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results)
     {
         let _ = writeln!(
             doc,
-            "| {}, 1 thread ({}) | {} | {} | {} | {} | {} | {} |",
+            "| {}, 1 thread ({}) | {} | {} | {} | {} | {} | {} | | |",
             match raw.flush {
                 crate::fsync::Flush::SledCommit => raw.flush.name().to_owned(),
                 _ => format!("raw write + {}", raw.flush.name()),
@@ -487,9 +491,16 @@ fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results)
         );
     }
     for (clients, result) in &writes.rows {
+        let (round, per_round) = match writes.commits_of(*clients) {
+            Some(commits) if commits.rounds > 0.0 => (
+                us(commits.mean_round_us()),
+                format!("{:.1}", commits.writes_per_round()),
+            ),
+            _ => ("n/a".to_owned(), "n/a".to_owned()),
+        };
         let _ = writeln!(
             doc,
-            "| sliced, {clients} client{} | {} | {} | {} | **{}** | **{}** | **{}** |",
+            "| sliced, {clients} client{} | {} | {} | {} | **{}** | **{}** | **{}** | {round} | {per_round} |",
             if *clients == 1 { "" } else { "s" },
             thousands(result.ok_per_sec()),
             ms(result.p50_ms),
@@ -1190,9 +1201,7 @@ pub mod reading {
              `sled batch + flush + fdatasync` rows) manages {}/s, {:.2}× the raw fdatasync \
              loop, because `sled::Db::flush` hands its log buffer to sled's I/O thread, \
              which writes it and calls `sync_file_range`, and only then can the store's \
-             `fdatasync` run. One client reaches {:.2}× of that floor; the rest of a create \
-             is HTTP and the two hand-offs between an actix worker and the store's writer \
-             thread. Durability: sled's flush ends in `sync_file_range`, so \
+             `fdatasync` run. One client reaches {:.2}× of that floor.{} Durability: sled's flush ends in `sync_file_range`, so \
              crates/slice-store follows every commit with an `fdatasync` of sled's log \
              file: a 201 means the write is on stable storage. With {clients} clients the \
              writer thread takes every create queued while the previous flush ran as one \
@@ -1204,6 +1213,19 @@ pub mod reading {
             thousands(floor),
             floor / fdatasync,
             single.ok_per_sec() / floor,
+            match writes.commits_of(1).filter(|commits| commits.rounds > 0.0) {
+                Some(commits) => format!(
+                    " Of the {} a create takes with one client, sliced's writer thread spends \
+                     {} on average in its commit round (sled batch, flush, fdatasync: \
+                     sliced's own histogram, last columns); the other {} are the HTTP request \
+                     and answer and the two hand-offs between an actix worker and the writer \
+                     thread, each a thread wake-up.",
+                    us(per_create_us),
+                    us(commits.mean_round_us()),
+                    us(per_create_us - commits.mean_round_us()),
+                ),
+                None => String::new(),
+            },
             most.ok_per_sec() / fdatasync,
             most.ok_per_sec() / single.ok_per_sec(),
             ms(most.p99_ms),

@@ -153,6 +153,57 @@ pub fn add_mac(
     )
 }
 
+/// The store's group commits so far, from sliced's own histograms in `GET /metrics`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Commits {
+    /// Group commits (rounds of the writer thread).
+    pub rounds: f64,
+    /// Writes those rounds made durable.
+    pub writes: f64,
+    /// Time the rounds took: their sled batch, flush and fdatasync.
+    pub seconds: f64,
+}
+
+impl Commits {
+    pub fn read(base: &str) -> anyhow::Result<Self> {
+        let text = get(base, "/metrics")?;
+        Self::parse(&text).context("GET /metrics has no sliced_store_commit_* histograms")
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let value = |name: &str| {
+            text.lines().find_map(|line| {
+                let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+                value.trim().parse::<f64>().ok()
+            })
+        };
+        Some(Self {
+            rounds: value("sliced_store_commit_duration_seconds_count")?,
+            writes: value("sliced_store_commit_batch_size_sum")?,
+            seconds: value("sliced_store_commit_duration_seconds_sum")?,
+        })
+    }
+
+    /// The commits between `self` and a later reading.
+    pub fn until(&self, later: &Commits) -> Commits {
+        Commits {
+            rounds: later.rounds - self.rounds,
+            writes: later.writes - self.writes,
+            seconds: later.seconds - self.seconds,
+        }
+    }
+
+    /// The mean time of one round, in microseconds.
+    pub fn mean_round_us(&self) -> f64 {
+        1e6 * self.seconds / self.rounds
+    }
+
+    /// The mean writes per round.
+    pub fn writes_per_round(&self) -> f64 {
+        self.writes / self.rounds
+    }
+}
+
 /// Runs `jobs` over `clients` threads, each with its own keep-alive connection; returns
 /// the wall time. Job i goes to thread i % clients, in order.
 pub fn parallel<J>(
@@ -192,6 +243,30 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commits_come_from_the_store_histograms() {
+        let text = "# TYPE sliced_store_commit_duration_seconds histogram\n\
+                    sliced_store_commit_duration_seconds_sum 0.5\n\
+                    sliced_store_commit_duration_seconds_count 1000\n\
+                    sliced_store_commit_batch_size_sum 4000.0\n\
+                    sliced_store_commit_batch_size_count 1000\n";
+        let before = Commits::parse(text).expect("parsed");
+        assert_eq!(before.rounds, 1000.0);
+        assert_eq!(before.writes, 4000.0);
+        let later = Commits {
+            rounds: 3000.0,
+            writes: 8000.0,
+            seconds: 1.5,
+        };
+        let run = before.until(&later);
+        assert_eq!(run.mean_round_us(), 500.0);
+        assert_eq!(run.writes_per_round(), 2.0);
+        assert_eq!(
+            Commits::parse("sliced_store_commit_duration_seconds_sum 1\n"),
+            None
+        );
+    }
 
     #[test]
     fn the_executable_comes_from_cargos_messages() {
