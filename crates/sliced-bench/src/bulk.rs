@@ -196,7 +196,7 @@ end
 
 /// Creates slices `<prefix>-<k>`, k zero-padded to `width` digits. Arguments: prefix,
 /// width.
-pub const CREATE_SLICES_LUA: &str = r#"-- POST /slices, one new name each.
+pub const CREATE_NUMBERED_SLICES_LUA: &str = r#"-- POST /slices, one new name each.
 function job_init(args)
   name_format = '{"name":"' .. args[4] .. '-%0' .. tonumber(args[5]) .. 'd"}'
 end

@@ -869,7 +869,10 @@ fn scale(
     let load = bulk::Load {
         url: &format!("{}/slices", sliced.base),
         connections: SCALE_CLIENTS,
-        script: ("create_slices.lua", bulk::CREATE_SLICES_LUA),
+        script: (
+            "create_numbered_slices.lua",
+            bulk::CREATE_NUMBERED_SLICES_LUA,
+        ),
         args: vec!["scale".to_owned(), SCALE_NAME_WIDTH.to_string()],
         filler: "/cluster",
         requests: slices,
@@ -877,7 +880,7 @@ fn scale(
         dir: &dir,
     };
     let (create, _) = bulk::run(&load, || {
-        Ok(million::index_entries(&sliced.base)?.slices >= slices)
+        Ok(sliced::IndexEntries::read(&sliced.base)?.slices >= slices)
     })?;
     let rss_kib = sliced.server.rss_kib()?;
     let db_bytes = dir_size(&dir.join("data").join("store"));

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::bulk;
-use crate::sliced::{self, Sliced};
+use crate::sliced::{self, IndexEntries, Sliced};
 use crate::wire::{self, FlowMod};
 use crate::wrk::{self, Load, WrkResult};
 use crate::Outcome;
@@ -67,14 +67,6 @@ pub fn bulk_mac(slice: usize, mac: usize) -> String {
         m >> 8,
         m & 0xff
     )
-}
-
-/// Entries of the controller's membership index, from `GET /metrics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IndexEntries {
-    pub slices: u64,
-    pub bound_ports: u64,
-    pub bound_macs: u64,
 }
 
 /// The median, 99th percentile and maximum of a set of timings, in milliseconds.
@@ -350,26 +342,8 @@ fn bulk_bind(
         limit: Duration::from_secs(60 + bindings / SLOWEST_BINDINGS_PER_SEC),
         dir,
     };
-    bulk::run(&load, || Ok(index_entries(base)?.bound_macs >= bindings))
-}
-
-/// Reads the membership index's entries from `GET /metrics`.
-pub fn index_entries(base: &str) -> anyhow::Result<IndexEntries> {
-    let text = sliced::get(base, "/metrics")?;
-    parse_entries(&text).with_context(|| "GET /metrics has no sliced_bound_* gauges".to_owned())
-}
-
-fn parse_entries(text: &str) -> Option<IndexEntries> {
-    let gauge = |name: &str| {
-        text.lines().find_map(|line| {
-            let value = line.strip_prefix(name)?.strip_prefix(' ')?;
-            value.trim().parse::<u64>().ok()
-        })
-    };
-    Some(IndexEntries {
-        slices: gauge("sliced_slices")?,
-        bound_ports: gauge("sliced_bound_ports")?,
-        bound_macs: gauge("sliced_bound_mac_addresses")?,
+    bulk::run(&load, || {
+        Ok(IndexEntries::read(base)?.bound_macs >= bindings)
     })
 }
 
@@ -378,7 +352,7 @@ fn parse_entries(text: &str) -> Option<IndexEntries> {
 fn wait_for_index(base: &str, bound_macs: u64, limit: Duration) -> anyhow::Result<IndexEntries> {
     let deadline = Instant::now() + limit;
     loop {
-        let entries = index_entries(base)?;
+        let entries = IndexEntries::read(base)?;
         if entries.bound_macs == bound_macs {
             return Ok(entries);
         }
@@ -743,22 +717,6 @@ mod tests {
             &wire::mac_text(wire::host_mac(CHANGE_DPID, 1))[..5],
             "02:01"
         );
-    }
-
-    #[test]
-    fn the_gauges_come_from_the_metrics_text() {
-        let text = "# HELP sliced_slices Slices.\n# TYPE sliced_slices gauge\nsliced_slices 1000\n\
-                    sliced_bound_ports 1001\nsliced_bound_mac_addresses_total 3\n\
-                    sliced_bound_mac_addresses 1000002\n";
-        assert_eq!(
-            parse_entries(text),
-            Some(IndexEntries {
-                slices: 1000,
-                bound_ports: 1001,
-                bound_macs: 1_000_002,
-            })
-        );
-        assert_eq!(parse_entries("sliced_slices 1\n"), None);
     }
 
     #[test]

@@ -153,6 +153,39 @@ pub fn add_mac(
     )
 }
 
+/// The value of an unlabelled series in Prometheus text.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+        value.trim().parse::<f64>().ok()
+    })
+}
+
+/// Entries of the controller's membership index, from `GET /metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IndexEntries {
+    pub slices: u64,
+    pub bound_ports: u64,
+    pub bound_macs: u64,
+}
+
+impl IndexEntries {
+    pub fn read(base: &str) -> anyhow::Result<Self> {
+        let text = get(base, "/metrics")?;
+        Self::parse(&text).context("GET /metrics has no sliced_slices or sliced_bound_* gauges")
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        // Gauges of counts: whole numbers, exactly representable as f64 up to 2^53.
+        let count = |name: &str| Some(metric(text, name)? as u64);
+        Some(Self {
+            slices: count("sliced_slices")?,
+            bound_ports: count("sliced_bound_ports")?,
+            bound_macs: count("sliced_bound_mac_addresses")?,
+        })
+    }
+}
+
 /// The store's group commits so far, from sliced's own histograms in `GET /metrics`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Commits {
@@ -171,16 +204,10 @@ impl Commits {
     }
 
     fn parse(text: &str) -> Option<Self> {
-        let value = |name: &str| {
-            text.lines().find_map(|line| {
-                let value = line.strip_prefix(name)?.strip_prefix(' ')?;
-                value.trim().parse::<f64>().ok()
-            })
-        };
         Some(Self {
-            rounds: value("sliced_store_commit_duration_seconds_count")?,
-            writes: value("sliced_store_commit_batch_size_sum")?,
-            seconds: value("sliced_store_commit_duration_seconds_sum")?,
+            rounds: metric(text, "sliced_store_commit_duration_seconds_count")?,
+            writes: metric(text, "sliced_store_commit_batch_size_sum")?,
+            seconds: metric(text, "sliced_store_commit_duration_seconds_sum")?,
         })
     }
 
@@ -243,6 +270,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gauges_come_from_the_metrics_text() {
+        let text = "# HELP sliced_slices Slices.\n# TYPE sliced_slices gauge\nsliced_slices 1000\n\
+                    sliced_bound_ports 1001\nsliced_bound_mac_addresses_total 3\n\
+                    sliced_bound_mac_addresses 1000002\n";
+        assert_eq!(
+            IndexEntries::parse(text),
+            Some(IndexEntries {
+                slices: 1000,
+                bound_ports: 1001,
+                bound_macs: 1_000_002,
+            })
+        );
+        assert_eq!(IndexEntries::parse("sliced_slices 1\n"), None);
+    }
 
     #[test]
     fn commits_come_from_the_store_histograms() {
