@@ -1178,11 +1178,12 @@ pub mod reading {
         format!(
             "**Reading.** The peer already pays for actix-web's HTTP handling and for the \
              same route table (actix-router matches these patterns with regex-lite, the \
-             same work per request in both), so the gap is sliced's own work per request: \
-             {access_log}the middleware the peer has none of (the request counter, the \
-             Host check against DNS rebinding), identifier validation, the lookup in the \
-             store's in-memory copy of the committed slices (sled is not read on a GET) \
-             and JSON.{cpu}{list}"
+             same work per request in both), so the gap is what sliced does per request \
+             that the peer does not: {access_log}the check of each request head before \
+             actix-http parses it (so that a malformed head gets a JSON answer), the \
+             middleware (the request counter, the Host check against DNS rebinding), \
+             identifier validation, the lookup in the store's in-memory copy of the \
+             committed slices (sled is not read on a GET) and JSON.{cpu}{list}"
         )
     }
 
