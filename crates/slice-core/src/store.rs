@@ -76,6 +76,13 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// that a cached encoding of the list can be checked on every request.
     fn slices_version(&self) -> Result<u64, StoreError>;
 
+    /// A number that changes whenever anything the reads can see does (slices, ports or
+    /// MAC addresses): an answer worked out from reads made after this number was taken
+    /// is current for as long as the number stays the same. It changes once the change
+    /// is visible to reads and before the write that made it returns. Cheap, so that
+    /// cached encodings of answers can be checked on every request.
+    fn content_version(&self) -> Result<u64, StoreError>;
+
     /// The names of all slices, in creation order.
     fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
         let mut names = Vec::new();

@@ -438,6 +438,10 @@ impl SliceStore for EtcdStore {
         Ok(self.read(|mirror| mirror.slices_version))
     }
 
+    fn content_version(&self) -> Result<u64, StoreError> {
+        Ok(self.read(|mirror| mirror.content_version))
+    }
+
     fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
         self.read(|mirror| mirror.slices.contains_key(slice))
             .then_some(())

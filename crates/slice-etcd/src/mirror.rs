@@ -15,6 +15,9 @@ pub(crate) struct Mirror {
     pub(crate) revision: i64,
     /// The revision of the last change to the list of slices.
     pub(crate) slices_version: u64,
+    /// `SliceStore::content_version`: grows with every revision applied, and with every
+    /// resynchronisation.
+    pub(crate) content_version: u64,
     /// Slice names in creation order.
     pub(crate) order: Vec<SliceName>,
     /// Each slice's ports in insertion order, each with its MAC addresses in order.
@@ -38,6 +41,7 @@ impl Mirror {
         let mut mirror = Mirror {
             revision: snapshot.revision,
             slices_version: revision_number(snapshot.revision),
+            content_version: revision_number(snapshot.revision),
             ..Mirror::default()
         };
         let mut records: Vec<((i64, u32), u8, Key)> = Vec::with_capacity(snapshot.kvs.len());
@@ -159,6 +163,11 @@ impl Mirror {
             }
         }
         changes.extend(added.into_iter().map(|(_, change)| change));
+        if !changes.is_empty() {
+            // Before the changes are applied is late enough: the lock around the mirror
+            // keeps readers out until the revision is applied whole.
+            self.content_version = revision_number(self.revision).max(self.content_version + 1);
+        }
         for change in &changes {
             self.apply(change);
             self.tell(change);
@@ -215,9 +224,11 @@ impl Mirror {
         let listeners = std::mem::take(&mut self.listeners);
         // The version only grows, so that a copy of the list cached before cannot match.
         let slices_version = fresh.slices_version.max(self.slices_version + 1);
+        let content_version = fresh.content_version.max(self.content_version + 1);
         *self = Mirror {
             listeners,
             slices_version,
+            content_version,
             ..fresh
         };
         for change in &changes {

@@ -277,6 +277,9 @@ mod tests {
         fn slices_version(&self) -> Result<u64, StoreError> {
             Err((self.make)())
         }
+        fn content_version(&self) -> Result<u64, StoreError> {
+            Err((self.make)())
+        }
         fn check_slice(&self, _: &SliceName) -> Result<(), StoreError> {
             Err((self.make)())
         }

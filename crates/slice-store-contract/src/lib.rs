@@ -45,6 +45,7 @@ macro_rules! contract_tests {
             deletes_cascade_return_what_they_held_and_leave_the_rest,
             a_failed_write_changes_nothing,
             the_slice_list_and_its_version_follow_slices_not_ports,
+            the_content_version_changes_with_every_change_and_nothing_else,
             everything_survives_reopening_in_order,
             listeners_hear_every_committed_change_once_in_order,
             subscribing_before_the_snapshot_loses_no_concurrent_change,
@@ -335,6 +336,7 @@ pub fn a_failed_write_changes_nothing<B: Backend>() {
     store.add_mac(&s, port, mac(1)).unwrap();
     let before = store.snapshot().unwrap();
     let version = store.slices_version().unwrap();
+    let content = store.content_version().unwrap();
     slice_error(store.create_slice(&s));
     slice_error(store.add_port(&s, port));
     slice_error(store.add_mac(&s, port, mac(1)));
@@ -344,6 +346,7 @@ pub fn a_failed_write_changes_nothing<B: Backend>() {
     slice_error(store.delete_slice(&name("missing")));
     assert_eq!(store.snapshot().unwrap(), before);
     assert_eq!(store.slices_version().unwrap(), version);
+    assert_eq!(store.content_version().unwrap(), content);
 }
 
 pub fn the_slice_list_and_its_version_follow_slices_not_ports<B: Backend>() {
@@ -382,6 +385,49 @@ pub fn the_slice_list_and_its_version_follow_slices_not_ports<B: Backend>() {
         [name("a"), name("c"), name("b")],
         "a re-created slice is newest"
     );
+}
+
+/// Every successful change, whichever way it is made, gives a content version not seen
+/// before; reads and refused writes leave it as it is.
+pub fn the_content_version_changes_with_every_change_and_nothing_else<B: Backend>() {
+    let backend = B::fresh();
+    let store = backend.store();
+    let (blue, port) = (name("blue"), PortId::new(1, 1));
+    let mut seen = BTreeSet::from([store.content_version().unwrap()]);
+    let mut changed = |store: &dyn SliceStore, what: &str| {
+        let version = store.content_version().unwrap();
+        assert!(
+            seen.insert(version),
+            "{what}: version {version} seen before"
+        );
+        // Reading changes nothing.
+        let _ = store.snapshot().unwrap();
+        let _ = store.macs(&blue, port);
+        assert_eq!(
+            store.content_version().unwrap(),
+            version,
+            "{what}, then reads"
+        );
+    };
+    store.create_slice(&blue).unwrap();
+    changed(store.as_ref(), "slice created");
+    store.add_port(&blue, port).unwrap();
+    changed(store.as_ref(), "port added");
+    store.add_mac(&blue, port, mac(1)).unwrap();
+    changed(store.as_ref(), "MAC address added");
+    let before = store.content_version().unwrap();
+    slice_error(store.add_mac(&blue, port, mac(1)));
+    assert_eq!(store.content_version().unwrap(), before, "a refused add");
+    store.delete_mac(&blue, port, mac(1)).unwrap();
+    changed(store.as_ref(), "MAC address deleted");
+    submit(&store, Write::AddMac(blue.clone(), port, mac(2))).unwrap();
+    changed(store.as_ref(), "MAC address added as data");
+    store.delete_port(&blue, port).unwrap();
+    changed(store.as_ref(), "port deleted");
+    store.apply(&declared(&[("red", &[])])).unwrap();
+    changed(store.as_ref(), "declaration applied");
+    store.delete_slice(&name("red")).unwrap();
+    changed(store.as_ref(), "slice deleted");
 }
 
 pub fn everything_survives_reopening_in_order<B: Backend>() {
@@ -718,10 +764,12 @@ pub fn applying_the_current_state_writes_nothing<B: Backend>() {
         .unwrap();
     let before = store.snapshot().unwrap();
     let version = store.slices_version().unwrap();
+    let content = store.content_version().unwrap();
     let heard = record_changes(store.as_ref());
     assert!(store.apply(&before).unwrap().is_empty());
     assert_eq!(store.snapshot().unwrap(), before);
     assert_eq!(store.slices_version().unwrap(), version);
+    assert_eq!(store.content_version().unwrap(), content);
     assert!(heard.lock().unwrap().is_empty());
 }
 

@@ -41,6 +41,7 @@ mod writer;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::JoinHandle;
 
@@ -152,6 +153,10 @@ pub(crate) struct Inner {
     /// What is committed, for every read; only the writer thread changes it, after the
     /// flush that makes the change durable.
     model: RwLock<Model>,
+    /// [`SliceStore::content_version`]: counts the writer's changes to `model`, each
+    /// counted while the writer still holds the model's lock. An atomic of its own, so
+    /// that checking a cached answer takes no lock.
+    content_version: AtomicU64,
     listeners: RwLock<Vec<Listener>>,
     observer: OnceLock<Arc<dyn CommitObserver>>,
     /// Why a flush failed, once one has: from then on the store refuses changes.
@@ -243,6 +248,7 @@ impl Store {
             revoked_sessions,
             log_file,
             model: RwLock::new(model),
+            content_version: AtomicU64::new(0),
             listeners: RwLock::new(Vec::new()),
             observer: OnceLock::new(),
             failure: OnceLock::new(),
@@ -575,6 +581,12 @@ impl SliceStore for Store {
 
     fn slices_version(&self) -> Result<u64, StoreError> {
         Ok(self.with_slices(|_, version| version))
+    }
+
+    fn content_version(&self) -> Result<u64, StoreError> {
+        // Acquire pairs with the writer's Release: whoever sees a count also sees the
+        // model that count was taken after (the model's lock orders the rest).
+        Ok(self.inner.content_version.load(Ordering::Acquire))
     }
 
     fn check_slice(&self, slice: &SliceName) -> Result<(), StoreError> {

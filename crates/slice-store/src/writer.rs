@@ -20,6 +20,7 @@
 //! fails, and the store refuses every later one.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -222,10 +223,17 @@ impl Round {
         }
         {
             let mut model = inner.model.write();
+            let mut changed = false;
             for member in &mut members {
                 for edit in member.edits.drain(..) {
                     model.apply(edit);
+                    changed = true;
                 }
+            }
+            if changed {
+                // Counted under the lock, after the change: a reader that sees the new
+                // count reads the new model (see `SliceStore::content_version`).
+                inner.content_version.fetch_add(1, Ordering::Release);
             }
         }
         {
