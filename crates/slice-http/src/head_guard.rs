@@ -366,12 +366,13 @@ fn check_head(bytes: &[u8]) -> Result<Option<(usize, Framing)>, Refusal> {
     let mut upgrade = method == "CONNECT";
     for header in request.headers.iter() {
         let name = header.name;
-        let value = std::str::from_utf8(header.value).map(str::trim);
+        // Only the values looked into are decoded: every request has other headers.
+        let value = || std::str::from_utf8(header.value).map(str::trim);
         if name.eq_ignore_ascii_case("content-length") {
             if content_length.is_some() {
                 return Err(Refusal::bad("more than one Content-Length header"));
             }
-            let length = value
+            let length = value()
                 .ok()
                 .filter(|value| !value.starts_with('+'))
                 .and_then(|value| value.parse::<u64>().ok())
@@ -381,7 +382,7 @@ fn check_head(bytes: &[u8]) -> Result<Option<(usize, Framing)>, Refusal> {
             if transfer_encoding.is_some() {
                 return Err(Refusal::bad("more than one Transfer-Encoding header"));
             }
-            transfer_encoding = Some(value.unwrap_or(""));
+            transfer_encoding = Some(value().unwrap_or(""));
         } else if name.eq_ignore_ascii_case("host") {
             if has_host {
                 return Err(Refusal::bad("more than one Host header"));
@@ -431,12 +432,55 @@ fn check_target(target: &str) -> Result<(), Refusal> {
         && target.len() < MAX_URI_LEN
         && target
             .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&byte));
+            .all(|byte| PLAIN_TARGET_BYTES[usize::from(byte)]);
     if plain || actix_web::http::Uri::try_from(target).is_ok() {
         Ok(())
     } else {
         Err(Refusal::bad("malformed request target"))
     }
+}
+
+/// Which bytes may stand in a plain origin-form target: a table, because every byte of
+/// every request's target is looked up in it.
+const PLAIN_TARGET_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < table.len() {
+        // `byte` is below 256, so it fits a u8.
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric() || is_uri_punctuation(b);
+        byte += 1;
+    }
+    table
+};
+
+/// The punctuation RFC 3986 allows in a URI (unreserved, reserved, and `%`).
+const fn is_uri_punctuation(byte: u8) -> bool {
+    matches!(
+        byte,
+        b'-' | b'.'
+            | b'_'
+            | b'~'
+            | b':'
+            | b'/'
+            | b'?'
+            | b'#'
+            | b'['
+            | b']'
+            | b'@'
+            | b'!'
+            | b'$'
+            | b'&'
+            | b'\''
+            | b'('
+            | b')'
+            | b'*'
+            | b'+'
+            | b','
+            | b';'
+            | b'='
+            | b'%'
+    )
 }
 
 #[cfg(test)]

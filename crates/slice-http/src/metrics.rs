@@ -132,19 +132,16 @@ impl Metrics {
 
 /// The method as a label, any method HTTP does not define counted as one.
 fn method_label(method: &Method) -> &'static str {
-    [
-        Method::GET,
-        Method::HEAD,
-        Method::POST,
-        Method::PUT,
-        Method::DELETE,
-        Method::PATCH,
-        Method::OPTIONS,
-    ]
-    .into_iter()
-    .zip(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
-    .find(|(known, _)| known == method)
-    .map_or("other", |(_, name)| name)
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 /// Counts every request the application answers, with its latency; the outermost
@@ -153,19 +150,23 @@ pub(crate) async fn count_requests(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let metrics = req
-        .app_data::<web::Data<Settings>>()
-        .and_then(|settings| settings.metrics.clone());
-    let Some(metrics) = metrics else {
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    };
     let started = Instant::now();
     let method = method_label(req.method());
     let response = next.call(req).await?.map_into_boxed_body();
+    // Borrowed from the request, not cloned before the call: the `Arc` of the metrics is
+    // shared by every worker, and counting a clone would move its cache line between
+    // cores on every request.
+    let request = response.request();
+    let Some(metrics) = request
+        .app_data::<web::Data<Settings>>()
+        .and_then(|settings| settings.metrics.as_deref())
+    else {
+        return Ok(response);
+    };
     let status = response.status().as_u16();
     let elapsed = started.elapsed().as_secs_f64();
-    match response.request().app_data::<RouteMetrics>() {
-        Some(route) => route.record(&metrics, method, status, elapsed),
+    match request.app_data::<RouteMetrics>() {
+        Some(route) => route.record(metrics, method, status, elapsed),
         None => metrics.record(RoutePattern::UNMATCHED, method, status, elapsed),
     }
     Ok(response)
