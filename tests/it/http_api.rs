@@ -728,6 +728,80 @@ fn the_slice_list_shows_every_write_at_once() {
     }
 }
 
+/// The reads of one slice, port or MAC address are answered from encodings each worker
+/// keeps: every write must show in the very next read of everything it touches, on a
+/// connection that read the old answers just before and on a fresh one.
+#[test]
+fn every_point_read_shows_every_write_at_once() {
+    let api = Served::start();
+    let slice = "/slices/s";
+    let ports = "/slices/s/ports";
+    let port = "/slices/s/ports/0x1:1";
+    let macs = "/slices/s/ports/0x1:1/mac_addresses";
+    let mac = "/slices/s/ports/0x1:1/mac_addresses/00:00:00:00:00:01";
+    let no_slice = || (404, error("Slice s not found"));
+    let no_port = || (404, error("Port 0x1:1 not found"));
+    let no_mac = || (404, error("MAC address 00:00:00:00:00:01 not found"));
+    let the_slice = || (200, json!({"name": "s"}));
+    let port_request = json!({"dpid": 1, "port_no": 1});
+    let the_port = json!({"name": "0x1:1", "dpid": 1, "port_no": 1});
+    let the_mac = json!({"name": "00:00:00:00:00:01"});
+    let fresh = agent();
+    let read_all = |step: &str, expected: [(u16, Value); 5]| {
+        for (path, want) in [slice, ports, port, macs, mac].into_iter().zip(expected) {
+            for agent in [&api.agent, &fresh, &agent()] {
+                let got = status_json(agent.get(&api.daemon.url(path)).call());
+                assert_eq!(got, want, "{step}: GET {path}");
+            }
+        }
+    };
+    let empty = || (200, json!([]));
+    read_all(
+        "before",
+        [no_slice(), no_slice(), no_slice(), no_slice(), no_slice()],
+    );
+    assert_eq!(api.post("/slices", json!({"name": "s"})).0, 201);
+    read_all(
+        "slice created",
+        [the_slice(), empty(), no_port(), no_port(), no_port()],
+    );
+    assert_eq!(api.post(ports, port_request.clone()).0, 201);
+    let with_port = || (200, json!([the_port.clone()]));
+    let port_read = || (200, the_port.clone());
+    read_all(
+        "port added",
+        [the_slice(), with_port(), port_read(), empty(), no_mac()],
+    );
+    assert_eq!(api.post(macs, the_mac.clone()).0, 201);
+    let with_mac = || (200, json!([the_mac.clone()]));
+    let mac_read = || (200, the_mac.clone());
+    read_all(
+        "MAC added",
+        [
+            the_slice(),
+            with_port(),
+            port_read(),
+            with_mac(),
+            mac_read(),
+        ],
+    );
+    assert_eq!(api.delete(macs, the_mac.clone()).0, 200);
+    read_all(
+        "MAC deleted",
+        [the_slice(), with_port(), port_read(), empty(), no_mac()],
+    );
+    assert_eq!(api.delete(ports, port_request).0, 200);
+    read_all(
+        "port deleted",
+        [the_slice(), empty(), no_port(), no_port(), no_port()],
+    );
+    assert_eq!(api.delete("/slices", json!({"name": "s"})).0, 200);
+    read_all(
+        "slice deleted",
+        [no_slice(), no_slice(), no_slice(), no_slice(), no_slice()],
+    );
+}
+
 #[test]
 fn everything_survives_a_restart_in_order() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@ pub mod metrics;
 mod mount;
 mod network;
 mod openapi;
+mod read_cache;
 pub mod serve;
 mod slices;
 mod ui;
@@ -134,15 +135,27 @@ pub fn app(
     let app = App::new()
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
+        .app_data(web::Data::new(read_cache::ReadCache::default()))
         .app_data(browser::AllowedHost::default())
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
         .app_data(web::Data::new(cluster))
         .app_data(web::Data::new(openapi))
-        .app_data(events)
-        // Sessions cost a cookie parse and a map per request, so only the routes that use
-        // them run the middleware: `/api/`, the login and logout, the web view, and the
-        // unprefixed routes when `--require-auth` puts them behind the guard.
+        .app_data(events);
+    // The router tries resources in the order they are registered, so the slice API,
+    // whose reads come by the thousand, goes first when nothing guards it. No pattern of
+    // one group matches a path of another, so the order changes no answer.
+    let app = if guard_slices {
+        app
+    } else {
+        // Without the guard the unprefixed routes sit on the application itself: a
+        // scope around them would cost every request a second routing table.
+        app.configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "")))
+    };
+    // Sessions cost a cookie parse and a map per request, so only the routes that use
+    // them run the middleware: `/api/`, the login and logout, the web view, and the
+    // unprefixed routes when `--require-auth` puts them behind the guard.
+    let app = app
         .service(
             web::scope("/api")
                 .wrap(middleware::from_fn(auth::require_session))
@@ -162,8 +175,7 @@ pub fn app(
                 .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, ui::UI_PATH))),
         )
         .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")));
-    // Without the guard the unprefixed routes sit on the application itself: a scope
-    // around them would cost every request a second routing table.
+    // The guarded scope takes every path, so it comes last.
     let app = if guard_slices {
         app.service(
             web::scope("")
@@ -172,7 +184,7 @@ pub fn app(
                 .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, ""))),
         )
     } else {
-        app.configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "")))
+        app
     };
     app.default_service(web::to(no_route))
         .wrap(middleware::from_fn(browser::refuse_foreign_requests))

@@ -6,7 +6,8 @@
 //! comes once the write is durable; reads run on the worker, which the `SliceStore`
 //! contract allows (they never wait on a peer).
 
-use actix_web::http::header::{HeaderValue, ALLOW, LOCATION};
+use actix_web::http::header::{ContentType, HeaderValue, ALLOW, LOCATION};
+use actix_web::http::Method;
 use actix_web::{guard, web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
@@ -14,6 +15,7 @@ use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
 
 use crate::body::{Body, DECLARATION_LIMIT};
 use crate::mount::Mount;
+use crate::read_cache::ReadCache;
 use crate::ApiError;
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
@@ -24,9 +26,6 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
             .post(create_slice)
             .delete(delete_slice)
     });
-    // Before /slices/{slice}: a colon cannot be in a slice name, so nothing is shadowed.
-    cfg.mount("/slices:apply", "POST", |r| r.post(apply));
-    cfg.mount("/slices:export", "GET, HEAD", |r| r.route(readable(export)));
     cfg.mount("/slices/{slice}", "GET, HEAD", |r| {
         r.route(readable(get_slice))
     });
@@ -52,6 +51,10 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
         "GET, HEAD",
         |r| r.route(readable(get_mac)),
     );
+    // After the reads, which are tried first: no pattern above matches these two (none
+    // has a colon right after `/slices`), nor they any path above.
+    cfg.mount("/slices:apply", "POST", |r| r.post(apply));
+    cfg.mount("/slices:export", "GET, HEAD", |r| r.route(readable(export)));
 }
 
 /// The route of a resource's GET, which answers HEAD too: HEAD is GET without the body
@@ -62,9 +65,17 @@ where
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
-    web::route()
-        .guard(guard::Any(guard::Get()).or(guard::Head()))
-        .to(handler)
+    web::route().guard(GetOrHead).to(handler)
+}
+
+/// Passes GET and HEAD: one comparison, where `guard::Any` of two method guards makes
+/// two calls through boxes on every request.
+struct GetOrHead;
+
+impl guard::Guard for GetOrHead {
+    fn check(&self, ctx: &guard::GuardContext<'_>) -> bool {
+        matches!(ctx.head().method, Method::GET | Method::HEAD)
+    }
 }
 
 /// The answer to a method a resource does not have: 405 with the error body, and the
@@ -80,6 +91,34 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
 }
 
 type StoreData = web::Data<dyn SliceStore>;
+
+/// The answers of the point reads, kept per worker (see `read_cache`).
+type CacheData = web::Data<ReadCache>;
+
+/// Application data borrowed from the request. The point reads take what they need this
+/// way rather than as extractors, which clone the data's `Arc`: the store's count is
+/// shared by every worker, and moving its cache line between cores on every request
+/// costs more than the rest of a cached answer.
+fn borrowed<T: 'static>(req: &HttpRequest) -> Result<&T, ApiError> {
+    req.app_data::<T>().ok_or_else(|| {
+        ApiError::Internal(format!(
+            "the application has no {}",
+            std::any::type_name::<T>()
+        ))
+    })
+}
+
+/// A 200 carrying `body`, which is JSON.
+fn json_ok(body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(ContentType::json())
+        .body(body)
+}
+
+fn encode<T: Serialize>(answer: &T) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(answer)
+        .map_err(|err| ApiError::Internal(format!("cannot encode the answer: {err}")))
+}
 
 // ---- path segments -----------------------------------------------------------------------
 
@@ -146,14 +185,10 @@ fn unexpected(written: Written) -> ApiError {
 
 // ---- slices ------------------------------------------------------------------------------
 
-async fn list_slices(
-    store: StoreData,
-    cache: web::Data<SliceListCache>,
-) -> Result<HttpResponse, ApiError> {
-    let body = cache.body(store.get_ref())?;
-    Ok(HttpResponse::Ok()
-        .content_type(actix_web::http::header::ContentType::json())
-        .body(body))
+async fn list_slices(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let store = borrowed::<StoreData>(&req)?;
+    let cache = borrowed::<web::Data<SliceListCache>>(&req)?;
+    Ok(json_ok(cache.body(store.get_ref())?))
 }
 
 /// The encoded answer of `GET /slices`, kept while the list of slices stays the same:
@@ -216,10 +251,14 @@ async fn delete_slice(
     Ok(HttpResponse::Ok().json(body))
 }
 
-async fn get_slice(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
-    let name = slice_of(&req)?;
-    store.check_slice(&name)?;
-    Ok(HttpResponse::Ok().json(SliceBody { name }))
+async fn get_slice(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        let name = slice_of(&req)?;
+        store.check_slice(&name)?;
+        encode(&SliceBody { name })
+    })?;
+    Ok(json_ok(body))
 }
 
 // ---- the whole state at once -----------------------------------------------------------------
@@ -264,14 +303,18 @@ async fn export(store: StoreData) -> Result<HttpResponse, ApiError> {
 
 // ---- ports -------------------------------------------------------------------------------
 
-async fn list_ports(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
-    let slice = slice_of(&req)?;
-    let ports: Vec<PortBody> = store
-        .ports(&slice)?
-        .into_iter()
-        .map(PortBody::from)
-        .collect();
-    Ok(HttpResponse::Ok().json(ports))
+async fn list_ports(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        let slice = slice_of(&req)?;
+        let ports: Vec<PortBody> = store
+            .ports(&slice)?
+            .into_iter()
+            .map(PortBody::from)
+            .collect();
+        encode(&ports)
+    })?;
+    Ok(json_ok(body))
 }
 
 async fn add_port(
@@ -302,22 +345,30 @@ async fn delete_port(
     Ok(HttpResponse::Ok().json(PortBody::from(port)))
 }
 
-async fn get_port(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
-    let (slice, port) = slice_and_port(&req)?;
-    store.check_port(&slice, port)?;
-    Ok(HttpResponse::Ok().json(PortBody::from(port)))
+async fn get_port(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        let (slice, port) = slice_and_port(&req)?;
+        store.check_port(&slice, port)?;
+        encode(&PortBody::from(port))
+    })?;
+    Ok(json_ok(body))
 }
 
 // ---- MAC addresses -----------------------------------------------------------------------
 
-async fn list_macs(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
-    let (slice, port) = slice_and_port(&req)?;
-    let macs: Vec<MacBody> = store
-        .macs(&slice, port)?
-        .into_iter()
-        .map(|name| MacBody { name })
-        .collect();
-    Ok(HttpResponse::Ok().json(macs))
+async fn list_macs(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        let (slice, port) = slice_and_port(&req)?;
+        let macs: Vec<MacBody> = store
+            .macs(&slice, port)?
+            .into_iter()
+            .map(|name| MacBody { name })
+            .collect();
+        encode(&macs)
+    })?;
+    Ok(json_ok(body))
 }
 
 async fn add_mac(
@@ -343,9 +394,13 @@ async fn delete_mac(
     Ok(HttpResponse::Ok().json(body))
 }
 
-async fn get_mac(req: HttpRequest, store: StoreData) -> Result<HttpResponse, ApiError> {
-    let (slice, port) = slice_and_port(&req)?;
-    let mac: MacAddress = segment(&req, "mac").parse()?;
-    store.check_mac(&slice, port, mac)?;
-    Ok(HttpResponse::Ok().json(MacBody { name: mac }))
+async fn get_mac(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        let (slice, port) = slice_and_port(&req)?;
+        let mac: MacAddress = segment(&req, "mac").parse()?;
+        store.check_mac(&slice, port, mac)?;
+        encode(&MacBody { name: mac })
+    })?;
+    Ok(json_ok(body))
 }
