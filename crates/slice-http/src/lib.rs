@@ -136,6 +136,9 @@ pub fn app(
         .app_data(web::Data::from(store))
         .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(read_cache::ReadCache::default()))
+        // The request counter's parts for requests no resource answers; each resource
+        // carries its own (see `mount`), found before this one.
+        .app_data(metrics::RouteMetrics::new(mount::RoutePattern::UNMATCHED))
         .app_data(browser::AllowedHost::default())
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
