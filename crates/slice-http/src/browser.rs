@@ -9,12 +9,10 @@
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceRequest;
 use actix_web::http::header::{HeaderMap, HOST, ORIGIN};
 use actix_web::http::uri::Authority;
 use actix_web::http::{Method, Uri, Version};
-use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest};
 
 use crate::{ApiError, LocalPeer, Settings};
@@ -114,35 +112,31 @@ pub(crate) fn from_browser(req: &HttpRequest) -> bool {
             .any(|name| name.as_str().starts_with("sec-fetch-"))
 }
 
-/// Middleware: refuses, before anything else runs, a request whose `Host` does not name
-/// the daemon, and a state-changing request that a browser sent from another origin.
-/// Requests over the local socket are the owner's and pass.
-pub(crate) async fn refuse_foreign_requests(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    if req.conn_data::<LocalPeer>().is_none() {
-        let fallback;
-        let policy = match req.app_data::<web::Data<Settings>>() {
-            Some(settings) => &settings.host_policy,
-            None => {
-                fallback = HostPolicy::default();
-                &fallback
-            }
-        };
-        let verdict = check(
-            req.method(),
-            req.version(),
-            req.headers(),
-            policy,
-            req.app_data::<AllowedHost>(),
-        );
-        if let Err(err) = verdict {
-            log::debug!("refused {} {}: {err}", req.method(), req.path());
-            return Ok(req.error_response(err));
-        }
+/// Why `req` is refused, if it is: its `Host` does not name the daemon, or it changes
+/// state and a browser sent it from another origin. Requests over the local socket are
+/// the owner's and pass. Asked before anything else runs (see `front_door`).
+pub(crate) fn refusal(req: &ServiceRequest) -> Option<ApiError> {
+    if req.conn_data::<LocalPeer>().is_some() {
+        return None;
     }
-    Ok(next.call(req).await?.map_into_boxed_body())
+    let fallback;
+    let policy = match req.app_data::<web::Data<Settings>>() {
+        Some(settings) => &settings.host_policy,
+        None => {
+            fallback = HostPolicy::default();
+            &fallback
+        }
+    };
+    let verdict = check(
+        req.method(),
+        req.version(),
+        req.headers(),
+        policy,
+        req.app_data::<AllowedHost>(),
+    );
+    let err = verdict.err()?;
+    log::debug!("refused {} {}: {err}", req.method(), req.path());
+    Some(err)
 }
 
 /// The last `Host` value a worker found allowed, as sent: clients send the same one on

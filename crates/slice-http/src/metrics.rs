@@ -13,10 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::middleware::Next;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use prometheus_client::encoding::{
     EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder, MetricEncoder, NoLabelSet,
@@ -280,41 +278,49 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// Counts every request the application answers, with its latency; the outermost
-/// middleware, so that refusals by the other middleware count too.
-pub(crate) async fn count_requests(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let started = Instant::now();
-    let method = method_label(req.method());
-    let response = next.call(req).await?.map_into_boxed_body();
-    // Borrowed from the request, not cloned before the call: the `Arc` of the metrics is
-    // shared by every worker, and counting a clone would move its cache line between
-    // cores on every request.
-    let request = response.request();
-    let Some(metrics) = request
-        .app_data::<web::Data<Settings>>()
-        .and_then(|settings| settings.metrics.as_deref())
-    else {
-        return Ok(response);
-    };
-    let status = response.status().as_u16();
-    let elapsed = started.elapsed();
-    // Resources carry their own; the application's, for the unmatched, comes after them.
-    match request.app_data::<RouteMetrics>() {
-        Some(route) => route.record(metrics, method, status, elapsed),
-        None => {
-            let route = RoutePattern::UNMATCHED;
-            metrics.latency_of(route).0.shared.observe(elapsed);
-            metrics
-                .requests_of(route, method, status)
-                .0
-                .shared
-                .add_one();
+/// A request on its way through the application, as the counters see it: taken as it
+/// arrives, told of its answer (see `front_door`).
+pub(crate) struct Arrival {
+    started: Instant,
+    method: &'static str,
+}
+
+impl Arrival {
+    pub(crate) fn of(req: &ServiceRequest) -> Self {
+        Self {
+            started: Instant::now(),
+            method: method_label(req.method()),
         }
     }
-    Ok(response)
+
+    /// Counts the request under its route, method and status, with its latency.
+    pub(crate) fn answered<B>(self, response: &ServiceResponse<B>) {
+        // Borrowed from the request, never cloned: the `Arc` of the metrics is shared by
+        // every worker, and counting a clone would move its cache line between cores on
+        // every request.
+        let request = response.request();
+        let Some(metrics) = request
+            .app_data::<web::Data<Settings>>()
+            .and_then(|settings| settings.metrics.as_deref())
+        else {
+            return;
+        };
+        let status = response.status().as_u16();
+        let elapsed = self.started.elapsed();
+        // Resources carry their own; the application's, for the unmatched, comes after them.
+        match request.app_data::<RouteMetrics>() {
+            Some(route) => route.record(metrics, self.method, status, elapsed),
+            None => {
+                let route = RoutePattern::UNMATCHED;
+                metrics.latency_of(route).0.shared.observe(elapsed);
+                metrics
+                    .requests_of(route, self.method, status)
+                    .0
+                    .shared
+                    .add_one();
+            }
+        }
+    }
 }
 
 /// A route's parts of its own series (see above), one per worker, as the application is:
