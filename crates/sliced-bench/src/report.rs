@@ -1177,13 +1177,16 @@ pub mod reading {
         };
         format!(
             "**Reading.** The peer already pays for actix-web's HTTP handling and for the \
-             same route table (actix-router matches these patterns with regex-lite, the \
-             same work per request in both), so the gap is what sliced does per request \
-             that the peer does not: {access_log}the check of each request head before \
-             actix-http parses it (so that a malformed head gets a JSON answer), the \
-             middleware (the request counter, the Host check against DNS rebinding), \
-             identifier validation, the lookup in the store's in-memory copy of the \
-             committed slices (sled is not read on a GET) and JSON.{cpu}{list}"
+             same route table (the same actix-router, matching these patterns with the \
+             regex crate: the same work per request in both), so the gap is what sliced \
+             does per request that the peer does not: {access_log}the check of each \
+             request head before actix-http parses it (so that a malformed head gets a \
+             JSON answer), the front-door middleware (the Host check against DNS \
+             rebinding, the request counter with its two clock reads, counted on cache \
+             lines of the worker's own), the access log's switched-off wrapper, and the \
+             look-up of the answer each worker keeps for the path, checked against the \
+             store's content version: identifiers, the store's in-memory copy and JSON \
+             are worked on again only after a change.{cpu}{list}"
         )
     }
 
