@@ -418,6 +418,56 @@ impl Drop for SmallDisk {
     }
 }
 
+/// The access log (target `sliced::http`), chosen when the servers are built, writes a
+/// line per request, refusals by the front door included, when its target is on, and
+/// nothing when it is off, as it is by default.
+#[test]
+fn the_access_log_writes_a_line_per_request_only_when_its_target_is_on() {
+    for (filter, on) in [
+        ("info,sliced::http=warn", false),
+        ("warn,sliced::http=info", true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("sliced.log");
+        let daemon = Daemon::start_filtered(&dir.path().join("db"), filter, &log);
+        let agent = agent();
+        assert_eq!(
+            status_json(agent.get(&daemon.url("/slices?x=1")).call()).0,
+            200
+        );
+        assert_eq!(
+            status_json(agent.get(&daemon.url("/nothing")).call()).0,
+            404
+        );
+        let foreign = agent
+            .get(&daemon.url("/slices"))
+            .set("Host", "evil.example");
+        assert_eq!(status_json(foreign.call()).0, 403);
+        // The Logger writes a line once the answer's body is gone, which on a keep-alive
+        // connection is before the next request is read: one more answer makes sure.
+        assert_eq!(status_json(agent.get(&daemon.url("/slices")).call()).0, 200);
+        let written = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = written
+            .lines()
+            .filter(|line| line.contains("sliced::http"))
+            .collect();
+        if !on {
+            assert!(lines.is_empty(), "{filter}: {written}");
+            continue;
+        }
+        assert!(lines.len() >= 3, "{filter}: {written}");
+        let expected = [
+            r#"] 127.0.0.1 "GET /slices?x=1 HTTP/1.1" 200 2 "#,
+            r#"] 127.0.0.1 "GET /nothing HTTP/1.1" 404 "#,
+            r#"] 127.0.0.1 "GET /slices HTTP/1.1" 403 "#,
+        ];
+        for (line, expected) in lines.iter().zip(expected) {
+            assert!(line.contains(expected), "{line:?} has no {expected:?}");
+            assert!(line.ends_with("ms"), "{line:?} gives no time");
+        }
+    }
+}
+
 /// A disk that fills up makes a flush fail: the write that needed it is not acknowledged,
 /// the daemon stops with a clear line and status 1 instead of serving what is not on
 /// disk, and every write it acknowledged before is there when the disk has room again.

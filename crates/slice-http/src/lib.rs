@@ -191,12 +191,32 @@ pub fn app(
     };
     app.default_service(web::to(no_route))
         .wrap(middleware::from_fn(front_door))
-        // The Logger renders every request as it arrives, whether or not the line is then
-        // filtered out: wrap it only when the access log is on.
-        .wrap(middleware::Condition::new(
-            log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
-            middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG),
-        ))
+}
+
+/// [`app`] inside actix-web's access Logger (target [`ACCESS_LOG`]), for when that log is
+/// on ([`access_log_enabled`]). A type of its own, chosen once when the servers are
+/// built: the Logger renders every request whether or not its line is then filtered out,
+/// and switched off inside actix's `Condition` it still cost every request a layer.
+pub fn app_with_access_log(
+    store: Arc<dyn SliceStore>,
+    network: Option<Arc<dyn NetworkView>>,
+    settings: Settings,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    app(store, network, settings)
+        .wrap(middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG))
+}
+
+/// Whether the access log's target passes the log filter.
+pub fn access_log_enabled() -> bool {
+    log::log_enabled!(target: ACCESS_LOG, log::Level::Info)
 }
 
 /// The middleware every request passes first: it refuses foreign requests (DNS

@@ -11,15 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_http::{error::DispatchError, HttpService, Protocol};
-use actix_server::{GracefulShutdownSignal, Server};
+use actix_server::{GracefulShutdownSignal, Server, ServerBuilder};
 use actix_service::{fn_service, map_config, ServiceFactory, ServiceFactoryExt};
-use actix_web::dev::{AppConfig, Extensions};
+use actix_web::body::MessageBody;
+use actix_web::dev::{AppConfig, Extensions, ServiceRequest, ServiceResponse};
 use actix_web::rt::net::{TcpStream, UnixStream};
+use actix_web::App;
 use slice_core::SliceStore;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::head_guard::HeadGuard;
-use crate::{app, LocalPeer, NetworkView, Settings};
+use crate::{access_log_enabled, app, app_with_access_log, LocalPeer, NetworkView, Settings};
 
 /// How long a closing connection is given to take its last bytes (actix-web's default).
 const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -80,18 +82,51 @@ pub fn tcp_server(
         // actix caps connections per worker, so the total is shared out among them.
         .max_concurrent_connections((max_connections / workers).max(1));
     let shutdown = builder.graceful_shutdown_signal();
+    let access_log = access_log_enabled();
     for listener in listeners {
-        let parts = parts.clone();
-        let shutdown = shutdown.clone();
-        builder = builder.listen("http", listener, move || {
-            fn_service(|io: TcpStream| async move {
-                let peer = io.peer_addr().ok();
-                Ok((HeadGuard::new(io), Protocol::Http1, peer))
-            })
-            .and_then(http_service(&parts, shutdown.clone(), false))
-        })?;
+        builder = if access_log {
+            listen_tcp(builder, listener, parts, &shutdown, app_with_access_log)?
+        } else {
+            listen_tcp(builder, listener, parts, &shutdown, app)?
+        };
     }
     Ok(builder.run())
+}
+
+/// How a worker builds its application: [`app`], or [`app_with_access_log`].
+trait MakeApp<F>:
+    Fn(Arc<dyn SliceStore>, Option<Arc<dyn NetworkView>>, Settings) -> App<F> + Clone + Send + 'static
+{
+}
+
+impl<M, F> MakeApp<F> for M where
+    M: Fn(Arc<dyn SliceStore>, Option<Arc<dyn NetworkView>>, Settings) -> App<F>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
+fn listen_tcp<F, B>(
+    builder: ServerBuilder,
+    listener: TcpListener,
+    parts: &AppParts,
+    shutdown: &GracefulShutdownSignal,
+    make_app: impl MakeApp<F>,
+) -> io::Result<ServerBuilder>
+where
+    F: AppFactory<B>,
+    B: MessageBody + 'static,
+{
+    let parts = parts.clone();
+    let shutdown = shutdown.clone();
+    builder.listen("http", listener, move || {
+        fn_service(|io: TcpStream| async move {
+            let peer = io.peer_addr().ok();
+            Ok((HeadGuard::new(io), Protocol::Http1, peer))
+        })
+        .and_then(http_service(&parts, shutdown.clone(), false, &make_app))
+    })
 }
 
 /// The server for the local Unix socket, whose clients all count as [`LocalPeer`]s. It is
@@ -100,22 +135,62 @@ pub fn tcp_server(
 pub fn local_server(parts: &AppParts, listener: UnixListener) -> io::Result<Server> {
     let builder = Server::build().workers(1).disable_signals();
     let shutdown = builder.graceful_shutdown_signal();
+    let builder = if access_log_enabled() {
+        listen_local(builder, listener, parts, &shutdown, app_with_access_log)?
+    } else {
+        listen_local(builder, listener, parts, &shutdown, app)?
+    };
+    Ok(builder.run())
+}
+
+fn listen_local<F, B>(
+    builder: ServerBuilder,
+    listener: UnixListener,
+    parts: &AppParts,
+    shutdown: &GracefulShutdownSignal,
+    make_app: impl MakeApp<F>,
+) -> io::Result<ServerBuilder>
+where
+    F: AppFactory<B>,
+    B: MessageBody + 'static,
+{
     let parts = parts.clone();
-    Ok(builder
-        .listen_uds("local", listener, move || {
-            fn_service(
-                |io: UnixStream| async move { Ok((HeadGuard::new(io), Protocol::Http1, None)) },
-            )
-            .and_then(http_service(&parts, shutdown.clone(), true))
-        })?
-        .run())
+    let shutdown = shutdown.clone();
+    builder.listen_uds("local", listener, move || {
+        fn_service(|io: UnixStream| async move { Ok((HeadGuard::new(io), Protocol::Http1, None)) })
+            .and_then(http_service(&parts, shutdown.clone(), true, &make_app))
+    })
+}
+
+/// What an application is made of, as actix-web's `App` takes it.
+trait AppFactory<B>:
+    ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<B>,
+        Error = actix_web::Error,
+        InitError = (),
+    > + 'static
+{
+}
+
+impl<F, B> AppFactory<B> for F where
+    F: ServiceFactory<
+            ServiceRequest,
+            Config = (),
+            Response = ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static
+{
 }
 
 /// actix-http's HTTP/1 service over one kind of guarded connection.
-fn http_service<T>(
+fn http_service<T, F, B>(
     parts: &AppParts,
     shutdown: GracefulShutdownSignal,
     local: bool,
+    make_app: &impl MakeApp<F>,
 ) -> impl ServiceFactory<
     (HeadGuard<T>, Protocol, Option<SocketAddr>),
     Config = (),
@@ -125,8 +200,10 @@ fn http_service<T>(
 >
 where
     T: AsyncRead + AsyncWrite + Unpin + 'static,
+    F: AppFactory<B>,
+    B: MessageBody + 'static,
 {
-    let application = app(
+    let application = make_app(
         Arc::clone(&parts.store),
         parts.network.clone(),
         parts.settings.clone(),

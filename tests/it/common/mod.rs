@@ -75,12 +75,35 @@ impl Daemon {
         Self::launch(data_dir, free_port(), extra, plain_openflow, log.into())
     }
 
+    /// Starts with `RUST_LOG=filter`, the daemon's log going to `log`.
+    pub fn start_filtered(data_dir: &Path, filter: &str, log: &Path) -> Self {
+        let log = std::fs::File::create(log).expect("the log file can be created");
+        let mut daemon = Self::spawn(data_dir, free_port(), &[], true, log.into(), filter);
+        daemon.wait_until_ready();
+        daemon
+    }
+
     fn launch(
         data_dir: &Path,
         http: SocketAddr,
         extra: &[&str],
         plain_openflow: bool,
         stderr: Stdio,
+    ) -> Self {
+        // SLICED_TEST_LOG=debug shows the daemon's log when a test needs a look inside.
+        let filter = std::env::var("SLICED_TEST_LOG").unwrap_or_else(|_| "warn".into());
+        let mut daemon = Self::spawn(data_dir, http, extra, plain_openflow, stderr, &filter);
+        daemon.wait_until_ready();
+        daemon
+    }
+
+    fn spawn(
+        data_dir: &Path,
+        http: SocketAddr,
+        extra: &[&str],
+        plain_openflow: bool,
+        stderr: Stdio,
+        filter: &str,
     ) -> Self {
         let openflow = free_port();
         let mut command = Command::new(SLICED);
@@ -94,23 +117,17 @@ impl Daemon {
         }
         let child = command
             .args(extra)
-            // SLICED_TEST_LOG=debug shows the daemon's log when a test needs a look inside.
-            .env(
-                "RUST_LOG",
-                std::env::var("SLICED_TEST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+            .env("RUST_LOG", filter)
             .stdin(Stdio::null())
             .stderr(stderr)
             .spawn()
             .expect("sliced starts");
-        let mut daemon = Self {
+        Self {
             child: Some(child),
             http,
             openflow,
             data_dir: data_dir.to_owned(),
-        };
-        daemon.wait_until_ready();
-        daemon
+        }
     }
 
     fn wait_until_ready(&mut self) {
