@@ -1183,10 +1183,10 @@ pub mod reading {
              request head before actix-http parses it (so that a malformed head gets a \
              JSON answer), the front-door middleware (the Host check against DNS \
              rebinding, the request counter with its two clock reads, counted on cache \
-             lines of the worker's own), the access log's switched-off wrapper, and the \
-             look-up of the answer each worker keeps for the path, checked against the \
-             store's content version: identifiers, the store's in-memory copy and JSON \
-             are worked on again only after a change.{cpu}{list}"
+             lines of the worker's own), and the look-up of the answer each worker \
+             keeps for the path, checked against the store's content version: \
+             identifiers, the store's in-memory copy and JSON are worked on again only \
+             after a change.{cpu}{list}"
         )
     }
 
