@@ -110,7 +110,7 @@ struct RunArgs {
     duration: u64,
     /// Rounds of the read part: each round reads each endpoint from sliced and from the
     /// bare server
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..=100))]
     read_rounds: u64,
     /// Seconds of each wrk run of the read part
     #[arg(long, default_value_t = 3, value_name = "S")]

@@ -225,10 +225,11 @@ fn headlines(doc: &mut String, results: &Results) {
             let _ = writeln!(
                 doc,
                 "- REST read `GET {}`: sliced {} req/s, **{}** of a bare actix-web server \
-                 answering the same bytes from memory (medians of {} rounds; p99 {} vs {}).",
+                 answering the same bytes from memory (median of {} paired rounds; p99 {} \
+                 vs {}).",
                 row.endpoint,
                 thousands(ours.requests_per_sec),
-                ratio(ours.requests_per_sec, theirs.requests_per_sec),
+                ratio(row.ratio(), 1.0),
                 reads.rounds,
                 ms(ours.p99_ms),
                 ms(theirs.p99_ms),
@@ -381,10 +382,12 @@ fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &Results) {
          {} rounds: each round runs sliced and the peer back to back, sliced first in odd \
          rounds and the peer first in even ones. One run alone moves by several per cent \
          from one run to the next on this machine (wrk shares its cores with the server), \
-         so the table compares the median runs, and gives the lowest and highest ratio of \
-         a single round beside it. CPU per request is the server process's user and \
-         system time during its run divided by the requests it answered (median of the \
-         runs): what a request costs the server, whatever the scheduler did.\n",
+         and the machine's speed drifts over the part by more, so the ratio is the median \
+         of the rounds' ratios (each of a pair run back to back), with the lowest and \
+         highest single round beside it; the rates and latencies are each server's median \
+         run. CPU per request is the server process's user and system time during its run \
+         divided by the requests it answered (median of the runs): what a request costs \
+         the server, whatever the scheduler did.\n",
         thousands(reads.slices as f64),
         crate::READ_CONNECTIONS,
         reads.run_duration.as_secs(),
@@ -411,7 +414,7 @@ fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &Results) {
             thousands(row.body_bytes as f64),
             thousands(ours.requests_per_sec),
             thousands(theirs.requests_per_sec),
-            ratio(ours.requests_per_sec, theirs.requests_per_sec),
+            ratio(row.ratio(), 1.0),
             low,
             high,
             cpu(&row.sliced),
