@@ -23,6 +23,7 @@ mod peers;
 mod procs;
 mod reads;
 mod report;
+mod round_trips;
 mod routing;
 mod sliced;
 mod stats;
@@ -118,6 +119,10 @@ struct RunArgs {
     /// Seconds of each flow-setup run
     #[arg(long, default_value_t = 3, value_name = "S")]
     flow_duration: u64,
+    /// Rounds of the one-switch round trips: each round runs sliced, ovs-testcontroller
+    /// and the no-logic floor once on each version
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    rtt_rounds: u64,
     /// Slices present during the REST read runs
     #[arg(long, default_value_t = 1000)]
     slices: usize,
@@ -264,6 +269,10 @@ pub struct Flows {
     pub rows: Vec<FlowRow>,
     /// Controllers that could not be measured at all, with why.
     pub skipped: Vec<(String, String)>,
+    /// The one-switch round trips in paired rounds, per version (empty if sliced or no
+    /// peer could run), and how many rounds.
+    pub round_trips: Vec<round_trips::RoundTripRow>,
+    pub round_trip_rounds: usize,
 }
 
 pub struct Scale {
@@ -714,7 +723,7 @@ fn flows(
     // that discovery probes stay out of the measurement. The PACKET_IN limits, a defence
     // against flooding hosts, are lifted far above what the emulator can send: this
     // measures the decision path, and the peers have no such limits.
-    let ours = (|| -> anyhow::Result<()> {
+    let ours = (|| -> anyhow::Result<Sliced> {
         let dir = tmp.join("flows-sliced");
         let sliced = Sliced::start(binary, &dir, &SLICED_FLOW_ARGS)?;
         eprintln!("sliced-bench: putting the emulated hosts in slices");
@@ -737,14 +746,17 @@ fn flows(
             None,
             &mut rows,
         );
-        record_peak(memory, "flow setup", "sliced", &sliced.server);
-        sliced.server.stop()?;
-        Ok(())
+        Ok(sliced)
     })();
-    if let Err(err) = ours {
-        eprintln!("sliced-bench: sliced's flow setup not measured: {err:#}");
-        skipped.push(("sliced".to_owned(), format!("{err:#}")));
-    }
+    // sliced stays up for the paired round trips below.
+    let ours = match ours {
+        Ok(sliced) => Some(sliced),
+        Err(err) => {
+            eprintln!("sliced-bench: sliced's flow setup not measured: {err:#}");
+            skipped.push(("sliced".to_owned(), format!("{err:#}")));
+            None
+        }
+    };
 
     for peer in [Peer::OvsTestController, Peer::OsKen, Peer::Floor] {
         let started = peer.start(&tmp.join(format!("flows-{peer:?}")));
@@ -767,7 +779,65 @@ fn flows(
             }
         }
     }
-    Ok(Flows { rows, skipped })
+
+    let mut round_trips = Vec::new();
+    if let Some(sliced) = ours {
+        round_trips = paired_round_trips(args, &sliced, tmp)?;
+        record_peak(memory, "flow setup", "sliced", &sliced.server);
+        sliced.server.stop()?;
+    }
+    Ok(Flows {
+        rows,
+        skipped,
+        round_trips,
+        round_trip_rounds: args.rtt_rounds as usize,
+    })
+}
+
+/// The one-switch round trips of sliced, ovs-testcontroller and the no-logic floor in
+/// paired rounds (see `round_trips`); os-ken, five times slower, would add nothing to
+/// the comparison the rounds are for. A peer that does not start is left out.
+fn paired_round_trips(
+    args: &RunArgs,
+    sliced: &Sliced,
+    tmp: &Path,
+) -> anyhow::Result<Vec<round_trips::RoundTripRow>> {
+    let mut peers = Vec::new();
+    for peer in [Peer::OvsTestController, Peer::Floor] {
+        match peer.start(&tmp.join(format!("round-trips-{peer:?}"))) {
+            Ok((server, addr)) => peers.push((peer, server, addr)),
+            Err(err) => eprintln!(
+                "sliced-bench: {} left out of the rounds: {err:#}",
+                peer.name()
+            ),
+        }
+    }
+    if peers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sliced_versions = [wire::OFP13, wire::OFP10];
+    let mut contenders = vec![round_trips::Contender {
+        name: "sliced",
+        addr: sliced.openflow,
+        versions: &sliced_versions,
+    }];
+    contenders.extend(peers.iter().map(|(peer, _, addr)| round_trips::Contender {
+        name: peer.name(),
+        addr: *addr,
+        versions: peer.versions(),
+    }));
+    let rows = round_trips::measure(
+        &contenders,
+        &round_trips::Rounds {
+            rounds: args.rtt_rounds as usize,
+            hosts: args.hosts,
+            duration: Duration::from_secs(args.flow_duration),
+        },
+    );
+    for (_, server, _) in peers {
+        server.stop()?;
+    }
+    rows
 }
 
 fn measure_controller(

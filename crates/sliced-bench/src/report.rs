@@ -294,7 +294,38 @@ fn headlines(doc: &mut String, results: &Results) {
                 );
             }
         }
+        for row in &flows.round_trips {
+            let Some(ours) = row.median("sliced") else {
+                continue;
+            };
+            let peers: Vec<String> = row
+                .controllers
+                .iter()
+                .filter(|(name, _)| name != "sliced")
+                .filter_map(|(peer, _)| {
+                    let (median, low, high) = row.ratio("sliced", peer)?;
+                    Some(format!(
+                        "{peer} {} (**{median:.2}×**, rounds {low:.2}–{high:.2}×)",
+                        us(row.median(peer)?)
+                    ))
+                })
+                .collect();
+            if !peers.is_empty() {
+                let _ = writeln!(
+                    doc,
+                    "- Flow-setup round trip (OpenFlow {}, 1 switch, one PACKET_IN in flight, \
+                     p50, {} paired rounds): sliced {}; {}.",
+                    version_text(row.version),
+                    flows.round_trip_rounds,
+                    us(ours),
+                    peers.join(", ")
+                );
+            }
+        }
         for version in [crate::wire::OFP13, crate::wire::OFP10] {
+            if flows.round_trips.iter().any(|row| row.version == version) {
+                continue;
+            }
             let p50 = |controller: &str| {
                 let row = find(flows, controller, version, 1)?;
                 row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
@@ -673,6 +704,7 @@ fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
             let _ = writeln!(doc);
         }
     }
+    paired_round_trips(doc, flows, results.flow_duration.as_secs());
     let errors: u64 = flows
         .rows
         .iter()
@@ -687,6 +719,51 @@ fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
         );
     }
     let _ = writeln!(doc, "{}\n", reading::flows(flows));
+}
+
+/// The one-switch round trips in paired rounds (see `round_trips`).
+fn paired_round_trips(doc: &mut String, flows: &Flows, run_seconds: u64) {
+    if flows.round_trips.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        doc,
+        "**One switch, one PACKET_IN in flight, in paired rounds.** A single run of this \
+         moves by a fifth from one run to the next here, and the tables above measure the \
+         controllers minutes apart, so these round trips also run in {} rounds with every \
+         controller up at once: each round runs each controller once ({} s), in an order \
+         that rotates from round to round. The p50 is each controller's median round; the \
+         ratio is the median of the rounds' ratios (sliced ÷ peer, lower is better for \
+         sliced), with the lowest and highest single round. These are the headline's \
+         round trips.\n",
+        flows.round_trip_rounds, run_seconds,
+    );
+    let _ = writeln!(
+        doc,
+        "| version | controller | p50 (median round) | ratio | one round's ratio |\n\
+         |---|---|---:|---:|---:|"
+    );
+    for row in &flows.round_trips {
+        for (controller, _) in &row.controllers {
+            let p50 = row.median(controller).map_or("n/a".into(), us);
+            let (ratio_cell, spread) = if controller == "sliced" {
+                (String::new(), String::new())
+            } else {
+                match row.ratio("sliced", controller) {
+                    Some((median, low, high)) => {
+                        (format!("**{median:.2}×**"), format!("{low:.2}–{high:.2}×"))
+                    }
+                    None => ("n/a".into(), String::new()),
+                }
+            };
+            let _ = writeln!(
+                doc,
+                "| {} | {controller} | {p50} | {ratio_cell} | {spread} |",
+                version_text(row.version)
+            );
+        }
+    }
+    let _ = writeln!(doc);
 }
 
 fn info_field(routing: &RoutingResult, graph: &str, field: &str) -> Option<String> {
@@ -1276,7 +1353,11 @@ pub mod reading {
     /// How much of the one-switch round trip is the machine's (the no-logic floor), and
     /// why sliced's is slower than ovs-testcontroller's, when it is.
     fn latency_note(flows: &Flows) -> String {
+        // The paired rounds' medians where they ran, else the single runs above.
         let p50 = |controller: &str, version: u8| {
+            if let Some(row) = flows.round_trips.iter().find(|row| row.version == version) {
+                return row.median(controller);
+            }
             let row = find(flows, controller, version, 1)?;
             row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
         };
