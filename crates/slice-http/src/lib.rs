@@ -100,21 +100,41 @@ impl Settings {
     }
 }
 
+/// What an application is made of, as actix-web's `App` takes it: a factory of the
+/// service that answers each request, with the body its answers carry.
+pub trait AppFactory:
+    ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<Self::Body>,
+        Error = actix_web::Error,
+        InitError = (),
+    > + 'static
+{
+    type Body: MessageBody + 'static;
+}
+
+impl<F, B> AppFactory for F
+where
+    F: ServiceFactory<
+            ServiceRequest,
+            Config = (),
+            Response = ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static,
+    B: MessageBody + 'static,
+{
+    type Body = B;
+}
+
 /// The whole application, on `store`: its handlers and session guard reach the store
 /// only as `web::Data<dyn SliceStore>`.
 pub fn app(
     store: Arc<dyn SliceStore>,
     network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+) -> App<impl AppFactory> {
     // A middleware per scope that uses sessions (CookieSessionStore is not Clone).
     let (session_key, secure_cookie) = (settings.session_key.clone(), settings.secure_cookie);
     let session_ttl = time::Duration::try_from(settings.session_ttl).unwrap_or(time::Duration::MAX);
@@ -201,15 +221,7 @@ pub fn app_with_access_log(
     store: Arc<dyn SliceStore>,
     network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+) -> App<impl AppFactory> {
     app(store, network, settings)
         .wrap(middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG))
 }

@@ -13,15 +13,16 @@ use std::time::Duration;
 use actix_http::{error::DispatchError, HttpService, Protocol};
 use actix_server::{GracefulShutdownSignal, Server, ServerBuilder};
 use actix_service::{fn_service, map_config, ServiceFactory, ServiceFactoryExt};
-use actix_web::body::MessageBody;
-use actix_web::dev::{AppConfig, Extensions, ServiceRequest, ServiceResponse};
+use actix_web::dev::{AppConfig, Extensions};
 use actix_web::rt::net::{TcpStream, UnixStream};
 use actix_web::App;
 use slice_core::SliceStore;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::head_guard::HeadGuard;
-use crate::{access_log_enabled, app, app_with_access_log, LocalPeer, NetworkView, Settings};
+use crate::{
+    access_log_enabled, app, app_with_access_log, AppFactory, LocalPeer, NetworkView, Settings,
+};
 
 /// How long a closing connection is given to take its last bytes (actix-web's default).
 const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -107,17 +108,13 @@ impl<M, F> MakeApp<F> for M where
 {
 }
 
-fn listen_tcp<F, B>(
+fn listen_tcp<F: AppFactory>(
     builder: ServerBuilder,
     listener: TcpListener,
     parts: &AppParts,
     shutdown: &GracefulShutdownSignal,
     make_app: impl MakeApp<F>,
-) -> io::Result<ServerBuilder>
-where
-    F: AppFactory<B>,
-    B: MessageBody + 'static,
-{
+) -> io::Result<ServerBuilder> {
     let parts = parts.clone();
     let shutdown = shutdown.clone();
     builder.listen("http", listener, move || {
@@ -143,17 +140,13 @@ pub fn local_server(parts: &AppParts, listener: UnixListener) -> io::Result<Serv
     Ok(builder.run())
 }
 
-fn listen_local<F, B>(
+fn listen_local<F: AppFactory>(
     builder: ServerBuilder,
     listener: UnixListener,
     parts: &AppParts,
     shutdown: &GracefulShutdownSignal,
     make_app: impl MakeApp<F>,
-) -> io::Result<ServerBuilder>
-where
-    F: AppFactory<B>,
-    B: MessageBody + 'static,
-{
+) -> io::Result<ServerBuilder> {
     let parts = parts.clone();
     let shutdown = shutdown.clone();
     builder.listen_uds("local", listener, move || {
@@ -162,31 +155,8 @@ where
     })
 }
 
-/// What an application is made of, as actix-web's `App` takes it.
-trait AppFactory<B>:
-    ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<B>,
-        Error = actix_web::Error,
-        InitError = (),
-    > + 'static
-{
-}
-
-impl<F, B> AppFactory<B> for F where
-    F: ServiceFactory<
-            ServiceRequest,
-            Config = (),
-            Response = ServiceResponse<B>,
-            Error = actix_web::Error,
-            InitError = (),
-        > + 'static
-{
-}
-
 /// actix-http's HTTP/1 service over one kind of guarded connection.
-fn http_service<T, F, B>(
+fn http_service<T, F: AppFactory>(
     parts: &AppParts,
     shutdown: GracefulShutdownSignal,
     local: bool,
@@ -200,8 +170,6 @@ fn http_service<T, F, B>(
 >
 where
     T: AsyncRead + AsyncWrite + Unpin + 'static,
-    F: AppFactory<B>,
-    B: MessageBody + 'static,
 {
     let application = make_app(
         Arc::clone(&parts.store),

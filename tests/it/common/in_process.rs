@@ -13,9 +13,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use actix_web::body::MessageBody;
 use actix_web::cookie::Key;
-use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header::HeaderMap;
 use actix_web::http::Method;
 use actix_web::{test, App};
@@ -29,18 +27,7 @@ pub const HOST: &str = "127.0.0.1:9292";
 
 /// The application as `sliced` assembles it, on the store in `store_dir`, without a
 /// controller behind the topology endpoints. The one place the in-process tests build it.
-pub fn app(
-    store_dir: &Path,
-    settings: Settings,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn app(store_dir: &Path, settings: Settings) -> App<impl slice_http::AppFactory> {
     let store = Store::open(store_dir).expect("a store opens in a fresh temporary directory");
     slice_http::app(Arc::new(store), None, settings)
 }
