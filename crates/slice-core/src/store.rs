@@ -66,15 +66,9 @@ pub enum StoreError {
 pub trait SliceStore: MembershipSource + Send + Sync {
     // ---- reads -------------------------------------------------------------------------
 
-    /// Runs `look` once on the names of all slices, in creation order, and on the version
-    /// of that list (see [`SliceStore::slices_version`]), without copying the list; an
-    /// `Ok` means it ran. Writers may wait while it runs: keep it short.
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError>;
-
-    /// A number that changes whenever the list of slices does (not when ports or MAC
-    /// addresses do): a copy of the list made at this version is still current. Cheap, so
-    /// that a cached encoding of the list can be checked on every request.
-    fn slices_version(&self) -> Result<u64, StoreError>;
+    /// Runs `look` once on the names of all slices, in creation order, without copying
+    /// the list; an `Ok` means it ran. Writers may wait while it runs: keep it short.
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError>;
 
     /// A number that changes whenever anything the reads can see does (slices, ports or
     /// MAC addresses): an answer worked out from reads made after this number was taken
@@ -86,7 +80,7 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// The names of all slices, in creation order.
     fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
         let mut names = Vec::new();
-        self.read_slices(&mut |list, _| names = list.to_vec())?;
+        self.read_slices(&mut |list| names = list.to_vec())?;
         Ok(names)
     }
 

@@ -429,13 +429,9 @@ fn deleted(response: Option<&TxnOpResponse>) -> Vec<KeyValue> {
 }
 
 impl SliceStore for EtcdStore {
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
-        self.read(|mirror| look(&mirror.order, mirror.slices_version));
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
+        self.read(|mirror| look(&mirror.order));
         Ok(())
-    }
-
-    fn slices_version(&self) -> Result<u64, StoreError> {
-        Ok(self.read(|mirror| mirror.slices_version))
     }
 
     fn content_version(&self) -> Result<u64, StoreError> {

@@ -13,10 +13,8 @@ use crate::keys::{Key, Layout};
 pub(crate) struct Mirror {
     /// Every change up to this etcd revision is applied.
     pub(crate) revision: i64,
-    /// The revision of the last change to the list of slices.
-    pub(crate) slices_version: u64,
-    /// `SliceStore::content_version`: grows with every revision applied, and with every
-    /// resynchronisation.
+    /// `SliceStore::content_version`: grows with every revision that changes a slice, a
+    /// port or a MAC address, and with every resynchronisation.
     pub(crate) content_version: u64,
     /// Slice names in creation order.
     pub(crate) order: Vec<SliceName>,
@@ -40,7 +38,6 @@ impl Mirror {
     pub(crate) fn from_snapshot(layout: &Layout, snapshot: Snapshot) -> Self {
         let mut mirror = Mirror {
             revision: snapshot.revision,
-            slices_version: revision_number(snapshot.revision),
             content_version: revision_number(snapshot.revision),
             ..Mirror::default()
         };
@@ -222,12 +219,10 @@ impl Mirror {
             }
         }
         let listeners = std::mem::take(&mut self.listeners);
-        // The version only grows, so that a copy of the list cached before cannot match.
-        let slices_version = fresh.slices_version.max(self.slices_version + 1);
+        // The version only grows, so that an answer cached before cannot match.
         let content_version = fresh.content_version.max(self.content_version + 1);
         *self = Mirror {
             listeners,
-            slices_version,
             content_version,
             ..fresh
         };
@@ -264,15 +259,11 @@ impl Mirror {
                 if !self.slices.contains_key(name) {
                     self.slices.insert(name.clone(), Vec::new());
                     self.order.push(name.clone());
-                    self.slices_version =
-                        revision_number(self.revision).max(self.slices_version + 1);
                 }
             }
             Change::SliceDeleted(slice) => {
                 if self.slices.remove(&slice.name).is_some() {
                     self.order.retain(|name| *name != slice.name);
-                    self.slices_version =
-                        revision_number(self.revision).max(self.slices_version + 1);
                 }
             }
             Change::PortAdded { slice, port } => {
@@ -414,7 +405,7 @@ mod tests {
             },
             Change::SliceCreated(c.clone()),
         ]);
-        let version = old.slices_version;
+        let version = old.content_version;
         old.resynchronise(fresh);
         assert_eq!(
             *heard.lock().unwrap(),
@@ -434,7 +425,7 @@ mod tests {
             ]
         );
         assert_eq!(old.order, [a, c]);
-        assert!(old.slices_version > version, "the list changed");
+        assert!(old.content_version > version, "the content changed");
         assert_eq!(old.listeners.len(), 1, "listeners stay subscribed");
     }
 }

@@ -154,7 +154,6 @@ pub fn app(
     let events = web::Data::from(Arc::clone(&settings.events));
     let app = App::new()
         .app_data(web::Data::from(store))
-        .app_data(web::Data::new(slices::SliceListCache::default()))
         .app_data(web::Data::new(read_cache::ReadCache::default()))
         // The request counter's parts for requests no resource answers; each resource
         // carries its own (see `mount`), found before this one.
@@ -334,10 +333,7 @@ mod tests {
     }
 
     impl SliceStore for Refusing {
-        fn read_slices(&self, _: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
-            Err((self.make)())
-        }
-        fn slices_version(&self) -> Result<u64, StoreError> {
+        fn read_slices(&self, _: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
             Err((self.make)())
         }
         fn content_version(&self) -> Result<u64, StoreError> {

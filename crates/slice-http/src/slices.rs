@@ -92,10 +92,10 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
 
 type StoreData = web::Data<dyn SliceStore>;
 
-/// The answers of the point reads, kept per worker (see `read_cache`).
+/// The answers of the reads, kept per worker (see `read_cache`).
 type CacheData = web::Data<ReadCache>;
 
-/// Application data borrowed from the request. The point reads take what they need this
+/// Application data borrowed from the request. The reads take what they need this
 /// way rather than as extractors, which clone the data's `Arc`: the store's count is
 /// shared by every worker, and moving its cache line between cores on every request
 /// costs more than the rest of a cached answer.
@@ -186,46 +186,21 @@ fn unexpected(written: Written) -> ApiError {
 // ---- slices ------------------------------------------------------------------------------
 
 async fn list_slices(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let store = borrowed::<StoreData>(&req)?;
-    let cache = borrowed::<web::Data<SliceListCache>>(&req)?;
-    Ok(json_ok(cache.body(store.get_ref())?))
-}
-
-/// The encoded answer of `GET /slices`, kept while the list of slices stays the same:
-/// with many slices, encoding it is most of the work of a request. One per worker, so
-/// its lock is never contended.
-#[derive(Default)]
-pub(crate) struct SliceListCache {
-    encoded: std::sync::Mutex<Option<(u64, web::Bytes)>>,
-}
-
-impl SliceListCache {
-    fn body(&self, store: &dyn SliceStore) -> Result<web::Bytes, ApiError> {
-        let current = store.slices_version()?;
-        let mut encoded = self
-            .encoded
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if let Some((version, body)) = encoded.as_ref() {
-            if *version == current {
-                return Ok(body.clone());
-            }
-        }
-        let mut read = None;
-        store.read_slices(&mut |names, version| {
+    let (store, cache) = (borrowed::<StoreData>(&req)?, borrowed::<CacheData>(&req)?);
+    let body = cache.answer(req.path(), store.get_ref(), || {
+        // Encoded under the store's read lock, without copying the names.
+        let mut encoded = None;
+        store.read_slices(&mut |names| {
             let slices: Vec<SliceRef<'_>> = names.iter().map(|name| SliceRef { name }).collect();
-            read = Some((version, serde_json::to_vec(&slices)));
+            encoded = Some(encode(&slices));
         })?;
-        let (version, body) = read.ok_or_else(|| {
-            ApiError::Internal("the store did not show its list of slices".into())
-        })?;
-        let body =
-            web::Bytes::from(body.map_err(|err| {
-                ApiError::Internal(format!("cannot encode the slice list: {err}"))
-            })?);
-        *encoded = Some((version, body.clone()));
-        Ok(body)
-    }
+        encoded.unwrap_or_else(|| {
+            Err(ApiError::Internal(
+                "the store did not show its list of slices".into(),
+            ))
+        })
+    })?;
+    Ok(json_ok(body))
 }
 
 /// A slice object that borrows its name, for lists.

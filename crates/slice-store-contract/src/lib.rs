@@ -44,7 +44,6 @@ macro_rules! contract_tests {
             deleting_twice_finds_nothing_the_second_time,
             deletes_cascade_return_what_they_held_and_leave_the_rest,
             a_failed_write_changes_nothing,
-            the_slice_list_and_its_version_follow_slices_not_ports,
             the_content_version_changes_with_every_change_and_nothing_else,
             everything_survives_reopening_in_order,
             listeners_hear_every_committed_change_once_in_order,
@@ -104,7 +103,7 @@ pub fn slices_list_in_creation_order_not_name_order<B: Backend>() {
     );
     let mut seen = Vec::new();
     store
-        .read_slices(&mut |names, _| seen = names.to_vec())
+        .read_slices(&mut |names| seen = names.to_vec())
         .unwrap();
     assert_eq!(seen, store.slices().unwrap());
 }
@@ -335,7 +334,6 @@ pub fn a_failed_write_changes_nothing<B: Backend>() {
     store.create_slice(&s).unwrap();
     store.add_mac(&s, port, mac(1)).unwrap();
     let before = store.snapshot().unwrap();
-    let version = store.slices_version().unwrap();
     let content = store.content_version().unwrap();
     slice_error(store.create_slice(&s));
     slice_error(store.add_port(&s, port));
@@ -345,46 +343,7 @@ pub fn a_failed_write_changes_nothing<B: Backend>() {
     slice_error(store.delete_port(&s, PortId::new(2, 2)));
     slice_error(store.delete_slice(&name("missing")));
     assert_eq!(store.snapshot().unwrap(), before);
-    assert_eq!(store.slices_version().unwrap(), version);
     assert_eq!(store.content_version().unwrap(), content);
-}
-
-pub fn the_slice_list_and_its_version_follow_slices_not_ports<B: Backend>() {
-    let backend = B::fresh();
-    let store = backend.store();
-    let version_of = |store: &dyn SliceStore| {
-        let mut read = None;
-        store
-            .read_slices(&mut |_, version| read = Some(version))
-            .unwrap();
-        let version = store.slices_version().unwrap();
-        assert_eq!(read, Some(version), "read_slices and slices_version agree");
-        version
-    };
-    let mut versions = BTreeSet::from([version_of(store.as_ref())]);
-    for slice in ["a", "b", "c"] {
-        store.create_slice(&name(slice)).unwrap();
-        assert!(versions.insert(version_of(store.as_ref())), "{slice} added");
-    }
-    let version = version_of(store.as_ref());
-    store
-        .add_mac(&name("a"), PortId::new(1, 1), mac(1))
-        .unwrap();
-    store.delete_port(&name("a"), PortId::new(1, 1)).unwrap();
-    assert_eq!(
-        version_of(store.as_ref()),
-        version,
-        "ports are not the list"
-    );
-    store.delete_slice(&name("b")).unwrap();
-    assert!(versions.insert(version_of(store.as_ref())), "b deleted");
-    store.create_slice(&name("b")).unwrap();
-    assert!(versions.insert(version_of(store.as_ref())), "b added again");
-    assert_eq!(
-        store.slices().unwrap(),
-        [name("a"), name("c"), name("b")],
-        "a re-created slice is newest"
-    );
 }
 
 /// Every successful change, whichever way it is made, gives a content version not seen
@@ -763,12 +722,10 @@ pub fn applying_the_current_state_writes_nothing<B: Backend>() {
         .add_mac(&name("blue"), PortId::new(1, 1), mac(1))
         .unwrap();
     let before = store.snapshot().unwrap();
-    let version = store.slices_version().unwrap();
     let content = store.content_version().unwrap();
     let heard = record_changes(store.as_ref());
     assert!(store.apply(&before).unwrap().is_empty());
     assert_eq!(store.snapshot().unwrap(), before);
-    assert_eq!(store.slices_version().unwrap(), version);
     assert_eq!(store.content_version().unwrap(), content);
     assert!(heard.lock().unwrap().is_empty());
 }

@@ -337,14 +337,6 @@ impl Store {
 
     // ---- reads: from the committed model, never from sled --------------------------------
 
-    /// Runs `look` on the slice names in creation order and their version, under the
-    /// model's read lock: the writer waits while it runs.
-    fn with_slices<R>(&self, look: impl FnOnce(&[SliceName], u64) -> R) -> R {
-        let model = self.inner.model.read();
-        let (names, version) = model.names();
-        look(names, version)
-    }
-
     /// Fails with `SliceNotFound` unless the slice exists.
     pub(crate) fn check_slice(&self, slice: &SliceName) -> Result<(), Error> {
         Ok(self.inner.model.read().slice(slice).map(drop)?)
@@ -574,13 +566,10 @@ impl From<Error> for StoreError {
 /// The store as slice-http, slice-cli and the controller use it: the methods above, with
 /// their errors widened to the interface's.
 impl SliceStore for Store {
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName], u64)) -> Result<(), StoreError> {
-        self.with_slices(look);
+    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
+        // Under the model's read lock: the writer waits while `look` runs.
+        look(self.inner.model.read().names());
         Ok(())
-    }
-
-    fn slices_version(&self) -> Result<u64, StoreError> {
-        Ok(self.with_slices(|_, version| version))
     }
 
     fn content_version(&self) -> Result<u64, StoreError> {

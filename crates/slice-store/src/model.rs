@@ -18,8 +18,6 @@ pub(crate) struct Model {
     slices: HashMap<SliceName, SliceRecord>,
     /// The slice names in creation order: the answer to the most frequent read.
     names: Vec<SliceName>,
-    /// Changes whenever `names` does, so that a copy of the list can tell it is current.
-    names_version: u64,
 }
 
 #[derive(Clone)]
@@ -125,8 +123,8 @@ impl Model {
         Ok(model)
     }
 
-    pub(crate) fn names(&self) -> (&[SliceName], u64) {
-        (&self.names, self.names_version)
+    pub(crate) fn names(&self) -> &[SliceName] {
+        &self.names
     }
 
     pub(crate) fn slice(&self, slice: &SliceName) -> Result<&SliceRecord, SliceError> {
@@ -174,7 +172,6 @@ impl Model {
         match edit {
             Edit::CreateSlice { slice, id } => {
                 self.names.push(slice.clone());
-                self.names_version += 1;
                 self.slices.insert(
                     slice,
                     SliceRecord {
@@ -186,7 +183,6 @@ impl Model {
             Edit::DeleteSlice { slice } => {
                 self.slices.remove(&slice);
                 self.names.retain(|name| *name != slice);
-                self.names_version += 1;
             }
             Edit::AddPort { slice, port, seq } => {
                 if let Some(record) = self.slices.get_mut(&slice) {
