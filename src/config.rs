@@ -78,8 +78,8 @@ pub struct Args {
     /// Turn the developer login off (production)
     #[arg(long)]
     pub no_developer_login: bool,
-    /// Another name clients may use for the daemon in Host (repeatable) [default: the
-    /// --http address, localhost, 127.0.0.1, [::1]]
+    /// Another name clients may use for the daemon in Host, on the API and the --metrics
+    /// listener (repeatable) [default: the listener's address, localhost, 127.0.0.1, [::1]]
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub allowed_hosts: Vec<String>,
     /// Most HTTP connections served at once; more wait to be accepted [default: 512]

@@ -200,7 +200,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             let listener = std::net::TcpListener::bind(addr)
                 .with_context(|| format!("cannot listen for metrics on {addr}"))?;
             let bound = listener.local_addr()?;
-            let server = slice_http::metrics::metrics_server(metrics, listener)
+            // The names of the API's listener are not the scraper's, but the names an
+            // operator trusts for this machine are trusted here too.
+            let hosts = slice_http::HostPolicy::new(&[bound], Some(addr), &config.allowed_hosts);
+            let server = slice_http::metrics::metrics_server(metrics, listener, hosts)
                 .with_context(|| format!("cannot listen for metrics on {addr}"))?;
             log::info!("metrics for the scraper on http://{bound}/metrics");
             let handle = server.handle();

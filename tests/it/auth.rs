@@ -309,3 +309,115 @@ fn the_local_socket_needs_no_session() {
     assert_eq!(mode & 0o777, 0o600, "owner-only socket");
     drop(daemon);
 }
+
+/// An agent that shows a redirect rather than following it.
+fn not_following() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .redirects(0)
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+}
+
+/// Every byte but letters and digits as `%XX`, as a page that builds a query would.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => char::from(byte).to_string(),
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// `?next=` values that a link to the login could carry to send the browser elsewhere
+/// once logged in, each as it stands in the query: control characters the URL parser
+/// drops, backslashes it reads as slashes, scheme-relative and absolute URLs, scripts.
+pub fn foreign_next_queries(elsewhere: &str) -> Vec<String> {
+    let mut queries: Vec<String> = ["%09", "%0a", "%0D", "%0d%0a", "%5C", "%09%5C"]
+        .iter()
+        .map(|dropped_or_slash| format!("/{dropped_or_slash}/{elsewhere}/pwned"))
+        .collect();
+    queries.extend(
+        [
+            format!("//{elsewhere}/pwned"),
+            format!("/\\{elsewhere}/pwned"),
+            format!("\\\\{elsewhere}/pwned"),
+            format!("\\/{elsewhere}/pwned"),
+            format!("/\t/{elsewhere}/pwned"),
+            format!(" //{elsewhere}/pwned"),
+            format!("http://{elsewhere}/pwned"),
+            format!("HTTP://{elsewhere}/pwned"),
+            format!("http:/\\{elsewhere}/pwned"),
+            format!("https:{elsewhere}/pwned"),
+            format!("javascript:location='http://{elsewhere}/pwned'"),
+            "data:text/html,pwned".to_owned(),
+            "http://[".to_owned(),
+        ]
+        .iter()
+        .map(|next| percent_encoded(next)),
+    );
+    queries
+}
+
+/// The server resolves `next` as a browser would and sends a login whose `next` leaves
+/// the daemon's origin to the login that returns to the web view instead; a `next` on
+/// the daemon's own origin gets the form.
+#[test]
+fn the_login_form_never_takes_a_next_that_leaves_the_daemons_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let agent = not_following();
+    let get = |query: &str| {
+        let url = daemon.url(&format!("/auth/developer?next={query}"));
+        match agent.get(&url).call() {
+            Ok(response) => response,
+            Err(ureq::Error::Status(_, response)) => response,
+            Err(other) => panic!("GET {url}: {other}"),
+        }
+    };
+    for query in foreign_next_queries("127.0.0.1:28001") {
+        let answer = get(&query);
+        assert_eq!(answer.status(), 302, "next={query}");
+        assert_eq!(
+            answer.header("Location"),
+            Some("/auth/developer?next=%2Fui"),
+            "next={query}"
+        );
+    }
+    let own = percent_encoded(&daemon.url("/ui"));
+    for query in ["%2Fui", "/ui", "/ui?x=1#y", "ui", "/api/slices", &own] {
+        let answer = get(query);
+        assert_eq!(answer.status(), 200, "next={query}");
+        let page = answer.into_string().unwrap();
+        assert!(page.contains("/auth/developer/callback"), "{page}");
+    }
+}
+
+/// The login form is a page of the daemon like the web view, with the view's headers: it
+/// may not be framed by another site (which could overlay it to take the name typed in),
+/// sniffed as another type, or named in a `Referer`.
+#[test]
+fn the_login_form_carries_the_web_views_security_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let agent = agent();
+    let form = agent.get(&daemon.url("/auth/developer")).call().unwrap();
+    login_to(&agent, &daemon, "ada@example.com");
+    let view = agent.get(&daemon.url("/ui")).call().unwrap();
+    assert_eq!(
+        view.get_url(),
+        daemon.url("/ui"),
+        "the view itself answered"
+    );
+    for name in [
+        "Content-Security-Policy",
+        "X-Content-Type-Options",
+        "Referrer-Policy",
+    ] {
+        assert!(view.header(name).is_some(), "the view has {name}");
+        assert_eq!(form.header(name), view.header(name), "{name}");
+    }
+    let policy = form.header("Content-Security-Policy").unwrap_or_default();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert_eq!(form.header("X-Content-Type-Options"), Some("nosniff"));
+    assert_eq!(form.header("Referrer-Policy"), Some("no-referrer"));
+}

@@ -158,6 +158,62 @@ fn metrics_on_the_main_listener_follow_the_read_only_views_and_the_scrapers_list
     );
 }
 
+/// GET /metrics on `addr` naming the daemon `host` in `Host`, over a raw connection (an
+/// HTTP client names the address it connects to); the status and the body.
+fn scrape_as(addr: SocketAddr, host: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"));
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_owned())
+}
+
+/// The scraper's listener has no session, so a page that rebinds a name of its own to
+/// the listener's address would read it: it answers only the names the API's listener
+/// would (its own address, the loopback names, `--allowed-host`), as the API refuses
+/// others (403 with an error and nothing else).
+#[test]
+fn the_scrapers_listener_refuses_a_host_that_does_not_name_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_daemon, metrics) = daemon_with_metrics(dir.path(), &["--allowed-host", "scrape.example"]);
+    let port = metrics.port();
+    for host in [
+        format!("rebind.attacker.example:{port}"),
+        "rebind.attacker.example".to_owned(),
+        format!("127.0.0.1.attacker.example:{port}"),
+        format!("10.9.8.7:{port}"),
+    ] {
+        let (status, body) = scrape_as(metrics, &host);
+        assert_eq!(status, 403, "Host: {host}: {body}");
+        let error: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        assert!(error["error"].is_string(), "Host: {host}: {body}");
+        assert!(!body.contains("sliced_"), "Host: {host} read the metrics");
+    }
+    for host in [
+        metrics.to_string(),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.1".to_owned(),
+        format!("scrape.example:{port}"),
+    ] {
+        let (status, body) = scrape_as(metrics, &host);
+        assert_eq!(status, 200, "Host: {host}: {body}");
+        assert!(body.contains("sliced_packet_ins_total"), "Host: {host}");
+    }
+}
+
 fn slice_http_content_type() -> &'static str {
     "application/openmetrics-text; version=1.0.0; charset=utf-8"
 }

@@ -356,3 +356,89 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
 
     browser.close().await.expect("the browser closes");
 }
+
+/// Another web server on this host, the site a crafted login link would send the browser
+/// to: it answers every request with a page and counts the requests.
+struct Elsewhere {
+    address: std::net::SocketAddr,
+    visits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Elsewhere {
+    fn start() -> Self {
+        use std::io::Write;
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind(free_port()).expect("a free port binds");
+        let address = listener.local_addr().expect("a bound address");
+        let visits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (counted, stopped) = (visits.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+                if let Ok(mut stream) = stream {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\n\
+                          Connection: close\r\n\r\npwned!",
+                    );
+                }
+            }
+        });
+        Self {
+            address,
+            visits,
+            stop,
+        }
+    }
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees the flag.
+        let _ = TcpStream::connect(self.address);
+    }
+}
+
+/// A login link whose `?next=` names another site (through tabs and newlines the URL
+/// parser drops, backslashes it reads as slashes, absolute and script URLs) ends, in a
+/// real browser, on the web view of the daemon's own origin, never on the other site.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_login_returns_only_to_the_daemons_own_origin() {
+    let Some(driver) = Driver::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let elsewhere = Elsewhere::start();
+    let own_origin = format!("http://{}", daemon.http);
+    let browser = driver.browser().await;
+    for query in crate::auth::foreign_next_queries(&elsewhere.address.to_string()) {
+        let login = daemon.url(&format!("/auth/developer?next={query}"));
+        browser.goto(&login).await.expect("the login opens");
+        fill(&browser, "input[name=name]", "Dev").await;
+        fill(&browser, "input[name=email]", "dev@example.com").await;
+        click(&browser, "button[type=submit]").await;
+        until(
+            &browser,
+            &format!("location.origin !== '{own_origin}' || location.pathname === '/ui'"),
+        )
+        .await;
+        let at = browser.current_url().await.expect("a url");
+        assert_eq!(
+            (at.origin().ascii_serialization(), at.path()),
+            (own_origin.clone(), "/ui"),
+            "after the login with next={query}"
+        );
+    }
+    assert_eq!(
+        elsewhere.visits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the other site was visited"
+    );
+    browser.close().await.expect("the browser closes");
+}

@@ -1,15 +1,29 @@
 // The developer login form, in a browser: the callback answers JSON (spec section 5), so
 // the form is sent from here and, once logged in, the browser goes back to the page
-// that sent it to the login (`?next=`), when that is a path of this site.
+// that sent it to the login (`?next=`) when that is on this origin, and to the web view
+// (the form's `data-home`) when it is not.
 "use strict";
+
+// Where `next` leads, resolved as the navigation itself will resolve it, if that is on
+// this origin. Only the URL parser can tell: it drops tabs and newlines and reads `\` as
+// `/`, so a text that looks like a path (`/\t/other.example`) can name another host.
+function sameOrigin(next) {
+  try {
+    const target = new URL(next, location.origin);
+    return target.origin === location.origin ? target.href : null;
+  } catch {
+    return null;
+  }
+}
 
 document.addEventListener("DOMContentLoaded", () => {
   const form = document.querySelector("form");
   const next = new URLSearchParams(location.search).get("next");
-  const sameSite = next !== null && /^\/(?![\/\\])/.test(next);
-  if (!form || !sameSite) {
+  // Without `next` the form is sent as it is, and shows the callback's answer.
+  if (!form || next === null) {
     return;
   }
+  const destination = sameOrigin(next) ?? new URL(form.dataset.home, location.origin).href;
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const response = await fetch(form.action, {
@@ -18,7 +32,7 @@ document.addEventListener("DOMContentLoaded", () => {
       credentials: "same-origin",
     });
     if (response.ok) {
-      location.assign(next);
+      location.assign(destination);
       return;
     }
     const answer = await response.json().catch(() => ({}));

@@ -6,15 +6,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use actix_session::{Session, SessionExt};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, ContentType};
+use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use slice_core::wire::Credentials;
 use slice_core::SliceStore;
 
+use url::Url;
+
 use crate::body::Body;
 use crate::mount::Mount;
+use crate::ui::UI_PATH;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.
@@ -206,25 +209,79 @@ fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
     }))
 }
 
-/// The page a browser is sent to when it needs to log in.
-async fn login_form(settings: web::Data<Settings>) -> Result<HttpResponse, ApiError> {
+/// The login form's path.
+const LOGIN_PAGE: &str = "/auth/developer";
+
+/// The login form's path with the page to go to once logged in (`?next=`).
+pub(crate) fn login_returning_to(next: &str) -> String {
+    let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
+    format!("{LOGIN_PAGE}?next={next}")
+}
+
+/// The page a browser is sent to when it needs to log in. Its script goes on to `?next=`
+/// once logged in; a `next` that would leave the daemon's origin is never served with
+/// the form, but redirected to the form that returns to the web view.
+async fn login_form(
+    req: HttpRequest,
+    settings: web::Data<Settings>,
+) -> Result<HttpResponse, ApiError> {
     if !settings.developer_login {
         return Err(ApiError::NoRoute);
     }
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::html())
-        .body(LOGIN_FORM))
+    if let Some(next) = next_of(req.query_string()) {
+        if !stays_on(&page_origin(&req), &next) {
+            log::debug!("login with a next that leaves the site: {next:?}");
+            return Ok(HttpResponse::Found()
+                .insert_header((header::LOCATION, login_returning_to(UI_PATH)))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .finish());
+        }
+    }
+    Ok(crate::ui::html_page().body(login_page()))
 }
 
-const LOGIN_FORM: &str = r#"<!doctype html>
+/// The first `next` of a query, decoded as the page's script decodes it
+/// (`URLSearchParams`: `+` is a space, bad escapes are replaced).
+fn next_of(query: &str) -> Option<String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find_map(|(key, value)| (key == "next").then(|| value.into_owned()))
+}
+
+/// The origin the browser sees the login page on, as the request (or the proxy in front)
+/// names it: it passed the front door's `Host` check.
+fn page_origin(req: &HttpRequest) -> Url {
+    let info = req.connection_info();
+    Url::parse(&format!("{}://{}/", info.scheme(), info.host())).unwrap_or_else(|_| {
+        // A forwarded name that is no URL host: a placeholder origin still tells a path
+        // of the page's own origin (which resolves onto any base) from a URL of another.
+        Url::parse("http://sliced.invalid/").expect("a literal URL that parses")
+    })
+}
+
+/// Whether `next`, resolved against `origin` as a browser resolves a link (the WHATWG URL
+/// parser, which drops tabs and newlines and reads `\` as `/`), stays on that origin. A
+/// test of the text itself cannot answer this: `/%09/evil.example` is a path to a pattern
+/// but `//evil.example` to the parser.
+fn stays_on(origin: &Url, next: &str) -> bool {
+    origin
+        .join(next)
+        .is_ok_and(|target| target.origin() == origin.origin())
+}
+
+fn login_page() -> String {
+    // `data-home`: where the script goes when `next` fails its own check.
+    format!(
+        r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>sliced: developer login</title>
-<script src="/ui/login.js" defer></script></head>
-<body><form method="post" action="/auth/developer/callback">
+<script src="{UI_PATH}/login.js" defer></script></head>
+<body><form method="post" action="{LOGIN_PAGE}/callback" data-home="{UI_PATH}">
 <label>Name <input name="name" required></label>
 <label>E-mail <input name="email" type="email" required></label>
 <button type="submit">Log in</button>
 </form></body></html>
-"#;
+"#
+    )
+}
 
 #[derive(Serialize)]
 pub(crate) struct Status {
@@ -321,6 +378,50 @@ pub(crate) async fn api_status() -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_next_that_resolves_onto_the_pages_origin_stays() {
+        let origin = Url::parse("http://127.0.0.1:9292/").unwrap();
+        for own in [
+            "/ui",
+            "ui",
+            "/ui?x=1#y",
+            "http://127.0.0.1:9292/ui",
+            "HTTP://127.0.0.1:9292/ui",
+            "",
+            "?x",
+        ] {
+            assert!(stays_on(&origin, own), "{own:?} refused");
+        }
+        for foreign in [
+            "/\t/evil.example/x",
+            "/\n/evil.example",
+            "/\r/evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "\\\\evil.example",
+            " //evil.example",
+            "http://evil.example/ui",
+            "http:/\\evil.example",
+            "https:evil.example",
+            "https://127.0.0.1:9292/ui",
+            "http://127.0.0.1:9293/ui",
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "http://[",
+        ] {
+            assert!(!stays_on(&origin, foreign), "{foreign:?} stays");
+        }
+    }
+
+    #[test]
+    fn next_is_decoded_as_the_page_decodes_it_and_the_first_one_counts() {
+        assert_eq!(
+            next_of("a=1&next=%2F%09%2Fevil+x&next=%2Fui").as_deref(),
+            Some("/\t/evil x")
+        );
+        assert_eq!(next_of("a=1"), None);
+    }
 
     #[test]
     fn email_check_accepts_ordinary_addresses_only() {

@@ -120,8 +120,13 @@ pub(crate) fn refusal(req: &ServiceRequest) -> Option<ApiError> {
         return None;
     }
     let fallback;
-    let policy = match req.app_data::<web::Data<Settings>>() {
-        Some(settings) => &settings.host_policy,
+    // The application has its settings; the metrics listener, a policy of its own.
+    let policy = match req
+        .app_data::<web::Data<Settings>>()
+        .map(|settings| &settings.host_policy)
+        .or_else(|| req.app_data::<HostPolicy>())
+    {
+        Some(policy) => policy,
         None => {
             fallback = HostPolicy::default();
             &fallback

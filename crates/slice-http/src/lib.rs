@@ -234,7 +234,7 @@ pub fn access_log_enabled() -> bool {
 /// rebinding, cross-site writes: see `browser`) before anything else runs, and counts
 /// every request, refusals included (see `metrics`). One layer for both jobs, as each
 /// layer of `from_fn` costs a boxed future per request.
-async fn front_door(
+pub(crate) async fn front_door(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {

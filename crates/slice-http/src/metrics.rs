@@ -24,7 +24,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::mount::RoutePattern;
-use crate::{ApiError, Settings};
+use crate::{ApiError, HostPolicy, Settings};
 
 /// The media type of the OpenMetrics text format, which Prometheus asks for first.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -389,16 +389,21 @@ async fn answer(metrics: &Metrics) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(text))
 }
 
-/// A plain listener for the scraper: `GET /metrics` and nothing else, no session, no
-/// `Host` check; one worker, as a scrape every few seconds needs no more.
+/// A plain listener for the scraper: `GET /metrics` and nothing else, no session; one
+/// worker, as a scrape every few seconds needs no more. Its requests pass the
+/// application's front door, with `hosts` as the names allowed in `Host` (a page that
+/// rebinds a name of its own to this address reads nothing), and are not counted.
 pub fn metrics_server(
     metrics: Arc<Metrics>,
     listener: TcpListener,
+    hosts: HostPolicy,
 ) -> io::Result<actix_web::dev::Server> {
     let metrics = web::Data::from(metrics);
     Ok(HttpServer::new(move || {
         App::new()
             .app_data(metrics.clone())
+            .app_data(hosts.clone())
+            .app_data(crate::browser::AllowedHost::default())
             .service(
                 web::resource("/metrics")
                     .route(crate::slices::readable(
@@ -409,6 +414,7 @@ pub fn metrics_server(
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(ApiError::NoRoute)
             }))
+            .wrap(actix_web::middleware::from_fn(crate::front_door))
     })
     .workers(1)
     .disable_signals()

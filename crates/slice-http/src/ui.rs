@@ -4,7 +4,7 @@
 //! data, so only the page itself asks for a login.
 
 use actix_web::http::header::{self, ContentType};
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 
 use crate::auth::{self, LocalPeer};
 use crate::mount::Mount;
@@ -18,6 +18,19 @@ pub const UI_PATH: &str = "/ui";
 const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
     frame-ancestors 'none'";
+
+/// A 200 answer carrying an HTML page of the daemon's (the view, the login form), with the
+/// headers every such page needs: the policy above, no sniffing of another media type, and
+/// no `Referer` that would carry the page's URL (and its `?next=`) to another site.
+pub(crate) fn html_page() -> HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    response
+        .content_type(ContentType::html())
+        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_POLICY))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"));
+    response
+}
 
 /// A file of the page, with its media type.
 struct Asset {
@@ -75,17 +88,12 @@ async fn page(
                 status: "forbidden",
             }));
         }
-        let login = format!("/auth/developer?next={}", UI_PATH.replace('/', "%2F"));
         return Ok(HttpResponse::Found()
-            .insert_header((header::LOCATION, login))
+            .insert_header((header::LOCATION, auth::login_returning_to(UI_PATH)))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish());
     }
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::html())
-        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_POLICY))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
+    Ok(html_page()
         // The page depends on who is logged in: never from a shared cache.
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .body(PAGE))
