@@ -28,58 +28,110 @@ pub struct SliceBody {
 }
 
 /// `{"dpid": ..., "port_no": ...}`: the body of POST and DELETE `/slices/<s>/ports`.
+///
+/// Each number must be written as decimal digits and nothing else (see [`digits_only`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct PortRequest {
-    #[serde(deserialize_with = "whole_number")]
+    #[serde(deserialize_with = "dpid")]
     pub dpid: u64,
-    #[serde(deserialize_with = "whole_number")]
+    #[serde(deserialize_with = "port_no")]
     pub port_no: u32,
 }
 
-/// Reads a whole number however JSON writes it: `1`, but also `1.0` or `1e3`, which
-/// JSON (RFC 8259) and JSON Schema's `integer` treat as the same number, and which
-/// clients that keep every number as a double send. A fraction, a sign or a value out of
-/// `T`'s range is refused.
-fn whole_number<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+fn dpid<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    digits_only(deserializer, "dpid")
+}
+
+fn port_no<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    digits_only(deserializer, "port_no")
+}
+
+/// Reads a number written as a plain run of decimal digits: `0`, `7311`, never `-0`,
+/// `1.0`, `1e0` or `"1"`, and refuses a value out of `T`'s range; every refusal names
+/// `field`.
+///
+/// A hardware identifier must arrive exactly as written. serde_json hands anything with a
+/// sign, fraction or exponent over as a double, which no longer tells `1e-400` or `-0`
+/// from `0`, nor a dpid above 2^53 from its neighbour; so none is taken, though JSON
+/// Schema would count `1.0` as an integer.
+fn digits_only<'de, D, T>(deserializer: D, field: &'static str) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: TryFrom<u64> + Bounded,
 {
-    struct Whole<T>(std::marker::PhantomData<T>);
+    struct Digits<T> {
+        field: &'static str,
+        target: std::marker::PhantomData<T>,
+    }
 
-    impl<T: TryFrom<u64> + Bounded> serde::de::Visitor<'_> for Whole<T> {
-        type Value = T;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "a whole number from 0 to {}", T::MAX)
+    impl<T: TryFrom<u64> + Bounded> Digits<T> {
+        fn not_plain<E: serde::de::Error>(&self) -> E {
+            E::custom(format_args!(
+                "{} must be written in decimal digits only, without a sign, fraction or \
+                 exponent",
+                self.field
+            ))
         }
 
-        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<T, E> {
-            T::try_from(value)
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(value), &self))
-        }
-
-        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<T, E> {
-            let unsigned = u64::try_from(value)
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))?;
-            self.visit_u64(unsigned)
-        }
-
-        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<T, E> {
-            // 2^64 as a double: every whole double below it is a u64, exactly.
-            const LIMIT: f64 = 18_446_744_073_709_551_616.0;
-            if value.fract() != 0.0 || !(0.0..LIMIT).contains(&value) {
-                return Err(E::invalid_value(serde::de::Unexpected::Float(value), &self));
-            }
-            // The checks above make the conversion exact.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            self.visit_u64(value as u64)
+        /// `value` is named when it is what the request wrote.
+        fn out_of_range<E: serde::de::Error>(&self, value: Option<u64>) -> E {
+            let written = value.map(|value| format!(" {value}")).unwrap_or_default();
+            E::custom(format_args!(
+                "{}{written} is out of range: it must be from 0 to {}",
+                self.field,
+                T::MAX
+            ))
         }
     }
 
-    // JSON hands a number to whichever visit_* its form calls for; a form parses its text
-    // as a u64.
-    deserializer.deserialize_u64(Whole(std::marker::PhantomData))
+    impl<T: TryFrom<u64> + Bounded> serde::de::Visitor<'_> for Digits<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{} as decimal digits from 0 to {}", self.field, T::MAX)
+        }
+
+        /// A JSON number token of digits alone.
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<T, E> {
+            T::try_from(value).map_err(|_| self.out_of_range(Some(value)))
+        }
+
+        /// serde_json calls this for a negative token only.
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<T, E> {
+            match u64::try_from(value) {
+                Ok(unsigned) => self.visit_u64(unsigned),
+                Err(_) => Err(self.not_plain()),
+            }
+        }
+
+        /// serde_json calls this for a token with a fraction or an exponent, for `-0`, and
+        /// for digits beyond u64; only the last is told apart, as out of range.
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<T, E> {
+            // 2^64 as a double: the smallest double that digits beyond u64 round to.
+            const BEYOND_U64: f64 = 18_446_744_073_709_551_616.0;
+            if value >= BEYOND_U64 {
+                return Err(self.out_of_range(None));
+            }
+            Err(self.not_plain())
+        }
+
+        /// A form's value, which is text (see slice-http's body reader): `u64::from_str`
+        /// would also take a leading `+`, so the digits are checked first.
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<T, E> {
+            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(self.not_plain());
+            }
+            let value: u64 = text.parse().map_err(|_| self.out_of_range(None))?;
+            self.visit_u64(value)
+        }
+    }
+
+    // JSON calls the visit_* its token's form calls for and refuses a string by itself;
+    // a form's text arrives at visit_str.
+    deserializer.deserialize_u64(Digits {
+        field,
+        target: std::marker::PhantomData,
+    })
 }
 
 /// The largest value of a number type, for messages.
@@ -213,18 +265,61 @@ mod tests {
         assert_eq!(body.slice_error(400), None);
     }
 
+    /// What serde_json hands a visitor that asks for a u64, token by token: the rule of
+    /// [`digits_only`] rests on it.
     #[test]
-    fn a_port_number_may_be_written_as_any_json_number_that_is_whole() {
+    fn serde_json_hands_over_a_token_with_a_sign_fraction_or_exponent_as_a_double() {
+        #[derive(Debug, PartialEq)]
+        enum Seen {
+            Unsigned(u64),
+            Signed(i64),
+            /// The bits, so that -0.0 differs from 0.0.
+            Double(u64),
+        }
+        struct Record;
+        impl serde::de::Visitor<'_> for Record {
+            type Value = Seen;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E>(self, value: u64) -> Result<Seen, E> {
+                Ok(Seen::Unsigned(value))
+            }
+            fn visit_i64<E>(self, value: i64) -> Result<Seen, E> {
+                Ok(Seen::Signed(value))
+            }
+            fn visit_f64<E>(self, value: f64) -> Result<Seen, E> {
+                Ok(Seen::Double(value.to_bits()))
+            }
+        }
+        let seen = |token: &str| {
+            let mut reader = serde_json::Deserializer::from_str(token);
+            serde::Deserializer::deserialize_u64(&mut reader, Record).unwrap()
+        };
+        let double = |value: f64| Seen::Double(value.to_bits());
+        assert_eq!(seen("0"), Seen::Unsigned(0));
+        assert_eq!(seen("18446744073709551615"), Seen::Unsigned(u64::MAX));
+        assert_eq!(seen("-1"), Seen::Signed(-1));
+        assert_eq!(seen("-0"), double(-0.0));
+        assert_eq!(seen("1e0"), double(1.0));
+        assert_eq!(seen("1.0"), double(1.0));
+        assert_eq!(seen("1e-400"), double(0.0));
+        assert_eq!(
+            seen("18446744073709551616"),
+            double(18_446_744_073_709_551_616.0)
+        );
+    }
+
+    #[test]
+    fn a_port_number_in_json_is_decimal_digits_only() {
         let read =
             |text: &str| serde_json::from_str::<PortRequest>(text).map_err(|e| e.to_string());
-        let expected = PortRequest {
-            dpid: 7311,
-            port_no: 193_737,
-        };
-        assert_eq!(read(r#"{"dpid": 7311, "port_no": 193737}"#), Ok(expected));
         assert_eq!(
-            read(r#"{"dpid": 7311.0, "port_no": 1.93737e5}"#),
-            Ok(expected)
+            read(r#"{"dpid": 7311, "port_no": 0}"#),
+            Ok(PortRequest {
+                dpid: 7311,
+                port_no: 0
+            })
         );
         let max = r#"{"dpid": 18446744073709551615, "port_no": 4294967295}"#;
         assert_eq!(
@@ -234,18 +329,83 @@ mod tests {
                 port_no: u32::MAX
             })
         );
-        for bad in [
-            r#"{"dpid": 1.5, "port_no": 1}"#,
-            r#"{"dpid": -1, "port_no": 1}"#,
-            r#"{"dpid": -0.0e0, "port_no": 4294967296}"#,
-            r#"{"dpid": 1.8446744073709552e19, "port_no": 1}"#,
-            r#"{"dpid": 18446744073709551616, "port_no": 1}"#,
-            r#"{"dpid": "1", "port_no": 1}"#,
-            r#"{"dpid": 1, "port_no": 4294967296.0}"#,
-        ] {
-            let err = read(bad).expect_err(bad);
-            assert!(err.contains("a whole number from 0 to"), "{bad}: {err}");
+        let not_plain = [
+            "-0", "1e0", "1.0", "1e-400", "-0.0", "0e0", "1E+0", "-1", "1.5", "2.00",
+        ];
+        for token in not_plain {
+            for (field, body) in [
+                ("dpid", format!(r#"{{"dpid": {token}, "port_no": 1}}"#)),
+                ("port_no", format!(r#"{{"dpid": 1, "port_no": {token}}}"#)),
+            ] {
+                let err = read(&body).expect_err(&body);
+                let expected = format!("{field} must be written in decimal digits only");
+                assert!(err.starts_with(&expected), "{body}: {err}");
+            }
         }
+        for (body, expected) in [
+            (
+                r#"{"dpid": 18446744073709551616, "port_no": 1}"#,
+                "dpid is out of range: it must be from 0 to 18446744073709551615",
+            ),
+            (
+                r#"{"dpid": 1e20, "port_no": 1}"#,
+                "dpid is out of range: it must be from 0 to 18446744073709551615",
+            ),
+            (
+                r#"{"dpid": 1, "port_no": 4294967296}"#,
+                "port_no 4294967296 is out of range: it must be from 0 to 4294967295",
+            ),
+            (
+                r#"{"dpid": "1", "port_no": 1}"#,
+                r#"invalid type: string "1", expected dpid as decimal digits"#,
+            ),
+            (
+                r#"{"dpid": 1, "port_no": null}"#,
+                "invalid type: null, expected port_no as decimal digits",
+            ),
+        ] {
+            let err = read(body).expect_err(body);
+            assert!(err.starts_with(expected), "{body}: {err}");
+        }
+    }
+
+    /// A form's values reach the body type as text (slice-http reads them so).
+    #[test]
+    fn a_port_number_in_a_form_is_decimal_digits_only() {
+        let read = |dpid: &str, port_no: &str| {
+            let fields = [("dpid", dpid.to_owned()), ("port_no", port_no.to_owned())];
+            let form = serde::de::value::MapDeserializer::<_, serde::de::value::Error>::new(
+                fields.into_iter(),
+            );
+            PortRequest::deserialize(form).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            read("007", "4294967295"),
+            Ok(PortRequest {
+                dpid: 7,
+                port_no: u32::MAX
+            })
+        );
+        for token in ["+1", "-0", "1.0", "1e0", "", " 1", "1 ", "0x1", "١"] {
+            let err = read(token, "1").expect_err(token);
+            assert!(
+                err.starts_with("dpid must be written in decimal digits only"),
+                "{token}: {err}"
+            );
+            let err = read("1", token).expect_err(token);
+            assert!(
+                err.starts_with("port_no must be written in decimal digits only"),
+                "{token}: {err}"
+            );
+        }
+        assert_eq!(
+            read("18446744073709551616", "1"),
+            Err("dpid is out of range: it must be from 0 to 18446744073709551615".into())
+        );
+        assert_eq!(
+            read("1", "4294967296"),
+            Err("port_no 4294967296 is out of range: it must be from 0 to 4294967295".into())
+        );
     }
 
     fn json<T: Serialize>(body: &T) -> String {

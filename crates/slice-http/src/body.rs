@@ -9,6 +9,7 @@ use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::web::{Bytes, BytesMut};
 use actix_web::{web, FromRequest, HttpRequest};
+use serde::de::value::MapDeserializer;
 use serde::de::DeserializeOwned;
 
 use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
@@ -103,7 +104,13 @@ impl BodyKind {
         let looks_like_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         match self {
             Self::Form if !looks_like_json => {
-                serde_urlencoded::from_bytes(bytes).map_err(|err| invalid(&err))
+                // A form's values are text and reach the body type as text: it checks a
+                // number's digits itself (serde_urlencoded would read one with
+                // u64::from_str, which also takes a `+`).
+                let fields: Vec<(String, String)> =
+                    serde_urlencoded::from_bytes(bytes).map_err(|err| invalid(&err))?;
+                let form = MapDeserializer::<_, serde::de::value::Error>::new(fields.into_iter());
+                T::deserialize(form).map_err(|err| invalid(&err))
             }
             _ => serde_json::from_slice(bytes).map_err(|err| invalid(&err)),
         }
