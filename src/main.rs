@@ -133,7 +133,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // change from here on is an event.
     let events = Arc::clone(&settings.events);
     store.subscribe(Box::new(move |change| events.publish_change(change)));
-    let measured = metrics::Measured::new();
+    let measured = metrics::Measured::new(&settings.events);
     if let Backend::Sled(sled) = &backend {
         sled.observe_commits(measured.store.clone());
     }

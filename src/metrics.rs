@@ -267,7 +267,8 @@ pub struct Measured {
 }
 
 impl Measured {
-    pub fn new() -> Self {
+    /// The metrics of the daemon, with those of the event streams `events` serves.
+    pub fn new(events: &slice_http::EventHub) -> Self {
         let mut registry = Registry::default();
         let process = Arc::new(ProcessGauges::default());
         process.register(&mut registry);
@@ -281,6 +282,7 @@ impl Measured {
         let store = StoreMetrics::register(ours);
         let network = NetworkGauges::default();
         network.register(ours);
+        events.register_metrics(ours);
         Self {
             registry,
             controller,

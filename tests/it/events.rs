@@ -1,11 +1,14 @@
 //! `GET /events`: the real daemon's Server-Sent Events stream, read over a real socket as
 //! a browser's EventSource would, with changes made through REST and through `slice`.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use slice_http::events::{MAX_EVENT_STREAMS, MAX_STREAMS_PER_CLIENT, STREAMS_KEPT_FOR_LOGGED_IN};
 
+use crate::common::switch::eventually;
 use crate::common::{agent, slice, status_json, Daemon};
 
 /// One event of the stream: its id (none on a `resync`), type and JSON data.
@@ -233,4 +236,331 @@ fn the_networks_changes_stream_too() {
         "{kinds:?}"
     );
     assert_eq!(gone.last().unwrap().data, json!({"dpid": 1}));
+}
+
+// ---- the bounds on streams ------------------------------------------------------------
+//
+// These talk raw HTTP/1.1 over sockets the test holds: a stream is held by keeping its
+// connection, and a client hangs up by closing it, as a browser tab or `curl` does.
+
+/// How long anything the daemon does at once may take on a loaded two-core machine; the
+/// keep-alive comment every 15 s, which used to be the first a stream noticed of its
+/// client's hangup, is well beyond it.
+const PROMPTLY: Duration = Duration::from_secs(8);
+
+/// A connection to the daemon from `source`: all of 127.0.0.0/8 is loopback on Linux, so
+/// each address is another client to the daemon.
+fn connect_from(daemon: &Daemon, source: Ipv4Addr) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let connection = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from((source, 0)))?;
+            socket.connect(daemon.http).await?.into_std()
+        })
+        .expect("connects");
+    connection.set_nonblocking(false).unwrap();
+    connection.set_read_timeout(Some(PROMPTLY)).unwrap();
+    connection
+}
+
+/// An answer's status, head and the body bytes read with it.
+struct Head {
+    status: u16,
+    text: String,
+    rest: Vec<u8>,
+}
+
+/// Sends `method path` on `connection` with the header lines `headers` (each ending in
+/// CRLF) and reads the answer's head; the connection stays open, and with it any stream
+/// the request opened.
+fn ask(
+    connection: &mut TcpStream,
+    daemon: &Daemon,
+    method: &str,
+    path: &str,
+    headers: &str,
+) -> Head {
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n{headers}\r\n",
+        daemon.http
+    );
+    connection.write_all(request.as_bytes()).unwrap();
+    let mut read = Vec::new();
+    let end = loop {
+        if let Some(end) = read.windows(4).position(|four| four == b"\r\n\r\n") {
+            break end;
+        }
+        let mut buf = [0u8; 4096];
+        let n = connection.read(&mut buf).expect("the answer comes at once");
+        assert!(
+            n > 0,
+            "{method} {path}: the connection closed before an answer"
+        );
+        read.extend_from_slice(&buf[..n]);
+    };
+    let text = String::from_utf8_lossy(&read[..end]).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .expect("a status line");
+    Head {
+        status,
+        text,
+        rest: read[end + 4..].to_vec(),
+    }
+}
+
+/// The JSON body of a refusal whose head `head` is (`content-length` framed).
+fn refusal_body(connection: &mut TcpStream, head: Head) -> Value {
+    let length: usize = head
+        .text
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .and_then(|length| length.trim().parse().ok())
+        .expect("a refusal has a length");
+    let mut body = head.rest;
+    while body.len() < length {
+        let mut buf = [0u8; 4096];
+        let n = connection.read(&mut buf).unwrap();
+        assert!(n > 0, "the body was cut short");
+        body.extend_from_slice(&buf[..n]);
+    }
+    serde_json::from_slice(&body[..length]).expect("a JSON body")
+}
+
+/// A GET of `path` from `source`, with the header lines `headers`, that opened a stream;
+/// its connection.
+fn open_stream(daemon: &Daemon, source: Ipv4Addr, path: &str, headers: &str) -> TcpStream {
+    let mut connection = connect_from(daemon, source);
+    let head = ask(&mut connection, daemon, "GET", path, headers);
+    assert_eq!(head.status, 200, "GET {path} from {source}: {}", head.text);
+    connection
+}
+
+/// Logs in as `email` through the developer login; returns the header line that sends
+/// the session cookie.
+fn log_in(daemon: &Daemon, email: &str) -> String {
+    let response = agent()
+        .post(&daemon.url("/auth/developer/callback"))
+        .send_json(json!({"name": "Ada", "email": email}))
+        .expect("the login answers 200");
+    let cookie = response.header("set-cookie").expect("a session cookie");
+    format!(
+        "Cookie: {}\r\n",
+        cookie.split(';').next().unwrap_or_default()
+    )
+}
+
+/// The daemon's open streams, as its `sliced_event_streams` gauges count them.
+fn open_streams(daemon: &Daemon) -> u64 {
+    let text = agent()
+        .get(&daemon.url("/metrics"))
+        .call()
+        .expect("the metrics answer")
+        .into_string()
+        .unwrap();
+    let counts: Vec<f64> = text
+        .lines()
+        .filter(|line| line.starts_with("sliced_event_streams{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), 2, "the two stream gauges: {text}");
+    counts.iter().sum::<f64>() as u64
+}
+
+/// Waits for the stream on `connection` to send an event of type `kind`.
+fn read_until_event(connection: &mut TcpStream, kind: &str) {
+    let wanted = format!("event: {kind}\n");
+    let mut seen = String::new();
+    while !seen.contains(&wanted) {
+        let mut buf = [0u8; 4096];
+        let n = connection.read(&mut buf).expect("the event comes");
+        assert!(n > 0, "the stream ended before {kind}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[test]
+fn head_requests_closed_at_once_leave_every_stream_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    // 300 HEADs, each answered and then closed, as `curl -I` or a page's fetch does: more
+    // than there are streams.
+    let mut heads: Vec<TcpStream> = (0..300)
+        .map(|_| connect_from(&daemon, Ipv4Addr::LOCALHOST))
+        .collect();
+    for connection in &mut heads {
+        let head = ask(connection, &daemon, "HEAD", "/events", "");
+        assert_eq!(head.status, 200, "{}", head.text);
+        // The GET's head: a stream would follow.
+        assert!(
+            head.text.contains("content-type: text/event-stream"),
+            "{}",
+            head.text
+        );
+    }
+    drop(heads);
+    assert!(eventually(PROMPTLY, || open_streams(&daemon) == 0));
+
+    // The web view's stream is served, and streams.
+    let cookie = log_in(&daemon, "ada@example.com");
+    let mut web_view = open_stream(&daemon, Ipv4Addr::LOCALHOST, "/api/events", &cookie);
+    post(&daemon, "/slices", json!({"name": "blue"}));
+    read_until_event(&mut web_view, "slice_created");
+    assert_eq!(open_streams(&daemon), 1);
+    drop(web_view);
+    assert!(eventually(PROMPTLY, || open_streams(&daemon) == 0));
+}
+
+#[test]
+fn a_stream_whose_client_hangs_up_gives_its_slot_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let cookie = log_in(&daemon, "ada@example.com");
+    let anonymous = open_stream(&daemon, Ipv4Addr::LOCALHOST, "/events", "");
+    let web_view = open_stream(&daemon, Ipv4Addr::LOCALHOST, "/api/events", &cookie);
+    assert_eq!(open_streams(&daemon), 2);
+    // No event is published from here on: nothing is written to the streams that could
+    // fail and tell the daemon, and the next keep-alive is 15 s away.
+    drop(anonymous);
+    assert!(
+        eventually(PROMPTLY, || open_streams(&daemon) == 1),
+        "the stream outlived its client"
+    );
+    drop(web_view);
+    assert!(
+        eventually(PROMPTLY, || open_streams(&daemon) == 0),
+        "the web view's stream outlived its client"
+    );
+}
+
+#[test]
+fn one_client_holds_a_bounded_number_of_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let local = Ipv4Addr::LOCALHOST;
+    let mut held: Vec<TcpStream> = (0..MAX_STREAMS_PER_CLIENT)
+        .map(|_| open_stream(&daemon, local, "/events", ""))
+        .collect();
+    let refused = |method: &str| {
+        let mut connection = connect_from(&daemon, local);
+        let head = ask(&mut connection, &daemon, method, "/events", "");
+        assert_eq!(head.status, 429, "{method}: {}", head.text);
+        (connection, head)
+    };
+    let (mut connection, head) = refused("GET");
+    let body = refusal_body(&mut connection, head);
+    assert!(
+        body["error"].as_str().unwrap().contains("streams"),
+        "{body}"
+    );
+    // A HEAD says what a GET would get.
+    refused("HEAD");
+    // Another address is another client.
+    held.push(open_stream(
+        &daemon,
+        Ipv4Addr::new(127, 0, 0, 2),
+        "/events",
+        "",
+    ));
+    // On loopback every client has the same address: a logged-in one is its user.
+    let ada = log_in(&daemon, "ada@example.com");
+    for _ in 0..MAX_STREAMS_PER_CLIENT {
+        held.push(open_stream(&daemon, local, "/api/events", &ada));
+    }
+    let mut connection = connect_from(&daemon, local);
+    let head = ask(&mut connection, &daemon, "GET", "/api/events", &ada);
+    assert_eq!(head.status, 429, "{}", head.text);
+    let bob = log_in(&daemon, "bob@example.com");
+    held.push(open_stream(&daemon, local, "/api/events", &bob));
+    // A stream closed is one the client may open again.
+    drop(held.swap_remove(0));
+    assert!(eventually(PROMPTLY, || {
+        let mut connection = connect_from(&daemon, local);
+        let head = ask(&mut connection, &daemon, "GET", "/events", "");
+        if head.status == 200 {
+            held.push(connection);
+        }
+        head.status == 200
+    }));
+}
+
+#[test]
+fn clients_without_a_session_cannot_take_the_streams_kept_for_logged_in_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    // Clients without a session, from one address after another, open streams until they
+    // are refused.
+    let mut held = Vec::new();
+    let refused = 'open: {
+        for client in 0u8..=255 {
+            for _ in 0..MAX_STREAMS_PER_CLIENT {
+                let mut connection = connect_from(&daemon, Ipv4Addr::new(127, 0, 1, client));
+                let head = ask(&mut connection, &daemon, "GET", "/events", "");
+                if head.status != 200 {
+                    break 'open head;
+                }
+                held.push(connection);
+            }
+        }
+        panic!("{} streams and never refused", held.len());
+    };
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    // The web view still gets its stream.
+    let cookie = log_in(&daemon, "ada@example.com");
+    held.push(open_stream(
+        &daemon,
+        Ipv4Addr::LOCALHOST,
+        "/api/events",
+        &cookie,
+    ));
+    assert_eq!(
+        held.len(),
+        MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN + 1
+    );
+    assert_eq!(
+        open_streams(&daemon),
+        (MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN + 1) as u64
+    );
+    drop(held);
+    assert!(eventually(PROMPTLY, || open_streams(&daemon) == 0));
+}
+
+#[test]
+fn a_page_of_another_origin_opens_no_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let cookie = log_in(&daemon, "ada@example.com");
+    // A page on another port of this host is the same site, so the browser sends it the
+    // session cookie; it could not read the stream, only hold it.
+    for (path, session) in [("/events", ""), ("/api/events", cookie.as_str())] {
+        for site in ["same-site", "cross-site"] {
+            for method in ["GET", "HEAD"] {
+                let mut connection = connect_from(&daemon, Ipv4Addr::LOCALHOST);
+                let headers = format!("{session}Sec-Fetch-Site: {site}\r\n");
+                let head = ask(&mut connection, &daemon, method, path, &headers);
+                assert_eq!(head.status, 403, "{method} {path} from a {site} page");
+            }
+        }
+    }
+    assert_eq!(open_streams(&daemon), 0);
+    // The daemon's own page, and an address typed by the user, are served.
+    let own = format!("{cookie}Sec-Fetch-Site: same-origin\r\n");
+    let _web_view = open_stream(&daemon, Ipv4Addr::LOCALHOST, "/api/events", &own);
+    let _typed = open_stream(
+        &daemon,
+        Ipv4Addr::LOCALHOST,
+        "/events",
+        "Sec-Fetch-Site: none\r\n",
+    );
+    assert_eq!(open_streams(&daemon), 2);
 }

@@ -12,22 +12,39 @@
 //! Ids only grow, also across restarts: a hub starts counting at the time it was made,
 //! in microseconds since the epoch, so a client holding an id from an earlier run is
 //! behind every id of this one and is told to re-read.
+//!
+//! Streams are few and long, so nobody may hoard them: at most [`MAX_EVENT_STREAMS`]
+//! are open, [`STREAMS_KEPT_FOR_LOGGED_IN`] of them only for clients with a session (or
+//! on the local socket), so that the unauthenticated `/events` cannot starve the web
+//! view's `/api/events`, and one client holds at most [`MAX_STREAMS_PER_CLIENT`]
+//! ([`Client`] says who a client is). A stream gives its slot back the moment its client
+//! hangs up (see `hangup`), and a HEAD takes none: it answers the GET's status and
+//! headers without subscribing to anything.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use futures_util::stream::{self, Stream};
 use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use serde_json::json;
+use slice_core::wire::ErrorBody;
 use slice_core::Change;
 use tokio::sync::{broadcast, watch};
 
 use crate::error::ApiError;
+use crate::hangup::Hangup;
 use crate::mount::Mount;
+use crate::LocalPeer;
 
 /// How many past events a client can resume from.
 pub const RECENT_EVENTS: usize = 4096;
@@ -38,11 +55,28 @@ pub const STREAM_BUFFER: usize = 1024;
 /// The most event streams open at once; more are refused with 503.
 pub const MAX_EVENT_STREAMS: usize = 256;
 
+/// Of [`MAX_EVENT_STREAMS`], how many only logged-in clients may take: clients without a
+/// session share the rest, and beyond it are refused with 503 while a logged-in client
+/// still gets its stream.
+pub const STREAMS_KEPT_FOR_LOGGED_IN: usize = 64;
+
+/// The most streams one [`Client`] may hold open; its next is refused with 429. Above
+/// what a browser opens (one per tab of the web view, and browsers keep at most six
+/// connections per site), far below the share of clients without a session.
+pub const MAX_STREAMS_PER_CLIENT: usize = 16;
+
+// A logged-in client must fit in the slots kept for it, and those leave some for others.
+const _: () = assert!(
+    MAX_STREAMS_PER_CLIENT <= STREAMS_KEPT_FOR_LOGGED_IN
+        && STREAMS_KEPT_FOR_LOGGED_IN < MAX_EVENT_STREAMS
+);
+
 /// The longest a new stream waits for the network's changes to be followed.
 const RECORDER_WAIT: Duration = Duration::from_secs(1);
 
-/// How often an idle stream gets a comment line, so that proxies keep it open and a
-/// client that went away is noticed.
+/// How often an idle stream gets a comment line, so that proxies between it and its
+/// client keep it open. A client that hangs up is noticed at once, not at the next of
+/// these (see `hangup`).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// One event, rendered once as the bytes of its SSE frame.
@@ -66,9 +100,9 @@ struct Recent {
 pub struct EventHub {
     recent: Mutex<Recent>,
     live: broadcast::Sender<Arc<Event>>,
-    /// How many streams are open, for the bound and for publishers that only publish
-    /// while someone listens.
-    open_streams: Arc<watch::Sender<usize>>,
+    /// Who holds the open streams, for the bounds, and how many there are, for
+    /// publishers that only publish while someone listens.
+    streams: Arc<Streams>,
     /// Whether such a publisher exists, and whether it is recording now: a new stream
     /// starts only once it is, so that nothing the client does after the stream opened
     /// goes unreported.
@@ -100,7 +134,7 @@ impl EventHub {
                 complete_from: first_id,
             }),
             live,
-            open_streams: Arc::new(watch::Sender::new(0)),
+            streams: Arc::new(Streams::default()),
             recorder: watch::Sender::new(None),
         }
     }
@@ -154,7 +188,17 @@ impl EventHub {
 
     /// The number of open streams, now and as it changes.
     pub fn open_streams(&self) -> watch::Receiver<usize> {
-        self.open_streams.subscribe()
+        self.streams.count.subscribe()
+    }
+
+    /// Registers the gauge of open streams (`event_streams{client}`, the client
+    /// `logged_in` or `anonymous`) in `registry`.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        registry.register(
+            "event_streams",
+            "Event streams open, by whether their client is logged in",
+            self.streams.gauges.family.clone(),
+        );
     }
 
     /// Says whether a publisher that publishes only while streams are open is doing so
@@ -184,10 +228,10 @@ impl EventHub {
         self.recording(true);
     }
 
-    /// A stream of the events after `last_seen` (all new ones without it), or None when
-    /// [`MAX_EVENT_STREAMS`] are open.
-    fn subscribe(&self, last_seen: Option<u64>) -> Option<Subscription> {
-        let slot = StreamSlot::take(&self.open_streams)?;
+    /// A stream for `client` of the events after `last_seen` (all new ones without it),
+    /// unless a bound refuses it.
+    fn subscribe(&self, client: Client, last_seen: Option<u64>) -> Result<Subscription, Refusal> {
+        let slot = StreamSlot::take(&self.streams, client)?;
         let recent = self.recent.lock();
         let mut backlog: VecDeque<Bytes> = VecDeque::new();
         if let Some(last_seen) = last_seen {
@@ -216,7 +260,7 @@ impl EventHub {
         // lost or repeated.
         let live = self.live.subscribe();
         drop(recent);
-        Some(Subscription {
+        Ok(Subscription {
             backlog,
             live,
             _slot: slot,
@@ -224,25 +268,192 @@ impl EventHub {
     }
 }
 
+/// Who holds a stream, for [`MAX_STREAMS_PER_CLIENT`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Client {
+    /// Over the local socket: the daemon's owner.
+    Owner,
+    /// A logged-in user, by e-mail address: every tab and browser of one user, however
+    /// many sessions it logged in with. Clients on loopback share one address, so the
+    /// user is what tells them apart.
+    User(String),
+    /// A client without a session, by its address; an IPv6 one by its /64, the block a
+    /// host is given, so that its other addresses do not make it many clients. Behind a
+    /// proxy every such client is the proxy (forwarded addresses are not trusted).
+    Address(IpAddr),
+}
+
+impl Client {
+    /// Who sent `req`: the local socket, the guard's session, or else the peer address.
+    fn of(req: &HttpRequest) -> Result<Self, ApiError> {
+        if req.conn_data::<LocalPeer>().is_some() {
+            return Ok(Self::Owner);
+        }
+        // Without the session middleware (the unprefixed route, open) there is no
+        // session to find: the client is anonymous.
+        if let Some(user) = crate::auth::user_of(req)? {
+            return Ok(Self::User(user.email));
+        }
+        let address = req
+            .peer_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |peer| peer.ip());
+        Ok(Self::Address(match address.to_canonical() {
+            IpAddr::V6(v6) => {
+                let [a, b, c, d, ..] = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
+            }
+            v4 => v4,
+        }))
+    }
+
+    fn logged_in(&self) -> bool {
+        !matches!(self, Self::Address(_))
+    }
+}
+
+/// Why a stream is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The client holds [`MAX_STREAMS_PER_CLIENT`]: 429.
+    ClientAtItsBound,
+    /// Clients without a session hold all the slots not kept for logged-in ones: 503.
+    AnonymousShareTaken,
+    /// [`MAX_EVENT_STREAMS`] are open: 503.
+    Full,
+}
+
+impl Refusal {
+    fn response(self) -> HttpResponse {
+        let (status, error) = match self {
+            Self::ClientAtItsBound => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "this client has {MAX_STREAMS_PER_CLIENT} event streams open, the most \
+                     one client may: close one first"
+                ),
+            ),
+            Self::AnonymousShareTaken => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the {} event streams for clients without a session are all open; \
+                     log in, or try again later",
+                    MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN
+                ),
+            ),
+            Self::Full => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{MAX_EVENT_STREAMS} event streams are open, the most this daemon \
+                     serves; try again later"
+                ),
+            ),
+        };
+        HttpResponse::build(status).json(ErrorBody { error })
+    }
+}
+
+/// The open streams and who holds them.
+#[derive(Default)]
+struct Streams {
+    held: Mutex<Held>,
+    /// The total, for publishers that publish only while someone listens; set under
+    /// `held`'s lock, so it always agrees with it.
+    count: watch::Sender<usize>,
+    gauges: StreamGauges,
+}
+
+#[derive(Default)]
+struct Held {
+    logged_in: usize,
+    anonymous: usize,
+    /// Streams per client that holds any: at most [`MAX_EVENT_STREAMS`] entries.
+    per_client: HashMap<Client, usize>,
+}
+
+impl Held {
+    fn admits(&self, client: &Client) -> Result<(), Refusal> {
+        let held_by_client = self.per_client.get(client).copied().unwrap_or(0);
+        if held_by_client >= MAX_STREAMS_PER_CLIENT {
+            Err(Refusal::ClientAtItsBound)
+        } else if self.logged_in + self.anonymous >= MAX_EVENT_STREAMS {
+            Err(Refusal::Full)
+        } else if !client.logged_in()
+            && self.anonymous >= MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN
+        {
+            Err(Refusal::AnonymousShareTaken)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    client: &'static str,
+}
+
+/// `event_streams{client}`: the two series, set where the counts change.
+struct StreamGauges {
+    family: Family<StreamLabels, Gauge>,
+    logged_in: Gauge,
+    anonymous: Gauge,
+}
+
+impl Default for StreamGauges {
+    fn default() -> Self {
+        let family = Family::<StreamLabels, Gauge>::default();
+        let series = |client| family.get_or_create(&StreamLabels { client }).clone();
+        let (logged_in, anonymous) = (series("logged_in"), series("anonymous"));
+        Self {
+            family,
+            logged_in,
+            anonymous,
+        }
+    }
+}
+
+impl Streams {
+    /// Moves `client`'s count by `by` (+1 or -1) and the totals with it.
+    fn count(&self, held: &mut Held, client: &Client, by: isize) {
+        let (class, gauge) = if client.logged_in() {
+            (&mut held.logged_in, &self.gauges.logged_in)
+        } else {
+            (&mut held.anonymous, &self.gauges.anonymous)
+        };
+        *class = class.saturating_add_signed(by);
+        gauge.set(i64::try_from(*class).unwrap_or(i64::MAX));
+        let per_client = held.per_client.entry(client.clone()).or_default();
+        *per_client = per_client.saturating_add_signed(by);
+        if *per_client == 0 {
+            held.per_client.remove(client);
+        }
+        self.count.send_replace(held.logged_in + held.anonymous);
+    }
+}
+
 /// One place among the open streams, given back when the stream ends.
-struct StreamSlot(Arc<watch::Sender<usize>>);
+struct StreamSlot {
+    streams: Arc<Streams>,
+    client: Client,
+}
 
 impl StreamSlot {
-    fn take(open: &Arc<watch::Sender<usize>>) -> Option<Self> {
-        let taken = open.send_if_modified(|count| {
-            let room = *count < MAX_EVENT_STREAMS;
-            if room {
-                *count += 1;
-            }
-            room
-        });
-        taken.then(|| Self(Arc::clone(open)))
+    fn take(streams: &Arc<Streams>, client: Client) -> Result<Self, Refusal> {
+        let mut held = streams.held.lock();
+        held.admits(&client)?;
+        streams.count(&mut held, &client, 1);
+        drop(held);
+        Ok(Self {
+            streams: Arc::clone(streams),
+            client,
+        })
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        self.0.send_modify(|count| *count = count.saturating_sub(1));
+        let mut held = self.streams.held.lock();
+        self.streams.count(&mut held, &self.client, -1);
     }
 }
 
@@ -254,24 +465,37 @@ struct Subscription {
 
 impl Subscription {
     /// The frames to send: the backlog, then live events and keep-alive comments, until
-    /// the client falls too far behind or the hub goes.
-    fn into_stream(self) -> impl Stream<Item = Result<Bytes, actix_web::Error>> {
-        stream::unfold(self, |mut subscription| async move {
-            if let Some(frame) = subscription.backlog.pop_front() {
-                return Some((Ok(frame), subscription));
-            }
-            let next = tokio::time::timeout(KEEP_ALIVE, subscription.live.recv()).await;
-            let frame = match next {
-                Ok(Ok(event)) => event.frame.clone(),
-                Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                    log::info!("dropping an event stream {missed} events behind");
-                    return None;
+    /// the client falls too far behind, hangs up, or the hub goes.
+    fn into_stream(
+        self,
+        hangup: Option<Hangup>,
+    ) -> impl Stream<Item = Result<Bytes, actix_web::Error>> {
+        stream::unfold(
+            (self, hangup),
+            |(mut subscription, mut hangup)| async move {
+                if let Some(frame) = subscription.backlog.pop_front() {
+                    return Some((Ok(frame), (subscription, hangup)));
                 }
-                Ok(Err(broadcast::error::RecvError::Closed)) => return None,
-                Err(_idle) => Bytes::from_static(b": keep-alive\n\n"),
-            };
-            Some((Ok(frame), subscription))
-        })
+                let next = tokio::time::timeout(KEEP_ALIVE, subscription.live.recv());
+                let next = match hangup.as_mut() {
+                    Some(hangup) => tokio::select! {
+                        () = hangup.wait() => return None,
+                        next = next => next,
+                    },
+                    None => next.await,
+                };
+                let frame = match next {
+                    Ok(Ok(event)) => event.frame.clone(),
+                    Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                        log::info!("dropping an event stream {missed} events behind");
+                        return None;
+                    }
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return None,
+                    Err(_idle) => Bytes::from_static(b": keep-alive\n\n"),
+                };
+                Some((Ok(frame), (subscription, hangup)))
+            },
+        )
     }
 }
 
@@ -298,21 +522,47 @@ async fn stream_events(
                 })
         })
         .transpose()?;
-    let subscription = hub.subscribe(last_seen).ok_or_else(|| {
-        ApiError::Unavailable(format!(
-            "{MAX_EVENT_STREAMS} event streams are open, the most this daemon serves; try again later"
-        ))
-    })?;
+    if let Some(site) = req.headers().get("sec-fetch-site") {
+        // A page of another origin, another port of this host included, cannot read a
+        // stream (the daemon allows no cross-origin reads), only hold one: the browser
+        // says when it sends such a request, and it is refused before it takes a slot.
+        if !matches!(site.as_bytes(), b"same-origin" | b"none") {
+            return Err(ApiError::Forbidden(
+                "cross-origin request refused: event streams are for this daemon's own pages"
+                    .into(),
+            ));
+        }
+    }
+    let client = Client::of(&req)?;
+    if req.method() == Method::HEAD {
+        // What a GET would be answered now, without taking anything: a HEAD's answer has
+        // no body, so a stream behind it would only hold a slot.
+        if let Err(refused) = hub.streams.held.lock().admits(&client) {
+            return Ok(refused.response());
+        }
+        return Ok(stream_response().streaming(stream::empty::<Result<Bytes, ApiError>>()));
+    }
+    let subscription = match hub.subscribe(client, last_seen) {
+        Ok(subscription) => subscription,
+        Err(refused) => return Ok(refused.response()),
+    };
     hub.recorder_ready().await;
-    Ok(HttpResponse::Ok()
+    let hangup = req.conn_data::<Hangup>().cloned();
+    Ok(stream_response().streaming(subscription.into_stream(hangup)))
+}
+
+/// The head of a stream's answer.
+fn stream_response() -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    response
         .insert_header((
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
         ))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-cache")))
         // nginx buffers responses unless told not to; an event held back is no event.
-        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")))
-        .streaming(subscription.into_stream()))
+        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")));
+    response
 }
 
 #[cfg(test)]
@@ -320,8 +570,12 @@ mod tests {
     use super::*;
     use futures_util::StreamExt;
 
+    fn anyone() -> Client {
+        Client::Address(IpAddr::V4(Ipv4Addr::LOCALHOST))
+    }
+
     fn frames(subscription: Subscription, count: usize) -> Vec<String> {
-        let stream = subscription.into_stream();
+        let stream = subscription.into_stream(None);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -341,7 +595,7 @@ mod tests {
         for n in 0..3 {
             hub.publish("slice_created", &json!({ "slice": format!("s{n}") }));
         }
-        let resumed = frames(hub.subscribe(Some(10)).unwrap(), 2);
+        let resumed = frames(hub.subscribe(anyone(), Some(10)).unwrap(), 2);
         assert_eq!(
             resumed,
             [
@@ -351,13 +605,13 @@ mod tests {
         );
         // Ids from before this hub began, or from the future, cannot be resumed from.
         for stale in [3, 13] {
-            let told = frames(hub.subscribe(Some(stale)).unwrap(), 1);
+            let told = frames(hub.subscribe(anyone(), Some(stale)).unwrap(), 1);
             assert!(told[0].starts_with("event: resync\n"), "{stale}: {told:?}");
         }
         for n in 0..RECENT_EVENTS {
             hub.publish("slice_created", &json!({ "n": n }));
         }
-        let told = frames(hub.subscribe(Some(11)).unwrap(), 1);
+        let told = frames(hub.subscribe(anyone(), Some(11)).unwrap(), 1);
         assert!(told[0].starts_with("event: resync\n"), "{told:?}");
     }
 
@@ -370,20 +624,20 @@ mod tests {
         hub.recording(true);
         hub.publish("slice_created", &json!({ "slice": "c" }));
         // Seen 1: what came after it while nothing was recorded may be missing.
-        let told = frames(hub.subscribe(Some(1)).unwrap(), 1);
+        let told = frames(hub.subscribe(anyone(), Some(1)).unwrap(), 1);
         assert!(told[0].starts_with("event: resync\n"), "{told:?}");
         // Seen 2, after which all was recorded: resumes.
-        let resumed = frames(hub.subscribe(Some(2)).unwrap(), 1);
+        let resumed = frames(hub.subscribe(anyone(), Some(2)).unwrap(), 1);
         assert!(resumed[0].starts_with("id: 3\n"), "{resumed:?}");
         hub.publish_loss("lost some");
-        let told = frames(hub.subscribe(Some(3)).unwrap(), 1);
+        let told = frames(hub.subscribe(anyone(), Some(3)).unwrap(), 1);
         assert!(told[0].starts_with("event: resync\n"), "{told:?}");
     }
 
     #[test]
     fn a_stream_that_falls_too_far_behind_ends_instead_of_growing() {
         let hub = EventHub::starting_at(1);
-        let subscription = hub.subscribe(None).unwrap();
+        let subscription = hub.subscribe(anyone(), None).unwrap();
         for n in 0..=STREAM_BUFFER {
             hub.publish("slice_created", &json!({ "n": n }));
         }
@@ -392,15 +646,86 @@ mod tests {
     }
 
     #[test]
-    fn streams_are_bounded_and_a_closed_one_frees_its_place() {
+    fn streams_are_bounded_per_client_and_for_clients_without_a_session() {
         let hub = EventHub::starting_at(1);
-        let open: Vec<Subscription> = (0..MAX_EVENT_STREAMS)
-            .map(|_| hub.subscribe(None).unwrap())
-            .collect();
-        assert!(hub.subscribe(None).is_none());
-        assert_eq!(*hub.open_streams().borrow(), MAX_EVENT_STREAMS);
-        drop(open);
+        let address =
+            |n: usize| Client::Address(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + n as u32)));
+        let user = |n: usize| Client::User(format!("user{n}@example.com"));
+        let open = |client: Client, count: usize| -> Vec<Subscription> {
+            (0..count)
+                .map(|_| hub.subscribe(client.clone(), None).unwrap())
+                .collect()
+        };
+        let refusal = |client: Client| hub.subscribe(client, None).err();
+        let gauge = |gauge: &Gauge| usize::try_from(gauge.get()).unwrap();
+
+        let mut held = open(user(0), MAX_STREAMS_PER_CLIENT);
+        assert_eq!(refusal(user(0)), Some(Refusal::ClientAtItsBound));
+        // Clients without a session fill their share, one address after another.
+        let share = MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN;
+        for n in 0..share.div_ceil(MAX_STREAMS_PER_CLIENT) {
+            let count = MAX_STREAMS_PER_CLIENT.min(share - n * MAX_STREAMS_PER_CLIENT);
+            held.extend(open(address(n), count));
+        }
+        assert_eq!(refusal(address(9999)), Some(Refusal::AnonymousShareTaken));
+        assert_eq!(gauge(&hub.streams.gauges.anonymous), share);
+        // The slots kept for logged-in clients are still theirs, up to the total.
+        let mut n = 1;
+        while *hub.open_streams().borrow() < MAX_EVENT_STREAMS {
+            held.push(hub.subscribe(user(n), None).unwrap());
+            n += 1;
+        }
+        assert_eq!(refusal(user(n)), Some(Refusal::Full));
+        assert_eq!(refusal(Client::Owner), Some(Refusal::Full));
+        assert_eq!(
+            gauge(&hub.streams.gauges.logged_in),
+            MAX_EVENT_STREAMS - share
+        );
+        drop(held);
         assert_eq!(*hub.open_streams().borrow(), 0);
-        assert!(hub.subscribe(None).is_some());
+        assert!(hub.streams.held.lock().per_client.is_empty());
+        assert_eq!(gauge(&hub.streams.gauges.logged_in), 0);
+        assert_eq!(gauge(&hub.streams.gauges.anonymous), 0);
+        assert!(hub.subscribe(address(0), None).is_ok());
+    }
+
+    #[test]
+    fn the_document_names_the_bounds_on_streams() {
+        let document: serde_json::Value =
+            serde_json::from_str(include_str!("../openapi.json")).unwrap();
+        let answers = &document["paths"]["/events"]["get"]["responses"];
+        let says = |status: &str| answers[status]["description"].as_str().unwrap().to_owned();
+        assert!(says("429").contains(&format!("({MAX_STREAMS_PER_CLIENT})")));
+        let full = says("503");
+        let share = MAX_EVENT_STREAMS - STREAMS_KEPT_FOR_LOGGED_IN;
+        assert!(full.contains(&format!("({MAX_EVENT_STREAMS})")), "{full}");
+        assert!(full.contains(&format!("({share}:")), "{full}");
+        assert!(
+            full.contains(&format!("other {STREAMS_KEPT_FOR_LOGGED_IN} ")),
+            "{full}"
+        );
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64_and_a_mapped_ipv4_one_its_address() {
+        use actix_web::test::TestRequest;
+        let client = |peer: &str| {
+            let req = TestRequest::default()
+                .peer_addr(peer.parse().unwrap())
+                .to_http_request();
+            Client::of(&req).unwrap()
+        };
+        assert_eq!(
+            client("[2001:db8:1:2:3:4:5:6]:4000"),
+            client("[2001:db8:1:2:ffff::1]:4001")
+        );
+        assert_ne!(
+            client("[2001:db8:1:2::1]:4000"),
+            client("[2001:db8:1:3::1]:4000")
+        );
+        assert_eq!(
+            client("[::ffff:192.0.2.7]:4000"),
+            Client::Address("192.0.2.7".parse().unwrap())
+        );
     }
 }

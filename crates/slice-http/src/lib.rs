@@ -12,6 +12,7 @@ mod browser;
 mod cluster;
 mod error;
 pub mod events;
+mod hangup;
 mod head_guard;
 pub mod metrics;
 mod mount;

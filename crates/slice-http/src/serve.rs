@@ -1,8 +1,9 @@
 //! The HTTP servers that run the application: actix-server accepting connections and
 //! actix-http's HTTP/1 service answering them, as actix-web's `HttpServer` would build
 //! them, but with each connection wrapped in a [`HeadGuard`] so that a malformed request
-//! head is answered with a JSON error rather than actix-http's empty one. `HttpServer`
-//! offers no way to wrap the connection, hence building the two parts here.
+//! head is answered with a JSON error rather than actix-http's empty one, and in a
+//! [`HangupWatch`] so that an event stream ends as soon as its client hangs up.
+//! `HttpServer` offers no way to wrap the connection, hence building the two parts here.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -19,6 +20,7 @@ use actix_web::App;
 use slice_core::SliceStore;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::hangup::HangupWatch;
 use crate::head_guard::HeadGuard;
 use crate::{
     access_log_enabled, app, app_with_access_log, AppFactory, LocalPeer, NetworkView, Settings,
@@ -120,7 +122,7 @@ fn listen_tcp<F: AppFactory>(
     builder.listen("http", listener, move || {
         fn_service(|io: TcpStream| async move {
             let peer = io.peer_addr().ok();
-            Ok((HeadGuard::new(io), Protocol::Http1, peer))
+            Ok((HangupWatch::new(HeadGuard::new(io)), Protocol::Http1, peer))
         })
         .and_then(http_service(&parts, shutdown.clone(), false, &make_app))
     })
@@ -150,8 +152,10 @@ fn listen_local<F: AppFactory>(
     let parts = parts.clone();
     let shutdown = shutdown.clone();
     builder.listen_uds("local", listener, move || {
-        fn_service(|io: UnixStream| async move { Ok((HeadGuard::new(io), Protocol::Http1, None)) })
-            .and_then(http_service(&parts, shutdown.clone(), true, &make_app))
+        fn_service(|io: UnixStream| async move {
+            Ok((HangupWatch::new(HeadGuard::new(io)), Protocol::Http1, None))
+        })
+        .and_then(http_service(&parts, shutdown.clone(), true, &make_app))
     })
 }
 
@@ -162,7 +166,7 @@ fn http_service<T, F: AppFactory>(
     local: bool,
     make_app: &impl MakeApp<F>,
 ) -> impl ServiceFactory<
-    (HeadGuard<T>, Protocol, Option<SocketAddr>),
+    (HangupWatch<HeadGuard<T>>, Protocol, Option<SocketAddr>),
     Config = (),
     Response = (),
     Error = DispatchError,
@@ -176,7 +180,7 @@ where
         parts.network.clone(),
         parts.settings.clone(),
     );
-    let mut service = HttpService::build()
+    let service = HttpService::build()
         // Ends idle keep-alive connections as soon as a graceful stop begins, as
         // `HttpServer` does (the hook is hidden from actix-http's docs but is what
         // actix-web itself calls).
@@ -185,12 +189,17 @@ where
             async move { shutdown.notified().await }
         })
         .client_request_timeout(parts.settings.request_timeout)
-        .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT);
-    if local {
-        service = service.on_connect_ext(|_: &HeadGuard<T>, data: &mut Extensions| {
-            data.insert(LocalPeer);
-        });
-    }
+        .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)
+        // Each connection's data: whether its client hung up, for the event streams, and
+        // on the local socket the mark of its owner.
+        .on_connect_ext(
+            move |io: &HangupWatch<HeadGuard<T>>, data: &mut Extensions| {
+                data.insert(io.hangup());
+                if local {
+                    data.insert(LocalPeer);
+                }
+            },
+        );
     // The application reads neither the configured host nor the local address (the Host
     // policy reads the header itself), so the default configuration serves.
     service.finish(map_config(application, |()| AppConfig::default()))
