@@ -12,6 +12,7 @@
 //!
 //! Everything runs on loopback; every process started here is stopped before it returns.
 
+mod applies;
 mod bare;
 mod bulk;
 mod emulator;
@@ -93,6 +94,7 @@ enum Part {
     Scale,
     Million,
     Routing,
+    Applies,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -147,6 +149,8 @@ struct RunArgs {
     /// The workspace root (for cargo) [default: where sliced-bench was built from]
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    #[command(flatten)]
+    apply: applies::Options,
 }
 
 fn main() -> std::process::ExitCode {
@@ -307,6 +311,7 @@ pub struct Results {
     pub scale: Option<Outcome<Scale>>,
     pub million: Option<Outcome<million::Million>>,
     pub routing: Option<Outcome<routing::RoutingResult>>,
+    pub applies: Option<Outcome<applies::Applies>>,
     /// Peak resident memory (VmHWM) of each process measured: (run, process, KiB).
     pub memory: Vec<(String, String, u64)>,
     /// Other work seen running during each part.
@@ -360,6 +365,7 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         scale: None,
         million: None,
         routing: None,
+        applies: None,
         memory: Vec::new(),
         other_work: Vec::new(),
         load_before: machine::load_average(),
@@ -415,6 +421,13 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         watcher.enter(PART_ROUTING);
         results.routing = Some(outcome(routing::run(&workspace), "routing"));
     }
+    if wants(Part::Applies) {
+        watcher.enter(applies::PART);
+        results.applies = Some(outcome(
+            applies::run(&binary, tmp.path(), &args.apply, &mut results.memory),
+            applies::PART,
+        ));
+    }
     results.other_work = watcher.stop();
     results.load_after = machine::load_average();
     results.elapsed = started.elapsed();
@@ -423,7 +436,12 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| workspace.join("docs/benchmarks.md"));
-    let text = report::render(&results);
+    // The apply part alone keeps the page's other figures: its section is written in place.
+    let in_place = parts.iter().all(|part| *part == Part::Applies);
+    let text = in_place
+        .then(|| applies::in_place(&std::fs::read_to_string(&out).ok()?, &results))
+        .flatten()
+        .unwrap_or_else(|| report::render(&results));
     std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;
     eprintln!(
         "sliced-bench: wrote {} after {:.0} s",

@@ -28,6 +28,9 @@ pub fn render(results: &Results) -> String {
     }
     section_memory(&mut doc, results);
     section_failover(&mut doc);
+    if let Some(applies) = &results.applies {
+        crate::applies::section(&mut doc, applies, results);
+    }
     method_notes(&mut doc, results);
     doc
 }
@@ -49,7 +52,7 @@ fn section_failover(doc: &mut String) {
 // ---- number formatting -------------------------------------------------------------
 
 /// 12345.6 -> "12,346".
-fn thousands(value: f64) -> String {
+pub(crate) fn thousands(value: f64) -> String {
     if !value.is_finite() {
         return "n/a".into();
     }
@@ -69,7 +72,7 @@ fn thousands(value: f64) -> String {
 }
 
 /// Milliseconds with three significant-ish digits.
-fn ms(value: f64) -> String {
+pub(crate) fn ms(value: f64) -> String {
     if !value.is_finite() {
         "n/a".into()
     } else if value >= 100.0 {
@@ -105,12 +108,12 @@ fn ratio(ours: f64, theirs: f64) -> String {
     }
 }
 
-fn mib(kib: u64) -> String {
+pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
 /// A warning at the top of a section when other work ran during its part.
-fn disturbed(doc: &mut String, results: &Results, part: &str) {
+pub(crate) fn disturbed(doc: &mut String, results: &Results, part: &str) {
     if let Some(work) = results.other_work.iter().find(|w| w.part == part) {
         let _ = writeln!(
             doc,
@@ -136,7 +139,7 @@ fn other_work_text(work: &crate::OtherWork) -> String {
     )
 }
 
-fn not_measured(doc: &mut String, why: &str) {
+pub(crate) fn not_measured(doc: &mut String, why: &str) {
     let _ = writeln!(doc, "**Not measured:** {}\n", why.replace('\n', " "));
 }
 
@@ -175,7 +178,7 @@ fn header(doc: &mut String, results: &Results) {
          It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
          FILE`), starts every server on a free loopback port with a fresh data directory \
          under the temporary directory, and stops every process it started. The routing \
-         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`; `--million-slices 50 --million-macs 100` runs the million-binding part small.\n",
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies` alone rewrites only its own section (7) of this page, in place.\n",
         crate::routing::COMMAND
     );
     let _ = writeln!(
@@ -211,7 +214,7 @@ fn header(doc: &mut String, results: &Results) {
     }
 }
 
-fn display_args(args: &[String]) -> String {
+pub(crate) fn display_args(args: &[String]) -> String {
     let mut words = vec!["sliced-bench".to_owned()];
     words.extend(args.iter().skip(1).cloned());
     words.join(" ")
