@@ -88,6 +88,10 @@ pub struct Args {
     /// Seconds a client may take to send a request's head, and then its body [default: 10]
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub request_timeout: Option<u64>,
+    /// Most records (slices, ports, MAC addresses) one `POST /slices:apply` may declare;
+    /// more is refused with 413 [default: 500000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_apply_records: Option<u64>,
     /// Session lifetime in seconds, instead of auth.session_ttl_hours [default: 43200]
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub session_ttl_seconds: Option<u64>,
@@ -233,6 +237,7 @@ struct FileConfig {
     allowed_hosts: Option<Vec<String>>,
     max_http_connections: Option<u64>,
     request_timeout: Option<u64>,
+    max_apply_records: Option<u64>,
     #[serde(default)]
     auth: AuthFile,
     #[serde(default)]
@@ -344,6 +349,7 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     pub max_http_connections: usize,
     pub request_timeout: Duration,
+    pub max_apply_records: usize,
     /// Unset limits keep the controller's defaults.
     pub switch_limits: SwitchLimitArgs,
     /// The session key is etcd's, shared by the cluster (etcd, and no
@@ -383,6 +389,15 @@ impl Config {
         anyhow::ensure!(
             (Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&request_timeout),
             "request_timeout must be between 1 and 3600 seconds"
+        );
+        let max_apply_records = args
+            .max_apply_records
+            .or(file.max_apply_records)
+            .map_or(Ok(slice_http::DEFAULT_MAX_APPLY_RECORDS), usize::try_from)
+            .context("max_apply_records is too large")?;
+        anyhow::ensure!(
+            max_apply_records > 0,
+            "max_apply_records must be at least 1"
         );
         let allowed_hosts = if args.allowed_hosts.is_empty() {
             file.allowed_hosts.clone().unwrap_or_default()
@@ -436,6 +451,7 @@ impl Config {
             allowed_hosts,
             max_http_connections,
             request_timeout,
+            max_apply_records,
             switch_limits,
             session_key_shared,
             data_dir,

@@ -104,6 +104,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     }
     settings.session_ttl = config.session_ttl;
     settings.request_timeout = config.request_timeout;
+    settings.max_apply_records = config.max_apply_records;
     let http_addrs = std::net::ToSocketAddrs::to_socket_addrs(config.http.as_str())
         .with_context(|| format!("cannot resolve the HTTP address {}", config.http))?
         .collect::<Vec<_>>();

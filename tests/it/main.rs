@@ -5,6 +5,7 @@
 
 mod common;
 
+mod applies;
 mod auth;
 mod cli;
 mod cluster;

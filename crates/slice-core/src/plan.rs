@@ -74,6 +74,22 @@ pub enum PlanError {
     TooLarge { needed: usize, limit: usize },
 }
 
+/// How many records a state holds: its slices, their ports and the ports' MAC addresses.
+/// What a declared state costs to plan and apply grows with it, so it is what a bound on
+/// one apply counts.
+pub fn records(state: &[Slice]) -> usize {
+    state
+        .iter()
+        .map(|slice| {
+            1 + slice
+                .ports
+                .iter()
+                .map(|port| 1 + port.macs.len())
+                .sum::<usize>()
+        })
+        .sum()
+}
+
 impl Plan {
     /// The steps that turn `current` into `declared`; an error when `declared` names a
     /// slice, a port of a slice or a MAC address of a port twice.
@@ -271,6 +287,22 @@ mod tests {
             .iter()
             .map(|step| serde_json::to_string(step).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn records_count_slices_ports_and_mac_addresses() {
+        assert_eq!(records(&[]), 0);
+        let state = [
+            slice(
+                "blue",
+                &[
+                    ("0x1:1", &["00:00:00:00:00:01", "00:00:00:00:00:02"]),
+                    ("0x1:2", &[]),
+                ],
+            ),
+            slice("red", &[]),
+        ];
+        assert_eq!(records(&state), 2 + 2 + 2);
     }
 
     #[test]

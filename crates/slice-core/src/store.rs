@@ -68,7 +68,12 @@ pub trait SliceStore: MembershipSource + Send + Sync {
 
     /// Runs `look` once on the names of all slices, in creation order, without copying
     /// the list; an `Ok` means it ran. Writers may wait while it runs: keep it short.
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError>;
+    /// An iterator rather than a slice, so that a backend may keep the names in whatever
+    /// order-keeping structure makes its deletes cheap.
+    fn read_slices(
+        &self,
+        look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
+    ) -> Result<(), StoreError>;
 
     /// A number that changes whenever anything the reads can see does (slices, ports or
     /// MAC addresses): an answer worked out from reads made after this number was taken
@@ -80,7 +85,7 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// The names of all slices, in creation order.
     fn slices(&self) -> Result<Vec<SliceName>, StoreError> {
         let mut names = Vec::new();
-        self.read_slices(&mut |list| names = list.to_vec())?;
+        self.read_slices(&mut |list| names = list.cloned().collect())?;
         Ok(names)
     }
 

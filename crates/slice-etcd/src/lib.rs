@@ -429,8 +429,11 @@ fn deleted(response: Option<&TxnOpResponse>) -> Vec<KeyValue> {
 }
 
 impl SliceStore for EtcdStore {
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
-        self.read(|mirror| look(&mirror.order));
+    fn read_slices(
+        &self,
+        look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
+    ) -> Result<(), StoreError> {
+        self.read(|mirror| look(&mut mirror.order.iter()));
         Ok(())
     }
 

@@ -18,6 +18,12 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("request body too large: at most {limit} bytes are accepted")]
     PayloadTooLarge { limit: usize },
+    /// A declared state of more records than one apply takes (`max_apply_records`).
+    #[error(
+        "the declared state holds {records} records (slices, ports and MAC addresses), \
+         more than the {limit} one apply takes; apply it in parts, or raise max_apply_records"
+    )]
+    TooManyRecords { records: usize, limit: usize },
     #[error("unsupported content type {0:?}: send application/json or application/x-www-form-urlencoded")]
     UnsupportedMediaType(String),
     /// The request is not one this daemon takes from this client (a foreign `Host`, a
@@ -73,7 +79,9 @@ impl ResponseError for ApiError {
             }
             Self::NoRoute => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::PayloadTooLarge { .. } | Self::TooManyRecords { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             Self::UnsupportedMediaType(_) | Self::MissingContentType => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }

@@ -58,6 +58,17 @@ pub const DEFAULT_SESSION_TTL: std::time::Duration = std::time::Duration::from_s
 /// configured.
 pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How many records (slices, ports, MAC addresses) one declared state may hold, unless
+/// configured: above every real network's, and still an apply that plans and commits in
+/// seconds (see docs/benchmarks.md). The body limit of `POST /slices:apply` holds a little
+/// more than this many of the smallest records.
+pub const DEFAULT_MAX_APPLY_RECORDS: usize = 500_000;
+
+/// How many declared states are read, planned or applied at once. Each holds its parsed
+/// body and a plan (hundreds of megabytes at the largest), and the writer carries out one
+/// apply at a time anyway; one more is refused with 503 before its body is read.
+pub const APPLIES_AT_ONCE: usize = 2;
+
 /// How the application treats clients.
 #[derive(Clone)]
 pub struct Settings {
@@ -75,6 +86,11 @@ pub struct Settings {
     pub host_policy: HostPolicy,
     /// How long a request body may take to arrive.
     pub request_timeout: std::time::Duration,
+    /// The most records one declared state may hold (`POST /slices:apply`).
+    pub max_apply_records: usize,
+    /// The places of the applies under way (see [`APPLIES_AT_ONCE`]); shared by every
+    /// worker.
+    pub applies: Arc<tokio::sync::Semaphore>,
     /// What answers `GET /cluster`; without it, 503.
     pub cluster: Option<std::sync::Arc<dyn ClusterView>>,
     /// Where `GET /events` streams from; whoever has a clone publishes to it.
@@ -94,6 +110,8 @@ impl Settings {
             session_ttl: DEFAULT_SESSION_TTL,
             host_policy: HostPolicy::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_apply_records: DEFAULT_MAX_APPLY_RECORDS,
+            applies: Arc::new(tokio::sync::Semaphore::new(APPLIES_AT_ONCE)),
             cluster: None,
             events: Arc::new(EventHub::new()),
             metrics: None,
@@ -334,7 +352,10 @@ mod tests {
     }
 
     impl SliceStore for Refusing {
-        fn read_slices(&self, _: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
+        fn read_slices(
+            &self,
+            _: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
+        ) -> Result<(), StoreError> {
             Err((self.make)())
         }
         fn content_version(&self) -> Result<u64, StoreError> {

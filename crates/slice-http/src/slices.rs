@@ -6,9 +6,11 @@
 //! comes once the write is durable; reads run on the worker, which the `SliceStore`
 //! contract allows (they never wait on a peer).
 
+use std::sync::Arc;
+
 use actix_web::http::header::{ContentType, HeaderValue, ALLOW, LOCATION};
 use actix_web::http::Method;
-use actix_web::{guard, web, HttpRequest, HttpResponse};
+use actix_web::{guard, web, FromRequest, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
 use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
@@ -16,7 +18,7 @@ use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
 use crate::body::{Body, DECLARATION_LIMIT};
 use crate::mount::Mount;
 use crate::read_cache::ReadCache;
-use crate::ApiError;
+use crate::{ApiError, Settings, APPLIES_AT_ONCE};
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
 /// used to build `Location` headers.
@@ -191,7 +193,7 @@ async fn list_slices(req: HttpRequest) -> Result<HttpResponse, ApiError> {
         // Encoded under the store's read lock, without copying the names.
         let mut encoded = None;
         store.read_slices(&mut |names| {
-            let slices: Vec<SliceRef<'_>> = names.iter().map(|name| SliceRef { name }).collect();
+            let slices: Vec<SliceRef<'_>> = names.map(|name| SliceRef { name }).collect();
             encoded = Some(encode(&slices));
         })?;
         encoded.unwrap_or_else(|| {
@@ -248,11 +250,32 @@ struct ApplyQuery {
 async fn apply(
     req: HttpRequest,
     store: StoreData,
-    Body(declaration): Body<Declaration, DECLARATION_LIMIT>,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let query: ApplyQuery = serde_urlencoded::from_str(req.query_string())
         .map_err(|err| ApiError::BadRequest(format!("invalid query: {err}")))?;
+    let settings = borrowed::<web::Data<Settings>>(&req)?;
+    // Taken before the body is read: a refused client has sent its head only, and one
+    // whose body is on its way holds a place, not the memory of another parsed state.
+    let _place = Arc::clone(&settings.applies)
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::Unavailable(format!(
+                "{APPLIES_AT_ONCE} declared states are being read, planned or applied; \
+                 try again when one is done"
+            ))
+        })?;
+    let Body(declaration) =
+        Body::<Declaration, DECLARATION_LIMIT>::from_request(&req, &mut payload.into_inner())
+            .await?;
     let declared = declaration.into_slices();
+    let records = slice_core::plan::records(&declared);
+    if records > settings.max_apply_records {
+        return Err(ApiError::TooManyRecords {
+            records,
+            limit: settings.max_apply_records,
+        });
+    }
     let dry_run = query.dry_run;
     let plan = if dry_run {
         web::block(move || -> Result<_, ApiError> {

@@ -103,7 +103,7 @@ pub fn slices_list_in_creation_order_not_name_order<B: Backend>() {
     );
     let mut seen = Vec::new();
     store
-        .read_slices(&mut |names| seen = names.to_vec())
+        .read_slices(&mut |names| seen = names.cloned().collect())
         .unwrap();
     assert_eq!(seen, store.slices().unwrap());
 }

@@ -32,6 +32,7 @@
 
 mod holder;
 mod integrity;
+mod journal;
 mod keys;
 mod model;
 mod permissions;
@@ -145,6 +146,9 @@ pub(crate) struct Inner {
     /// The revoked login sessions (see the sessions module), opened once: the session
     /// check reads it on every guarded request.
     revoked_sessions: sled::Tree,
+    /// Where a write too large for one batch is kept until it is whole (see the journal
+    /// module).
+    journal: sled::Tree,
     /// sled's log file, for the fsync that its own flush leaves out: on Linux sled 0.34
     /// ends a flush with `sync_file_range`, which neither empties the drive's write
     /// cache nor records a grown file's new size. fsync acts on the file, not on the
@@ -240,11 +244,20 @@ impl Store {
             // A new database, or one from a release that left no marker (migrated here).
             integrity::mark(path)?;
         }
+        let journal = db.open_tree(journal::TREE)?;
+        let sync = || {
+            db.flush()?;
+            log_file.sync_data().map_err(Error::Sync)
+        };
+        if journal::replay(&tree, &journal, sync)? {
+            log::warn!("finished a large write that a stop had interrupted");
+        }
         let model = Model::load(&tree)?;
         let revoked_sessions = db.open_tree(sessions::TREE)?;
         let inner = Arc::new(Inner {
             db,
             tree,
+            journal,
             revoked_sessions,
             log_file,
             model: RwLock::new(model),
@@ -503,6 +516,14 @@ impl Inner {
         Ok(())
     }
 
+    /// Told of every chunk of a large write (see the journal module); tests stop a write
+    /// there as a crash would.
+    fn chunk_written(&self) -> Result<(), Error> {
+        #[cfg(test)]
+        self.sync_probe.chunk_written()?;
+        Ok(())
+    }
+
     /// Records that a flush failed, so that nothing more is written or told, and lets the
     /// failure hooks know once. Returns the reason, for the other writers of its round.
     fn fail(&self, err: &Error) -> String {
@@ -566,9 +587,12 @@ impl From<Error> for StoreError {
 /// The store as slice-http, slice-cli and the controller use it: the methods above, with
 /// their errors widened to the interface's.
 impl SliceStore for Store {
-    fn read_slices(&self, look: &mut dyn FnMut(&[SliceName])) -> Result<(), StoreError> {
+    fn read_slices(
+        &self,
+        look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
+    ) -> Result<(), StoreError> {
         // Under the model's read lock: the writer waits while `look` runs.
-        look(self.inner.model.read().names());
+        look(&mut self.inner.model.read().names());
         Ok(())
     }
 

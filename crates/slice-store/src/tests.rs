@@ -97,6 +97,9 @@ pub(super) struct SyncProbe {
     waiting: std::sync::atomic::AtomicU64,
     /// Jobs handed to the writer.
     submitted: std::sync::atomic::AtomicU64,
+    /// Chunks of a large write that may still be written before the writer stops as if
+    /// the process had died (`None`: all of them).
+    chunks_before_crash: parking_lot::Mutex<Option<usize>>,
 }
 
 impl SyncProbe {
@@ -116,6 +119,18 @@ impl SyncProbe {
             )));
         }
         Ok(())
+    }
+
+    pub(super) fn chunk_written(&self) -> Result<(), Error> {
+        let mut left = self.chunks_before_crash.lock();
+        match left.as_mut() {
+            Some(0) => Err(Error::Sync(std::io::Error::other("injected crash"))),
+            Some(left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     pub(super) fn synced(&self) {
@@ -589,4 +604,54 @@ fn reopen_result(path: &std::path::Path) -> Result<Store, Error> {
             opened => return opened,
         }
     }
+}
+
+/// A declared state of `count` slices named `<prefix><n>`, each with a port and a MAC
+/// address: four records a slice, so a few hundred fill several journal chunks.
+fn declared(prefix: &str, count: u8) -> Vec<slice_core::Slice> {
+    (0..count)
+        .map(|n| slice_core::Slice {
+            name: name(&format!("{prefix}{n}")),
+            ports: vec![slice_core::Port {
+                id: PortId::new(1, u32::from(n)),
+                macs: vec![mac(n)],
+            }],
+        })
+        .collect()
+}
+
+#[test]
+fn an_apply_larger_than_a_batch_is_whole_after_a_stop_in_its_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = declared("old", 200);
+    let after = declared("new", 250);
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.apply(&before).unwrap();
+        assert_eq!(store.snapshot().unwrap(), before);
+        // Records of the plan: 8 for each slice removed, 6 for each made.
+        const { assert!(200 * 8 + 250 * 6 > 2 * journal::CHUNK_RECORDS) };
+        *store.inner.sync_probe.chunks_before_crash.lock() = Some(1);
+        assert!(store.apply(&after).is_err());
+        // Nothing of it is seen, though sled holds part of it.
+        assert_eq!(store.snapshot().unwrap(), before);
+    }
+    let store = reopen(dir.path());
+    assert_eq!(store.snapshot().unwrap(), after);
+    let records = store.inner.tree.len();
+    drop(store);
+    // The journal is gone: a second open finds the same records and replays nothing.
+    let store = reopen(dir.path());
+    assert_eq!(store.snapshot().unwrap(), after);
+    assert_eq!(store.inner.tree.len(), records);
+}
+
+#[test]
+fn an_apply_that_empties_a_large_store_leaves_no_record_behind() {
+    let (_dir, store) = open();
+    let empty_records = store.inner.tree.len();
+    store.apply(&declared("s", 250)).unwrap();
+    store.apply(&[]).unwrap();
+    assert!(store.snapshot().unwrap().is_empty());
+    assert_eq!(store.inner.tree.len(), empty_records);
 }

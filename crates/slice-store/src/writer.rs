@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use slice_core::{Change, Plan, Port, SliceError, SliceName, Step, Write, Written};
 
+use crate::journal::{self, Records};
 use crate::keys::{encode_port, Key, Tag};
 use crate::model::{Edit, Model};
 use crate::{sessions, Error, Inner};
@@ -85,8 +86,7 @@ pub(crate) fn run(inner: &Inner, jobs: Receiver<Job>) {
 /// The jobs that will share one flush.
 #[derive(Default)]
 struct Round {
-    slices: sled::Batch,
-    wrote_slices: bool,
+    slices: Records,
     sessions: sled::Batch,
     wrote_sessions: bool,
     /// The slices the members' plans read or write.
@@ -161,7 +161,6 @@ impl Round {
                     // The same state again writes nothing and tells nobody.
                     Ok(plan) if plan.is_empty() => return (job.reply)(Ok(Written::Plan(plan))),
                     Ok(plan) => plan_steps(inner, &model, &mut self.slices, &plan).map(|edits| {
-                        self.wrote_slices = true;
                         self.closed = true;
                         Planned {
                             edits,
@@ -176,9 +175,7 @@ impl Round {
                 if let Some(slice) = slice_of(&write) {
                     self.touched.insert(slice.clone());
                 }
-                plan_write(inner, &model, &mut self.slices, write).inspect(|_| {
-                    self.wrote_slices = true;
-                })
+                plan_write(inner, &model, &mut self.slices, write)
             }
         };
         match planned {
@@ -199,9 +196,16 @@ impl Round {
             return;
         }
         let started = Instant::now();
+        let large = self.slices.is_chunked();
         let durable = (|| {
-            if self.wrote_slices {
-                inner.tree.apply_batch(self.slices)?;
+            if !self.slices.is_empty() {
+                journal::write(
+                    &inner.tree,
+                    &inner.journal,
+                    self.slices,
+                    || inner.sync(),
+                    || inner.chunk_written(),
+                )?;
             }
             if self.wrote_sessions {
                 inner.revoked_sessions.apply_batch(self.sessions)?;
@@ -223,13 +227,12 @@ impl Round {
         }
         {
             let mut model = inner.model.write();
-            let mut changed = false;
-            for member in &mut members {
-                for edit in member.edits.drain(..) {
-                    model.apply(edit);
-                    changed = true;
-                }
-            }
+            let changed = members.iter().any(|member| !member.edits.is_empty());
+            model.apply(
+                members
+                    .iter_mut()
+                    .flat_map(|member| std::mem::take(&mut member.edits)),
+            );
             if changed {
                 // Counted under the lock, after the change: a reader that sees the new
                 // count reads the new model (see `SliceStore::content_version`).
@@ -244,12 +247,29 @@ impl Round {
                 }
             }
         }
+        if large {
+            give_back_freed_memory();
+        }
         if let Some(observer) = inner.observer.get() {
             observer.committed(members.len() as u64, took);
         }
         for member in members {
             (member.reply)(Ok(member.written));
         }
+    }
+}
+
+/// Hands the memory a large round freed back to the system. sled's node copies and the
+/// round's plan leave gigabytes of small free chunks behind (see the journal module),
+/// which glibc's allocator keeps for the process unless asked; they would stay resident
+/// until the next large round, and grow with the rounds' sizes. Only after a round of
+/// more than one chunk: it costs a pass over the heap.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks;
+    // it has no precondition and invalidates no allocation.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -270,7 +290,7 @@ fn slice_of(write: &Write) -> Option<&SliceName> {
 fn plan_write(
     inner: &Inner,
     model: &Model,
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     write: Write,
 ) -> Result<Planned, Error> {
     let done = |edits, change| Planned {
@@ -393,7 +413,7 @@ fn plan_write(
 fn plan_steps(
     inner: &Inner,
     model: &Model,
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     plan: &Plan,
 ) -> Result<Vec<Edit>, Error> {
     let mut created: HashMap<&SliceName, u64> = HashMap::new();
@@ -462,22 +482,16 @@ fn plan_steps(
 
 // ---- the records of each kind (see the keys module for the layout) ------------------------
 
-fn insert_slice(batch: &mut sled::Batch, slice: &SliceName, id: u64) {
-    batch.insert(
-        Key::tag(Tag::SliceName).name(slice).as_ref(),
-        &id.to_be_bytes()[..],
-    );
-    batch.insert(
-        Key::tag(Tag::SliceOrder).id(id).as_ref(),
-        slice.as_str().as_bytes(),
-    );
+fn insert_slice(batch: &mut Records, slice: &SliceName, id: u64) {
+    batch.insert(Key::tag(Tag::SliceName).name(slice), &id.to_be_bytes()[..]);
+    batch.insert(Key::tag(Tag::SliceOrder).id(id), slice.as_str().as_bytes());
 }
 
-fn remove_slice(model: &Model, batch: &mut sled::Batch, slice: &SliceName) -> Result<(), Error> {
+fn remove_slice(model: &Model, batch: &mut Records, slice: &SliceName) -> Result<(), Error> {
     let record = model.slice(slice)?;
     let id = record.id;
-    batch.remove(Key::tag(Tag::SliceName).name(slice).as_ref());
-    batch.remove(Key::tag(Tag::SliceOrder).id(id).as_ref());
+    batch.remove(Key::tag(Tag::SliceName).name(slice));
+    batch.remove(Key::tag(Tag::SliceOrder).id(id));
     for (port, port_record) in &record.ports {
         remove_port_records(batch, id, *port, port_record);
     }
@@ -486,17 +500,17 @@ fn remove_slice(model: &Model, batch: &mut sled::Batch, slice: &SliceName) -> Re
 
 fn insert_port(
     inner: &Inner,
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     id: u64,
     port: slice_core::PortId,
 ) -> Result<u64, Error> {
     let seq = inner.db.generate_id()?;
     batch.insert(
-        Key::tag(Tag::PortIndex).id(id).port(port).as_ref(),
+        Key::tag(Tag::PortIndex).id(id).port(port),
         &seq.to_be_bytes()[..],
     );
     batch.insert(
-        Key::tag(Tag::PortOrder).id(id).seq(seq).as_ref(),
+        Key::tag(Tag::PortOrder).id(id).seq(seq),
         &encode_port(port)[..],
     );
     Ok(seq)
@@ -505,7 +519,7 @@ fn insert_port(
 /// Puts the removal of a port's records into `batch`; the port's record, as it was.
 fn remove_port<'m>(
     model: &'m Model,
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     slice: &SliceName,
     port: slice_core::PortId,
 ) -> Result<&'m crate::model::PortRecord, Error> {
@@ -516,13 +530,13 @@ fn remove_port<'m>(
 }
 
 fn remove_port_records(
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     id: u64,
     port: slice_core::PortId,
     record: &crate::model::PortRecord,
 ) {
-    batch.remove(Key::tag(Tag::PortIndex).id(id).port(port).as_ref());
-    batch.remove(Key::tag(Tag::PortOrder).id(id).seq(record.seq).as_ref());
+    batch.remove(Key::tag(Tag::PortIndex).id(id).port(port));
+    batch.remove(Key::tag(Tag::PortOrder).id(id).seq(record.seq));
     for (mac, seq) in &record.macs {
         remove_mac(batch, id, port, *mac, *seq);
     }
@@ -530,30 +544,30 @@ fn remove_port_records(
 
 fn insert_mac(
     inner: &Inner,
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     id: u64,
     port: slice_core::PortId,
     mac: slice_core::MacAddress,
 ) -> Result<u64, Error> {
     let seq = inner.db.generate_id()?;
     batch.insert(
-        Key::tag(Tag::MacIndex).id(id).port(port).mac(mac).as_ref(),
+        Key::tag(Tag::MacIndex).id(id).port(port).mac(mac),
         &seq.to_be_bytes()[..],
     );
     batch.insert(
-        Key::tag(Tag::MacOrder).id(id).port(port).seq(seq).as_ref(),
+        Key::tag(Tag::MacOrder).id(id).port(port).seq(seq),
         &mac.octets()[..],
     );
     Ok(seq)
 }
 
 fn remove_mac(
-    batch: &mut sled::Batch,
+    batch: &mut Records,
     id: u64,
     port: slice_core::PortId,
     mac: slice_core::MacAddress,
     seq: u64,
 ) {
-    batch.remove(Key::tag(Tag::MacIndex).id(id).port(port).mac(mac).as_ref());
-    batch.remove(Key::tag(Tag::MacOrder).id(id).port(port).seq(seq).as_ref());
+    batch.remove(Key::tag(Tag::MacIndex).id(id).port(port).mac(mac));
+    batch.remove(Key::tag(Tag::MacOrder).id(id).port(port).seq(seq));
 }
