@@ -1,7 +1,7 @@
 //! The instance's copy of the store, kept current by the watch: every read is answered
 //! from it, and every change applied to it is told to the listeners, in revision order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use etcd_client::{EventType, KeyValue};
 use slice_core::{Change, ChangeListener, MacAddress, Port, PortId, Slice, SliceName};
@@ -127,7 +127,7 @@ impl Mirror {
         added.sort_by_key(|(place, _)| *place);
         // A port created by adding its first MAC address is told as that addition alone,
         // as every store tells it.
-        let macs_added: Vec<(SliceName, PortId)> = added
+        let macs_added: HashSet<(SliceName, PortId)> = added
             .iter()
             .filter_map(|(_, change)| match change {
                 Change::MacAdded { slice, port, .. } => Some((slice.clone(), *port)),
@@ -141,14 +141,18 @@ impl Mirror {
         // Removals first: of a revision that both removes and adds (an applied plan), no
         // listener may hear a host's new slice before it hears of the old one's end.
         let mut changes: Vec<Change> = Vec::new();
+        // Sets where membership is asked per event: a revision holds as many events as
+        // etcd's --max-txn-ops allows, and lists would make it cost their square.
+        let slices_gone: HashSet<SliceName> = removed_slices.iter().cloned().collect();
+        let ports_gone: HashSet<(SliceName, PortId)> = removed_ports.iter().cloned().collect();
         // A cascade is told as the one change that removes the most.
         for (slice, port, mac) in removed_macs {
-            if !removed_slices.contains(&slice) && !removed_ports.contains(&(slice.clone(), port)) {
+            if !slices_gone.contains(&slice) && !ports_gone.contains(&(slice.clone(), port)) {
                 changes.push(Change::MacDeleted { slice, port, mac });
             }
         }
         for (slice, port) in removed_ports {
-            if !removed_slices.contains(&slice) {
+            if !slices_gone.contains(&slice) {
                 if let Some(port) = self.port(&slice, port) {
                     changes.push(Change::PortDeleted { slice, port });
                 }
