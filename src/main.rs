@@ -1,5 +1,6 @@
 //! The `sliced` daemon: wires the store, the REST application and the controller.
 
+mod allocator;
 mod cluster;
 mod config;
 mod daemon;

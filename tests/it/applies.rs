@@ -129,3 +129,24 @@ fn a_state_larger_than_one_batch_goes_in_and_out_whole_and_stays_so_after_a_rest
     let daemon = Daemon::start(dir.path());
     assert_eq!(export(&daemon), big);
 }
+
+#[test]
+fn the_daemon_gives_freed_memory_back_from_a_background_thread() {
+    // The allocator's options (src/allocator.rs) are read: jemalloc runs its purging
+    // thread, which it starts only when told to.
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let (status, _) = apply(&daemon, "", &declared("s", 100));
+    assert_eq!(status, 200);
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", daemon.pid()))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    assert!(
+        threads
+            .iter()
+            .any(|name| name.starts_with("jemalloc_bg_thd")),
+        "{threads:?}"
+    );
+}

@@ -39,6 +39,15 @@ pub struct Membership {
     slices_of_host: HashMap<Host, Vec<SliceName>>,
 }
 
+/// Gives back the room of a map that lost most of its entries (a declared state that
+/// dropped every slice), which a map keeps otherwise. Only once it is a quarter full, and
+/// to half full, so each entry removed pays for a constant share of the rehash.
+fn release_room<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 4 * map.len() + 64 {
+        map.shrink_to(2 * map.len());
+    }
+}
+
 impl Membership {
     /// Builds the index from a snapshot of every slice.
     pub fn from_slices<'a>(slices: impl IntoIterator<Item = &'a Slice>) -> Self {
@@ -66,6 +75,7 @@ impl Membership {
                     self.forget(Host { port, mac }, slice);
                 }
             }
+            release_room(&mut self.slices);
         }
     }
 
@@ -123,6 +133,7 @@ impl Membership {
             slices.retain(|s| s != slice);
             if slices.is_empty() {
                 self.slices_of_host.remove(&host);
+                release_room(&mut self.slices_of_host);
             }
         }
     }

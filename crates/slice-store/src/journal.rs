@@ -55,11 +55,6 @@ impl Records {
         self.ops.is_empty()
     }
 
-    /// Whether they take more than one batch, and so the journal.
-    pub(crate) fn is_chunked(&self) -> bool {
-        self.ops.len() > CHUNK_RECORDS
-    }
-
     /// The records as batches of at most [`CHUNK_RECORDS`]; within one, a later record
     /// of a key wins, as it does across them.
     fn into_batches(self) -> impl Iterator<Item = sled::Batch> {

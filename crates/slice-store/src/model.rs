@@ -217,6 +217,11 @@ impl Model {
         for addition in additions {
             self.add(addition);
         }
+        // A map keeps its room when emptied; a quarter full, it gives most of it back, so
+        // the rehash costs each removed slice a constant share.
+        if self.slices.capacity() > 4 * self.slices.len() + 64 {
+            self.slices.shrink_to(2 * self.slices.len());
+        }
     }
 
     fn add(&mut self, edit: Edit) {

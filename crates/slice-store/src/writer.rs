@@ -196,7 +196,6 @@ impl Round {
             return;
         }
         let started = Instant::now();
-        let large = self.slices.is_chunked();
         let durable = (|| {
             if !self.slices.is_empty() {
                 journal::write(
@@ -247,29 +246,12 @@ impl Round {
                 }
             }
         }
-        if large {
-            give_back_freed_memory();
-        }
         if let Some(observer) = inner.observer.get() {
             observer.committed(members.len() as u64, took);
         }
         for member in members {
             (member.reply)(Ok(member.written));
         }
-    }
-}
-
-/// Hands the memory a large round freed back to the system. sled's node copies and the
-/// round's plan leave gigabytes of small free chunks behind (see the journal module),
-/// which glibc's allocator keeps for the process unless asked; they would stay resident
-/// until the next large round, and grow with the rounds' sizes. Only after a round of
-/// more than one chunk: it costs a pass over the heap.
-fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists, under its locks;
-    // it has no precondition and invalidates no allocation.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
