@@ -110,7 +110,7 @@ fn applies_beyond_two_at_once_are_refused_before_their_bodies_are_read() {
 fn a_state_larger_than_one_batch_goes_in_and_out_whole_and_stays_so_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
-    // 1,500 slices are 6,000 records of the database: several of its batches.
+    // 1,500 slices are 9,000 records of the database: more than one batch takes.
     let big = declared("s", 1500);
     let (status, body) = apply(&daemon, "", &big);
     assert_eq!(status, 200);

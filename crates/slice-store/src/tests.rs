@@ -607,15 +607,18 @@ fn reopen_result(path: &std::path::Path) -> Result<Store, Error> {
 }
 
 /// A declared state of `count` slices named `<prefix><n>`, each with a port and a MAC
-/// address: four records a slice, so a few hundred fill several journal chunks.
-fn declared(prefix: &str, count: u8) -> Vec<slice_core::Slice> {
+/// address: six records a slice to write, eight to remove.
+fn declared(prefix: &str, count: u16) -> Vec<slice_core::Slice> {
     (0..count)
-        .map(|n| slice_core::Slice {
-            name: name(&format!("{prefix}{n}")),
-            ports: vec![slice_core::Port {
-                id: PortId::new(1, u32::from(n)),
-                macs: vec![mac(n)],
-            }],
+        .map(|n| {
+            let [high, low] = n.to_be_bytes();
+            slice_core::Slice {
+                name: name(&format!("{prefix}{n}")),
+                ports: vec![slice_core::Port {
+                    id: PortId::new(1, u32::from(n)),
+                    macs: vec![MacAddress::new([2, 0, 0, 0, high, low])],
+                }],
+            }
         })
         .collect()
 }
@@ -623,14 +626,14 @@ fn declared(prefix: &str, count: u8) -> Vec<slice_core::Slice> {
 #[test]
 fn an_apply_larger_than_a_batch_is_whole_after_a_stop_in_its_middle() {
     let dir = tempfile::tempdir().unwrap();
-    let before = declared("old", 200);
-    let after = declared("new", 250);
+    let before = declared("old", 600);
+    let after = declared("new", 700);
     {
         let store = Store::open(dir.path()).unwrap();
         store.apply(&before).unwrap();
         assert_eq!(store.snapshot().unwrap(), before);
         // Records of the plan: 8 for each slice removed, 6 for each made.
-        const { assert!(200 * 8 + 250 * 6 > 2 * journal::CHUNK_RECORDS) };
+        const { assert!(600 * 8 + 700 * 6 > 2 * journal::ONE_BATCH_MAX) };
         *store.inner.sync_probe.chunks_before_crash.lock() = Some(1);
         assert!(store.apply(&after).is_err());
         // Nothing of it is seen, though sled holds part of it.
@@ -650,7 +653,7 @@ fn an_apply_larger_than_a_batch_is_whole_after_a_stop_in_its_middle() {
 fn an_apply_that_empties_a_large_store_leaves_no_record_behind() {
     let (_dir, store) = open();
     let empty_records = store.inner.tree.len();
-    store.apply(&declared("s", 250)).unwrap();
+    store.apply(&declared("s", 700)).unwrap();
     store.apply(&[]).unwrap();
     assert!(store.snapshot().unwrap().is_empty());
     assert_eq!(store.inner.tree.len(), empty_records);
