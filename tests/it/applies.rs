@@ -3,7 +3,7 @@
 //! How long they take and how much memory is measured by `cargo xtask bench --only
 //! applies`, not asserted here.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -75,29 +75,51 @@ fn stalled_apply(daemon: &Daemon) -> TcpStream {
     stream
 }
 
+/// What the daemon answered on `stream` within `wait`, if anything.
+fn answer_within(stream: &mut TcpStream, wait: Duration) -> Option<String> {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut buffer = vec![0; 4096];
+    match stream.read(&mut buffer) {
+        Ok(read) if read > 0 => Some(String::from_utf8_lossy(&buffer[..read]).into_owned()),
+        _ => None,
+    }
+}
+
 #[test]
 fn applies_beyond_two_at_once_are_refused_before_their_bodies_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start_with(dir.path(), &["--request-timeout", "30"]);
-    let stalled: Vec<TcpStream> = (0..2).map(|_| stalled_apply(&daemon)).collect();
-    // Both have reached the handler once a third is refused; until then, a third may
-    // still find a place, and the daemon only ever refuses the one beyond two.
-    let refused = (0..100).find_map(|_| {
-        let (status, body) = apply(&daemon, "?dry_run=true", &declared("third", 1));
-        if status == 503 {
-            return Some(body);
+    // Three uploads that never finish: two hold the places, whichever came last is
+    // refused at once, though its body has not arrived.
+    let mut uploads: Vec<TcpStream> = (0..3).map(|_| stalled_apply(&daemon)).collect();
+    let mut answers: Vec<Option<String>> = vec![None; uploads.len()];
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while answers.iter().all(Option::is_none) && std::time::Instant::now() < deadline {
+        for (upload, answer) in uploads.iter_mut().zip(&mut answers) {
+            *answer = answer_within(upload, Duration::from_millis(50));
         }
-        assert_eq!(status, 200, "{body}");
-        std::thread::sleep(Duration::from_millis(50));
-        None
-    });
-    let body = refused.expect("a third apply at once is refused");
-    assert_eq!(
-        body["error"],
-        "2 declared states are being read, planned or applied; try again when one is done"
+    }
+    // The others are still waiting for their bodies.
+    for (upload, answer) in uploads.iter_mut().zip(&mut answers) {
+        if answer.is_none() {
+            *answer = answer_within(upload, Duration::from_millis(500));
+        }
+    }
+    let refused: Vec<&String> = answers.iter().flatten().collect();
+    assert_eq!(refused.len(), 1, "{answers:?}");
+    assert!(refused[0].starts_with("HTTP/1.1 503 "), "{}", refused[0]);
+    assert!(
+        refused[0].ends_with(
+            r#"{"error":"2 declared states are being read, planned or applied; try again when one is done"}"#
+        ),
+        "{}",
+        refused[0]
     );
+    // While the two wait for their bodies, any other apply is refused as well.
+    let (status, body) = apply(&daemon, "?dry_run=true", &declared("other", 1));
+    assert_eq!(status, 503, "{body}");
     // A closed upload gives its place back.
-    drop(stalled);
+    drop(uploads);
     let answered = (0..100).any(|_| {
         let (status, _) = apply(&daemon, "?dry_run=true", &declared("later", 1));
         std::thread::sleep(Duration::from_millis(50));
