@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{
-    Answer, Applies, Step, APPLY_GOAL, DECLARATION_LIMIT_BYTES, MEMORY_GOAL, PART, READ_EVERY,
-    READ_GOAL, SAMPLE_EVERY, SETTLE_LIMIT, SETTLE_PERIOD,
+    Answer, Applies, ReadTally, Step, APPLY_GOAL, DECLARATION_LIMIT_BYTES, MEMORY_GOAL, PART,
+    READ_EVERY, READ_GOAL, SAMPLE_EVERY, SETTLE_LIMIT, SETTLE_PERIOD,
 };
 use crate::report::{display_args, disturbed, mib, ms, not_measured, thousands};
 use crate::{Outcome, Results};
@@ -100,18 +100,37 @@ fn step_cells(step: &Step) -> String {
         format!(" (+{} index)", seconds(after))
     });
     format!(
-        "{} | {} | {}{index} | {} | {} → {} | {} / {} | {} ({} failed) | {} |",
+        "{} | {} | {}{index} | {}",
         bytes(step.body_bytes as u64),
         answer_cell(&step.answer),
         seconds(step.wall),
-        step.cpu.map_or("n/a".into(), seconds),
-        mib(step.rss_before_kib),
-        mib(step.rss_after_kib),
-        mib(step.peak_kib),
-        mib(step.hwm_kib),
-        thousands(step.reads.answered() as f64),
-        step.reads.failed,
-        seconds(step.reads.longest),
+        cost_cells(
+            step.cpu,
+            [
+                step.rss_before_kib,
+                step.rss_after_kib,
+                step.peak_kib,
+                step.hwm_kib
+            ],
+            &step.reads
+        ),
+    )
+}
+
+/// The cells every measured request shares: daemon CPU, resident memory before and
+/// after (`kib`: before, settled after, sampled peak, VmHWM), and the reads meanwhile.
+fn cost_cells(cpu: Option<Duration>, kib: [u64; 4], reads: &ReadTally) -> String {
+    let [before, after, peak, hwm] = kib;
+    format!(
+        "{} | {} → {} | {} / {} | {} ({} failed) | {} |",
+        cpu.map_or("n/a".into(), seconds),
+        mib(before),
+        mib(after),
+        mib(peak),
+        mib(hwm),
+        thousands(reads.answered() as f64),
+        reads.failed,
+        seconds(reads.longest),
     )
 }
 
@@ -296,18 +315,15 @@ fn dry_runs_table(doc: &mut String, applies: &Applies) {
         "| answers | all answered after (slowest) | daemon CPU | RSS before → settled after | \
          peak RSS during (sampled / VmHWM) | reads answered | longest read |\n\
          |---|---:|---:|---:|---:|---:|---:|\n\
-         | {} | {} ({}) | {} | {} → {} | {} / {} | {} ({} failed) | {} |\n",
+         | {} | {} ({}) | {}\n",
         statuses.join("; "),
         seconds(d.wall),
         seconds(d.slowest),
-        d.cpu.map_or("n/a".into(), seconds),
-        mib(d.rss_before_kib),
-        mib(d.rss_after_kib),
-        mib(d.peak_kib),
-        mib(d.hwm_kib),
-        thousands(d.reads.answered() as f64),
-        d.reads.failed,
-        seconds(d.reads.longest),
+        cost_cells(
+            d.cpu,
+            [d.rss_before_kib, d.rss_after_kib, d.peak_kib, d.hwm_kib],
+            &d.reads
+        ),
     );
 }
 
