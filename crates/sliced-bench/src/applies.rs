@@ -46,6 +46,10 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(900);
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long the controller's index may take to count the applied slices.
 const INDEX_LIMIT: Duration = Duration::from_secs(300);
+/// How long after a request resident memory is first read: sliced's allocator gives
+/// emptied pages back a second after they empty (src/allocator.rs), and a reading during
+/// that second measures the purge under way, not the daemon.
+const SETTLE_FIRST: Duration = Duration::from_secs(3);
 /// Resident memory holds still when two readings this far apart are within 1 %.
 const SETTLE_PERIOD: Duration = Duration::from_millis(250);
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
@@ -211,6 +215,9 @@ pub struct Swap {
 pub struct Swaps {
     pub slices: usize,
     pub rows: Vec<Swap>,
+    /// What a daemon restarted on the swaps' data directory, emptied by the last swap,
+    /// holds: what the emptied store needs (sled's log still holds what it held).
+    pub emptied_kib: u64,
 }
 
 /// A daemon (re)started on a data directory holding `slices` slices.
@@ -435,7 +442,15 @@ fn swaps(
     drop(reader);
     crate::record_peak(memory, "applies: swaps", "sliced", &sliced.server);
     sliced.server.stop()?;
-    Ok(Swaps { slices, rows })
+    eprintln!("sliced-bench: a restart on the emptied data of the swaps");
+    let restarted = Sliced::start(binary, dir, &[])?;
+    let emptied_kib = settled_rss(&restarted.server)?;
+    restarted.server.stop()?;
+    Ok(Swaps {
+        slices,
+        rows,
+        emptied_kib,
+    })
 }
 
 /// A fresh daemon, then for each size (ascending, so that each apply only adds): the

@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use super::{
     APPLY_TIMEOUT, DECLARATION_LIMIT_BYTES, INDEX_LIMIT, READ_EVERY, READ_TIMEOUT, SAMPLE_EVERY,
-    SETTLE_LIMIT, SETTLE_PERIOD,
+    SETTLE_FIRST, SETTLE_LIMIT, SETTLE_PERIOD,
 };
 use crate::procs::Server;
 use crate::sliced::IndexEntries;
@@ -262,8 +262,10 @@ pub fn holds_still(before_kib: u64, after_kib: u64) -> bool {
     before_kib.abs_diff(after_kib) * 100 <= before_kib.max(after_kib)
 }
 
-/// VmRSS once two readings [`SETTLE_PERIOD`] apart hold still, or after [`SETTLE_LIMIT`].
+/// VmRSS, from [`SETTLE_FIRST`] on, once two readings [`SETTLE_PERIOD`] apart hold still,
+/// or after [`SETTLE_LIMIT`].
 pub(super) fn settled_rss(server: &Server) -> anyhow::Result<u64> {
+    std::thread::sleep(SETTLE_FIRST);
     let deadline = Instant::now() + SETTLE_LIMIT;
     let mut last = server.rss_kib()?;
     loop {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{
     Answer, Applies, ReadTally, Step, APPLY_GOAL, DECLARATION_LIMIT_BYTES, MEMORY_GOAL, PART,
-    READ_EVERY, READ_GOAL, SAMPLE_EVERY, SETTLE_LIMIT, SETTLE_PERIOD,
+    READ_EVERY, READ_GOAL, SAMPLE_EVERY, SETTLE_FIRST, SETTLE_LIMIT, SETTLE_PERIOD,
 };
 use crate::report::{display_args, disturbed, mib, ms, not_measured, thousands};
 use crate::{Outcome, Results};
@@ -168,11 +168,13 @@ pub fn section(doc: &mut String, applies: &Outcome<Applies>, results: &Results) 
          connection of its own sends `GET /slices/a0` every {} ms (200 while the slice \
          exists, 404 when not: both are answers; the longest read counts one still \
          waiting when the step ended). After the answer: the time until `GET /metrics` \
-         counts the declared slices in the controller's index, then VmRSS once two \
-         readings {} ms apart are within 1 % ({} s at most). Daemon CPU is its user and \
-         system time during the request.\n",
+         counts the declared slices in the controller's index, then VmRSS, from {} s on \
+         (sliced's allocator gives emptied pages back a second after they empty), once \
+         two readings {} ms apart are within 1 % ({} s more at most). Daemon CPU is its \
+         user and system time during the request.\n",
         SAMPLE_EVERY.as_millis(),
         READ_EVERY.as_millis(),
+        SETTLE_FIRST.as_secs(),
         SETTLE_PERIOD.as_millis(),
         SETTLE_LIMIT.as_secs(),
     );
@@ -364,7 +366,9 @@ pub fn reading(applies: &Applies) -> String {
     }
     if let Some(Ok(swaps)) = &applies.swaps {
         let full = applies.need_kib(swaps.slices);
-        let empty = applies.need_kib(0);
+        // The emptied store against a restart on the same emptied directory, whose
+        // sled log still holds what it held.
+        let empty = Some(swaps.emptied_kib);
         let ratios: Vec<String> = swaps
             .rows
             .iter()
@@ -397,7 +401,8 @@ pub fn reading(applies: &Applies) -> String {
         let _ = write!(
             text,
             " After each swap of {} slices the daemon held {}: resident memory over what \
-             a daemon restarted on the same data holds ({} with the slices, {} with none).",
+             a daemon restarted on the same data holds ({} with the slices, {} on the \
+             swaps' emptied data directory).",
             thousands(swaps.slices as f64),
             ratios.join("; "),
             full.map_or("n/a".into(), mib),
