@@ -6,8 +6,6 @@
 //! comes once the write is durable; reads run on the worker, which the `SliceStore`
 //! contract allows (they never wait on a peer).
 
-use std::sync::Arc;
-
 use actix_web::http::header::{ContentType, HeaderValue, ALLOW, LOCATION};
 use actix_web::http::Method;
 use actix_web::{guard, web, FromRequest, HttpRequest, HttpResponse};
@@ -257,14 +255,12 @@ async fn apply(
     let settings = borrowed::<web::Data<Settings>>(&req)?;
     // Taken before the body is read: a refused client has sent its head only, and one
     // whose body is on its way holds a place, not the memory of another parsed state.
-    let _place = Arc::clone(&settings.applies)
-        .try_acquire_owned()
-        .map_err(|_| {
-            ApiError::Unavailable(format!(
-                "{APPLIES_AT_ONCE} declared states are being read, planned or applied; \
-                 try again when one is done"
-            ))
-        })?;
+    let _place = settings.applies.try_acquire().map_err(|_| {
+        ApiError::Unavailable(format!(
+            "{APPLIES_AT_ONCE} declared states are being read, planned or applied; \
+             try again when one is done"
+        ))
+    })?;
     let Body(declaration) =
         Body::<Declaration, DECLARATION_LIMIT>::from_request(&req, &mut payload.into_inner())
             .await?;
