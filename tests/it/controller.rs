@@ -664,3 +664,50 @@ fn a_connecting_switch_keeps_what_the_slices_allow_and_loses_the_rest() {
         );
     }
 }
+
+/// Issue 23: in Mininet the kernel's IPv6 stack on each switch-side veth sends router
+/// solicitations and MLD reports into the neighbouring switch, often before its first
+/// probe. Here they reach one end of the cable before the second switch connects (and
+/// the other as soon as it has); the cable is still found, and the veths are not left
+/// behind as hosts.
+#[test]
+fn ipv6_chatter_from_a_switchs_own_interface_does_not_cost_the_cable() {
+    const ALL_ROUTERS: [u8; 6] = [0x33, 0x33, 0, 0, 0, 2];
+    const MLDV2_REPORTS: [u8; 6] = [0x33, 0x33, 0, 0, 0, 0x16];
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
+    assert!(eventually(WAIT, || switch_count(&daemon) == 1));
+    // The veth behind 0x2:2 speaks into 0x1:2 before 0x2 is even connected.
+    s1.packet_in(2, frame(0x22, ALL_ROUTERS));
+    announce_chatter(&daemon, 0x22);
+    let s2 = network.connect(daemon.openflow, 2, Version::Of13, 2);
+    assert!(eventually(WAIT, || switch_count(&daemon) == 2));
+    s2.packet_in(2, frame(0x12, MLDV2_REPORTS));
+    s2.packet_in(2, frame(0x12, ALL_ROUTERS));
+    assert!(
+        eventually(WAIT, || daemon
+            .get_json("/topology/links")
+            .as_array()
+            .unwrap()
+            .len()
+            == 2),
+        "the cable, both ways: {}",
+        daemon.get_json("/topology/switches")
+    );
+    let hosts = daemon.get_json("/topology/hosts");
+    assert_eq!(hosts, json!([]), "the veths were passing, not hosts");
+}
+
+/// Waits until chatter from `last` has taught the controller a (passing) host.
+fn announce_chatter(daemon: &Daemon, last: u8) {
+    let mac = format!("00:00:00:00:00:{last:02x}");
+    assert!(eventually(WAIT, || daemon
+        .get_json("/topology/hosts")
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["mac"] == mac.as_str())));
+}

@@ -80,9 +80,13 @@ fn probes_out_of(switch: &switch::Switch, port: u32) -> Vec<Vec<u8>> {
 /// Switches 1 and 2 cabled on port 3; hosts a (mac 1) on 0x1:1 and b (mac 2) on 0x2:1 in
 /// slice "blue"; attackers on 0x1:2 (mac 0xa1) and 0x2:2 (mac 0xa2). The attackers forge
 /// old-style probes "from" each other's port and from the victim's, then, once they are
-/// hosts, relay genuine probes captured at their ports. Old sliced made a link of each
-/// forgery, routed a -> b out of the attacker's port 2 (the lower port wins a tie), and
-/// forgot host a.
+/// hosts (each has sent a unicast frame), relay three rounds of genuine probes captured at
+/// their ports: the rounds a port that heard only chatter needs. Old sliced made a link of
+/// each forgery, routed a -> b out of the attacker's port 2 (the lower port wins a tie),
+/// and forgot host a.
+/// Genuine probes relayed, one round each: as many as a link over chatter takes.
+const RELAYED_ROUNDS: usize = 3;
+
 #[test]
 fn forged_and_relayed_lldp_makes_no_link_and_moves_no_traffic() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,17 +114,19 @@ fn forged_and_relayed_lldp_makes_no_link_and_moves_no_traffic() {
     s2.packet_in(2, forged(1, 1));
 
     // Now the attackers are hosts too, and relay the genuine probes sent to their ports.
-    s1.packet_in(2, frame(0xa1, BROADCAST));
-    s2.packet_in(2, frame(0xa2, BROADCAST));
+    s1.packet_in(2, frame(0xa1, host(0xa2)));
+    s2.packet_in(2, frame(0xa2, host(0xa1)));
     assert!(eventually(WAIT, || has_host(&daemon, 0xa1) && has_host(&daemon, 0xa2)));
     let (mut from_1, mut from_2) = (Vec::new(), Vec::new());
     assert!(eventually(WAIT, || {
         from_1 = probes_out_of(&s1, 2);
         from_2 = probes_out_of(&s2, 2);
-        !from_1.is_empty() && !from_2.is_empty()
+        from_1.len() >= RELAYED_ROUNDS && from_2.len() >= RELAYED_ROUNDS
     }));
-    s2.packet_in(2, from_1.last().unwrap().clone());
-    s1.packet_in(2, from_2.last().unwrap().clone());
+    for round in 0..RELAYED_ROUNDS {
+        s2.packet_in(2, from_1[from_1.len() - RELAYED_ROUNDS + round].clone());
+        s1.packet_in(2, from_2[from_2.len() - RELAYED_ROUNDS + round].clone());
+    }
 
     // Every forgery is counted before anything is checked, so none is still in flight.
     // Whether one counts as unsigned or as touching a host port depends on the order of
@@ -137,8 +143,10 @@ fn forged_and_relayed_lldp_makes_no_link_and_moves_no_traffic() {
         .map(|cause| counts[cause].as_u64().unwrap())
         .sum::<u64>()
     };
+    let relayed = RELAYED_ROUNDS as u64;
     assert!(
-        eventually(WAIT, || refused(1) == 2 && refused(2) == 3),
+        eventually(WAIT, || refused(1) == 1 + relayed
+            && refused(2) == 2 + relayed),
         "drops counted: {}",
         daemon.get_json("/topology/switches")
     );

@@ -22,6 +22,10 @@ use crate::probe::{ProbeKey, Verdict};
 use crate::session::RoleRefusal;
 use crate::topology::{is_physical, Hop, Link, PortState, Topology};
 
+mod link_guard;
+
+use self::link_guard::{FrameClass, LinkGuard, Standing, PROBES_OVER_CHATTER};
+
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
 /// Priority of the flows that drop traffic between hosts that share no slice.
@@ -322,15 +326,9 @@ pub struct Engine {
     topology: Topology,
     membership: Membership,
     hosts: HostTable,
-    /// Live edge ports that have carried host traffic since they last came up: LLDP
-    /// arriving there, or claiming to have left from there, is not a link.
-    host_ports: HashSet<PortId>,
-    /// Ends of links that went lately (expired, a switch or port went down), with the
-    /// other end and until when: traffic there in the meantime (a standalone switch's
-    /// flood, a flow's tail) still makes them host ports, but a genuine probe between
-    /// the same two ends overrides that, so that such a frame cannot keep the link away
-    /// for good. Bounded by the links there were; entries go after the grace.
-    former_link_ends: HashMap<PortId, (PortId, Instant)>,
+    /// Which edge ports may become link ends: the evidence of hosts at each, the link
+    /// ends that went lately, the probes counted against chatter.
+    guard: LinkGuard,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
@@ -384,8 +382,7 @@ impl Engine {
             topology: Topology::default(),
             membership,
             hosts: HostTable::default(),
-            host_ports: HashSet::new(),
-            former_link_ends: HashMap::new(),
+            guard: LinkGuard::default(),
             dropped: HashMap::new(),
             packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),
@@ -604,6 +601,7 @@ impl Engine {
             DropCause::ForgedLldp => &mut dropped.lldp_forged,
             DropCause::StaleLldp => &mut dropped.lldp_stale,
             DropCause::LldpAtHostPort => &mut dropped.lldp_at_host_port,
+            DropCause::LinkControl => &mut dropped.link_control_frames,
             DropCause::HostRefused => &mut dropped.hosts_refused,
             DropCause::HostSpoofed => &mut dropped.hosts_spoofed,
             DropCause::HostAgedOut => &mut dropped.hosts_aged_out,
@@ -649,23 +647,7 @@ impl Engine {
 
     fn link_went(&mut self, link: &Link, now: Instant) {
         let until = now + self.link_return_grace();
-        self.former_link_ends.insert(link.src, (link.dst, until));
-        self.former_link_ends.insert(link.dst, (link.src, until));
-    }
-
-    /// Whether `port` and `other` were the two ends of a link that went within the grace.
-    fn were_linked(&self, port: PortId, other: PortId, now: Instant) -> bool {
-        self.former_link_ends
-            .get(&port)
-            .is_some_and(|(partner, until)| *partner == other && now < *until)
-    }
-
-    /// Whether LLDP from `from` arriving at `at` touches a host port that is not one end
-    /// of a link, between these two ports, that went lately.
-    fn touches_host_port(&self, from: PortId, at: PortId, now: Instant) -> bool {
-        [(at, from), (from, at)].iter().any(|(port, other)| {
-            self.host_ports.contains(port) && !self.were_linked(*port, *other, now)
-        })
+        self.guard.link_went(link, until);
     }
 
     // ---- switches --------------------------------------------------------------------
@@ -725,7 +707,7 @@ impl Engine {
             self.notices.push(Notice::HostForgotten { mac });
         }
         self.hosts.remove_at(|port| port.dpid == dpid);
-        self.host_ports.retain(|port| port.dpid != dpid);
+        self.guard.switch_gone(dpid);
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
         self.role_refused.remove(&dpid);
@@ -756,7 +738,7 @@ impl Engine {
         }
         if !live {
             // Down: whatever is plugged in next starts unclassified.
-            self.host_ports.remove(&port);
+            self.guard.port_gone(port);
             for mac in self.hosts.at(|at| at == port) {
                 self.notices.push(Notice::HostForgotten { mac });
             }
@@ -789,16 +771,22 @@ impl Engine {
             counted.ignored.inc();
             return;
         }
-        self.host_ports.insert(at);
         let src = Host {
             port: at,
             mac: frame.src,
         };
-        if is_multicast(frame.src) || !self.learn(src, now) {
+        let class = link_guard::classify(frame.src, frame.dst, self.membership.is_member(&src));
+        self.guard.saw(at, class);
+        if class == FrameClass::LinkControl {
+            // Bridges never forward these, and they teach no host.
+            self.count_drop(dpid, DropCause::LinkControl, 1, now);
+        }
+        if matches!(class, FrameClass::NoSender | FrameClass::LinkControl) || !self.learn(src, now)
+        {
             self.metrics.packet_ins.ignored.inc();
             return;
         }
-        let destination = if is_multicast(frame.dst) {
+        let destination = if link_guard::is_group(frame.dst) {
             None
         } else {
             self.hosts.get(&frame.dst)
@@ -819,11 +807,13 @@ impl Engine {
     }
 
     /// A link exists only where a probe the controller signed within the link's maximum
-    /// age arrives, and neither end has carried host traffic: a host can neither forge a
-    /// probe nor relay a genuine one into a link.
+    /// age arrives, and neither end has carried a host ([`LinkGuard`]): a host can
+    /// neither forge a probe nor relay a genuine one into a link. An end that heard
+    /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
     fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
-        let refused = if self.touches_host_port(from, at, now) {
+        let standing = self.guard.standing(from, at, now);
+        let refused = if standing == Standing::HostPort {
             Some(DropCause::LldpAtHostPort)
         } else {
             let key = &self.config.probe_key;
@@ -845,12 +835,22 @@ impl Engine {
             self.count_drop(at.dpid, cause, 1, now);
             return;
         }
-        for end in [from, at] {
-            if self.host_ports.remove(&end) {
-                // The link is back: what was learned there meanwhile was passing traffic.
-                for mac in self.hosts.at(|port| port == end) {
-                    self.forget_host(mac);
-                }
+        if standing == Standing::Chatter {
+            let nonce = probe.proof.map_or(0, |proof| proof.nonce);
+            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            let counted = self.guard.count_probe(from, at, nonce, max_age);
+            if counted < PROBES_OVER_CHATTER {
+                log::debug!(
+                    "probe {counted} of {PROBES_OVER_CHATTER} from {from} at {at}, where \
+                     only chatter was heard"
+                );
+                return;
+            }
+        }
+        for end in self.guard.link_made(from, at) {
+            // A link end: what was learned there was passing traffic or chatter.
+            for mac in self.hosts.at(|port| port == end) {
+                self.forget_host(mac);
             }
         }
         let (new, replaced) = self.topology.link_seen(from, at, now);
@@ -1168,7 +1168,7 @@ impl Engine {
             }
             self.links_removed(&expired, now);
         }
-        self.former_link_ends.retain(|_, (_, until)| *until > now);
+        self.guard.expire(now);
         self.expire_drops(now);
         self.age_hosts(now);
         self.check_adopted(now);
@@ -1809,10 +1809,6 @@ impl Engine {
     }
 }
 
-fn is_multicast(mac: MacAddress) -> bool {
-    mac.octets()[0] & 1 == 1
-}
-
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct SwitchView {
     pub dpid: u64,
@@ -1834,8 +1830,11 @@ pub struct Dropped {
     pub lldp_forged: u64,
     /// Genuine probes too old to count (a replay).
     pub lldp_stale: u64,
-    /// LLDP arriving at, or claiming to come from, a port that carries host traffic.
+    /// LLDP arriving at, or claiming to come from, a port where a host spoke.
     pub lldp_at_host_port: u64,
+    /// Link-local control frames (STP, LACP, 802.1X, CDP...): never forwarded, never
+    /// taken as a host.
+    pub link_control_frames: u64,
     /// Hosts not learned because their port or switch held its maximum.
     pub hosts_refused: u64,
     /// Frames carrying the MAC of a host bound in a slice at another port that is up:
@@ -1855,6 +1854,7 @@ enum DropCause {
     ForgedLldp,
     StaleLldp,
     LldpAtHostPort,
+    LinkControl,
     HostRefused,
     HostSpoofed,
     HostAgedOut,
@@ -1868,7 +1868,8 @@ impl DropCause {
             Self::UnsignedLldp => "dropped LLDP without a proof",
             Self::ForgedLldp => "dropped LLDP with a forged proof",
             Self::StaleLldp => "dropped a stale (replayed) LLDP probe",
-            Self::LldpAtHostPort => "dropped LLDP at or from a port with host traffic",
+            Self::LldpAtHostPort => "dropped LLDP at or from a port where a host spoke",
+            Self::LinkControl => "dropped link-local control frames (STP, LACP, CDP...)",
             Self::HostRefused => "did not learn a host: port or switch at its host limit",
             Self::HostSpoofed => "ignored a frame with a MAC bound at another live port",
             Self::HostAgedOut => "forgot an idle host",

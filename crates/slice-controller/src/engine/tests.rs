@@ -612,22 +612,114 @@ fn unsigned_forged_and_stale_probes_make_no_link() {
 }
 
 #[test]
-fn a_genuine_probe_relayed_by_hosts_makes_no_link_and_removes_no_host() {
+fn genuine_probes_relayed_by_hosts_make_no_link_and_remove_no_host() {
     let mut engine = two_switches();
     let now = Instant::now();
-    // Hosts on 0x1:1 and 0x2:1 have spoken: both are host ports.
-    send(&mut engine, p(1, 1), 1, BROADCAST);
-    send(&mut engine, p(2, 1), 2, BROADCAST);
-    let relayed = engine.probe_from(p(1, 1), now);
-    engine.packet_in(2, 1, discovery(relayed), now);
-    let back = engine.probe_from(p(2, 1), now);
-    engine.packet_in(1, 1, discovery(back), now);
-    // A silent port relaying a probe from a host port is refused too.
-    engine.packet_in(2, 2, discovery(relayed), now);
+    // Hosts on 0x1:1 and 0x2:1 have spoken to another host: both are host ports.
+    send(&mut engine, p(1, 1), 1, mac(2));
+    send(&mut engine, p(2, 1), 2, mac(1));
+    let rounds = usize::from(PROBES_OVER_CHATTER) + 2;
+    for round in 0..rounds {
+        let at = now + Duration::from_secs(round as u64);
+        let relayed = engine.probe_from(p(1, 1), at);
+        engine.packet_in(2, 1, discovery(relayed), at);
+        let back = engine.probe_from(p(2, 1), at);
+        engine.packet_in(1, 1, discovery(back), at);
+        // A silent port relaying a probe from a host port is refused too.
+        engine.packet_in(2, 2, discovery(relayed), at);
+    }
     assert!(engine.links().is_empty());
     assert_eq!(engine.hosts().len(), 2);
-    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 2);
-    assert_eq!(dropped(&engine, 1).lldp_at_host_port, 1);
+    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 2 * rounds as u64);
+    assert_eq!(dropped(&engine, 1).lldp_at_host_port, rounds as u64);
+}
+
+#[test]
+fn a_bound_host_that_only_multicasts_still_makes_a_host_port() {
+    let index = membership(&[("blue", &[(2, 1, 2)])]);
+    let mut engine = Engine::new(config(), index);
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, NEEDS_TABLE_MISS, ports(&[1, 2]), Instant::now());
+    }
+    let now = Instant::now();
+    // The slice's host at 0x2:1 sends an IPv6 router solicitation, nothing else.
+    engine.packet_in(2, 1, frame(2, IPV6_ALL_ROUTERS), now);
+    for round in 0..u64::from(PROBES_OVER_CHATTER) + 2 {
+        let at = now + Duration::from_secs(round);
+        let relayed = engine.probe_from(p(1, 1), at);
+        engine.packet_in(2, 1, discovery(relayed), at);
+    }
+    assert!(engine.links().is_empty());
+    assert_eq!(engine.hosts().len(), 1);
+}
+
+/// An IPv6 router solicitation's destination, and an MLDv2 report's.
+const IPV6_ALL_ROUTERS: MacAddress = MacAddress::new([0x33, 0x33, 0, 0, 0, 2]);
+const MLDV2_REPORTS: MacAddress = MacAddress::new([0x33, 0x33, 0, 0, 0, 0x16]);
+
+/// Issue 23: the kernel's IPv6 stack on a switch-side veth (Mininet) sends router
+/// solicitations and MLD reports into the neighbouring switch before its first probe.
+#[test]
+fn chatter_from_the_switches_own_interfaces_does_not_cost_a_cable() {
+    let mut engine = two_switches();
+    let now = Instant::now();
+    // The veth behind 0x1:2 speaks into 0x2:2, and the one behind 0x2:2 into 0x1:2.
+    engine.packet_in(2, 2, frame(0x12, IPV6_ALL_ROUTERS), now);
+    engine.packet_in(2, 2, frame(0x12, MLDV2_REPORTS), now);
+    engine.packet_in(1, 2, frame(0x22, MLDV2_REPORTS), now);
+    engine.take_commands();
+    let mut links_after = Vec::new();
+    for round in 0..u64::from(PROBES_OVER_CHATTER) {
+        let at = now + Duration::from_secs(round);
+        let (from_1, from_2) = (
+            engine.probe_from(p(1, 2), at),
+            engine.probe_from(p(2, 2), at),
+        );
+        engine.packet_in(2, 2, discovery(from_1), at);
+        // A recorded probe played again counts once.
+        engine.packet_in(2, 2, discovery(from_1), at);
+        engine.packet_in(1, 2, discovery(from_2), at);
+        links_after.push(engine.links().len());
+        // More chatter between the rounds changes nothing.
+        engine.packet_in(2, 2, frame(0x12, IPV6_ALL_ROUTERS), at);
+    }
+    assert_eq!(links_after, [0, 0, 2], "both directions after three rounds");
+    assert!(engine.hosts().is_empty(), "the veths were never hosts");
+    assert_eq!(dropped(&engine, 1).lldp_at_host_port, 0);
+    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 0);
+    // A genuine host plugged in elsewhere still makes its port a host port.
+    send(&mut engine, p(2, 1), 7, mac(8));
+    let relayed = engine.probe_from(p(1, 1), now + Duration::from_secs(3));
+    engine.packet_in(2, 1, discovery(relayed), now + Duration::from_secs(3));
+    assert_eq!(dropped(&engine, 2).lldp_at_host_port, 1);
+}
+
+#[test]
+fn link_control_frames_teach_no_host_are_not_flooded_and_leave_the_port_clear() {
+    // Without slicing every other edge port would get a flood.
+    let unsliced = EngineConfig {
+        slicing: false,
+        ..config()
+    };
+    let mut engine = Engine::new(unsliced, Membership::default());
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, NEEDS_TABLE_MISS, ports(&[1, 2]), Instant::now());
+    }
+    engine.take_commands();
+    let now = Instant::now();
+    let stp = MacAddress::new([0x01, 0x80, 0xc2, 0, 0, 0]);
+    let lacp = MacAddress::new([0x01, 0x80, 0xc2, 0, 0, 2]);
+    let cdp = MacAddress::new([0x01, 0x00, 0x0c, 0xcc, 0xcc, 0xcc]);
+    for dst in [stp, lacp, cdp] {
+        engine.packet_in(2, 2, frame(0x12, dst), now);
+    }
+    assert!(engine.take_commands().is_empty(), "never forwarded");
+    assert!(engine.hosts().is_empty());
+    assert_eq!(dropped(&engine, 2).link_control_frames, 3);
+    // The first genuine probe makes the link, as on a port that heard nothing.
+    let probe = engine.probe_from(p(1, 2), now);
+    engine.packet_in(2, 2, discovery(probe), now);
+    assert_eq!(engine.links().len(), 1);
 }
 
 #[test]
@@ -786,10 +878,10 @@ fn a_reconnecting_neighbour_gets_its_link_back_despite_a_flows_tail() {
 fn hosts_that_talk_past_the_grace_still_cannot_relay_a_link() {
     let mut engine = line(config(), Membership::default());
     let now = expire_all_links(&mut engine, Instant::now());
-    // Long after the link went, the ports carry host traffic: they are host ports.
+    // Long after the link went, hosts speak at the ports: they are host ports.
     let late = now + Duration::from_secs(30);
-    engine.packet_in(1, 2, frame(8, BROADCAST), late);
-    engine.packet_in(2, 2, frame(9, BROADCAST), late);
+    engine.packet_in(1, 2, frame(8, mac(9)), late);
+    engine.packet_in(2, 2, frame(9, mac(8)), late);
     let relayed = engine.probe_from(p(1, 2), late);
     engine.packet_in(2, 2, discovery(relayed), late);
     assert!(engine.links().is_empty());
