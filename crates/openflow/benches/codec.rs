@@ -45,6 +45,8 @@ fn flow_mod() -> Message {
             port: 2,
             max_len: 0,
         }],
+        write_metadata: None,
+        goto_table: None,
     })
 }
 

@@ -170,6 +170,8 @@ pub const OXM_CLASS_BASIC: u16 = 0x8000;
 pub mod oxm_field {
     /// Switch input port, 32 bits.
     pub const IN_PORT: u8 = 0;
+    /// Metadata passed between tables, 64 bits, maskable.
+    pub const METADATA: u8 = 2;
     /// Ethernet destination, 48 bits.
     pub const ETH_DST: u8 = 3;
     /// Ethernet source, 48 bits.
@@ -233,9 +235,29 @@ impl<T: AsRef<[u8]>> Oxm<T> {
     }
 }
 
-/// An OXM header word for a basic-class, unmasked field.
-fn oxm_header(field: u8, payload_len: u8) -> u32 {
-    (u32::from(OXM_CLASS_BASIC) << 16) | (u32::from(field) << 9) | u32::from(payload_len)
+/// An OXM header word for a basic-class field; a masked field's payload is the value
+/// then the mask.
+fn oxm_header(field: u8, masked: bool, payload_len: u8) -> u32 {
+    (u32::from(OXM_CLASS_BASIC) << 16)
+        | (u32::from(field) << 9)
+        | (u32::from(masked) << 8)
+        | u32::from(payload_len)
+}
+
+/// A value of which only the bits set in `mask` must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Masked<T> {
+    /// The bits to match (those outside the mask are ignored).
+    pub value: T,
+    /// 1: the bit must equal `value`'s; 0: any.
+    pub mask: T,
+}
+
+impl Masked<u64> {
+    /// Every bit must match.
+    pub fn exact(value: u64) -> Self {
+        Self { value, mask: !0 }
+    }
 }
 
 /// The match fields this controller uses; `None` means "any".
@@ -246,6 +268,9 @@ pub struct Match {
     pub in_port: Option<u32>,
     /// Ethernet destination.
     pub eth_dst: Option<[u8; 6]>,
+    /// Bits of `eth_dst` that must match (1.3); None: all of them. An all-ones mask
+    /// reads back as None, and one without `eth_dst` is not sent.
+    pub eth_dst_mask: Option<[u8; 6]>,
     /// Ethernet source.
     pub eth_src: Option<[u8; 6]>,
     /// Ethernet frame type.
@@ -253,6 +278,8 @@ pub struct Match {
     /// 12-bit VLAN id of a tagged frame (1.3's `OFPVID_PRESENT` bit is added and
     /// stripped at the wire).
     pub vlan_vid: Option<u16>,
+    /// The metadata an earlier table wrote (1.3).
+    pub metadata: Option<Masked<u64>>,
 }
 
 impl Match {
@@ -271,15 +298,28 @@ impl Match {
             } else {
                 None
             },
+            ..Match::default()
         })
     }
 
     /// Writes a 1.0 match into a view of [`MATCH_V10_LEN`] zeroed bytes. Fails when the
-    /// input port has no 1.0 form or the VLAN id is wider than 12 bits.
+    /// input port has no 1.0 form, the VLAN id is wider than 12 bits, or the match has
+    /// metadata or a masked destination (1.0 has neither).
     pub fn emit_v10<T: AsRef<[u8]> + AsMut<[u8]>>(
         &self,
         view: &mut MatchV10<T>,
     ) -> Result<(), Error> {
+        for (what, present) in [
+            ("match metadata", self.metadata.is_some()),
+            ("match eth_dst mask", self.masked_eth_dst().is_some()),
+        ] {
+            if present {
+                return Err(Error::NotInVersion {
+                    what,
+                    version: crate::Version::Of10,
+                });
+            }
+        }
         let mut wildcards = wildcards::ALL;
         if let Some(in_port) = self.in_port {
             view.set_in_port(port::encode_v10("match in_port", in_port)?);
@@ -319,10 +359,34 @@ impl Match {
         while !rest.is_empty() {
             let oxm = Oxm::new_checked(rest)?;
             rest = tail(rest, oxm.total_len());
-            if oxm.class() != OXM_CLASS_BASIC || oxm.has_mask() {
+            if oxm.class() != OXM_CLASS_BASIC {
                 continue;
             }
             let value = oxm.payload();
+            if oxm.has_mask() {
+                // Only the masked fields the model has; the others are skipped.
+                match (oxm.field(), value.len()) {
+                    (oxm_field::ETH_DST, 12) => {
+                        parsed.eth_dst = Some(read_field(value, 0));
+                        let mask: [u8; 6] = read_field(value, 6);
+                        parsed.eth_dst_mask = (mask != [0xff; 6]).then_some(mask);
+                    }
+                    (oxm_field::METADATA, 16) => {
+                        parsed.metadata = Some(Masked {
+                            value: read_field(value, 0),
+                            mask: read_field(value, 8),
+                        });
+                    }
+                    (oxm_field::ETH_DST | oxm_field::METADATA, length) => {
+                        return Err(Error::BadLength {
+                            what: "masked OXM field",
+                            length,
+                        })
+                    }
+                    _ => {}
+                }
+                continue;
+            }
             let expect_len = |len: usize| {
                 if value.len() == len {
                     Ok(())
@@ -350,6 +414,10 @@ impl Match {
                     expect_len(2)?;
                     parsed.eth_type = Some(read_field(value, 0));
                 }
+                oxm_field::METADATA => {
+                    expect_len(8)?;
+                    parsed.metadata = Some(Masked::exact(read_field(value, 0)));
+                }
                 oxm_field::VLAN_VID => {
                     expect_len(2)?;
                     let vid: u16 = read_field(value, 0);
@@ -367,12 +435,15 @@ impl Match {
 
     /// The value of 1.3's match length field: header plus OXM TLVs, no padding.
     fn unpadded_len_v13(&self) -> usize {
+        let doubled_if = |masked: bool, len: usize| if masked { 2 * len } else { len };
         let fields = [
             self.in_port.map(|_| 4),
-            self.eth_dst.map(|_| 6),
+            self.eth_dst
+                .map(|_| doubled_if(self.masked_eth_dst().is_some(), 6)),
             self.eth_src.map(|_| 6),
             self.eth_type.map(|_| 2),
             self.vlan_vid.map(|_| 2),
+            self.metadata.map(|m| doubled_if(m.mask != !0, 8)),
         ];
         field_v13::OXM_FIELDS
             + fields
@@ -397,32 +468,47 @@ impl Match {
         view.set_length(length_u16("ofp_match", self.unpadded_len_v13())?);
         let buffer = view.buffer.as_mut();
         let mut at = field_v13::OXM_FIELDS;
-        let mut put = |field: u8, value: &[u8]| {
-            // Every modelled value is at most 6 bytes long.
-            let len = value.len() as u8;
-            write_field(buffer, at, oxm_header(field, len));
+        let mut put_masked = |field: u8, value: &[u8], mask: Option<&[u8]>| {
+            let mask = mask.unwrap_or_default();
+            // A modelled value and its mask take at most 16 bytes together.
+            let len = (value.len() + mask.len()) as u8;
+            write_field(buffer, at, oxm_header(field, !mask.is_empty(), len));
             crate::wire::write_slice(buffer, at + OXM_HEADER_LEN, value);
-            at += OXM_HEADER_LEN + value.len();
+            crate::wire::write_slice(buffer, at + OXM_HEADER_LEN + value.len(), mask);
+            at += OXM_HEADER_LEN + usize::from(len);
         };
         if let Some(in_port) = self.in_port {
-            put(oxm_field::IN_PORT, &in_port.to_be_bytes());
+            put_masked(oxm_field::IN_PORT, &in_port.to_be_bytes(), None);
+        }
+        if let Some(metadata) = self.metadata {
+            let mask = metadata.mask.to_be_bytes();
+            let masked = (metadata.mask != !0).then_some(&mask[..]);
+            put_masked(oxm_field::METADATA, &metadata.value.to_be_bytes(), masked);
         }
         if let Some(eth_dst) = self.eth_dst {
-            put(oxm_field::ETH_DST, &eth_dst);
+            let mask = self.masked_eth_dst();
+            put_masked(oxm_field::ETH_DST, &eth_dst, mask.as_ref().map(|m| &m[..]));
         }
         if let Some(eth_src) = self.eth_src {
-            put(oxm_field::ETH_SRC, &eth_src);
+            put_masked(oxm_field::ETH_SRC, &eth_src, None);
         }
         if let Some(eth_type) = self.eth_type {
-            put(oxm_field::ETH_TYPE, &eth_type.to_be_bytes());
+            put_masked(oxm_field::ETH_TYPE, &eth_type.to_be_bytes(), None);
         }
         if let Some(vid) = self.vlan_vid {
-            put(
+            put_masked(
                 oxm_field::VLAN_VID,
                 &(checked_vid(vid)? | VID_PRESENT).to_be_bytes(),
+                None,
             );
         }
         Ok(())
+    }
+
+    /// The destination mask when it leaves some bit out (with a destination to mask).
+    fn masked_eth_dst(&self) -> Option<[u8; 6]> {
+        self.eth_dst?;
+        self.eth_dst_mask.filter(|mask| *mask != [0xff; 6])
     }
 
     /// A 1.3 match holding only the input port, as packet-ins carry it.

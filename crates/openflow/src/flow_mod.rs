@@ -1,8 +1,8 @@
 //! FLOW_MOD: add, change or delete flows.
 
 use crate::action::{self, Action};
-use crate::flow_match::{self, Match, MatchV10, OxmMatch, MATCH_V10_LEN};
-use crate::instruction;
+use crate::flow_match::{self, Masked, Match, MatchV10, OxmMatch, MATCH_V10_LEN};
+use crate::instruction::{self, InstructionsRef};
 use crate::packet_in::{buffer_id_from_wire, buffer_id_to_wire};
 use crate::wire::{sub, tail, tail_mut};
 use crate::{port, Error, Version};
@@ -226,8 +226,12 @@ pub struct FlowMod {
     pub flags: u16,
     /// Meter for matching packets to pass first (1.3).
     pub meter_id: Option<u32>,
-    /// Actions for matching packets (empty: drop).
+    /// Actions for matching packets (empty, and no next table: drop).
     pub actions: Vec<Action>,
+    /// Metadata for the next table to match (1.3).
+    pub write_metadata: Option<Masked<u64>>,
+    /// The table that goes on with matching packets (1.3).
+    pub goto_table: Option<u8>,
 }
 
 /// An ADD of a priority-0 flow that matches everything and does nothing: no cookie, table
@@ -251,6 +255,8 @@ impl Default for FlowMod {
             flags: 0,
             meter_id: None,
             actions: Vec::new(),
+            write_metadata: None,
+            goto_table: None,
         }
     }
 }
@@ -274,6 +280,8 @@ impl FlowMod {
             flags: view.flags(),
             meter_id: None,
             actions: action::parse_list(Version::Of10, view.actions())?,
+            write_metadata: None,
+            goto_table: None,
         })
     }
 
@@ -288,11 +296,17 @@ impl FlowMod {
         &self,
         view: &mut FlowModV10<T>,
     ) -> Result<(), Error> {
-        if self.meter_id.is_some() {
-            return Err(Error::NotInVersion {
-                what: "FLOW_MOD meter",
-                version: Version::Of10,
-            });
+        for (what, present) in [
+            ("FLOW_MOD meter", self.meter_id.is_some()),
+            ("FLOW_MOD metadata", self.write_metadata.is_some()),
+            ("FLOW_MOD next table", self.goto_table.is_some()),
+        ] {
+            if present {
+                return Err(Error::NotInVersion {
+                    what,
+                    version: Version::Of10,
+                });
+            }
         }
         view.set_cookie(self.cookie);
         view.set_command(u16::from(self.command.to_wire()));
@@ -335,6 +349,8 @@ impl FlowMod {
             flags: view.flags(),
             meter_id: instructions.meter_id,
             actions: instructions.actions,
+            write_metadata: instructions.write_metadata,
+            goto_table: instructions.goto_table,
         })
     }
 
@@ -342,7 +358,7 @@ impl FlowMod {
     pub fn buffer_len_v13(&self) -> usize {
         FLOW_MOD_V13_LEN
             .saturating_add(self.r#match.buffer_len_v13())
-            .saturating_add(instruction::list_len(self.meter_id, &self.actions))
+            .saturating_add(instruction::list_len(self.instructions()))
     }
 
     /// Writes the 1.3 body into a zeroed view of [`Self::buffer_len_v13`] bytes.
@@ -365,6 +381,15 @@ impl FlowMod {
         self.r#match
             .emit_v13(&mut OxmMatch::new_unchecked(&mut *buffer))?;
         let instructions = tail_mut(buffer, self.r#match.buffer_len_v13());
-        instruction::emit_list(self.meter_id, &self.actions, instructions)
+        instruction::emit_list(self.instructions(), instructions)
+    }
+
+    fn instructions(&self) -> InstructionsRef<'_> {
+        InstructionsRef {
+            meter_id: self.meter_id,
+            actions: &self.actions,
+            write_metadata: self.write_metadata,
+            goto_table: self.goto_table,
+        }
     }
 }

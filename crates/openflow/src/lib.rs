@@ -78,7 +78,7 @@ pub use action::Action;
 pub use error::Error;
 pub use error_msg::ErrorType;
 pub use features::FeaturesReply;
-pub use flow_match::Match;
+pub use flow_match::{Masked, Match};
 pub use flow_mod::{FlowMod, FlowModCommand};
 pub use flow_removed::{FlowRemoved, FlowRemovedReason};
 pub use flow_stats::{FlowOutput, FlowStats, RawFlowDelete, StatsMatch};

@@ -196,6 +196,7 @@ fn flow_match() -> impl Strategy<Value = Match> {
             eth_src,
             eth_type,
             vlan_vid,
+            ..Match::default()
         })
 }
 

@@ -4,8 +4,8 @@
 
 use openflow::{
     frame_len, negotiate, port, Action, Error, FeaturesReply, FlowMod, FlowModCommand, HeaderRepr,
-    Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn, PacketInReason,
-    PortDesc, PortReason, Version,
+    Masked, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand, PacketIn,
+    PacketInReason, PortDesc, PortReason, Version,
 };
 use openflow::{ControllerRole, NxRole, RoleMsg};
 
@@ -94,6 +94,8 @@ fn flow_mod_v10() {
         out_group: port::ANY,
         flags: 1,
         meter_id: None,
+        write_metadata: None,
+        goto_table: None,
         actions: vec![Action::Output {
             port: 2,
             max_len: 0,
@@ -146,6 +148,8 @@ fn flow_mod_v13() {
         out_group: 0xffff_ffff,
         flags: 1,
         meter_id: None,
+        write_metadata: None,
+        goto_table: None,
         actions: vec![Action::Output {
             port: 2,
             max_len: 0xffff,
@@ -306,7 +310,7 @@ fn packet_out_v10_to_controller_port() {
 }
 
 #[test]
-fn flow_mod_v13_skips_unknown_fields_and_instructions() {
+fn flow_mod_v13_reads_masks_and_the_next_table_and_skips_the_rest() {
     let bytes = [
         0x04, 0x0e, 0x00, 0x78, 0x00, 0x00, 0x00, 0x0a, // 1.3, FLOW_MOD, length 120
         0, 0, 0, 0, 0, 0, 0, 0, // cookie
@@ -317,11 +321,11 @@ fn flow_mod_v13_skips_unknown_fields_and_instructions() {
         0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // out_group, flags, pad
         0x00, 0x01, 0x00, 0x22, // OFPMT_OXM, length 34
         0x80, 0x00, 0x16, 0x04, 0x0a, 0x00, 0x00, 0x01, // OXM IPV4_SRC (not modelled)
-        0x80, 0x00, 0x07, 0x0c, // OXM ETH_DST with mask (not modelled)
-        0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // value, mask
+        0x80, 0x00, 0x07, 0x0c, // OXM ETH_DST with mask
+        1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, // value, mask: any group address
         0x80, 0x00, 0x0a, 0x02, 0x08, 0x00, // OXM ETH_TYPE = IPv4
         0, 0, 0, 0, 0, 0, // padding to 40
-        0x00, 0x01, 0x00, 0x08, 0x02, 0x00, 0x00, 0x00, // GOTO_TABLE 2 (skipped)
+        0x00, 0x01, 0x00, 0x08, 0x02, 0x00, 0x00, 0x00, // GOTO_TABLE 2
         0x00, 0x04, 0x00, 0x18, 0, 0, 0, 0, // APPLY_ACTIONS, length 24
         0x00, 0x00, 0x00, 0x10, 0xff, 0xff, 0xff, 0xfd, // output to CONTROLLER
         0x00, 0x80, 0, 0, 0, 0, 0, 0, // max_len 128, pad
@@ -335,16 +339,94 @@ fn flow_mod_v13_skips_unknown_fields_and_instructions() {
     assert_eq!(
         flow_mod.r#match,
         Match {
+            eth_dst: Some([1, 0, 0, 0, 0, 0]),
+            eth_dst_mask: Some([1, 0, 0, 0, 0, 0]),
             eth_type: Some(0x0800),
             ..Match::default()
         }
     );
+    assert_eq!(flow_mod.goto_table, Some(2));
     assert_eq!(
         flow_mod.actions,
         vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 128
         }]
+    );
+}
+
+/// Hand-assembled from the 1.3 specification: an ingress-table flow that tags packets
+/// with metadata and sends them on to table 1, and a table-1 flow that matches a masked
+/// metadata bit and any group destination.
+#[test]
+fn flow_mod_v13_with_metadata_and_a_next_table() {
+    let tag = FlowMod {
+        table_id: 0,
+        priority: 300,
+        r#match: Match {
+            in_port: Some(1),
+            eth_src: Some([0, 0, 0, 0, 0, 1]),
+            ..Match::default()
+        },
+        write_metadata: Some(Masked {
+            value: 0x4,
+            mask: 0xff,
+        }),
+        goto_table: Some(1),
+        ..FlowMod::default()
+    };
+    let bytes = [
+        0x04, 0x0e, 0x00, 0x68, 0x00, 0x00, 0x00, 0x05, // 1.3, FLOW_MOD, length 104
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie_mask
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x2c, // table 0, ADD, timeouts, 300
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // buffer_id, out_port
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // out_group, flags, pad
+        0x00, 0x01, 0x00, 0x16, // OFPMT_OXM, length 22
+        0x80, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, // IN_PORT 1
+        0x80, 0x00, 0x08, 0x06, 0, 0, 0, 0, 0, 1, // ETH_SRC
+        0, 0, // padding to 24
+        0x00, 0x02, 0x00, 0x18, 0, 0, 0, 0, // WRITE_METADATA, length 24
+        0, 0, 0, 0, 0, 0, 0, 0x04, // metadata
+        0, 0, 0, 0, 0, 0, 0, 0xff, // mask
+        0x00, 0x01, 0x00, 0x08, 0x01, 0, 0, 0, // GOTO_TABLE 1
+    ];
+    assert_golden(&bytes, Version::Of13, 5, &Message::FlowMod(tag));
+
+    let forward = FlowMod {
+        table_id: 1,
+        priority: 100,
+        r#match: Match {
+            metadata: Some(Masked {
+                value: 0x4,
+                mask: 0x4,
+            }),
+            eth_dst: Some([1, 0, 0, 0, 0, 0]),
+            eth_dst_mask: Some([1, 0, 0, 0, 0, 0]),
+            ..Match::default()
+        },
+        ..FlowMod::default()
+    };
+    let bytes = [
+        0x04, 0x0e, 0x00, 0x58, 0x00, 0x00, 0x00, 0x06, // 1.3, FLOW_MOD, length 88
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie
+        0, 0, 0, 0, 0, 0, 0, 0, // cookie_mask
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x64, // table 1, ADD, timeouts, 100
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // buffer_id, out_port
+        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, // out_group, flags, pad
+        0x00, 0x01, 0x00, 0x28, // OFPMT_OXM, length 40: no padding
+        0x80, 0x00, 0x05, 0x10, // METADATA with mask
+        0, 0, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0, 0, 0, 0x04, // value, mask
+        0x80, 0x00, 0x07, 0x0c, // ETH_DST with mask
+        1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, // value, mask; no instructions: a drop flow
+    ];
+    assert_golden(&bytes, Version::Of13, 6, &Message::FlowMod(forward.clone()));
+    let mut out = Vec::new();
+    assert!(
+        Message::FlowMod(forward)
+            .emit(Version::Of10, 6, &mut out)
+            .is_err(),
+        "1.0 has no metadata"
     );
 }
 
@@ -496,6 +578,8 @@ fn flow_mod_v13_with_a_meter_instruction() {
         out_group: 0xffff_ffff,
         flags: 0,
         meter_id: Some(1),
+        write_metadata: None,
+        goto_table: None,
         actions: vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 0xffff,

@@ -34,6 +34,7 @@ fn sample_messages() -> Vec<Vec<u8>> {
             eth_src: Some([2; 6]),
             eth_type: Some(0x0800),
             vlan_vid: Some(7),
+            ..Match::default()
         },
         cookie: 1,
         cookie_mask: 0,
@@ -46,6 +47,8 @@ fn sample_messages() -> Vec<Vec<u8>> {
         out_group: openflow::port::ANY,
         flags: 1,
         meter_id: None,
+        write_metadata: None,
+        goto_table: None,
         actions: vec![
             Action::Output {
                 port: 2,

@@ -11,7 +11,7 @@
 
 use openflow::{
     frame_len, port, Action, ErrorType, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved,
-    FlowRemovedReason, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
+    FlowRemovedReason, Masked, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
     PacketIn, PacketInReason, PacketOut, PortDesc, PortReason, Version,
 };
 use openflow::{ControllerRole, NxRole, RoleMsg};
@@ -56,21 +56,37 @@ fn port_desc() -> impl Strategy<Value = PortDesc> {
         })
 }
 
+/// A metadata value and mask as they read back: an all-ones mask is an exact match.
+fn masked_u64() -> impl Strategy<Value = Masked<u64>> {
+    prop_oneof![
+        any::<u64>().prop_map(Masked::exact),
+        (any::<u64>(), any::<u64>()).prop_map(|(value, mask)| Masked { value, mask }),
+    ]
+}
+
 fn flow_match() -> impl Strategy<Value = Match> {
     (
         option::of(port_no()),
-        option::of(any::<[u8; 6]>()),
+        option::of((any::<[u8; 6]>(), option::of(any::<[u8; 6]>()))),
         option::of(any::<[u8; 6]>()),
         option::of(any::<u16>()),
         option::of(0u16..=0x0fff),
+        option::of(masked_u64()),
     )
-        .prop_map(|(in_port, eth_dst, eth_src, eth_type, vlan_vid)| Match {
-            in_port,
-            eth_dst,
-            eth_src,
-            eth_type,
-            vlan_vid,
-        })
+        .prop_map(
+            |(in_port, eth_dst, eth_src, eth_type, vlan_vid, metadata)| Match {
+                in_port,
+                eth_dst: eth_dst.map(|(dst, _)| dst),
+                // As it reads back: a mask only with a destination, and never all ones.
+                eth_dst_mask: eth_dst
+                    .and_then(|(_, mask)| mask)
+                    .filter(|mask| *mask != [0xff; 6]),
+                eth_src,
+                eth_type,
+                vlan_vid,
+                metadata,
+            },
+        )
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -106,13 +122,18 @@ fn flow_mod() -> impl Strategy<Value = FlowMod> {
             any::<u8>(),
         ),
         (any::<[u16; 4]>(), buffer_id(), port_no(), any::<u32>()),
-        (option::of(any::<u32>()), vec(action(), 0..4)),
+        (
+            option::of(any::<u32>()),
+            vec(action(), 0..4),
+            option::of(masked_u64()),
+            option::of(any::<u8>()),
+        ),
     )
         .prop_map(
             |(
                 (command, r#match, cookie, cookie_mask, table_id),
                 ([idle_timeout, hard_timeout, priority, flags], buffer_id, out_port, out_group),
-                (meter_id, actions),
+                (meter_id, actions, write_metadata, goto_table),
             )| FlowMod {
                 command,
                 r#match,
@@ -128,6 +149,8 @@ fn flow_mod() -> impl Strategy<Value = FlowMod> {
                 flags,
                 meter_id,
                 actions,
+                write_metadata,
+                goto_table,
             },
         )
 }
@@ -399,11 +422,23 @@ fn exists_in(message: &Message, version: Version) -> bool {
                 | Message::MeterFeaturesReply(_)
                 | Message::RoleRequest(_)
                 | Message::RoleReply(_)
-                | Message::FlowMod(FlowMod {
-                    meter_id: Some(_),
-                    ..
-                })
-        )
+        ) && !message_needs_1_3_tables(message)
+}
+
+/// A flow or flow removal with what only 1.3's tables have: a meter, metadata, a next
+/// table, a masked destination.
+fn message_needs_1_3_tables(message: &Message) -> bool {
+    let needs = |r#match: &Match| r#match.metadata.is_some() || r#match.eth_dst_mask.is_some();
+    match message {
+        Message::FlowMod(flow_mod) => {
+            flow_mod.meter_id.is_some()
+                || flow_mod.write_metadata.is_some()
+                || flow_mod.goto_table.is_some()
+                || needs(&flow_mod.r#match)
+        }
+        Message::FlowRemoved(removed) => needs(&removed.r#match),
+        _ => false,
+    }
 }
 
 proptest! {
