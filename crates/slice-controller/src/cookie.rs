@@ -6,7 +6,7 @@
 //! | bits   | what |
 //! | ------ | ---- |
 //! | 63..48 | [`TAG`], 0x5c1c: installed by sliced |
-//! | 47..40 | the [`FlowKind`]: 1 table-miss, 2 path, 3 drop |
+//! | 47..40 | the [`FlowKind`]: 1 table-miss, 2 path, 3 drop, 4 pipeline |
 //! | 39..32 | zero |
 //! | 31..0  | for a path, [`endpoint_hash`] of the pair of ports it was installed for; else zero |
 //!
@@ -34,11 +34,14 @@ pub enum FlowKind {
     Path { endpoints: u32 },
     /// Drops one forbidden pair's traffic at its ingress, for a while.
     Drop,
+    /// An entry of the 1.3 pipeline ([`crate::pipeline`]); the entry itself says which.
+    Pipeline,
 }
 
 const KIND_TABLE_MISS: u64 = 1;
 const KIND_PATH: u64 = 2;
 const KIND_DROP: u64 = 3;
+const KIND_PIPELINE: u64 = 4;
 
 impl FlowKind {
     /// The cookie of a flow of this kind.
@@ -47,6 +50,7 @@ impl FlowKind {
             FlowKind::TableMiss => (KIND_TABLE_MISS, 0),
             FlowKind::Path { endpoints } => (KIND_PATH, u64::from(endpoints)),
             FlowKind::Drop => (KIND_DROP, 0),
+            FlowKind::Pipeline => (KIND_PIPELINE, 0),
         };
         (u64::from(TAG) << TAG_SHIFT) | (kind << KIND_SHIFT) | low
     }
@@ -66,6 +70,7 @@ impl FlowKind {
                 endpoints: low as u32,
             }),
             (KIND_DROP, 0, 0) => Some(FlowKind::Drop),
+            (KIND_PIPELINE, 0, 0) => Some(FlowKind::Pipeline),
             _ => None,
         }
     }
@@ -103,6 +108,7 @@ mod tests {
         for kind in [
             FlowKind::TableMiss,
             FlowKind::Drop,
+            FlowKind::Pipeline,
             FlowKind::Path { endpoints: 0 },
             FlowKind::Path {
                 endpoints: u32::MAX,
@@ -134,11 +140,12 @@ mod tests {
             u64::MAX,
             0x5c1d_0100_0000_0000,
             // Our tag, a kind we never write.
-            0x5c1c_0400_0000_0000,
+            0x5c1c_0500_0000_0000,
             // Our tag and kind, but bits we always leave zero are set.
             0x5c1c_0101_0000_0000,
             0x5c1c_0100_0000_0001,
             0x5c1c_0300_0000_0010,
+            0x5c1c_0400_0000_0001,
         ] {
             assert_eq!(FlowKind::of_cookie(cookie), None, "{cookie:#x}");
         }

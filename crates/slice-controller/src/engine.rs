@@ -1467,7 +1467,9 @@ impl Engine {
                     },
                 )
             }
-            Some(FlowKind::Drop) | None => Judgement::Delete,
+            // The engine installs no pipeline entries yet (issue 24): one read back is a
+            // newer instance's, and this one cannot judge it.
+            Some(FlowKind::Drop | FlowKind::Pipeline) | None => Judgement::Delete,
         }
     }
 

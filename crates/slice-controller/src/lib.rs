@@ -13,6 +13,7 @@ pub mod limits;
 pub mod meter;
 pub mod metrics;
 pub mod notice;
+pub mod pipeline;
 pub mod probe;
 pub mod server;
 pub mod session;

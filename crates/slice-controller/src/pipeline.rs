@@ -1,0 +1,453 @@
+//! OpenFlow 1.3's proactive two-table pipeline (docs/controller.md, "The OpenFlow 1.3
+//! pipeline"): the entries each switch holds, computed from the slices and the switch
+//! graph alone, never from traffic. Table 0 admits a bound host at its own port (or
+//! over a link) and writes its tag into the metadata; table 1 forwards a tagged frame to
+//! a destination that shares a slice with the tag, or floods a group-addressed one to the
+//! edge ports of such hosts and over one spanning tree; anything else misses and drops.
+//!
+//! Pure: the engine gives a [`Fabric`] and a [`Membership`] and diffs what comes back
+//! against what a switch holds.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use openflow::{port, Action, FlowMod, FlowModCommand, Masked, Match};
+use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
+
+use crate::cookie::FlowKind;
+
+/// Admission: who sends, from where.
+pub const ADMISSION_TABLE: u8 = 0;
+/// Forwarding: where to, if the sender's tag allows it.
+pub const FORWARDING_TABLE: u8 = 1;
+
+/// A bound host at its own port.
+pub const ADMIT_AT_HOME_PRIORITY: u16 = 300;
+/// Anything else arriving at an edge port goes to the controller.
+pub const EDGE_GUARD_PRIORITY: u16 = 200;
+/// A bound host's frames arriving over a link, judged by the ingress switch already.
+pub const ADMIT_IN_TRANSIT_PRIORITY: u16 = 100;
+/// A tagged frame to a destination that shares a slice with the tag.
+pub const FORWARD_PRIORITY: u16 = 100;
+/// A tagged frame to a group address.
+pub const FLOOD_PRIORITY: u16 = 50;
+
+/// Any group (broadcast or multicast) destination: the I/G bit set.
+const GROUP_BIT: [u8; 6] = [0x01, 0, 0, 0, 0, 0];
+
+/// The switch graph as the pipeline needs it: each connected switch's live edge ports,
+/// and the cables between switches.
+#[derive(Debug, Default, Clone)]
+pub struct Fabric {
+    edge_ports: BTreeMap<u64, BTreeSet<u32>>,
+    /// Both ends of every cable, each pointing at the other.
+    cables: BTreeMap<PortId, PortId>,
+    /// Directed links as LLDP confirmed them: (switch, out port, next switch).
+    links: BTreeSet<(u64, u32, u64)>,
+}
+
+impl Fabric {
+    /// A connected switch with these live edge ports.
+    pub fn add_switch(&mut self, dpid: u64, edge_ports: impl IntoIterator<Item = u32>) {
+        self.edge_ports.entry(dpid).or_default().extend(edge_ports);
+    }
+
+    /// A link LLDP confirmed from `src` to `dst`: frames leave by `src` and arrive at
+    /// `dst`, so it is also a cable between the two.
+    pub fn add_link(&mut self, src: PortId, dst: PortId) {
+        self.cables.insert(src, dst);
+        self.cables.insert(dst, src);
+        self.links.insert((src.dpid, src.port_no, dst.dpid));
+    }
+
+    /// The switch graph of `topology`.
+    pub fn of_topology(topology: &crate::topology::Topology) -> Fabric {
+        let mut fabric = Fabric::default();
+        for dpid in topology.dpids() {
+            fabric.add_switch(dpid, []);
+        }
+        for port in topology.edge_ports() {
+            fabric.add_switch(port.dpid, [port.port_no]);
+        }
+        for link in topology.links() {
+            fabric.add_link(link.src, link.dst);
+        }
+        fabric
+    }
+
+    fn is_edge(&self, port: PortId) -> bool {
+        self.edge_ports
+            .get(&port.dpid)
+            .is_some_and(|ports| ports.contains(&port.port_no))
+    }
+
+    /// For every switch that can reach `toward`, the port of its next hop on a shortest
+    /// path there. Breadth-first from `toward` over the links backwards; ties go to the
+    /// lowest switch, then the lowest port, so one graph always gives one answer.
+    fn next_hops(&self, toward: u64) -> BTreeMap<u64, u32> {
+        let mut into: BTreeMap<u64, Vec<(u64, u32)>> = BTreeMap::new();
+        for &(from, out_port, to) in &self.links {
+            into.entry(to).or_default().push((from, out_port));
+        }
+        let mut hops = BTreeMap::new();
+        let mut seen = BTreeSet::from([toward]);
+        let mut queue = VecDeque::from([toward]);
+        while let Some(at) = queue.pop_front() {
+            for &(from, out_port) in into.get(&at).into_iter().flatten() {
+                if seen.insert(from) {
+                    hops.insert(from, out_port);
+                    queue.push_back(from);
+                }
+            }
+        }
+        hops
+    }
+
+    /// The ports of each switch on one spanning tree per connected part of the graph:
+    /// breadth-first over the cables from the lowest switch of each part.
+    fn tree_ports(&self) -> BTreeMap<u64, BTreeSet<u32>> {
+        let mut neighbours: BTreeMap<u64, Vec<(u32, PortId)>> = BTreeMap::new();
+        for (near, far) in &self.cables {
+            neighbours
+                .entry(near.dpid)
+                .or_default()
+                .push((near.port_no, *far));
+        }
+        let mut tree: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for &root in self.edge_ports.keys() {
+            if !seen.insert(root) {
+                continue;
+            }
+            let mut queue = VecDeque::from([root]);
+            while let Some(at) = queue.pop_front() {
+                for &(port_no, far) in neighbours.get(&at).into_iter().flatten() {
+                    if seen.insert(far.dpid) {
+                        tree.entry(at).or_default().insert(port_no);
+                        tree.entry(far.dpid).or_default().insert(far.port_no);
+                        queue.push_back(far.dpid);
+                    }
+                }
+            }
+        }
+        tree
+    }
+}
+
+/// A 64-bit name for a set of slices: FNV-1a over the sorted names, each followed by a
+/// zero byte, so every instance and every restart gives a set the same tag.
+pub fn tag_of<'a>(slices: impl IntoIterator<Item = &'a SliceName>) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let sorted: BTreeSet<&SliceName> = slices.into_iter().collect();
+    let mut hash = OFFSET_BASIS;
+    for name in sorted {
+        for byte in name.as_str().bytes().chain([0]) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
+        }
+    }
+    hash
+}
+
+/// The tags of the bound hosts, and the slice sets they stand for.
+#[derive(Debug, Default, Clone)]
+pub struct Tags {
+    of_host: BTreeMap<Host, u64>,
+    /// A MAC's frames arriving over a link: the union of its bindings' slices.
+    of_mac: BTreeMap<MacAddress, u64>,
+    sets: BTreeMap<u64, BTreeSet<SliceName>>,
+    /// Tags that share a slice, by slice.
+    with_slice: BTreeMap<SliceName, BTreeSet<u64>>,
+    /// Slice sets whose tag another set already has: their hosts get no entries.
+    collided: Vec<BTreeSet<SliceName>>,
+}
+
+impl Tags {
+    pub fn of(membership: &Membership) -> Tags {
+        let mut tags = Tags::default();
+        let mut union_of_mac: BTreeMap<MacAddress, BTreeSet<SliceName>> = BTreeMap::new();
+        let hosts: BTreeSet<Host> = membership.members().copied().collect();
+        for host in &hosts {
+            let set: BTreeSet<SliceName> = membership.slices_of(host).iter().cloned().collect();
+            union_of_mac
+                .entry(host.mac)
+                .or_default()
+                .extend(set.iter().cloned());
+            if let Some(tag) = tags.name(set) {
+                tags.of_host.insert(*host, tag);
+            }
+        }
+        for (mac, set) in union_of_mac {
+            if let Some(tag) = tags.name(set) {
+                tags.of_mac.insert(mac, tag);
+            }
+        }
+        tags
+    }
+
+    /// The tag of `set`, remembered; None when another set has it already.
+    fn name(&mut self, set: BTreeSet<SliceName>) -> Option<u64> {
+        let tag = tag_of(&set);
+        match self.sets.get(&tag) {
+            Some(known) if *known == set => Some(tag),
+            Some(_) => {
+                if !self.collided.contains(&set) {
+                    log::error!("slices {set:?} hash to the tag of other slices: their hosts get no entries");
+                    self.collided.push(set);
+                }
+                None
+            }
+            None => {
+                for slice in &set {
+                    self.with_slice
+                        .entry(slice.clone())
+                        .or_default()
+                        .insert(tag);
+                }
+                self.sets.insert(tag, set);
+                Some(tag)
+            }
+        }
+    }
+
+    /// The tag of a bound host.
+    pub fn of_host(&self, host: &Host) -> Option<u64> {
+        self.of_host.get(host).copied()
+    }
+
+    /// Tags that may send to a host in `slices`.
+    fn allowed_to_reach<'a>(&'a self, slices: &'a [SliceName]) -> BTreeSet<u64> {
+        slices
+            .iter()
+            .filter_map(|slice| self.with_slice.get(slice))
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    fn shares_slice(&self, tag: u64, slices: &[SliceName]) -> bool {
+        self.sets
+            .get(&tag)
+            .is_some_and(|set| slices.iter().any(|slice| set.contains(slice)))
+    }
+}
+
+/// Which packets an entry takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EntryMatch {
+    /// Table 0: a MAC at one port.
+    HostAtPort { in_port: u32, mac: MacAddress },
+    /// Table 0: anything at one port.
+    AtPort { in_port: u32 },
+    /// Table 0: a MAC, wherever it arrives.
+    Sender { mac: MacAddress },
+    /// Table 1: tagged `tag`, to `mac`.
+    TaggedTo { tag: u64, mac: MacAddress },
+    /// Table 1: tagged `tag`, to any group address.
+    TaggedToGroup { tag: u64 },
+}
+
+/// What an entry does with them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EntryAction {
+    /// Write the tag into the metadata and go on to table 1.
+    Tag(u64),
+    /// Send to the controller.
+    ToController,
+    /// Send out of these ports (one for a destination, several for a flood).
+    Output(Vec<u32>),
+}
+
+/// One entry of the pipeline in one switch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Entry {
+    pub table: u8,
+    pub priority: u16,
+    pub rule: EntryMatch,
+    pub action: EntryAction,
+}
+
+impl Entry {
+    /// The FLOW_MOD that adds this entry; `meter` goes on entries to the controller.
+    pub fn flow_mod(&self, meter: Option<u32>) -> FlowMod {
+        let mut r#match = Match::default();
+        match self.rule {
+            EntryMatch::HostAtPort { in_port, mac } => {
+                r#match.in_port = Some(in_port);
+                r#match.eth_src = Some(mac.octets());
+            }
+            EntryMatch::AtPort { in_port } => r#match.in_port = Some(in_port),
+            EntryMatch::Sender { mac } => r#match.eth_src = Some(mac.octets()),
+            EntryMatch::TaggedTo { tag, mac } => {
+                r#match.metadata = Some(Masked::exact(tag));
+                r#match.eth_dst = Some(mac.octets());
+            }
+            EntryMatch::TaggedToGroup { tag } => {
+                r#match.metadata = Some(Masked::exact(tag));
+                r#match.eth_dst = Some(GROUP_BIT);
+                r#match.eth_dst_mask = Some(GROUP_BIT);
+            }
+        }
+        let mut flow_mod = FlowMod {
+            command: FlowModCommand::Add,
+            r#match,
+            cookie: FlowKind::Pipeline.cookie(),
+            table_id: self.table,
+            priority: self.priority,
+            ..FlowMod::default()
+        };
+        match &self.action {
+            EntryAction::Tag(tag) => {
+                flow_mod.write_metadata = Some(Masked::exact(*tag));
+                flow_mod.goto_table = Some(FORWARDING_TABLE);
+            }
+            EntryAction::ToController => {
+                flow_mod.meter_id = meter;
+                flow_mod.actions = vec![Action::Output {
+                    port: port::CONTROLLER,
+                    max_len: openflow::action::WHOLE_PACKET,
+                }];
+            }
+            EntryAction::Output(ports) => {
+                flow_mod.actions = ports
+                    .iter()
+                    .map(|&port| Action::Output { port, max_len: 0 })
+                    .collect();
+            }
+        }
+        flow_mod
+    }
+}
+
+/// The entries of every switch of `fabric` for the bound hosts of `membership`.
+pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet<Entry>> {
+    let tags = Tags::of(membership);
+    let mut tables: BTreeMap<u64, BTreeSet<Entry>> = fabric
+        .edge_ports
+        .keys()
+        .map(|dpid| (*dpid, BTreeSet::new()))
+        .collect();
+    let mut add = |dpid: u64, entry: Entry| {
+        if let Some(table) = tables.get_mut(&dpid) {
+            table.insert(entry);
+        }
+    };
+
+    for (dpid, ports) in &fabric.edge_ports {
+        for &in_port in ports {
+            add(
+                *dpid,
+                entry(
+                    ADMISSION_TABLE,
+                    EDGE_GUARD_PRIORITY,
+                    EntryMatch::AtPort { in_port },
+                    EntryAction::ToController,
+                ),
+            );
+        }
+        for (mac, tag) in &tags.of_mac {
+            add(
+                *dpid,
+                entry(
+                    ADMISSION_TABLE,
+                    ADMIT_IN_TRANSIT_PRIORITY,
+                    EntryMatch::Sender { mac: *mac },
+                    EntryAction::Tag(*tag),
+                ),
+            );
+        }
+    }
+
+    // One destination per MAC: a MAC bound at two ports is reached at the lower one.
+    let mut destinations: BTreeMap<MacAddress, Host> = BTreeMap::new();
+    for (host, tag) in &tags.of_host {
+        if fabric.is_edge(host.port) {
+            add(
+                host.port.dpid,
+                entry(
+                    ADMISSION_TABLE,
+                    ADMIT_AT_HOME_PRIORITY,
+                    EntryMatch::HostAtPort {
+                        in_port: host.port.port_no,
+                        mac: host.mac,
+                    },
+                    EntryAction::Tag(*tag),
+                ),
+            );
+            destinations.entry(host.mac).or_insert(*host);
+        }
+    }
+
+    let mut next_hops_toward: BTreeMap<u64, BTreeMap<u64, u32>> = BTreeMap::new();
+    for host in destinations.values() {
+        let slices = membership.slices_of(host);
+        let allowed = tags.allowed_to_reach(slices);
+        let hops = next_hops_toward
+            .entry(host.port.dpid)
+            .or_insert_with(|| fabric.next_hops(host.port.dpid));
+        let outs = hops
+            .iter()
+            .map(|(dpid, port_no)| (*dpid, *port_no))
+            .chain([(host.port.dpid, host.port.port_no)]);
+        for (dpid, out_port) in outs {
+            for &tag in &allowed {
+                add(
+                    dpid,
+                    entry(
+                        FORWARDING_TABLE,
+                        FORWARD_PRIORITY,
+                        EntryMatch::TaggedTo { tag, mac: host.mac },
+                        EntryAction::Output(vec![out_port]),
+                    ),
+                );
+            }
+        }
+    }
+
+    let tree = fabric.tree_ports();
+    let mut bound_slices_at: BTreeMap<PortId, BTreeSet<SliceName>> = BTreeMap::new();
+    for host in tags.of_host.keys() {
+        if fabric.is_edge(host.port) {
+            bound_slices_at
+                .entry(host.port)
+                .or_default()
+                .extend(membership.slices_of(host).iter().cloned());
+        }
+    }
+    for &tag in tags.sets.keys() {
+        for &dpid in fabric.edge_ports.keys() {
+            let mut outs: BTreeSet<u32> = tree.get(&dpid).cloned().unwrap_or_default();
+            for (port, slices) in
+                bound_slices_at.range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
+            {
+                let slices: Vec<SliceName> = slices.iter().cloned().collect();
+                if tags.shares_slice(tag, &slices) {
+                    outs.insert(port.port_no);
+                }
+            }
+            if !outs.is_empty() {
+                add(
+                    dpid,
+                    entry(
+                        FORWARDING_TABLE,
+                        FLOOD_PRIORITY,
+                        EntryMatch::TaggedToGroup { tag },
+                        EntryAction::Output(outs.into_iter().collect()),
+                    ),
+                );
+            }
+        }
+    }
+    tables
+}
+
+fn entry(table: u8, priority: u16, rule: EntryMatch, action: EntryAction) -> Entry {
+    Entry {
+        table,
+        priority,
+        rule,
+        action,
+    }
+}
+
+#[cfg(test)]
+mod tests;

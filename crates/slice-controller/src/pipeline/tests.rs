@@ -1,0 +1,380 @@
+//! The pipeline judged by what it does: a small simulator walks frames through the
+//! entries of every switch, and the hosts that receive them must be exactly the ones a
+//! slice allows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
+
+use super::*;
+
+fn mac(n: u32) -> MacAddress {
+    let [_, a, b, c] = n.to_be_bytes();
+    MacAddress::new([0x02, 0, 0, a, b, c])
+}
+
+fn name(text: &str) -> SliceName {
+    text.parse().unwrap()
+}
+
+/// A network to run frames through: the fabric and each switch's entries.
+struct Simulated {
+    fabric: Fabric,
+    tables: BTreeMap<u64, BTreeSet<Entry>>,
+}
+
+/// Where a frame ended up.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Fate {
+    /// Edge ports it left by.
+    delivered: BTreeSet<PortId>,
+    /// Ports where it went to the controller.
+    to_controller: BTreeSet<PortId>,
+}
+
+impl Simulated {
+    fn new(fabric: Fabric, membership: &Membership) -> Self {
+        let tables = build(&fabric, membership);
+        Simulated { fabric, tables }
+    }
+
+    /// The one entry of the highest priority in `table` of `dpid` that takes the frame;
+    /// two of the same priority taking it would make the switch's choice undefined.
+    fn lookup(&self, dpid: u64, table: u8, takes: impl Fn(&EntryMatch) -> bool) -> Option<&Entry> {
+        let candidates: Vec<&Entry> = self.tables[&dpid]
+            .iter()
+            .filter(|entry| entry.table == table && takes(&entry.rule))
+            .collect();
+        let best = candidates.iter().map(|entry| entry.priority).max()?;
+        let top: Vec<&&Entry> = candidates.iter().filter(|e| e.priority == best).collect();
+        assert_eq!(top.len(), 1, "overlapping entries in {dpid:#x}: {top:?}");
+        Some(top[0])
+    }
+
+    /// Sends a frame from `src` to `dst` into the network at `at`.
+    fn send(&self, at: PortId, src: MacAddress, dst: MacAddress) -> Fate {
+        let mut fate = Fate::default();
+        let mut pending = vec![at];
+        let mut hops = 0;
+        while let Some(arrived) = pending.pop() {
+            hops += 1;
+            assert!(hops < 1000, "a loop: {src} -> {dst} from {at}");
+            let admitted = self.lookup(arrived.dpid, ADMISSION_TABLE, |rule| match *rule {
+                EntryMatch::HostAtPort { in_port, mac } => in_port == arrived.port_no && mac == src,
+                EntryMatch::AtPort { in_port } => in_port == arrived.port_no,
+                EntryMatch::Sender { mac } => mac == src,
+                _ => false,
+            });
+            let tag = match admitted.map(|entry| &entry.action) {
+                Some(EntryAction::Tag(tag)) => *tag,
+                // The table-miss flow, or a guard.
+                None | Some(EntryAction::ToController) => {
+                    fate.to_controller.insert(arrived);
+                    continue;
+                }
+                Some(EntryAction::Output(_)) => panic!("table 0 outputs"),
+            };
+            let group = dst.octets()[0] & 1 == 1;
+            let forwarded = self.lookup(arrived.dpid, FORWARDING_TABLE, |rule| match *rule {
+                EntryMatch::TaggedTo { tag: t, mac } => t == tag && mac == dst && !group,
+                EntryMatch::TaggedToGroup { tag: t } => t == tag && group,
+                _ => false,
+            });
+            let Some(EntryAction::Output(ports)) = forwarded.map(|entry| &entry.action) else {
+                continue; // a table-1 miss: dropped
+            };
+            for &port_no in ports {
+                if port_no == arrived.port_no {
+                    continue; // a switch never sends a frame back where it came from
+                }
+                let out = PortId::new(arrived.dpid, port_no);
+                match self.fabric.cables.get(&out) {
+                    Some(far) => pending.push(*far),
+                    None => {
+                        assert!(fate.delivered.insert(out), "{out} got the frame twice");
+                    }
+                }
+            }
+        }
+        fate
+    }
+}
+
+/// Hosts in slices: (dpid, port, host number, slices).
+type Binding<'a> = (u64, u32, u32, &'a [&'a str]);
+
+fn membership(bindings: &[Binding]) -> Membership {
+    let mut index = Membership::default();
+    for (dpid, port_no, host, slices) in bindings {
+        for slice in *slices {
+            let slice = name(slice);
+            index.add_slice(&slice);
+            index.add_port(&slice, PortId::new(*dpid, *port_no));
+            index.add_mac(&slice, PortId::new(*dpid, *port_no), mac(*host));
+        }
+    }
+    index
+}
+
+/// Every bound host sends to every other and broadcasts; each frame must reach exactly
+/// the hosts a slice allows, and never the controller.
+fn assert_exactly_the_slices_reach(net: &Simulated, index: &Membership, others: &[Host]) {
+    let hosts: Vec<Host> = index
+        .members()
+        .copied()
+        .chain(others.iter().copied())
+        .collect();
+    for src in index.members() {
+        for dst in &hosts {
+            if dst == src {
+                continue;
+            }
+            let fate = net.send(src.port, src.mac, dst.mac);
+            // Two hosts behind one port meet before the switch (a hub, a bridge).
+            let expected: BTreeSet<PortId> = if index.shares_slice(src, dst) && dst.port != src.port
+            {
+                BTreeSet::from([dst.port])
+            } else {
+                BTreeSet::new()
+            };
+            assert_eq!(fate.delivered, expected, "{src:?} -> {dst:?}");
+            assert!(
+                fate.to_controller.is_empty(),
+                "{src:?} -> {dst:?}: {fate:?}"
+            );
+        }
+        let fate = net.send(src.port, src.mac, MacAddress::new([0xff; 6]));
+        let expected: BTreeSet<PortId> = index
+            .members()
+            .filter(|peer| peer.port != src.port && index.shares_slice(src, peer))
+            .map(|peer| peer.port)
+            .collect();
+        assert_eq!(fate.delivered, expected, "broadcast from {src:?}");
+    }
+}
+
+/// Mininet's `tree,depth=2,fanout=10`: switch 1 the root, its port i cabled to port 11
+/// of switch i+1, whose ports 1..=10 hold the hosts.
+fn mininet_tree() -> (Fabric, Vec<Host>) {
+    let mut fabric = Fabric::default();
+    fabric.add_switch(1, []);
+    let mut hosts = Vec::new();
+    for leaf in 0..10u32 {
+        let dpid = u64::from(leaf) + 2;
+        fabric.add_switch(dpid, 1..=10);
+        fabric.add_link(PortId::new(1, leaf + 1), PortId::new(dpid, 11));
+        fabric.add_link(PortId::new(dpid, 11), PortId::new(1, leaf + 1));
+        for port_no in 1..=10 {
+            hosts.push(Host {
+                port: PortId::new(dpid, port_no),
+                mac: mac(leaf * 10 + port_no),
+            });
+        }
+    }
+    (fabric, hosts)
+}
+
+#[test]
+fn a_hundred_hosts_in_one_slice_take_two_entries_each_per_switch() {
+    let (fabric, hosts) = mininet_tree();
+    let slice = name("all");
+    let mut index = Membership::default();
+    index.add_slice(&slice);
+    for host in &hosts {
+        index.add_port(&slice, host.port);
+        index.add_mac(&slice, host.port, host.mac);
+    }
+    let net = Simulated::new(fabric, &index);
+    let sizes: BTreeMap<u64, usize> = net.tables.iter().map(|(d, t)| (*d, t.len())).collect();
+    // The root: admission over links and forwarding for each host, one flood entry.
+    assert_eq!(sizes[&1], 100 + 100 + 1);
+    // A leaf: the same, plus admission and a guard for each of its ten host ports.
+    for dpid in 2..=11 {
+        assert_eq!(sizes[&dpid], 100 + 100 + 10 + 10 + 1, "leaf {dpid}");
+    }
+    assert_exactly_the_slices_reach(&net, &index, &[]);
+}
+
+#[test]
+fn slices_stay_apart_a_host_in_two_reaches_both_and_unbound_hosts_nobody() {
+    // A ring of four switches with a chord (two ways around), two host ports on each.
+    let mut fabric = Fabric::default();
+    for dpid in 1..=4 {
+        fabric.add_switch(dpid, [1, 2]);
+    }
+    for (a, b) in [
+        ((1, 3), (2, 4)),
+        ((2, 3), (3, 4)),
+        ((3, 3), (4, 4)),
+        ((4, 3), (1, 4)),
+        ((1, 5), (3, 5)),
+    ] {
+        let (a, b) = (PortId::new(a.0, a.1), PortId::new(b.0, b.1));
+        fabric.add_link(a, b);
+        fabric.add_link(b, a);
+    }
+    let index = membership(&[
+        (1, 1, 1, &["red"]),
+        (2, 1, 2, &["red"]),
+        (3, 1, 3, &["blue"]),
+        (4, 1, 4, &["blue"]),
+        (4, 2, 5, &["red", "blue"]),
+        // Two hosts of one slice behind one port, on the same switch as a third.
+        (2, 2, 6, &["green"]),
+        (2, 2, 7, &["green"]),
+        (1, 2, 8, &["green"]),
+    ]);
+    let unbound = [Host {
+        port: PortId::new(3, 2),
+        mac: mac(9),
+    }];
+    let net = Simulated::new(fabric, &index);
+    assert_exactly_the_slices_reach(&net, &index, &unbound);
+
+    // The unbound host, and a bound MAC sent from another edge port, go to the
+    // controller at the port they arrived at, and nowhere else.
+    for (at, src) in [
+        (PortId::new(3, 2), mac(9)),
+        (PortId::new(3, 2), mac(1)),
+        (PortId::new(2, 1), mac(5)),
+    ] {
+        for dst in [mac(2), MacAddress::new([0xff; 6])] {
+            let fate = net.send(at, src, dst);
+            assert_eq!(fate.delivered, BTreeSet::new(), "{src} at {at}");
+            assert_eq!(fate.to_controller, BTreeSet::from([at]));
+        }
+    }
+}
+
+#[test]
+fn tags_name_sets_whatever_the_order_and_differ_between_sets() {
+    let (red, blue) = (name("red"), name("blue"));
+    assert_eq!(tag_of([&red, &blue]), tag_of([&blue, &red]));
+    assert_ne!(tag_of([&red]), tag_of([&blue]));
+    assert_ne!(tag_of([&red]), tag_of([&red, &blue]));
+    // Names are delimited, so "ab" + "c" is not "a" + "bc".
+    assert_ne!(
+        tag_of([&name("ab"), &name("c")]),
+        tag_of([&name("a"), &name("bc")])
+    );
+    // FNV-1a 64 of "red\0", the same on every build and instance.
+    assert_eq!(tag_of([&red]), fnv1a_64(b"red\0"));
+}
+
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+#[test]
+fn entries_become_1_3_flow_mods_that_1_0_cannot_carry() {
+    let admit = entry(
+        ADMISSION_TABLE,
+        ADMIT_AT_HOME_PRIORITY,
+        EntryMatch::HostAtPort {
+            in_port: 1,
+            mac: mac(1),
+        },
+        EntryAction::Tag(7),
+    );
+    let flow_mod = admit.flow_mod(None);
+    assert_eq!(flow_mod.write_metadata, Some(Masked::exact(7)));
+    assert_eq!(flow_mod.goto_table, Some(FORWARDING_TABLE));
+    assert_eq!(
+        FlowKind::of_cookie(flow_mod.cookie),
+        Some(FlowKind::Pipeline)
+    );
+    let flood = entry(
+        FORWARDING_TABLE,
+        FLOOD_PRIORITY,
+        EntryMatch::TaggedToGroup { tag: 7 },
+        EntryAction::Output(vec![1, 3]),
+    );
+    let guard = entry(
+        ADMISSION_TABLE,
+        EDGE_GUARD_PRIORITY,
+        EntryMatch::AtPort { in_port: 2 },
+        EntryAction::ToController,
+    );
+    assert_eq!(guard.flow_mod(Some(1)).meter_id, Some(1));
+    for (entry, fits_1_0) in [(admit, false), (flood, false), (guard, true)] {
+        let message = openflow::Message::FlowMod(entry.flow_mod(None));
+        let mut out = Vec::new();
+        message.emit(openflow::Version::Of13, 1, &mut out).unwrap();
+        let (_, parsed) = openflow::Message::parse(&out).unwrap();
+        assert_eq!(parsed, message);
+        let on_1_0 = message.emit(openflow::Version::Of10, 1, &mut Vec::new());
+        assert_eq!(on_1_0.is_ok(), fits_1_0, "{entry:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random graphs (connected or not, with loops) and random slices: every frame
+    /// reaches exactly the hosts a slice allows.
+    #[test]
+    fn any_graph_and_any_slices_reach_exactly_the_allowed_hosts(
+        switches in 1u64..6,
+        cables in proptest::collection::vec((1u64..6, 1u64..6), 0..8),
+        bindings in proptest::collection::vec((1u64..6, 1u32..3, 0usize..4), 0..10),
+    ) {
+        let mut fabric = Fabric::default();
+        for dpid in 1..=switches {
+            fabric.add_switch(dpid, [1, 2]);
+        }
+        let mut next_port: BTreeMap<u64, u32> = BTreeMap::new();
+        for (a, b) in cables {
+            if a == b || a > switches || b > switches {
+                continue;
+            }
+            let mut port = |dpid: u64| {
+                let n = next_port.entry(dpid).or_insert(10);
+                *n += 1;
+                PortId::new(dpid, *n)
+            };
+            let (a, b) = (port(a), port(b));
+            fabric.add_link(a, b);
+            fabric.add_link(b, a);
+        }
+        const SLICE_SETS: [&[&str]; 4] = [&["red"], &["blue"], &["red", "blue"], &["green"]];
+        let mut index = Membership::default();
+        for (n, (dpid, port_no, set)) in bindings.into_iter().enumerate() {
+            if dpid > switches {
+                continue;
+            }
+            let port = PortId::new(dpid, port_no);
+            for slice in SLICE_SETS[set] {
+                let slice = name(slice);
+                index.add_slice(&slice);
+                index.add_port(&slice, port);
+                index.add_mac(&slice, port, mac(n as u32 + 1));
+            }
+        }
+        // Unicast between parts the graph does not join cannot arrive: leave those out.
+        let net = Simulated::new(fabric, &index);
+        let connected = |a: &Host, b: &Host| {
+            a.port.dpid == b.port.dpid || net.fabric.next_hops(b.port.dpid).contains_key(&a.port.dpid)
+        };
+        for src in index.members() {
+            for dst in index.members() {
+                if dst == src {
+                    continue;
+                }
+                let fate = net.send(src.port, src.mac, dst.mac);
+                let reaches = index.shares_slice(src, dst) && connected(src, dst) && dst.port != src.port;
+                let expected: BTreeSet<PortId> = if reaches { BTreeSet::from([dst.port]) } else { BTreeSet::new() };
+                prop_assert_eq!(fate.delivered, expected, "{:?} -> {:?}", src, dst);
+            }
+            let fate = net.send(src.port, src.mac, MacAddress::new([0xff; 6]));
+            let expected: BTreeSet<PortId> = index
+                .members()
+                .filter(|peer| peer.port != src.port && index.shares_slice(src, peer) && connected(src, peer))
+                .map(|peer| peer.port)
+                .collect();
+            prop_assert_eq!(fate.delivered, expected, "broadcast from {:?}", src);
+        }
+    }
+}
