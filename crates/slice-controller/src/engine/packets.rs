@@ -1,0 +1,269 @@
+//! PACKET_INs: probes to the link guard, frames to learning, flooding within slices
+//! and routing between hosts that share one.
+
+use super::*;
+
+impl Engine {
+    pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
+        // Only the master acts on traffic (a slave gets none from a switch that knows
+        // its role, but an EQUAL one might).
+        let counted = &self.metrics.packet_ins;
+        if !self.may_write(dpid) {
+            counted.ignored.inc();
+            return;
+        }
+        let at = PortId::new(dpid, in_port);
+        if let Some(probe) = frame.probe {
+            counted.lldp.inc();
+            self.probe_received(probe, at, now);
+            return;
+        }
+        // Traffic on inter-switch ports is the tail of a flow being set up or torn down;
+        // hosts live on edge ports only.
+        if !self.topology.is_edge(at) {
+            counted.ignored.inc();
+            return;
+        }
+        let src = Host {
+            port: at,
+            mac: frame.src,
+        };
+        let class = link_guard::classify(frame.src, frame.dst, self.membership.is_member(&src));
+        self.guard.saw(at, class);
+        if class == FrameClass::LinkControl {
+            // Bridges never forward these, and they teach no host.
+            self.count_drop(dpid, DropCause::LinkControl, 1, now);
+        }
+        if matches!(class, FrameClass::NoSender | FrameClass::LinkControl) || !self.learn(src, now)
+        {
+            self.metrics.packet_ins.ignored.inc();
+            return;
+        }
+        let destination = if link_guard::is_group(frame.dst) {
+            None
+        } else {
+            self.hosts.get(&frame.dst)
+        };
+        match destination {
+            None => {
+                self.metrics.packet_ins.flooded.inc();
+                self.flood_within_slices(src, frame.data);
+            }
+            Some(port) => {
+                let dst = Host {
+                    port,
+                    mac: frame.dst,
+                };
+                self.route(src, dst, frame.data, now);
+            }
+        }
+    }
+
+    /// A link exists only where a probe the controller signed within the link's maximum
+    /// age arrives, and neither end has carried a host ([`LinkGuard`]): a host can
+    /// neither forge a probe nor relay a genuine one into a link. An end that heard
+    /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
+    pub(super) fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
+        let from = PortId::new(probe.dpid, probe.port_no);
+        let standing = self.guard.standing(from, at, now);
+        let refused = if standing == Standing::HostPort {
+            Some(DropCause::LldpAtHostPort)
+        } else {
+            let key = &self.config.probe_key;
+            // A probe in flight on a loaded machine may take a good part of a fast
+            // (100 ms) interval; a second is still far too short to be of use to anyone
+            // replaying it, and the host-port rule stops relays within it.
+            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            match probe
+                .proof
+                .map(|proof| key.verify(from.dpid, from.port_no, &proof, now, max_age))
+            {
+                None => Some(DropCause::UnsignedLldp),
+                Some(Verdict::Forged) => Some(DropCause::ForgedLldp),
+                Some(Verdict::Stale) => Some(DropCause::StaleLldp),
+                Some(Verdict::Genuine) => None,
+            }
+        };
+        if let Some(cause) = refused {
+            self.count_drop(at.dpid, cause, 1, now);
+            return;
+        }
+        if standing == Standing::Chatter {
+            let nonce = probe.proof.map_or(0, |proof| proof.nonce);
+            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            let counted = self.guard.count_probe(from, at, nonce, max_age);
+            if counted < PROBES_OVER_CHATTER {
+                log::debug!(
+                    "probe {counted} of {PROBES_OVER_CHATTER} from {from} at {at}, where \
+                     only chatter was heard"
+                );
+                return;
+            }
+        }
+        for end in self.guard.link_made(from, at) {
+            // A link end: what was learned there was passing traffic or chatter.
+            for mac in self.hosts.at(|port| port == end) {
+                self.forget_host(mac);
+            }
+        }
+        let (new, replaced) = self.topology.link_seen(from, at, now);
+        if let Some(old) = replaced {
+            self.links_removed(&[old], now);
+        }
+        if new {
+            log::info!("link discovered: {from} -> {at}");
+            self.notices.push(Notice::LinkUp { src: from, dst: at });
+        }
+    }
+
+    /// Learns (or refreshes) a host; false when its port or switch is full.
+    pub(super) fn learn(&mut self, host: Host, now: Instant) -> bool {
+        let limits = HostLimits {
+            per_port: self.config.max_hosts_per_port,
+            per_switch: self.config.max_hosts_per_switch,
+        };
+        let bound = self.membership.is_member(&host);
+        if let Some(home) = self.hosts.get(&host.mac) {
+            let bound_at_home = self.membership.is_member(&Host {
+                port: home,
+                mac: host.mac,
+            });
+            if home != host.port && bound_at_home && self.topology.is_live(home) {
+                // An operator bound this MAC to a port that is still up: a frame with it
+                // elsewhere is an impostor, not a move.
+                self.count_drop(host.port.dpid, DropCause::HostSpoofed, 1, now);
+                return false;
+            }
+        }
+        match self.hosts.learn(host.mac, host.port, now, bound, limits) {
+            Learned::Moved(old) => {
+                log::info!("host {} moved from {old} to {}", host.mac, host.port);
+                self.notices.push(Notice::HostMoved {
+                    mac: host.mac,
+                    from: old,
+                    to: host.port,
+                });
+                self.delete_paths_where(|path| {
+                    path.src.mac == host.mac || path.dst.mac == host.mac
+                });
+                self.delete_adopted_where(|pair, _| pair.0 == host.mac || pair.1 == host.mac);
+                // Drops were judged at the old port; the host's peers are judged anew.
+                self.lift_drops_of(host.mac);
+            }
+            Learned::Known => {}
+            Learned::New => {
+                log::debug!("host {} learned at {}", host.mac, host.port);
+                self.notices.push(Notice::HostLearned {
+                    mac: host.mac,
+                    port: host.port,
+                });
+            }
+            Learned::Refused => {
+                self.count_drop(host.port.dpid, DropCause::HostRefused, 1, now);
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(super) fn forget_host(&mut self, mac: MacAddress) {
+        if self.hosts.get(&mac).is_some() {
+            self.notices.push(Notice::HostForgotten { mac });
+        }
+        self.hosts.remove(&mac);
+        self.lift_drops_of(mac);
+        self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
+        self.delete_adopted_where(|pair, _| pair.0 == mac || pair.1 == mac);
+    }
+
+    pub(super) fn may_talk(&self, a: &Host, b: &Host) -> bool {
+        !self.config.slicing || self.membership.shares_slice(a, b)
+    }
+
+    /// Broadcast and unknown destinations: to the edge ports of the other members of the
+    /// sender's slices (every other edge port without slicing), never over links.
+    pub(super) fn flood_within_slices(&mut self, src: Host, data: Bytes) {
+        let targets: Vec<PortId> = if self.config.slicing {
+            self.membership
+                .peer_ports(&src)
+                .into_iter()
+                .filter(|port| self.topology.is_edge(*port))
+                .collect()
+        } else {
+            self.topology
+                .edge_ports()
+                .filter(|port| *port != src.port)
+                .collect()
+        };
+        for port in targets {
+            self.send(
+                port.dpid,
+                Command::PacketOut {
+                    out_port: port.port_no,
+                    data: data.clone(),
+                },
+            );
+        }
+    }
+
+    pub(super) fn route(&mut self, src: Host, dst: Host, data: Bytes, now: Instant) {
+        let counted = &self.metrics;
+        if !self.may_talk(&src, &dst) {
+            counted.packet_ins.dropped_no_slice.inc();
+            counted.flow_setups.inc();
+            self.install_drop(src, dst, now);
+            return;
+        }
+        let Some(hops) = self.topology.shortest_path(src.port, dst.port) else {
+            counted.packet_ins.ignored.inc();
+            log::debug!("no path from {} to {}", src.port, dst.port);
+            return;
+        };
+        counted.packet_ins.routed.inc();
+        counted.flow_setups.inc();
+        self.supersede_adopted((src.mac, dst.mac), &hops);
+        let cookie = FlowKind::path(src.port, dst.port).cookie();
+        // Downstream first, so that the packet finds its flows at every switch.
+        for (index, hop) in hops.iter().enumerate().rev() {
+            self.send(
+                hop.dpid,
+                Command::FlowAdd {
+                    rule: Rule {
+                        in_port: hop.in_port,
+                        eth_src: src.mac,
+                        eth_dst: dst.mac,
+                    },
+                    out_port: Some(hop.out_port),
+                    priority: PATH_PRIORITY,
+                    idle_timeout: self.config.idle_timeout,
+                    hard_timeout: 0,
+                    notify_removal: index == 0,
+                    cookie,
+                },
+            );
+        }
+        // The triggering packet leaves at the last switch, so it never races the flows.
+        if let Some(last) = hops.last() {
+            self.send(
+                last.dpid,
+                Command::PacketOut {
+                    out_port: last.out_port,
+                    data,
+                },
+            );
+        }
+        let path = InstalledPath { src, dst, hops };
+        let known = self
+            .paths
+            .get(&(src.mac, dst.mac))
+            .is_some_and(|old| old.hops == path.hops && old.src == src);
+        if !known {
+            log::info!("Creating path: {}", path.describe());
+            self.notices.push(Notice::PathInstalled {
+                src: src.mac,
+                dst: dst.mac,
+            });
+        }
+        self.paths.insert((src.mac, dst.mac), path);
+    }
+}

@@ -1,0 +1,146 @@
+//! What operators see: switches, links, hosts and paths, as plain data.
+
+use super::*;
+
+impl Engine {
+    pub fn switches(&self) -> Vec<SwitchView> {
+        self.topology
+            .dpids()
+            .map(|dpid| SwitchView {
+                dpid,
+                name: format!("{dpid:#x}"),
+                version: self
+                    .topology
+                    .switch_version(dpid)
+                    .map(u8::from)
+                    .unwrap_or_default(),
+                ports: self
+                    .topology
+                    .ports(dpid)
+                    .map(|(port_no, state)| PortView {
+                        port_no,
+                        name: state.name.clone(),
+                        live: state.live,
+                    })
+                    .collect(),
+                packet_in_meter: self.packet_in_meters.contains(&dpid),
+                dropped: self.dropped.get(&dpid).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The slice membership the engine judges traffic by.
+    pub fn membership(&self) -> &Membership {
+        &self.membership
+    }
+
+    pub fn links(&self) -> Vec<Link> {
+        self.topology.links().collect()
+    }
+
+    pub fn hosts(&self) -> Vec<HostView> {
+        let mut hosts: Vec<HostView> = self
+            .hosts
+            .iter()
+            .map(|(mac, port)| HostView { mac, port })
+            .collect();
+        hosts.sort_by_key(|host| (host.port, host.mac));
+        hosts
+    }
+
+    pub fn paths(&self) -> Vec<PathView> {
+        let mut paths: Vec<PathView> = self
+            .paths
+            .values()
+            .map(|path| PathView {
+                src: path.src.mac,
+                dst: path.dst.mac,
+                hops: path
+                    .hops
+                    .iter()
+                    .flat_map(|hop| {
+                        [
+                            PortId::new(hop.dpid, hop.in_port),
+                            PortId::new(hop.dpid, hop.out_port),
+                        ]
+                    })
+                    .collect(),
+                adopted: false,
+            })
+            .collect();
+        // Flows kept from a read-back serve their pair too, until a path of the engine's
+        // own supersedes them; a flow table gives no hop order, so theirs go by switch.
+        paths.extend(
+            self.adopted
+                .iter()
+                .filter(|(pair, _)| !self.paths.contains_key(pair))
+                .map(|(&(src, dst), flows)| {
+                    let mut flows: Vec<&AdoptedFlow> = flows.iter().collect();
+                    flows.sort_by_key(|flow| (flow.dpid, flow.in_port, flow.out_port));
+                    PathView {
+                        src,
+                        dst,
+                        hops: flows
+                            .iter()
+                            .flat_map(|flow| {
+                                [
+                                    PortId::new(flow.dpid, flow.in_port),
+                                    PortId::new(flow.dpid, flow.out_port),
+                                ]
+                            })
+                            .collect(),
+                        adopted: true,
+                    }
+                }),
+        );
+        paths.sort_by_key(|path| (path.src, path.dst));
+        paths
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SwitchView {
+    pub dpid: u64,
+    pub name: String,
+    pub version: u8,
+    pub ports: Vec<PortView>,
+    /// Whether the switch drops PACKET_INs over the rate itself, with a meter on its
+    /// table-miss flow (1.3 switches with meters), on top of the controller's limits.
+    pub packet_in_meter: bool,
+    pub dropped: Dropped,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PortView {
+    pub port_no: u32,
+    pub name: String,
+    pub live: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HostView {
+    pub mac: MacAddress,
+    pub port: PortId,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PathView {
+    pub src: MacAddress,
+    pub dst: MacAddress,
+    /// In order along the path; for adopted flows, by switch.
+    pub hops: Vec<PortId>,
+    /// Kept from the switches' flow tables at a (re)connect or takeover rather than set
+    /// up by this instance: shown only when true, so a path's shape is as it always was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
+}
+
+impl Serialize for Link {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut link = serializer.serialize_struct("Link", 2)?;
+        link.serialize_field("src", &self.src)?;
+        link.serialize_field("dst", &self.dst)?;
+        link.end()
+    }
+}
