@@ -318,6 +318,143 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// What a switch must be told to remove this entry: a strict delete of its table,
+    /// priority and match.
+    pub fn delete_flow_mod(&self) -> FlowMod {
+        let added = self.flow_mod(None);
+        FlowMod {
+            command: FlowModCommand::DeleteStrict,
+            r#match: added.r#match,
+            table_id: added.table_id,
+            priority: added.priority,
+            ..FlowMod::default()
+        }
+    }
+
+    /// The entry a flow read back from a switch is, if it has the pipeline's cookie and
+    /// one of its shapes; anything else is not the pipeline's.
+    pub fn of_flow_mod(flow_mod: &FlowMod) -> Option<Entry> {
+        if FlowKind::of_cookie(flow_mod.cookie) != Some(FlowKind::Pipeline) {
+            return None;
+        }
+        let m = &flow_mod.r#match;
+        let only = |fields: [bool; 6]| {
+            let present = [
+                m.in_port.is_some(),
+                m.eth_src.is_some(),
+                m.eth_dst.is_some(),
+                m.eth_dst_mask.is_some(),
+                m.metadata.is_some(),
+                m.eth_type.is_some() || m.vlan_vid.is_some(),
+            ];
+            present == fields
+        };
+        let exact_tag = m.metadata.filter(|tag| tag.mask == !0).map(|tag| tag.value);
+        let rule = match (flow_mod.table_id, flow_mod.priority) {
+            (ADMISSION_TABLE, ADMIT_AT_HOME_PRIORITY)
+                if only([true, true, false, false, false, false]) =>
+            {
+                EntryMatch::HostAtPort {
+                    in_port: m.in_port?,
+                    mac: MacAddress::new(m.eth_src?),
+                }
+            }
+            (ADMISSION_TABLE, EDGE_GUARD_PRIORITY)
+                if only([true, false, false, false, false, false]) =>
+            {
+                EntryMatch::AtPort {
+                    in_port: m.in_port?,
+                }
+            }
+            (ADMISSION_TABLE, ADMIT_IN_TRANSIT_PRIORITY)
+                if only([false, true, false, false, false, false]) =>
+            {
+                EntryMatch::Sender {
+                    mac: MacAddress::new(m.eth_src?),
+                }
+            }
+            (FORWARDING_TABLE, FORWARD_PRIORITY)
+                if only([false, false, true, false, true, false]) =>
+            {
+                EntryMatch::TaggedTo {
+                    tag: exact_tag?,
+                    mac: MacAddress::new(m.eth_dst?),
+                }
+            }
+            (FORWARDING_TABLE, FLOOD_PRIORITY)
+                if only([false, false, true, true, true, false])
+                    && m.eth_dst == Some(GROUP_BIT)
+                    && m.eth_dst_mask == Some(GROUP_BIT) =>
+            {
+                EntryMatch::TaggedToGroup { tag: exact_tag? }
+            }
+            _ => return None,
+        };
+        let outputs: Option<Vec<u32>> = flow_mod
+            .actions
+            .iter()
+            .map(|action| match action {
+                Action::Output { port, .. } => Some(*port),
+                Action::Other { .. } => None,
+            })
+            .collect();
+        let action = match (
+            flow_mod.write_metadata,
+            flow_mod.goto_table,
+            outputs?.as_slice(),
+        ) {
+            (Some(tag), Some(FORWARDING_TABLE), []) if tag.mask == !0 => {
+                EntryAction::Tag(tag.value)
+            }
+            (None, None, [port::CONTROLLER]) => EntryAction::ToController,
+            (None, None, ports) if !ports.is_empty() && !ports.contains(&port::CONTROLLER) => {
+                EntryAction::Output(ports.to_vec())
+            }
+            _ => return None,
+        };
+        let entry = entry(flow_mod.table_id, flow_mod.priority, rule, action);
+        // Only shapes the pipeline builds: an admission that outputs, a forward that tags,
+        // are someone else's entries with the pipeline's cookie.
+        let consistent = matches!(
+            (&entry.rule, &entry.action),
+            (
+                EntryMatch::HostAtPort { .. } | EntryMatch::Sender { .. },
+                EntryAction::Tag(_)
+            ) | (EntryMatch::AtPort { .. }, EntryAction::ToController)
+                | (
+                    EntryMatch::TaggedTo { .. } | EntryMatch::TaggedToGroup { .. },
+                    EntryAction::Output(_)
+                )
+        );
+        consistent.then_some(entry)
+    }
+}
+
+/// What turns a switch's entries into the ones it should hold.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Entries to add; one with the table, priority and match of an entry held replaces it.
+    pub add: Vec<Entry>,
+    /// Entries to remove, whose table, priority and match no wanted entry has.
+    pub delete: Vec<Entry>,
+}
+
+/// The changes from `held` to `wanted`, fewest FLOW_MODs: an entry whose action alone
+/// changed is replaced by an ADD, not deleted first.
+pub fn diff(held: &BTreeSet<Entry>, wanted: &BTreeSet<Entry>) -> Diff {
+    let key = |entry: &Entry| (entry.table, entry.priority, entry.rule);
+    let wanted_keys: BTreeSet<_> = wanted.iter().map(key).collect();
+    Diff {
+        add: wanted.difference(held).cloned().collect(),
+        delete: held
+            .iter()
+            .filter(|entry| !wanted_keys.contains(&key(entry)))
+            .cloned()
+            .collect(),
+    }
+}
+
 /// The entries of every switch of `fabric` for the bound hosts of `membership`.
 pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet<Entry>> {
     let tags = Tags::of(membership);

@@ -378,3 +378,94 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn every_entry_reads_back_as_itself_and_foreign_flows_as_nothing() {
+    let (fabric, _) = mininet_tree();
+    let index = membership(&[
+        (2, 1, 1, &["red"]),
+        (3, 1, 11, &["red", "blue"]),
+        (3, 2, 12, &["blue"]),
+    ]);
+    let tables = build(&fabric, &index);
+    let mut kinds = std::collections::HashSet::new();
+    for entry in tables.values().flatten() {
+        kinds.insert(std::mem::discriminant(&entry.rule));
+        // Through the wire, as a read-back would see it.
+        let message = openflow::Message::FlowMod(entry.flow_mod(Some(1)));
+        let mut out = Vec::new();
+        message.emit(openflow::Version::Of13, 1, &mut out).unwrap();
+        let Ok((_, openflow::Message::FlowMod(read))) = openflow::Message::parse(&out) else {
+            panic!("not a FLOW_MOD");
+        };
+        assert_eq!(Entry::of_flow_mod(&read).as_ref(), Some(entry));
+        let delete = entry.delete_flow_mod();
+        assert_eq!(
+            (delete.table_id, delete.priority, delete.r#match),
+            (read.table_id, read.priority, read.r#match)
+        );
+    }
+    assert_eq!(
+        kinds.len(),
+        5,
+        "every kind of entry was built and read back"
+    );
+
+    let admit = tables[&2]
+        .iter()
+        .find(|e| matches!(e.rule, EntryMatch::HostAtPort { .. }))
+        .unwrap();
+    let mut foreign = admit.flow_mod(None);
+    foreign.cookie = FlowKind::Drop.cookie();
+    assert_eq!(Entry::of_flow_mod(&foreign), None, "another kind's cookie");
+    let mut outputs = admit.flow_mod(None);
+    outputs.actions = vec![openflow::Action::Output {
+        port: 3,
+        max_len: 0,
+    }];
+    assert_eq!(
+        Entry::of_flow_mod(&outputs),
+        None,
+        "an admission that outputs"
+    );
+    let mut wider = admit.flow_mod(None);
+    wider.r#match.eth_type = Some(0x0800);
+    assert_eq!(
+        Entry::of_flow_mod(&wider),
+        None,
+        "a field the pipeline never sets"
+    );
+}
+
+#[test]
+fn a_diff_adds_what_is_missing_replaces_what_changed_and_deletes_the_rest() {
+    let guard = |in_port| {
+        entry(
+            ADMISSION_TABLE,
+            EDGE_GUARD_PRIORITY,
+            EntryMatch::AtPort { in_port },
+            EntryAction::ToController,
+        )
+    };
+    let forward = |out| {
+        entry(
+            FORWARDING_TABLE,
+            FORWARD_PRIORITY,
+            EntryMatch::TaggedTo {
+                tag: 1,
+                mac: mac(1),
+            },
+            EntryAction::Output(vec![out]),
+        )
+    };
+    let held = BTreeSet::from([guard(1), guard(2), forward(3)]);
+    let wanted = BTreeSet::from([guard(1), guard(4), forward(5)]);
+    assert_eq!(
+        diff(&held, &wanted),
+        Diff {
+            add: vec![guard(4), forward(5)],
+            delete: vec![guard(2)],
+        }
+    );
+    assert_eq!(diff(&wanted, &wanted), Diff::default());
+}
