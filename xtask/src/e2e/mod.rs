@@ -8,6 +8,8 @@ mod cluster;
 mod etcd;
 mod flows;
 pub mod lldp;
+mod mininet;
+mod mininet_net;
 mod net;
 mod ovs;
 mod pki;
@@ -77,6 +79,10 @@ pub struct Options {
     /// Steps of the random scenario [default: 30]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     steps: Option<u64>,
+    /// Run each selected scenario N times on each version (e.g. N discovery figures of a
+    /// Mininet scenario) [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeat: Option<u64>,
     /// How often the failover scenario kills the master (`cargo xtask failover`)
     #[arg(skip)]
     failover_runs: usize,
@@ -253,15 +259,22 @@ fn prerequisites(options: &Options) -> Result<(), String> {
         ));
     }
     let cluster = options.selected().iter().any(|s| s.needs_etcd);
+    let mininet = options.selected().iter().any(|s| s.needs_mininet);
     let tools: Vec<&str> = ["ip", "ping", "tcpdump", "ethtool", "sysctl"]
         .into_iter()
         .chain(cluster.then_some("etcd"))
+        .chain(
+            mininet
+                .then_some(["mn", "fping", "nsenter"])
+                .into_iter()
+                .flatten(),
+        )
         .filter(|t| !sys::on_path(t))
         .collect();
     if !tools.is_empty() {
         return Err(format!(
             "missing {} (apt-get install iproute2 iputils-ping tcpdump ethtool procps \
-             etcd-server)",
+             etcd-server mininet fping util-linux)",
             tools.join(", ")
         ));
     }
@@ -347,15 +360,26 @@ fn run(options: &Options) -> anyhow::Result<()> {
             random: random_run,
             failover_runs: options.failover_runs.max(1),
         };
-        for scenario in options.selected() {
+        let repeat = options.repeat.unwrap_or(1);
+        'all: for scenario in options.selected() {
             for version in options.versions() {
-                if run_one(&shared, &run_dir.path, scenario, version, options.keep) {
-                    passed += 1;
-                } else {
-                    failed += 1;
-                }
-                if sys::interrupted() {
-                    break;
+                for round in 1..=repeat {
+                    let round = (repeat > 1).then_some(round);
+                    if run_one(
+                        &shared,
+                        &run_dir.path,
+                        scenario,
+                        version,
+                        round,
+                        options.keep,
+                    ) {
+                        passed += 1;
+                    } else {
+                        failed += 1;
+                    }
+                    if sys::interrupted() {
+                        break 'all;
+                    }
                 }
             }
         }
@@ -399,22 +423,29 @@ fn run(options: &Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs one scenario on one version; prints its result line and, when it fails, the
-/// error, the steps so far, sliced's log and the flow tables.
+/// Runs one scenario on one version (its `round`-th time with `--repeat`); prints its
+/// result line and, when it fails, the error, the steps so far, sliced's log and the flow
+/// tables.
 fn run_one(
     shared: &Shared,
     run_dir: &Path,
     scenario: &Scenario,
     version: OfVersion,
+    round: Option<u64>,
     keep: bool,
 ) -> bool {
     let started = Instant::now();
-    let label = format!("{} {}", scenario.name, version.short());
+    let mut label = format!("{} {}", scenario.name, version.short());
+    let mut dir_name = format!("{}-{}", scenario.name, version.ovs_name());
+    if let Some(round) = round {
+        label.push_str(&format!(" #{round}"));
+        dir_name.push_str(&format!("-{round}"));
+    }
     if let Err(err) = shared.ovs.check_running() {
         println!("FAIL  {label}: {err:#}");
         return false;
     }
-    let dir = run_dir.join(format!("{}-{}", scenario.name, version.ovs_name()));
+    let dir = run_dir.join(dir_name);
     let mut stage = match Stage::new(shared, version, dir) {
         Ok(stage) => stage,
         Err(err) => {
@@ -675,6 +706,27 @@ mod tests {
             .map(|s| s.name)
             .collect();
         assert_eq!(needing, ["random-cluster", "cluster", "failover"]);
+    }
+
+    #[test]
+    fn only_the_mininet_scenarios_need_mininet() {
+        let needing: Vec<&str> = SCENARIOS
+            .iter()
+            .filter(|s| s.needs_mininet)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(needing, ["mininet-tree", "mininet-linear", "mininet-torus"]);
+        assert!(SCENARIOS
+            .iter()
+            .filter(|s| s.needs_mininet)
+            .all(|s| s.default_run));
+    }
+
+    #[test]
+    fn repeat_runs_each_scenario_n_times() {
+        assert_eq!(parse(&[]).unwrap().repeat, None);
+        assert_eq!(parse(&["--repeat", "20"]).unwrap().repeat, Some(20));
+        assert!(parse(&["--repeat", "0"]).is_err());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct Scenario {
     pub default_run: bool,
     /// Runs a cluster, so needs the `etcd` binary.
     pub needs_etcd: bool,
+    /// Runs Mininet (`contrib/mininet/sliced_mininet.py`), so needs `mininet` and `fping`.
+    pub needs_mininet: bool,
 }
 
 pub const SCENARIOS: &[Scenario] = &[
@@ -41,6 +43,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: no_slices,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "slice-tool",
@@ -48,6 +51,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: slice_tool,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "rest-isolation",
@@ -55,6 +59,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: rest_isolation,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "tls",
@@ -62,6 +67,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: tls,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "withdrawal",
@@ -69,6 +75,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: withdrawal,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "reroute",
@@ -76,6 +83,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: reroute,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "forged-lldp",
@@ -83,6 +91,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: forged_lldp,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "packet-in-meter",
@@ -90,6 +99,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: packet_in_meter,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "restart",
@@ -98,6 +108,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: restart,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "daemon",
@@ -105,6 +116,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: daemon,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "random",
@@ -113,6 +125,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: super::random::random,
         default_run: true,
         needs_etcd: false,
+        needs_mininet: false,
     },
     Scenario {
         name: "random-cluster",
@@ -121,6 +134,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: super::random::random_cluster,
         default_run: true,
         needs_etcd: true,
+        needs_mininet: false,
     },
     Scenario {
         name: "cluster",
@@ -129,6 +143,7 @@ pub const SCENARIOS: &[Scenario] = &[
         run: super::cluster::cluster,
         default_run: true,
         needs_etcd: true,
+        needs_mininet: false,
     },
     Scenario {
         name: "failover",
@@ -137,6 +152,33 @@ pub const SCENARIOS: &[Scenario] = &[
         run: super::cluster::failover_report,
         default_run: false,
         needs_etcd: true,
+        needs_mininet: false,
+    },
+    Scenario {
+        name: "mininet-tree",
+        about: "Mininet's tree,depth=2,fanout=10 (100 hosts) with sliced_mininet.py: every \
+                cable found, fping over IPv4 and IPv6 as the slices say, a cut, a host out",
+        run: super::mininet::tree,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: true,
+    },
+    Scenario {
+        name: "mininet-linear",
+        about: "the same on Mininet's linear,20, cut in the middle",
+        run: super::mininet::linear,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: true,
+    },
+    Scenario {
+        name: "mininet-torus",
+        about: "the same on Mininet's torus,3,3: a cut cable on a pair's shortest path \
+                reroutes",
+        run: super::mininet::torus,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: true,
     },
 ];
 

@@ -126,6 +126,19 @@ impl<'a> Stage<'a> {
         &self.steps
     }
 
+    /// A step whose line is a result of the run (a measurement): printed whatever
+    /// `--verbose` says.
+    pub fn report(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        println!("      {text}");
+        self.steps.push(text);
+    }
+
+    /// The lab's private Open vSwitch, for a network the stage does not build itself.
+    pub fn ovs(&self) -> &'a Ovs {
+        self.shared.ovs
+    }
+
     /// Starts sliced in the foreground (the lab's child).
     pub fn start_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced");

@@ -344,6 +344,10 @@ impl Daemon {
         self.child.stderr.take()
     }
 
+    pub fn stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.child.stdin.take()
+    }
+
     /// Sends `sig`, waits up to `grace` for the exit, then kills. Returns the status.
     pub fn stop(&mut self, sig: libc::c_int, grace: Duration) -> Option<ExitStatus> {
         if let Some(status) = self.exited() {
