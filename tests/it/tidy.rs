@@ -227,3 +227,51 @@ fn the_readme_set_up_commands_are_the_ones_ci_and_the_daemon_test_run() {
         "the bare-sliced test checks the README's REST address"
     );
 }
+
+/// The default of `flag` as `sliced -h` states it (`[default: 0.0.0.0:6653, ...]`).
+fn sliced_default(flag: &str) -> std::net::SocketAddr {
+    let help = help_of(SLICED, &[]);
+    let line = help
+        .lines()
+        .find(|line| line.trim_start().starts_with(&format!("{flag} ")))
+        .unwrap_or_else(|| panic!("sliced -h has no {flag}"));
+    let (_, default) = line
+        .split_once("[default: ")
+        .unwrap_or_else(|| panic!("{line:?} states no default"));
+    let address = default.split([',', ']']).next().unwrap_or(default);
+    address
+        .parse()
+        .unwrap_or_else(|err| panic!("{flag}'s default {address:?}: {err}"))
+}
+
+#[test]
+fn the_mininet_command_and_script_point_at_sliced_defaults() {
+    let openflow_port = sliced_default("--openflow").port();
+    let http = sliced_default("--http");
+
+    let readme = read("README.md");
+    let block = first_fenced_block(section(&readme, "## Try it with Mininet"));
+    let mn = block
+        .iter()
+        .map(|line| command_of(line))
+        .find(|command| command.starts_with("sudo mn "))
+        .expect("the Mininet section starts with an mn command line");
+    for option in [
+        "--mac",
+        "--switch ovs,datapath=user,protocols=OpenFlow13",
+        &format!("--controller remote,ip=127.0.0.1,port={openflow_port}"),
+    ] {
+        assert!(mn.contains(option), "{mn:?} lacks {option:?}");
+    }
+
+    let script = read("contrib/mininet/sliced_mininet.py");
+    for default in [
+        format!("default='127.0.0.1:{openflow_port}'"),
+        format!("default='http://{http}'"),
+    ] {
+        assert!(
+            script.contains(&default),
+            "contrib/mininet/sliced_mininet.py lacks {default}: sliced's defaults moved"
+        );
+    }
+}
