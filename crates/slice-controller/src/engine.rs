@@ -187,6 +187,9 @@ pub enum Command {
     /// Send `data` out of `out_port`. `data` usually shares the buffer the PACKET_IN
     /// was read into, so a packet is not copied on its way through.
     PacketOut { out_port: u32, data: Bytes },
+    /// Send `data` out of each of `out_ports` (a broadcast within slices): one message
+    /// for the switch, however many ports, so a flood costs a message per switch.
+    Flood { out_ports: Vec<u32>, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
 }

@@ -55,6 +55,9 @@ const DISCOVERY_SOURCE: [u8; 6] = [0x02, 0x5c, 0x1c, 0xed, 0x00, 0x01];
 /// beyond them, as beyond [`MAX_FLOWS_READ`] entries, the read is incomplete and the
 /// engine flushes the switch. Far above what [`MAX_FLOWS_READ`] of sliced's own flows
 /// take (under 120 bytes each), it bounds what entries with long foreign matches hold.
+/// Output actions in one PACKET_OUT of a flood: 256 take 4 KiB on 1.3, far from the
+/// 64 KiB a message may hold with the frame; a larger flood goes in several.
+pub(crate) const MAX_PORTS_PER_PACKET_OUT: usize = 256;
 const MAX_FLOW_READ_BYTES: usize = 16 * 1024 * 1024;
 /// How long a switch may take to answer a read-back of its flow table. Open vSwitch lists
 /// [`MAX_FLOWS_READ`] flows in well under a second; a switch that keeps answering echoes
@@ -383,7 +386,15 @@ impl SwitchSession {
                     Err(err) => log::debug!("not deleting a flow read back: {err}"),
                 };
             }
-            Command::PacketOut { out_port, data } => return self.send_packet_out(out_port, &data),
+            Command::PacketOut { out_port, data } => {
+                return self.send_packet_out(&[out_port], &data)
+            }
+            Command::Flood { out_ports, data } => {
+                for ports in out_ports.chunks(MAX_PORTS_PER_PACKET_OUT) {
+                    self.send_packet_out(ports, &data);
+                }
+                return;
+            }
             Command::Discovery { port_no, proof } => {
                 let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
                     return;
@@ -397,7 +408,7 @@ impl SwitchSession {
                     &proof,
                     &mut frame,
                 );
-                self.send_packet_out(port_no, &frame);
+                self.send_packet_out(&[port_no], &frame);
                 self.discovery_frame = frame;
                 return;
             }
@@ -1040,18 +1051,18 @@ impl SwitchSession {
         }
     }
 
-    /// Queues a PACKET_OUT of `data` out of `out_port`. The message is encoded without
-    /// the data, which is then appended and the length fixed up, so that the payload
-    /// is copied once, into the write buffer, and never into a `Vec` of its own.
-    fn send_packet_out(&mut self, out_port: u32, data: &[u8]) {
+    /// Queues a PACKET_OUT of `data` out of each of `out_ports`. The message is encoded
+    /// without the data, which is then appended and the length fixed up, so that the
+    /// payload is copied once, into the write buffer, and never into a `Vec` of its own.
+    fn send_packet_out(&mut self, out_ports: &[u32], data: &[u8]) {
         let start = self.outbound.len();
         let shell = Message::PacketOut(PacketOut {
             buffer_id: None,
             in_port: port::CONTROLLER,
-            actions: vec![Action::Output {
-                port: out_port,
-                max_len: 0,
-            }],
+            actions: out_ports
+                .iter()
+                .map(|&port| Action::Output { port, max_len: 0 })
+                .collect(),
             data: Vec::new(),
         });
         self.send(&shell);

@@ -195,14 +195,21 @@ impl Engine {
                 .filter(|port| *port != src.port)
                 .collect()
         };
+        // One message per switch: targets come sorted by switch, then port.
+        let mut by_switch: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
         for port in targets {
-            self.send(
-                port.dpid,
-                Command::PacketOut {
-                    out_port: port.port_no,
-                    data: data.clone(),
+            by_switch.entry(port.dpid).or_default().push(port.port_no);
+        }
+        for (dpid, out_ports) in by_switch {
+            let data = data.clone();
+            let command = match out_ports.as_slice() {
+                [out_port] => Command::PacketOut {
+                    out_port: *out_port,
+                    data,
                 },
-            );
+                _ => Command::Flood { out_ports, data },
+            };
+            self.send(dpid, command);
         }
     }
 

@@ -147,9 +147,12 @@ fn flow_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u32, MacAddress, MacAd
 fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
     commands
         .iter()
-        .filter_map(|(dpid, command)| match command {
-            Command::PacketOut { out_port, .. } => Some((*dpid, *out_port)),
-            _ => None,
+        .flat_map(|(dpid, command)| match command {
+            Command::PacketOut { out_port, .. } => vec![(*dpid, *out_port)],
+            Command::Flood { out_ports, .. } => {
+                out_ports.iter().map(|port| (*dpid, *port)).collect()
+            }
+            _ => Vec::new(),
         })
         .collect()
 }
@@ -289,6 +292,39 @@ fn a_broadcast_reaches_only_the_other_members_edge_ports() {
     // An unknown unicast destination is treated the same way.
     let commands = send(&mut engine, p(1, 1), 1, mac(0x42));
     assert_eq!(packet_outs(&commands), vec![(3, 1)]);
+}
+
+#[test]
+fn a_broadcast_costs_one_message_per_switch_however_many_ports() {
+    // h1 on 0x1:1; blue members on ports 2, 3 of 0x1 (beside it) and 1, 4, 5 of 0x3.
+    let index = membership(&[(
+        "blue",
+        &[
+            (1, 1, 1),
+            (1, 2, 2),
+            (1, 3, 3),
+            (3, 1, 4),
+            (3, 4, 5),
+            (3, 5, 6),
+        ],
+    )]);
+    let mut engine = Engine::new(config(), index);
+    for dpid in 1..=3 {
+        engine.switch_connected(
+            dpid,
+            NEEDS_TABLE_MISS,
+            ports(&[1, 2, 3, 4, 5, 6]),
+            Instant::now(),
+        );
+    }
+    engine.take_commands();
+    let commands = send(&mut engine, p(1, 1), 1, BROADCAST);
+    let messages: Vec<u64> = commands.iter().map(|(dpid, _)| *dpid).collect();
+    assert_eq!(messages, [1, 3], "one message for each switch with members");
+    assert_eq!(
+        packet_outs(&commands),
+        vec![(1, 2), (1, 3), (3, 1), (3, 4), (3, 5)]
+    );
 }
 
 #[test]

@@ -373,7 +373,9 @@ impl Decider {
                         | Command::FlowDeleteExact(_)
                         | Command::ClearFlows
                         | Command::TableMiss => flow_mods += 1,
-                        Command::PacketOut { .. } | Command::Discovery { .. } => packet_outs += 1,
+                        Command::PacketOut { .. }
+                        | Command::Flood { .. }
+                        | Command::Discovery { .. } => packet_outs += 1,
                         Command::SetRole { .. } | Command::ReadFlows => {}
                     }
                 }
@@ -422,6 +424,14 @@ pub(super) fn command_bytes(command: &Command) -> usize {
     const MESSAGE: usize = 160;
     match command {
         Command::PacketOut { data, .. } => MESSAGE + data.len(),
+        // Each message of a flood carries the frame and 16 bytes an output.
+        Command::Flood { out_ports, data } => {
+            let messages = out_ports
+                .len()
+                .div_ceil(crate::session::MAX_PORTS_PER_PACKET_OUT)
+                .max(1);
+            messages * (MESSAGE + data.len()) + 16 * out_ports.len()
+        }
         _ => MESSAGE,
     }
 }
@@ -507,9 +517,10 @@ mod tests {
     fn packet_outs(commands: &[Command]) -> Vec<u32> {
         commands
             .iter()
-            .filter_map(|command| match command {
-                Command::PacketOut { out_port, .. } => Some(*out_port),
-                _ => None,
+            .flat_map(|command| match command {
+                Command::PacketOut { out_port, .. } => vec![*out_port],
+                Command::Flood { out_ports, .. } => out_ports.clone(),
+                _ => Vec::new(),
             })
             .collect()
     }

@@ -564,6 +564,36 @@ fn an_endless_port_list_is_closed_at_the_multipart_bound() {
 }
 
 #[test]
+fn a_flood_is_one_packet_out_with_an_output_a_port_up_to_its_bound() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    let frame = ethernet(1);
+    let ports: Vec<u32> = (1..=300).collect();
+    session.queue(Command::Flood {
+        out_ports: ports.clone(),
+        data: Bytes::from(frame.clone()),
+    });
+    let mut outputs = Vec::new();
+    let messages = sent_messages(&mut session);
+    assert_eq!(
+        messages.len(),
+        2,
+        "300 ports: 256 in the first message, 44 in the next"
+    );
+    for message in messages {
+        let Message::PacketOut(packet) = message else {
+            panic!("not a PACKET_OUT: {message:?}");
+        };
+        assert_eq!(packet.data, frame);
+        outputs.extend(packet.actions.iter().map(|action| match action {
+            Action::Output { port, .. } => *port,
+            other => panic!("{other:?}"),
+        }));
+    }
+    assert_eq!(outputs, ports);
+}
+
+#[test]
 fn output_the_switch_does_not_take_is_bounded() {
     let now = Instant::now();
     let mut config = config();
