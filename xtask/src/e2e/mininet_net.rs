@@ -21,9 +21,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 /// packets of a pair wait for ARP or neighbour discovery and the path through sliced.
 const PING_ROUNDS: usize = 4;
 /// fping processes at once, spread over the switches so that none gets near the
-/// controller's PACKET_IN budget of a switch (1000/s). More at once only queue up behind
-/// the PACKET_OUTs sliced sends for the broadcasts of the first round.
-const FPINGS_AT_ONCE: usize = 12;
+/// controller's PACKET_IN budget of a switch (1000/s).
+const FPINGS_AT_ONCE: usize = 25;
 /// Between two packets of one fping: 250/s, the controller's budget for one port.
 const FPING_INTERVAL_MS: &str = "4";
 /// How long fping waits for each reply.
