@@ -30,16 +30,25 @@ fn delete(daemon: &Daemon, path: &str, body: Value) {
 /// overtake it.
 fn announce(daemon: &Daemon, switch: &switch::Switch, port: u32, last: u8) {
     switch.packet_in(port, frame(last, BROADCAST));
-    let mac = format!("00:00:00:00:00:{last:02x}");
     assert!(
-        eventually(WAIT, || daemon
-            .get_json("/topology/hosts")
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|h| h["mac"] == mac.as_str())),
-        "host {mac} learned"
+        eventually(WAIT, || knows_host(daemon, last)),
+        "host {last:#x} learned"
     );
+}
+
+/// Whether the controller has learned host `last` (the last octet of its MAC address).
+fn knows_host(daemon: &Daemon, last: u8) -> bool {
+    let mac = format!("00:00:00:00:00:{last:02x}");
+    daemon
+        .get_json("/topology/hosts")
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h["mac"] == mac.as_str())
+}
+
+fn link_count(daemon: &Daemon) -> usize {
+    daemon.get_json("/topology/links").as_array().unwrap().len()
 }
 
 /// Switches 1 - 2 - 3 in a line on ports 2 and 3; a host port 1 on each.
@@ -61,12 +70,7 @@ fn cabled(daemon: &Daemon, version: Version, cables: &[Cable]) -> Network {
         network.connect(daemon.openflow, dpid, version, 3);
     }
     assert!(
-        eventually(WAIT, || daemon
-            .get_json("/topology/links")
-            .as_array()
-            .unwrap()
-            .len()
-            == 2 * cables.len()),
+        eventually(WAIT, || link_count(daemon) == 2 * cables.len()),
         "links discovered: {}",
         daemon.get_json("/topology/links")
     );
@@ -344,12 +348,7 @@ fn a_failed_link_withdraws_its_paths() {
     s2.port_status(3, false);
     assert!(eventually(WAIT, || s1.strict_deletes().len() == 1
         && s3.strict_deletes().len() == 1));
-    assert!(eventually(WAIT, || daemon
-        .get_json("/topology/links")
-        .as_array()
-        .unwrap()
-        .len()
-        == 2));
+    assert!(eventually(WAIT, || link_count(&daemon) == 2));
     assert_eq!(daemon.get_json("/paths"), json!([]));
 }
 
@@ -682,32 +681,17 @@ fn ipv6_chatter_from_a_switchs_own_interface_does_not_cost_the_cable() {
     assert!(eventually(WAIT, || switch_count(&daemon) == 1));
     // The veth behind 0x2:2 speaks into 0x1:2 before 0x2 is even connected.
     s1.packet_in(2, frame(0x22, ALL_ROUTERS));
-    announce_chatter(&daemon, 0x22);
+    // Chatter teaches a (passing) host.
+    assert!(eventually(WAIT, || knows_host(&daemon, 0x22)));
     let s2 = network.connect(daemon.openflow, 2, Version::Of13, 2);
     assert!(eventually(WAIT, || switch_count(&daemon) == 2));
     s2.packet_in(2, frame(0x12, MLDV2_REPORTS));
     s2.packet_in(2, frame(0x12, ALL_ROUTERS));
     assert!(
-        eventually(WAIT, || daemon
-            .get_json("/topology/links")
-            .as_array()
-            .unwrap()
-            .len()
-            == 2),
+        eventually(WAIT, || link_count(&daemon) == 2),
         "the cable, both ways: {}",
         daemon.get_json("/topology/switches")
     );
     let hosts = daemon.get_json("/topology/hosts");
     assert_eq!(hosts, json!([]), "the veths were passing, not hosts");
-}
-
-/// Waits until chatter from `last` has taught the controller a (passing) host.
-fn announce_chatter(daemon: &Daemon, last: u8) {
-    let mac = format!("00:00:00:00:00:{last:02x}");
-    assert!(eventually(WAIT, || daemon
-        .get_json("/topology/hosts")
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|h| h["mac"] == mac.as_str())));
 }

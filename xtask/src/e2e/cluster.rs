@@ -123,14 +123,7 @@ pub fn wait_roles(
                     ctl.http
                 ));
             }
-            let connected: BTreeSet<u64> = ctl
-                .view("/topology/switches")?
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|s| s.get("version").and_then(Value::as_u64) == Some(wire))
-                .filter_map(|s| s.get("dpid")?.as_u64())
-                .collect();
+            let connected = ctl.switches_at(wire)?;
             if &connected != switches {
                 missing.push(format!("{} has switches {connected:?}", ctl.http));
             }

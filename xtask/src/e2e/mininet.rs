@@ -246,14 +246,7 @@ fn watch_discovery(
     loop {
         let now = started.elapsed();
         let ctl = stage.ctl()?;
-        let switches: BTreeSet<u64> = ctl
-            .view("/topology/switches")?
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s.get("version").and_then(Value::as_u64) == Some(wire))
-            .filter_map(|s| s.get("dpid")?.as_u64())
-            .collect();
+        let switches = ctl.switches_at(wire)?;
         let links = ctl.links()?;
         if switch_history.last().map(|(_, s)| s) != Some(&switches) {
             switch_history.push((now, switches));

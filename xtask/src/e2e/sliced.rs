@@ -251,6 +251,19 @@ impl Controller {
         serde_json::from_str(&text).with_context(|| format!("GET {path} is not JSON: {text}"))
     }
 
+    /// The datapath ids of the switches connected at OpenFlow version `wire` (the
+    /// version byte: 1 or 4).
+    pub fn switches_at(&self, wire: u64) -> anyhow::Result<std::collections::BTreeSet<u64>> {
+        Ok(self
+            .view("/topology/switches")?
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s.get("version").and_then(Value::as_u64) == Some(wire))
+            .filter_map(|s| s.get("dpid")?.as_u64())
+            .collect())
+    }
+
     /// The links the controller knows, as (source, destination) port names in lowercase.
     pub fn links(&self) -> anyhow::Result<std::collections::BTreeSet<(String, String)>> {
         let links = self.view("/topology/links")?;
