@@ -21,8 +21,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 /// packets of a pair wait for ARP or neighbour discovery and the path through sliced.
 const PING_ROUNDS: usize = 4;
 /// fping processes at once, spread over the switches so that none gets near the
-/// controller's PACKET_IN budget of a switch (1000/s).
-const FPINGS_AT_ONCE: usize = 25;
+/// controller's PACKET_IN budget of a switch (1000/s) or, with the ARP answers, of a
+/// port (250/s).
+const FPINGS_AT_ONCE: usize = 12;
 /// Between two packets of one fping: 250/s, the controller's budget for one port.
 const FPING_INTERVAL_MS: &str = "4";
 /// How long fping waits for each reply.
