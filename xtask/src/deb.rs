@@ -42,9 +42,11 @@ pub fn build() -> anyhow::Result<PathBuf> {
         std::fs::remove_dir_all(&manuals)
             .with_context(|| format!("cannot empty {}", manuals.display()))?;
     }
-    run(Command::new(root.join("target/release/sliced"))
-        .arg("--write-manuals")
-        .arg(&manuals))?;
+    run(
+        Command::new(crate::target_dir().join("release").join("sliced"))
+            .arg("--write-manuals")
+            .arg(&manuals),
+    )?;
     let printed = run(cargo_command()
         // The release profile keeps line tables for the lab's backtraces; the package
         // needs none of them (cargo-deb gzips the man pages itself).

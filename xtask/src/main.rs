@@ -169,6 +169,13 @@ fn cargo(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where cargo puts what it builds: `CARGO_TARGET_DIR` when set, else `target/`.
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
 fn workspace_root() -> std::path::PathBuf {
     // xtask lives one level below the root; the manifest dir is set by cargo at build time.
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

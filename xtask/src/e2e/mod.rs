@@ -643,9 +643,7 @@ fn build(no_build: bool, sliced_args: &[String]) -> anyhow::Result<Bins> {
     if !no_build {
         crate::cargo(&["build", "--release", "-p", "sliced", "--bins"])?;
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::workspace_root().join("target"));
+    let target = crate::target_dir();
     let bins = Bins {
         sliced: target.join("release").join("sliced"),
         slice: target.join("release").join("slice"),
