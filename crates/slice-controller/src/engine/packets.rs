@@ -28,13 +28,15 @@ impl Engine {
             port: at,
             mac: frame.src,
         };
-        let class = link_guard::classify(frame.src, frame.dst, self.membership.is_member(&src));
+        let bound = self.membership.is_member(&src);
+        let class = link_guard::classify(frame.src, frame.dst, bound);
         self.guard.saw(at, class);
         if class == FrameClass::LinkControl {
             // Bridges never forward these, and they teach no host.
             self.count_drop(dpid, DropCause::LinkControl, 1, now);
         }
-        if matches!(class, FrameClass::NoSender | FrameClass::LinkControl) || !self.learn(src, now)
+        if matches!(class, FrameClass::NoSender | FrameClass::LinkControl)
+            || !self.learn(src, bound, now)
         {
             self.metrics.packet_ins.ignored.inc();
             return;
@@ -116,13 +118,13 @@ impl Engine {
         }
     }
 
-    /// Learns (or refreshes) a host; false when its port or switch is full.
-    pub(super) fn learn(&mut self, host: Host, now: Instant) -> bool {
+    /// Learns (or refreshes) a host, `bound` in a slice at its port or not; false when its
+    /// port or switch is full.
+    pub(super) fn learn(&mut self, host: Host, bound: bool, now: Instant) -> bool {
         let limits = HostLimits {
             per_port: self.config.max_hosts_per_port,
             per_switch: self.config.max_hosts_per_switch,
         };
-        let bound = self.membership.is_member(&host);
         if let Some(home) = self.hosts.get(&host.mac) {
             let bound_at_home = self.membership.is_member(&Host {
                 port: home,
