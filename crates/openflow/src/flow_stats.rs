@@ -364,6 +364,36 @@ impl FlowStats {
         })
     }
 
+    /// The ADD that would put this entry into a switch speaking `version`: its match and
+    /// its actions or instructions decoded whole, where [`Self::r#match`] and
+    /// [`Self::output`] summarise them. Counters, durations and the command's delete
+    /// filters are not part of a flow and come out as [`FlowMod::default`] has them.
+    pub fn flow_mod(&self, version: Version) -> Result<FlowMod, Error> {
+        let mut flow_mod = FlowMod {
+            command: FlowModCommand::Add,
+            cookie: self.cookie,
+            table_id: self.table_id,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            priority: self.priority,
+            flags: self.flags,
+            ..FlowMod::default()
+        };
+        if version == Version::Of10 {
+            flow_mod.r#match = Match::parse_v10(&MatchV10::new_checked(&self.raw_match[..])?)?;
+            flow_mod.actions = action::parse_list(Version::Of10, &self.raw_actions)?;
+        } else {
+            let (r#match, _) = crate::flow_match::parse_prefix_v13(&self.raw_match)?;
+            let instructions = crate::instruction::parse_list(&self.raw_actions)?;
+            flow_mod.r#match = r#match;
+            flow_mod.meter_id = instructions.meter_id;
+            flow_mod.actions = instructions.actions;
+            flow_mod.write_metadata = instructions.write_metadata;
+            flow_mod.goto_table = instructions.goto_table;
+        }
+        Ok(flow_mod)
+    }
+
     /// Reads a 1.0 entry.
     pub fn parse_v10<T: AsRef<[u8]>>(view: &FlowStatsV10<T>) -> Result<FlowStats, Error> {
         view.check_len()?;

@@ -3,6 +3,7 @@
 //! stops at the first bad length, and the strict delete of a reported match.
 
 use openflow::flow_stats::{FlowStatsEntries, FlowStatsV10, FlowStatsV13};
+use openflow::Masked;
 use openflow::{
     port, Action, FlowMod, FlowModCommand, FlowOutput, FlowStats, Match, Message, RawFlowDelete,
     Version,
@@ -256,6 +257,34 @@ proptest! {
             reply.emit(version, 1, &mut out).unwrap();
             prop_assert_eq!(Message::parse(&out).unwrap().1, reply);
         }
+    }
+
+    #[test]
+    fn an_entry_gives_back_the_flow_that_added_it_metadata_and_next_table_included(
+        flow in flow(),
+        metadata in option::of(any::<(u64, u64)>()),
+        write_metadata in option::of(any::<(u64, u64)>()),
+        goto_table in option::of(1u8..0xfe),
+        meter_id in option::of(1u32..0xffff_0000),
+    ) {
+        let mut flow = flow;
+        // The switch reports what it holds: an ADD whose delete filters are unset.
+        flow.r#match.metadata = metadata.map(|(value, mask)| Masked { value: value & mask, mask });
+        flow.r#match.metadata = flow.r#match.metadata.filter(|masked| masked.mask != 0);
+        flow.write_metadata = write_metadata.map(|(value, mask)| Masked { value: value & mask, mask });
+        flow.goto_table = goto_table;
+        flow.meter_id = meter_id;
+        let entry = FlowStats::of_flow(Version::Of13, &flow).unwrap();
+        prop_assert_eq!(entry.flow_mod(Version::Of13).unwrap(), flow.clone());
+        let mut flow_v10 = flow;
+        flow_v10.r#match.metadata = None;
+        flow_v10.write_metadata = None;
+        flow_v10.goto_table = None;
+        flow_v10.meter_id = None;
+        flow_v10.table_id = 0;
+        flow_v10.flags = 0;
+        let entry = FlowStats::of_flow(Version::Of10, &flow_v10).unwrap();
+        prop_assert_eq!(entry.flow_mod(Version::Of10).unwrap(), flow_v10);
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! OpenFlow 1.3's proactive two-table pipeline (docs/controller.md, "The OpenFlow 1.3
+//! OpenFlow 1.3's proactive three-table pipeline (docs/controller.md, "The OpenFlow 1.3
 //! pipeline"): the entries each switch holds, computed from the slices and the switch
-//! graph alone, never from traffic. Table 0 admits a bound host at its own port (or
-//! over a link) and writes its tag into the metadata; table 1 forwards a tagged frame to
-//! a destination that shares a slice with the tag, or floods a group-addressed one to the
-//! edge ports of such hosts and over one spanning tree; anything else misses and drops.
+//! graph alone, never from traffic. Table 0 admits a bound host at its own port and
+//! writes its tag into the metadata, and sends what arrives over a link to table 1,
+//! which tags it by its sender; table 2 forwards a tagged frame to a destination that
+//! shares a slice with the tag, or floods a group-addressed one to the edge ports of such
+//! hosts and over one spanning tree. What arrives elsewhere goes to the controller (the
+//! table-miss flow); what misses tables 1 and 2 drops.
 //!
 //! Pure: the engine gives a [`Fabric`] and a [`Membership`] and diffs what comes back
 //! against what a switch holds.
@@ -17,13 +19,21 @@ use crate::cookie::FlowKind;
 
 /// Admission: who sends, from where.
 pub const ADMISSION_TABLE: u8 = 0;
+/// Frames that arrived over a link, tagged by their sender.
+pub const TRANSIT_TABLE: u8 = 1;
 /// Forwarding: where to, if the sender's tag allows it.
-pub const FORWARDING_TABLE: u8 = 1;
+pub const FORWARDING_TABLE: u8 = 2;
 
+/// LLDP, wherever it arrives, to the controller: probes must reach it from link ports too.
+pub const DISCOVERY_PRIORITY: u16 = 400;
 /// A bound host at its own port.
 pub const ADMIT_AT_HOME_PRIORITY: u16 = 300;
-/// Anything else arriving at an edge port goes to the controller.
-pub const EDGE_GUARD_PRIORITY: u16 = 200;
+/// Traffic for non-members dropped at the ingress port (the engine's drop flows): above
+/// the link ports, below a bound host at home.
+pub const PIPELINE_DROP_PRIORITY: u16 = 250;
+/// Anything arriving at a link end goes on to the transit table. Only ports LLDP
+/// confirmed are link ends: a port nobody vouched for falls to the table-miss flow.
+pub const LINK_PORT_PRIORITY: u16 = 200;
 /// A bound host's frames arriving over a link, judged by the ingress switch already.
 pub const ADMIT_IN_TRANSIT_PRIORITY: u16 = 100;
 /// A tagged frame to a destination that shares a slice with the tag.
@@ -33,6 +43,8 @@ pub const FLOOD_PRIORITY: u16 = 50;
 
 /// Any group (broadcast or multicast) destination: the I/G bit set.
 const GROUP_BIT: [u8; 6] = [0x01, 0, 0, 0, 0, 0];
+/// LLDP's Ethernet type.
+const LLDP_ETHER_TYPE: u16 = 0x88cc;
 
 /// The switch graph as the pipeline needs it: each connected switch's live edge ports,
 /// and the cables between switches.
@@ -72,6 +84,13 @@ impl Fabric {
             fabric.add_link(link.src, link.dst);
         }
         fabric
+    }
+
+    fn has_cables(&self, dpid: u64) -> bool {
+        self.cables
+            .range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
+            .next()
+            .is_some()
     }
 
     fn is_edge(&self, port: PortId) -> bool {
@@ -152,7 +171,8 @@ pub fn tag_of<'a>(slices: impl IntoIterator<Item = &'a SliceName>) -> u64 {
 #[derive(Debug, Default, Clone)]
 pub struct Tags {
     of_host: BTreeMap<Host, u64>,
-    /// A MAC's frames arriving over a link: the union of its bindings' slices.
+    /// A MAC's frames arriving over a link: the slices that all its bindings share, since
+    /// the next switch cannot tell at which of them the frame entered.
     of_mac: BTreeMap<MacAddress, u64>,
     sets: BTreeMap<u64, BTreeSet<SliceName>>,
     /// Tags that share a slice, by slice.
@@ -162,21 +182,35 @@ pub struct Tags {
 }
 
 impl Tags {
+    /// The tags of every member of `membership`.
     pub fn of(membership: &Membership) -> Tags {
+        Self::of_hosts(membership, membership.members().copied())
+    }
+
+    /// The tags of `hosts`, each a member of `membership`: the hosts the pipeline serves.
+    pub fn of_hosts(membership: &Membership, hosts: impl IntoIterator<Item = Host>) -> Tags {
         let mut tags = Tags::default();
-        let mut union_of_mac: BTreeMap<MacAddress, BTreeSet<SliceName>> = BTreeMap::new();
-        let hosts: BTreeSet<Host> = membership.members().copied().collect();
+        let mut shared_of_mac: BTreeMap<MacAddress, BTreeSet<SliceName>> = BTreeMap::new();
+        let hosts: BTreeSet<Host> = hosts.into_iter().collect();
         for host in &hosts {
             let set: BTreeSet<SliceName> = membership.slices_of(host).iter().cloned().collect();
-            union_of_mac
+            if set.is_empty() {
+                continue;
+            }
+            shared_of_mac
                 .entry(host.mac)
-                .or_default()
-                .extend(set.iter().cloned());
+                .and_modify(|shared| shared.retain(|slice| set.contains(slice)))
+                .or_insert_with(|| set.clone());
             if let Some(tag) = tags.name(set) {
                 tags.of_host.insert(*host, tag);
             }
         }
-        for (mac, set) in union_of_mac {
+        for (mac, set) in shared_of_mac {
+            // A MAC bound at two ports in slices that share nothing is not admitted in
+            // transit at all: it still reaches the hosts at its own switch.
+            if set.is_empty() {
+                continue;
+            }
             if let Some(tag) = tags.name(set) {
                 tags.of_mac.insert(mac, tag);
             }
@@ -234,23 +268,27 @@ impl Tags {
 /// Which packets an entry takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntryMatch {
+    /// Table 0: LLDP, at any port.
+    Discovery,
     /// Table 0: a MAC at one port.
     HostAtPort { in_port: u32, mac: MacAddress },
-    /// Table 0: anything at one port.
-    AtPort { in_port: u32 },
-    /// Table 0: a MAC, wherever it arrives.
+    /// Table 0: anything at one port (a link end).
+    LinkPort { in_port: u32 },
+    /// Table 1: a MAC, whichever link it arrived over.
     Sender { mac: MacAddress },
-    /// Table 1: tagged `tag`, to `mac`.
+    /// Table 2: tagged `tag`, to `mac`.
     TaggedTo { tag: u64, mac: MacAddress },
-    /// Table 1: tagged `tag`, to any group address.
+    /// Table 2: tagged `tag`, to any group address.
     TaggedToGroup { tag: u64 },
 }
 
 /// What an entry does with them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntryAction {
-    /// Write the tag into the metadata and go on to table 1.
+    /// Write the tag into the metadata and go on to the forwarding table.
     Tag(u64),
+    /// Go on to the transit table.
+    ToTransit,
     /// Send to the controller.
     ToController,
     /// Send out of these ports (one for a destination, several for a flood).
@@ -271,11 +309,12 @@ impl Entry {
     pub fn flow_mod(&self, meter: Option<u32>) -> FlowMod {
         let mut r#match = Match::default();
         match self.rule {
+            EntryMatch::Discovery => r#match.eth_type = Some(LLDP_ETHER_TYPE),
             EntryMatch::HostAtPort { in_port, mac } => {
                 r#match.in_port = Some(in_port);
                 r#match.eth_src = Some(mac.octets());
             }
-            EntryMatch::AtPort { in_port } => r#match.in_port = Some(in_port),
+            EntryMatch::LinkPort { in_port } => r#match.in_port = Some(in_port),
             EntryMatch::Sender { mac } => r#match.eth_src = Some(mac.octets()),
             EntryMatch::TaggedTo { tag, mac } => {
                 r#match.metadata = Some(Masked::exact(tag));
@@ -300,6 +339,7 @@ impl Entry {
                 flow_mod.write_metadata = Some(Masked::exact(*tag));
                 flow_mod.goto_table = Some(FORWARDING_TABLE);
             }
+            EntryAction::ToTransit => flow_mod.goto_table = Some(TRANSIT_TABLE),
             EntryAction::ToController => {
                 flow_mod.meter_id = meter;
                 flow_mod.actions = vec![Action::Output {
@@ -339,43 +379,50 @@ impl Entry {
             return None;
         }
         let m = &flow_mod.r#match;
-        let only = |fields: [bool; 6]| {
+        let only = |fields: [bool; 7]| {
             let present = [
                 m.in_port.is_some(),
                 m.eth_src.is_some(),
                 m.eth_dst.is_some(),
                 m.eth_dst_mask.is_some(),
                 m.metadata.is_some(),
-                m.eth_type.is_some() || m.vlan_vid.is_some(),
+                m.eth_type.is_some(),
+                m.vlan_vid.is_some(),
             ];
             present == fields
         };
         let exact_tag = m.metadata.filter(|tag| tag.mask == !0).map(|tag| tag.value);
         let rule = match (flow_mod.table_id, flow_mod.priority) {
+            (ADMISSION_TABLE, DISCOVERY_PRIORITY)
+                if only([false, false, false, false, false, true, false])
+                    && m.eth_type == Some(LLDP_ETHER_TYPE) =>
+            {
+                EntryMatch::Discovery
+            }
             (ADMISSION_TABLE, ADMIT_AT_HOME_PRIORITY)
-                if only([true, true, false, false, false, false]) =>
+                if only([true, true, false, false, false, false, false]) =>
             {
                 EntryMatch::HostAtPort {
                     in_port: m.in_port?,
                     mac: MacAddress::new(m.eth_src?),
                 }
             }
-            (ADMISSION_TABLE, EDGE_GUARD_PRIORITY)
-                if only([true, false, false, false, false, false]) =>
+            (ADMISSION_TABLE, LINK_PORT_PRIORITY)
+                if only([true, false, false, false, false, false, false]) =>
             {
-                EntryMatch::AtPort {
+                EntryMatch::LinkPort {
                     in_port: m.in_port?,
                 }
             }
-            (ADMISSION_TABLE, ADMIT_IN_TRANSIT_PRIORITY)
-                if only([false, true, false, false, false, false]) =>
+            (TRANSIT_TABLE, ADMIT_IN_TRANSIT_PRIORITY)
+                if only([false, true, false, false, false, false, false]) =>
             {
                 EntryMatch::Sender {
                     mac: MacAddress::new(m.eth_src?),
                 }
             }
             (FORWARDING_TABLE, FORWARD_PRIORITY)
-                if only([false, false, true, false, true, false]) =>
+                if only([false, false, true, false, true, false, false]) =>
             {
                 EntryMatch::TaggedTo {
                     tag: exact_tag?,
@@ -383,7 +430,7 @@ impl Entry {
                 }
             }
             (FORWARDING_TABLE, FLOOD_PRIORITY)
-                if only([false, false, true, true, true, false])
+                if only([false, false, true, true, true, false, false])
                     && m.eth_dst == Some(GROUP_BIT)
                     && m.eth_dst_mask == Some(GROUP_BIT) =>
             {
@@ -407,6 +454,7 @@ impl Entry {
             (Some(tag), Some(FORWARDING_TABLE), []) if tag.mask == !0 => {
                 EntryAction::Tag(tag.value)
             }
+            (None, Some(TRANSIT_TABLE), []) => EntryAction::ToTransit,
             (None, None, [port::CONTROLLER]) => EntryAction::ToController,
             (None, None, ports) if !ports.is_empty() && !ports.contains(&port::CONTROLLER) => {
                 EntryAction::Output(ports.to_vec())
@@ -421,7 +469,8 @@ impl Entry {
             (
                 EntryMatch::HostAtPort { .. } | EntryMatch::Sender { .. },
                 EntryAction::Tag(_)
-            ) | (EntryMatch::AtPort { .. }, EntryAction::ToController)
+            ) | (EntryMatch::LinkPort { .. }, EntryAction::ToTransit)
+                | (EntryMatch::Discovery, EntryAction::ToController)
                 | (
                     EntryMatch::TaggedTo { .. } | EntryMatch::TaggedToGroup { .. },
                     EntryAction::Output(_)
@@ -457,7 +506,13 @@ pub fn diff(held: &BTreeSet<Entry>, wanted: &BTreeSet<Entry>) -> Diff {
 
 /// The entries of every switch of `fabric` for the bound hosts of `membership`.
 pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet<Entry>> {
-    let tags = Tags::of(membership);
+    // Only hosts at live edge ports send or receive; a binding elsewhere (a switch
+    // not connected, a port down) neither widens nor narrows what a MAC may do in transit.
+    let served = membership
+        .members()
+        .filter(|host| fabric.is_edge(host.port))
+        .copied();
+    let tags = Tags::of_hosts(membership, served);
     let mut tables: BTreeMap<u64, BTreeSet<Entry>> = fabric
         .edge_ports
         .keys()
@@ -469,23 +524,37 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
         }
     };
 
-    for (dpid, ports) in &fabric.edge_ports {
-        for &in_port in ports {
-            add(
-                *dpid,
-                entry(
-                    ADMISSION_TABLE,
-                    EDGE_GUARD_PRIORITY,
-                    EntryMatch::AtPort { in_port },
-                    EntryAction::ToController,
-                ),
-            );
+    for near in fabric.cables.keys() {
+        add(
+            near.dpid,
+            entry(
+                ADMISSION_TABLE,
+                LINK_PORT_PRIORITY,
+                EntryMatch::LinkPort {
+                    in_port: near.port_no,
+                },
+                EntryAction::ToTransit,
+            ),
+        );
+    }
+    for dpid in fabric.edge_ports.keys() {
+        add(
+            *dpid,
+            entry(
+                ADMISSION_TABLE,
+                DISCOVERY_PRIORITY,
+                EntryMatch::Discovery,
+                EntryAction::ToController,
+            ),
+        );
+        if !fabric.has_cables(*dpid) {
+            continue;
         }
         for (mac, tag) in &tags.of_mac {
             add(
                 *dpid,
                 entry(
-                    ADMISSION_TABLE,
+                    TRANSIT_TABLE,
                     ADMIT_IN_TRANSIT_PRIORITY,
                     EntryMatch::Sender { mac: *mac },
                     EntryAction::Tag(*tag),

@@ -62,18 +62,29 @@ impl Simulated {
             assert!(hops < 1000, "a loop: {src} -> {dst} from {at}");
             let admitted = self.lookup(arrived.dpid, ADMISSION_TABLE, |rule| match *rule {
                 EntryMatch::HostAtPort { in_port, mac } => in_port == arrived.port_no && mac == src,
-                EntryMatch::AtPort { in_port } => in_port == arrived.port_no,
-                EntryMatch::Sender { mac } => mac == src,
+                EntryMatch::LinkPort { in_port } => in_port == arrived.port_no,
+                // The simulator sends no LLDP.
                 _ => false,
             });
+            let admitted = match admitted.map(|entry| &entry.action) {
+                Some(EntryAction::ToTransit) => {
+                    self.lookup(arrived.dpid, TRANSIT_TABLE, |rule| match *rule {
+                        EntryMatch::Sender { mac } => mac == src,
+                        _ => false,
+                    })
+                }
+                _ => admitted,
+            };
             let tag = match admitted.map(|entry| &entry.action) {
                 Some(EntryAction::Tag(tag)) => *tag,
-                // The table-miss flow, or a guard.
-                None | Some(EntryAction::ToController) => {
+                // The table-miss flow of table 0.
+                None if admitted.is_none() && !self.fabric.cables.contains_key(&arrived) => {
                     fate.to_controller.insert(arrived);
                     continue;
                 }
-                Some(EntryAction::Output(_)) => panic!("table 0 outputs"),
+                // A transit miss: dropped.
+                None => continue,
+                Some(other) => panic!("admission ends in {other:?}"),
             };
             let group = dst.octets()[0] & 1 == 1;
             let forwarded = self.lookup(arrived.dpid, FORWARDING_TABLE, |rule| match *rule {
@@ -82,7 +93,7 @@ impl Simulated {
                 _ => false,
             });
             let Some(EntryAction::Output(ports)) = forwarded.map(|entry| &entry.action) else {
-                continue; // a table-1 miss: dropped
+                continue; // a forwarding miss: dropped
             };
             for &port_no in ports {
                 if port_no == arrived.port_no {
@@ -176,7 +187,7 @@ fn mininet_tree() -> (Fabric, Vec<Host>) {
 }
 
 #[test]
-fn a_hundred_hosts_in_one_slice_take_two_entries_each_per_switch() {
+fn a_hundred_hosts_in_one_slice_take_about_two_entries_each_per_switch() {
     let (fabric, hosts) = mininet_tree();
     let slice = name("all");
     let mut index = Membership::default();
@@ -187,11 +198,12 @@ fn a_hundred_hosts_in_one_slice_take_two_entries_each_per_switch() {
     }
     let net = Simulated::new(fabric, &index);
     let sizes: BTreeMap<u64, usize> = net.tables.iter().map(|(d, t)| (*d, t.len())).collect();
-    // The root: admission over links and forwarding for each host, one flood entry.
-    assert_eq!(sizes[&1], 100 + 100 + 1);
-    // A leaf: the same, plus admission and a guard for each of its ten host ports.
+    // The root: admission over links and forwarding for each host, one flood entry,
+    // one for LLDP and one for each of its ten link ports.
+    assert_eq!(sizes[&1], 100 + 100 + 1 + 1 + 10);
+    // A leaf: the same with its one link port, plus admission at each of its host ports.
     for dpid in 2..=11 {
-        assert_eq!(sizes[&dpid], 100 + 100 + 10 + 10 + 1, "leaf {dpid}");
+        assert_eq!(sizes[&dpid], 100 + 100 + 1 + 1 + 1 + 10, "leaf {dpid}");
     }
     assert_exactly_the_slices_reach(&net, &index, &[]);
 }
@@ -292,14 +304,26 @@ fn entries_become_1_3_flow_mods_that_1_0_cannot_carry() {
         EntryMatch::TaggedToGroup { tag: 7 },
         EntryAction::Output(vec![1, 3]),
     );
-    let guard = entry(
+    let discovery = entry(
         ADMISSION_TABLE,
-        EDGE_GUARD_PRIORITY,
-        EntryMatch::AtPort { in_port: 2 },
+        DISCOVERY_PRIORITY,
+        EntryMatch::Discovery,
         EntryAction::ToController,
     );
-    assert_eq!(guard.flow_mod(Some(1)).meter_id, Some(1));
-    for (entry, fits_1_0) in [(admit, false), (flood, false), (guard, true)] {
+    assert_eq!(discovery.flow_mod(Some(1)).meter_id, Some(1));
+    let link_port = entry(
+        ADMISSION_TABLE,
+        LINK_PORT_PRIORITY,
+        EntryMatch::LinkPort { in_port: 2 },
+        EntryAction::ToTransit,
+    );
+    assert_eq!(link_port.flow_mod(None).goto_table, Some(TRANSIT_TABLE));
+    for (entry, fits_1_0) in [
+        (admit, false),
+        (flood, false),
+        (discovery, true),
+        (link_port, false),
+    ] {
         let message = openflow::Message::FlowMod(entry.flow_mod(None));
         let mut out = Vec::new();
         message.emit(openflow::Version::Of13, 1, &mut out).unwrap();
@@ -407,7 +431,7 @@ fn every_entry_reads_back_as_itself_and_foreign_flows_as_nothing() {
     }
     assert_eq!(
         kinds.len(),
-        5,
+        6,
         "every kind of entry was built and read back"
     );
 
@@ -442,9 +466,9 @@ fn a_diff_adds_what_is_missing_replaces_what_changed_and_deletes_the_rest() {
     let guard = |in_port| {
         entry(
             ADMISSION_TABLE,
-            EDGE_GUARD_PRIORITY,
-            EntryMatch::AtPort { in_port },
-            EntryAction::ToController,
+            LINK_PORT_PRIORITY,
+            EntryMatch::LinkPort { in_port },
+            EntryAction::ToTransit,
         )
     };
     let forward = |out| {
@@ -468,4 +492,44 @@ fn a_diff_adds_what_is_missing_replaces_what_changed_and_deletes_the_rest() {
         }
     );
     assert_eq!(diff(&wanted, &wanted), Diff::default());
+}
+
+#[test]
+fn a_mac_bound_at_two_ports_in_other_slices_carries_neither_ports_slices_to_the_other() {
+    // A line of three switches; MAC 1 is bound at switch 1 in red and at switch 3 in blue.
+    let mut fabric = Fabric::default();
+    for dpid in 1..=3 {
+        fabric.add_switch(dpid, [1, 2]);
+    }
+    for (a, b) in [((1, 3), (2, 3)), ((2, 4), (3, 3))] {
+        let (a, b) = (PortId::new(a.0, a.1), PortId::new(b.0, b.1));
+        fabric.add_link(a, b);
+        fabric.add_link(b, a);
+    }
+    let index = membership(&[
+        (1, 1, 1, &["red"]),
+        (3, 1, 1, &["blue"]),
+        (1, 2, 2, &["red"]),
+        (2, 1, 3, &["red"]),
+        (3, 2, 4, &["blue"]),
+        (2, 2, 5, &["blue"]),
+    ]);
+    let net = Simulated::new(fabric, &index);
+    for (at, reachable) in [(PortId::new(1, 1), [(1, 2)]), (PortId::new(3, 1), [(3, 2)])] {
+        let reachable: BTreeSet<PortId> = reachable
+            .into_iter()
+            .map(|(dpid, port_no)| PortId::new(dpid, port_no))
+            .collect();
+        for dst in [2, 3, 4, 5] {
+            let fate = net.send(at, mac(1), mac(dst));
+            assert!(
+                fate.delivered.is_subset(&reachable),
+                "{at} -> {dst}: {fate:?}"
+            );
+        }
+        // The broadcast stays with the hosts of the entry port's slice on that switch:
+        // in transit, the next switch could not tell red's MAC 1 from blue's.
+        let fate = net.send(at, mac(1), MacAddress::new([0xff; 6]));
+        assert_eq!(fate.delivered, reachable, "broadcast from {at}");
+    }
 }
