@@ -66,6 +66,10 @@ pub struct Args {
     /// Plain routing switch: route between any hosts, ignore slices
     #[arg(long)]
     pub no_slicing: bool,
+    /// Set up flows per host pair as traffic starts, on OpenFlow 1.3 switches too,
+    /// instead of the proactive pipeline (for comparison; see docs/controller.md)
+    #[arg(long)]
+    pub per_pair_flows: bool,
     /// How often LLDP probes every switch port, in milliseconds [default: 1000]
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(50..=60_000))]
     pub lldp_interval_ms: Option<u64>,
@@ -284,6 +288,7 @@ pub struct EtcdConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ControllerFile {
+    pipeline: Option<bool>,
     lldp_interval_ms: Option<u64>,
     idle_timeout: Option<u16>,
     openflow_cert: Option<PathBuf>,
@@ -336,6 +341,8 @@ pub struct Config {
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub slicing: bool,
+    /// Whether OpenFlow 1.3 networks run the proactive pipeline.
+    pub pipeline: bool,
     /// Unset: the controller's default.
     pub lldp_interval_ms: Option<u64>,
     /// Unset: the controller's default.
@@ -415,6 +422,7 @@ impl Config {
             idle_timeout != Some(0),
             "controller.idle_timeout must be at least 1"
         );
+        let pipeline = !args.per_pair_flows && file.controller.pipeline.unwrap_or(true);
         let switch_limits = args.switch_limits.or(file.controller);
         switch_limits.check()?;
         let etcd = etcd(args, file.store)?;
@@ -432,6 +440,7 @@ impl Config {
             pid_file: args.pid_file.clone().or(file.pid_file),
             log_file: args.log_file.clone().or(file.log_file),
             slicing: !args.no_slicing && file.slicing.unwrap_or(true),
+            pipeline,
             lldp_interval_ms,
             idle_timeout,
             require_auth: args

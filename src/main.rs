@@ -468,6 +468,7 @@ fn http_connection_cap(configured: usize, fd_limit: u64) -> usize {
 fn controller_config(config: &Config) -> anyhow::Result<slice_controller::ControllerConfig> {
     let mut controller = slice_controller::ControllerConfig::default();
     controller.engine.slicing = config.slicing;
+    controller.engine.proactive = config.pipeline;
     if let Some(idle_timeout) = config.idle_timeout {
         controller.engine.idle_timeout = idle_timeout;
     }

@@ -1,4 +1,9 @@
 //! Black-box tests of the controller: the real `sliced`, emulated switches over real TCP.
+//!
+//! These check per-pair flows set up by traffic, what OpenFlow 1.0 switches always get,
+//! so the daemon runs with `--per-pair-flows` and gives 1.3 switches the same. An
+//! emulated switch applies no flows; the proactive 1.3 pipeline is checked by what the
+//! switches are sent in `pipeline.rs`, and by traffic on real Open vSwitch in the lab.
 
 use std::time::Duration;
 
@@ -12,7 +17,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// A daemon with a fast LLDP interval, so discovery takes a fraction of a second.
 fn daemon(dir: &std::path::Path) -> Daemon {
-    Daemon::start_with(dir, &["--lldp-interval-ms", "100"])
+    Daemon::start_with(dir, &["--lldp-interval-ms", "100", "--per-pair-flows"])
 }
 
 fn post(daemon: &Daemon, path: &str, body: Value) {

@@ -18,6 +18,7 @@ mod http_api;
 mod metrics;
 mod openapi;
 mod openflow_tls;
+mod pipeline;
 mod service;
 mod tidy;
 mod ui;

@@ -142,3 +142,36 @@ impl<T: AsRef<[u8]>> ErrorMsg<T> {
         tail(self.buffer.as_ref(), field::DATA)
     }
 }
+
+/// `OFPET_FLOW_MOD_FAILED` and its full-table code in each version: 1.0 numbers its
+/// error types differently past `OFPET_BAD_ACTION`, so [`ErrorType`] leaves them unnamed.
+const V10_FLOW_MOD_FAILED: u16 = 3;
+const V10_ALL_TABLES_FULL: u16 = 0;
+const V13_FLOW_MOD_FAILED: u16 = 5;
+const V13_TABLE_FULL: u16 = 1;
+
+/// Whether an ERROR from a switch speaking `version` refuses a FLOW_MOD because the
+/// table is full (1.0's `OFPFMFC_ALL_TABLES_FULL`, 1.3's `OFPFMFC_TABLE_FULL`).
+pub fn is_table_full(version: crate::Version, err_type: ErrorType, code: u16) -> bool {
+    let err_type = u16::from(err_type);
+    match version {
+        crate::Version::Of10 => err_type == V10_FLOW_MOD_FAILED && code == V10_ALL_TABLES_FULL,
+        _ => err_type == V13_FLOW_MOD_FAILED && code == V13_TABLE_FULL,
+    }
+}
+
+#[cfg(test)]
+mod table_full_tests {
+    use super::*;
+    use crate::Version;
+
+    #[test]
+    fn a_full_table_reads_as_such_in_its_own_version_only() {
+        assert!(is_table_full(Version::Of10, ErrorType::from(3), 0));
+        assert!(is_table_full(Version::Of13, ErrorType::from(5), 1));
+        // (5, 1) is a PORT_MOD failure on 1.0; (3, 0) a bad instruction on 1.3.
+        assert!(!is_table_full(Version::Of10, ErrorType::from(5), 1));
+        assert!(!is_table_full(Version::Of13, ErrorType::from(3), 0));
+        assert!(!is_table_full(Version::Of13, ErrorType::from(5), 0));
+    }
+}

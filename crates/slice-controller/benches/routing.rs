@@ -211,6 +211,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
             SwitchProfile {
                 needs_table_miss_flow: true,
                 protocol: Version::Of13,
+                pipeline: false,
             },
             port_map(*ports),
             Instant::now(),

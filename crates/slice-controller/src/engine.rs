@@ -5,9 +5,10 @@
 //! This file holds the engine's state and vocabulary; its work is in parts, each an
 //! `impl Engine` of its own: `switches` (switches, ports, probes sent, drops counted),
 //! `packets` (PACKET_INs: probes, learning, flooding, routing), `link_guard` (which edge
-//! ports may become link ends), `drops`, `paths`, `slices` (membership changes), `tick`
-//! (what time does), `reconcile` (flow tables read back), `cluster` (roles and takeover)
-//! and `views`.
+//! ports may become link ends), `proactive` (the OpenFlow 1.3 pipeline kept in the
+//! switches), `drops`, `paths` (per-pair flows where the pipeline does not run),
+//! `slices` (membership changes), `tick` (what time does), `reconcile` (flow tables read
+//! back), `cluster` (roles and takeover) and `views`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -34,6 +35,7 @@ mod drops;
 mod link_guard;
 mod packets;
 mod paths;
+mod proactive;
 mod reconcile;
 mod slices;
 mod switches;
@@ -43,6 +45,7 @@ mod views;
 use self::drops::DropCause;
 pub use self::drops::Dropped;
 use self::link_guard::{FrameClass, LinkGuard, Standing, PROBES_OVER_CHATTER};
+use self::proactive::Proactive;
 use self::reconcile::AdoptedFlow;
 pub use self::views::{HostView, PathView, PortView, SwitchView};
 
@@ -62,6 +65,9 @@ pub const MAX_FLOWS_READ: usize = 65_536;
 pub struct EngineConfig {
     /// False: a plain routing switch that ignores slices.
     pub slicing: bool,
+    /// With slicing, a network of switches that can hold it runs the proactive pipeline
+    /// ([`crate::pipeline`]); false keeps per-pair flows set up by traffic everywhere.
+    pub proactive: bool,
     /// Idle timeout of path flows, in seconds.
     pub idle_timeout: u16,
     /// How long a drop flow for a forbidden pair stays, in seconds; it is also removed as
@@ -99,6 +105,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             slicing: true,
+            proactive: true,
             idle_timeout: 60,
             drop_timeout: 10,
             link_max_age: link_max_age(DEFAULT_LLDP_INTERVAL),
@@ -131,6 +138,9 @@ pub struct SwitchProfile {
     /// The protocol the switch speaks, shown to operators in the switch view; no
     /// decision depends on it.
     pub protocol: Version,
+    /// The switch can hold the proactive pipeline: several tables and metadata between
+    /// them (OpenFlow 1.3).
+    pub pipeline: bool,
 }
 
 /// A controller's role at a switch, whatever the OpenFlow version says it with (1.3's
@@ -192,6 +202,9 @@ pub enum Command {
     Flood { out_ports: Vec<u32>, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
+    /// Add or delete an entry of the proactive pipeline, as the 1.3 FLOW_MOD that says so
+    /// ([`crate::pipeline::Entry::flow_mod`]).
+    Pipeline(openflow::FlowMod),
 }
 
 impl Command {
@@ -233,6 +246,8 @@ pub struct FlowEntry {
     pub idle_timeout: u16,
     pub hard_timeout: u16,
     pub handle: FlowHandle,
+    /// The pipeline entry this flow is, when it has the pipeline's cookie and shape.
+    pub pipeline: Option<crate::pipeline::Entry>,
 }
 
 /// A switch's flow table as read back: every flow, unless the switch had more than
@@ -344,6 +359,8 @@ pub struct Engine {
     read_back: HashSet<u64>,
     /// Connected switches that need a table-miss flow, for a flush to put it back.
     table_miss_switches: HashSet<u64>,
+    /// The pipeline: whether the network runs it, and what each switch holds.
+    proactive: Proactive,
     outbox: Vec<(u64, Command)>,
     /// What changed in the network since the last [`Engine::drain_notices`]: taken after
     /// every event, so it holds one event's worth, which the engine's own bounds (hosts,
@@ -354,6 +371,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(config: EngineConfig, membership: Membership) -> Self {
+        let proactive = Proactive::new(config.slicing && config.proactive);
         Self {
             config,
             topology: Topology::default(),
@@ -375,6 +393,7 @@ impl Engine {
             adopted_unchecked: HashMap::new(),
             read_back: HashSet::new(),
             table_miss_switches: HashSet::new(),
+            proactive,
             outbox: Vec::new(),
             notices: Vec::new(),
             metrics: Arc::default(),
@@ -386,14 +405,17 @@ impl Engine {
         self.metrics = metrics;
     }
 
-    /// The commands produced since the last call, in order, each with its switch.
+    /// The commands produced since the last call, in order, each with its switch. The
+    /// pipeline is brought up to date first, once for all the changes since the last call.
     pub fn take_commands(&mut self) -> Vec<(u64, Command)> {
+        self.sync_pipeline();
         std::mem::take(&mut self.outbox)
     }
 
     /// Like [`Engine::take_commands`], but keeps the queue's memory for the next event:
     /// what the server calls once per event.
     pub fn drain_commands(&mut self) -> std::vec::Drain<'_, (u64, Command)> {
+        self.sync_pipeline();
         self.outbox.drain(..)
     }
 

@@ -49,6 +49,8 @@ pub struct ControllerMetrics {
     pub packet_outs_sent: Counter,
     pub paths_installed: Counter,
     pub paths_deleted: Counter,
+    /// FLOW_MODs switches refused because a table was full.
+    pub flow_mods_table_full: Counter,
     link_up: Counter,
     link_down: Counter,
 }
@@ -111,6 +113,11 @@ impl ControllerMetrics {
                 "Paths between two hosts installed (a new or changed route)",
             ),
             paths_deleted: counter(registry, "paths_deleted", "Paths between two hosts deleted"),
+            flow_mods_table_full: counter(
+                registry,
+                "flow_mods_table_full",
+                "FLOW_MODs switches refused because a flow table was full",
+            ),
             link_up,
             link_down,
         }
@@ -179,6 +186,7 @@ mod tests {
         let profile = SwitchProfile {
             needs_table_miss_flow: false,
             protocol: Version::Of10,
+            pipeline: false,
         };
         let now = Instant::now();
         engine.switch_connected(1, profile, ports, now);

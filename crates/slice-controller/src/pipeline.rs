@@ -480,6 +480,94 @@ impl Entry {
     }
 }
 
+/// What the slices alone say of an entry a switch holds, whatever the topology: while a
+/// switch's neighbours are still being found (after a restart or a takeover), entries
+/// computed from the partial graph would tear down paths that work, so the engine keeps
+/// what it reads back and removes only what the slices forbid ([`Judge::keeps`]).
+#[derive(Debug, Default)]
+pub struct Judge {
+    tags: Tags,
+    /// The slice sets of each MAC's bindings, one per port it is bound at.
+    bindings_of_mac: BTreeMap<MacAddress, Vec<BTreeSet<SliceName>>>,
+    /// The slices bound at each port, over its MACs.
+    slices_at_port: BTreeMap<PortId, BTreeSet<SliceName>>,
+}
+
+impl Judge {
+    pub fn of(membership: &Membership) -> Judge {
+        let mut judge = Judge {
+            tags: Tags::of(membership),
+            ..Judge::default()
+        };
+        for host in membership.members() {
+            let set: BTreeSet<SliceName> = membership.slices_of(host).iter().cloned().collect();
+            judge
+                .slices_at_port
+                .entry(host.port)
+                .or_default()
+                .extend(set.iter().cloned());
+            judge.bindings_of_mac.entry(host.mac).or_default().push(set);
+        }
+        judge
+    }
+
+    /// The entry as `dpid` may keep it while its topology settles: None when the slices
+    /// forbid it (a host no longer bound there, a tag of slices nobody holds any more, a
+    /// destination that shares no slice with the tag); a flood entry loses the edge ports
+    /// of `edge_ports` whose hosts share no slice with its tag. Where an entry leads
+    /// (next hops, link ports) is the topology's, and kept.
+    pub fn keeps(&self, dpid: u64, edge_ports: &BTreeSet<u32>, entry: &Entry) -> Option<Entry> {
+        let set_of = |tag: u64| self.tags.sets.get(&tag);
+        let allowed = match (&entry.rule, &entry.action) {
+            (EntryMatch::HostAtPort { in_port, mac }, EntryAction::Tag(tag)) => {
+                let host = Host {
+                    port: PortId::new(dpid, *in_port),
+                    mac: *mac,
+                };
+                self.tags.of_host(&host) == Some(*tag)
+            }
+            (EntryMatch::Sender { mac }, EntryAction::Tag(tag)) => {
+                match (set_of(*tag), self.bindings_of_mac.get(mac)) {
+                    (Some(tagged), Some(bindings)) => {
+                        bindings.iter().all(|binding| tagged.is_subset(binding))
+                    }
+                    _ => false,
+                }
+            }
+            (EntryMatch::TaggedTo { tag, mac }, _) => {
+                match (set_of(*tag), self.bindings_of_mac.get(mac)) {
+                    (Some(tagged), Some(bindings)) => {
+                        bindings.iter().any(|binding| !binding.is_disjoint(tagged))
+                    }
+                    _ => false,
+                }
+            }
+            (EntryMatch::TaggedToGroup { tag }, EntryAction::Output(ports)) => {
+                let Some(tagged) = set_of(*tag) else {
+                    return None;
+                };
+                let reaches = |port_no: &u32| {
+                    !edge_ports.contains(port_no)
+                        || self
+                            .slices_at_port
+                            .get(&PortId::new(dpid, *port_no))
+                            .is_some_and(|slices| !slices.is_disjoint(tagged))
+                };
+                let kept: Vec<u32> = ports.iter().copied().filter(reaches).collect();
+                if kept.is_empty() {
+                    return None;
+                }
+                let mut narrowed = entry.clone();
+                narrowed.action = EntryAction::Output(kept);
+                return Some(narrowed);
+            }
+            (EntryMatch::LinkPort { .. } | EntryMatch::Discovery, _) => true,
+            _ => false,
+        };
+        allowed.then(|| entry.clone())
+    }
+}
+
 /// What turns a switch's entries into the ones it should hold.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Diff {

@@ -34,6 +34,7 @@ use openflow::{
 use slice_core::MacAddress;
 
 use crate::config::ControllerConfig;
+use crate::cookie::FlowKind;
 use crate::engine::{
     Command, FlowAction, FlowEntry, FlowHandle, FlowsRead, Role, Rule, SwitchProfile,
     MAX_FLOWS_READ,
@@ -101,6 +102,8 @@ pub enum SwitchEvent {
     RoleRefused { reason: RoleRefusal },
     /// The answer to [`Command::ReadFlows`]: the switch's flow table, all parts of it.
     FlowsRead(FlowsRead),
+    /// The switch refused a FLOW_MOD because its table is full.
+    TableFull,
 }
 
 /// Why a switch refused a role request.
@@ -394,6 +397,16 @@ impl SwitchSession {
                     self.send_packet_out(ports, &data);
                 }
                 return;
+            }
+            Command::Pipeline(flow_mod) if self.version == Version::Of13 => {
+                Message::FlowMod(flow_mod)
+            }
+            Command::Pipeline(_) => {
+                // The engine writes the pipeline only to switches that said they can hold it.
+                return log::warn!(
+                    "not sending a 1.3 pipeline entry to a {:#04x} switch",
+                    self.version
+                );
             }
             Command::Discovery { port_no, proof } => {
                 let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
@@ -748,6 +761,7 @@ impl SwitchSession {
         let profile = SwitchProfile {
             needs_table_miss_flow: self.version == Version::Of13,
             protocol: self.version,
+            pipeline: self.version == Version::Of13,
         };
         self.state = State::MeterSetup(open);
         self.events.push_back(SwitchEvent::Connected {
@@ -760,6 +774,7 @@ impl SwitchSession {
 
     /// A message once the engine knows the switch.
     fn open_message(&mut self, header: HeaderRepr, message: Message, now: Instant) {
+        let version = self.version;
         let Some(open) = self.open_mut() else {
             return;
         };
@@ -830,6 +845,8 @@ impl SwitchSession {
                         entries: Vec::new(),
                         complete: false,
                     })
+                } else if openflow::error_msg::is_table_full(version, err_type, code) {
+                    SwitchEvent::TableFull
                 } else if is_slave_refusal(err_type, code, &data) {
                     open.refused_writes += 1;
                     if open.refused_writes == 1 {
@@ -877,6 +894,7 @@ impl SwitchSession {
     /// One part of the flow table; the last one hands the whole to the engine.
     fn flow_stats_part(&mut self, header: HeaderRepr, flows: Vec<openflow::FlowStats>, more: bool) {
         let dpid = self.dpid().unwrap_or_default();
+        let version = self.version;
         let Some(open) = self.open_mut() else {
             return;
         };
@@ -899,7 +917,8 @@ impl SwitchSession {
                 read.complete = false;
                 read.entries = Vec::new();
             } else {
-                read.entries.extend(flows.into_iter().map(flow_entry));
+                read.entries
+                    .extend(flows.into_iter().map(|flow| flow_entry(version, flow)));
             }
         }
         if more {
@@ -1189,8 +1208,14 @@ fn packet_in_parts(version: Version, mut frame: BytesMut) -> Result<(u32, Bytes)
     Ok((in_port, frame.freeze()))
 }
 
-/// A flow statistics entry in the engine's terms.
-fn flow_entry(flow: openflow::FlowStats) -> FlowEntry {
+/// A flow statistics entry of a switch speaking `version`, in the engine's terms.
+fn flow_entry(version: Version, flow: openflow::FlowStats) -> FlowEntry {
+    // Only the pipeline's entries are decoded whole: the engine needs nothing more of
+    // the others, and a read-back may hold 65,536 of them.
+    let pipeline = (FlowKind::of_cookie(flow.cookie) == Some(FlowKind::Pipeline))
+        .then(|| flow.flow_mod(version).ok())
+        .flatten()
+        .and_then(|flow_mod| crate::pipeline::Entry::of_flow_mod(&flow_mod));
     let action = match flow.output {
         openflow::FlowOutput::Drop => FlowAction::Drop,
         openflow::FlowOutput::Port(port) => FlowAction::Output(port),
@@ -1212,6 +1237,7 @@ fn flow_entry(flow: openflow::FlowStats) -> FlowEntry {
             priority: flow.priority,
             raw_match: flow.raw_match,
         }),
+        pipeline,
     }
 }
 

@@ -183,6 +183,7 @@ impl Daemon {
             if let Some(switch) = switch.as_object_mut() {
                 switch.remove("dropped");
                 switch.remove("packet_in_meter");
+                switch.remove("pipeline_entries");
             }
         }
         switches

@@ -126,6 +126,8 @@ pub struct Dropped {
     pub ports_refused: u64,
     /// PACKET_INs over the switch's rate, dropped by its connection.
     pub packet_ins_rate_limited: u64,
+    /// FLOW_MODs the switch refused because its table was full.
+    pub flow_mods_table_full: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,6 +142,7 @@ pub(super) enum DropCause {
     HostAgedOut,
     PortRefused,
     PacketInRateLimited,
+    TableFull,
 }
 
 impl DropCause {
@@ -155,6 +158,10 @@ impl DropCause {
             Self::HostAgedOut => "forgot an idle host",
             Self::PortRefused => "ignored a port beyond the per-switch port limit",
             Self::PacketInRateLimited => "dropped PACKET_INs over the rate limit",
+            Self::TableFull => {
+                "a flow table is full: entries refused, to be retried (traffic they would \
+                 carry is dropped meanwhile)"
+            }
         }
     }
 }

@@ -41,10 +41,22 @@ impl Engine {
             self.metrics.packet_ins.ignored.inc();
             return;
         }
+        if bound && self.proactive.is_active() {
+            // Its admission entry is not in place (not yet, or refused by a full table):
+            // the pipeline fails closed, and the controller forwards nothing for it.
+            self.metrics.packet_ins.ignored.inc();
+            return;
+        }
         let destination = if link_guard::is_group(frame.dst) {
             None
         } else {
-            self.hosts.get(&frame.dst)
+            // On the pipeline a bound host is never learned from traffic: its binding
+            // says where it is.
+            self.hosts.get(&frame.dst).or_else(|| {
+                self.proactive
+                    .bound_ports(&frame.dst)
+                    .and_then(|ports| ports.first().copied())
+            })
         };
         match destination {
             None => {
@@ -113,6 +125,7 @@ impl Engine {
             self.links_removed(&[old], now);
         }
         if new {
+            self.proactive.changed();
             log::info!("link discovered: {from} -> {at}");
             self.notices.push(Notice::LinkUp { src: from, dst: at });
         }
@@ -125,6 +138,19 @@ impl Engine {
             per_port: self.config.max_hosts_per_port,
             per_switch: self.config.max_hosts_per_switch,
         };
+        let impostor = !bound
+            && self.proactive.is_active()
+            && self.proactive.bound_ports(&host.mac).is_some_and(|ports| {
+                ports
+                    .iter()
+                    .any(|port| *port != host.port && self.topology.is_live(*port))
+            });
+        if impostor {
+            // The pipeline carries the bound host's frames without the controller, so
+            // the host table does not know where it is; its binding does.
+            self.count_drop(host.port.dpid, DropCause::HostSpoofed, 1, now);
+            return false;
+        }
         if let Some(home) = self.hosts.get(&host.mac) {
             let bound_at_home = self.membership.is_member(&Host {
                 port: home,

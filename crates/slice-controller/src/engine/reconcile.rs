@@ -45,6 +45,9 @@ pub(super) enum Chain {
 /// What a read-back decides for one flow.
 pub(super) enum Judgement {
     Keep,
+    /// An entry of the pipeline: kept, and the sync that follows the read-back diffs it
+    /// against what the switch should hold.
+    Hold(crate::pipeline::Entry),
     Adopt((MacAddress, MacAddress), AdoptedFlow),
     Delete,
 }
@@ -99,9 +102,13 @@ impl Engine {
         let total = read.entries.len();
         let mut deleted = 0;
         let check_by = now + self.adoption_grace();
+        let mut pipeline = std::collections::BTreeSet::new();
         for entry in read.entries {
             match self.judge(dpid, &entry, &bound_ports) {
                 Judgement::Keep => {}
+                Judgement::Hold(held) => {
+                    pipeline.insert(held);
+                }
                 Judgement::Adopt(key, flow) => {
                     self.adopted.entry(key).or_default().push(flow);
                     self.adopted_unchecked.entry(key).or_insert(check_by);
@@ -115,6 +122,7 @@ impl Engine {
                 }
             }
         }
+        self.proactive.holds(dpid, pipeline);
         log::info!(
             "switch {dpid:#x}: flow table read back: {} of {total} flows kept, {deleted} deleted",
             total - deleted
@@ -144,6 +152,12 @@ impl Engine {
                     Judgement::Delete
                 }
             }
+            // The network runs the pipeline: nothing else of it forwards.
+            Some(FlowKind::Path { .. }) if self.proactive.is_active() => Judgement::Delete,
+            Some(FlowKind::Pipeline) => match &entry.pipeline {
+                Some(held) if self.proactive.is_active() => Judgement::Hold(held.clone()),
+                _ => Judgement::Delete,
+            },
             Some(FlowKind::Path { endpoints }) => {
                 let (Some(in_port), Some(src), Some(dst), FlowAction::Output(out_port)) =
                     (entry.in_port, entry.eth_src, entry.eth_dst, entry.action)
@@ -190,9 +204,7 @@ impl Engine {
                     },
                 )
             }
-            // The engine installs no pipeline entries yet (issue 24): one read back is a
-            // newer instance's, and this one cannot judge it.
-            Some(FlowKind::Drop | FlowKind::Pipeline) | None => Judgement::Delete,
+            Some(FlowKind::Drop) | None => Judgement::Delete,
         }
     }
 
@@ -266,6 +278,7 @@ impl Engine {
     /// Deletes every flow of `dpid` and forgets what the engine knew to be there.
     pub(super) fn flush(&mut self, dpid: u64) {
         self.send(dpid, Command::ClearFlows);
+        self.proactive.holds(dpid, Default::default());
         if self.table_miss_switches.contains(&dpid) {
             self.send(dpid, Command::TableMiss);
         }

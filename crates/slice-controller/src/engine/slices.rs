@@ -11,6 +11,7 @@ impl Engine {
         if !self.config.slicing {
             return;
         }
+        self.proactive.changed();
         if grows {
             self.lift_drops_now_allowed();
         } else {

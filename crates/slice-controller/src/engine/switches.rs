@@ -42,6 +42,7 @@ impl Engine {
             DropCause::HostAgedOut => &mut dropped.hosts_aged_out,
             DropCause::PortRefused => &mut dropped.ports_refused,
             DropCause::PacketInRateLimited => &mut dropped.packet_ins_rate_limited,
+            DropCause::TableFull => &mut dropped.flow_mods_table_full,
         };
         *counter += count;
         let total = *counter;
@@ -66,10 +67,13 @@ impl Engine {
         if !self.topology.has_switch(dpid) {
             return;
         }
-        if metered {
-            self.packet_in_meters.insert(dpid);
+        let changed = if metered {
+            self.packet_in_meters.insert(dpid)
         } else {
-            self.packet_in_meters.remove(&dpid);
+            self.packet_in_meters.remove(&dpid)
+        };
+        if changed {
+            self.pipeline_meter_changed(dpid);
         }
     }
 
@@ -101,6 +105,9 @@ impl Engine {
             profile.protocol
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
+        self.proactive.switch_connected(dpid, profile.pipeline);
+        self.settle_pipeline(dpid, now);
+        self.update_mode();
         self.notices.push(Notice::SwitchUp { dpid });
         self.dropped.insert(dpid, Dropped::default());
         // In a cluster the role comes first, so that the switch takes what follows from
@@ -152,6 +159,8 @@ impl Engine {
         self.drops_per_switch.remove(&dpid);
         self.table_miss_switches.remove(&dpid);
         self.read_back.remove(&dpid);
+        self.proactive.switch_gone(dpid);
+        self.update_mode();
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
         self.delete_adopted_where(|_, flow| flow.dpid == dpid);
         self.notices.push(Notice::SwitchDown { dpid });
@@ -166,6 +175,7 @@ impl Engine {
         let live = state.as_ref().is_some_and(|state| state.live);
         let was_live = self.topology.is_live(port);
         let removed_links = self.topology.update_port(port, state);
+        self.proactive.changed();
         if live && !was_live {
             self.probe(port, now);
         }

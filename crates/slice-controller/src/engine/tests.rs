@@ -3,25 +3,25 @@ use crate::cookie::FlowKind;
 use slice_core::{Port, Slice, SliceName};
 
 /// A fixed probe secret, so that tests can compute the probes the engine must send.
-fn key() -> ProbeKey {
+pub(super) fn key() -> ProbeKey {
     ProbeKey::with_clock(b"engine test secret", *START, 1_700_000_000_000)
 }
 
 /// The made-up clock's start, shared so that expected probes can be computed.
 static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
 
-fn config() -> EngineConfig {
+pub(super) fn config() -> EngineConfig {
     EngineConfig {
         probe_key: key(),
         ..EngineConfig::default()
     }
 }
 
-fn p(dpid: u64, port_no: u32) -> PortId {
+pub(super) fn p(dpid: u64, port_no: u32) -> PortId {
     PortId::new(dpid, port_no)
 }
 
-fn mac(last: u8) -> MacAddress {
+pub(super) fn mac(last: u8) -> MacAddress {
     MacAddress::new([0, 0, 0, 0, 0, last])
 }
 
@@ -29,19 +29,21 @@ fn mac(last: u8) -> MacAddress {
 const NEEDS_TABLE_MISS: SwitchProfile = SwitchProfile {
     needs_table_miss_flow: true,
     protocol: Version::Of13,
+    pipeline: false,
 };
 const SENDS_MISSES: SwitchProfile = SwitchProfile {
     needs_table_miss_flow: false,
     protocol: Version::Of10,
+    pipeline: false,
 };
 
-const BROADCAST: MacAddress = MacAddress::new([0xff; 6]);
+pub(super) const BROADCAST: MacAddress = MacAddress::new([0xff; 6]);
 
-fn name(text: &str) -> SliceName {
+pub(super) fn name(text: &str) -> SliceName {
     text.parse().unwrap()
 }
 
-fn ports(numbers: &[u32]) -> BTreeMap<u32, PortState> {
+pub(super) fn ports(numbers: &[u32]) -> BTreeMap<u32, PortState> {
     numbers
         .iter()
         .map(|n| {
@@ -58,9 +60,9 @@ fn ports(numbers: &[u32]) -> BTreeMap<u32, PortState> {
 
 /// Slices as (name, [(dpid, port, mac)]).
 /// A host in a test slice: (dpid, port_no, last octet of the MAC).
-type TestHost = (u64, u32, u8);
+pub(super) type TestHost = (u64, u32, u8);
 
-fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
+pub(super) fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
     let slices: Vec<Slice> = slices
         .iter()
         .map(|(slice, hosts)| Slice {
@@ -94,7 +96,7 @@ fn line(config: EngineConfig, index: Membership) -> Engine {
     engine
 }
 
-fn discovery(probe: Probe) -> Frame {
+pub(super) fn discovery(probe: Probe) -> Frame {
     Frame {
         dst: MacAddress::new([1, 0x80, 0xc2, 0, 0, 0xe]),
         src: mac(0xee),
@@ -103,7 +105,7 @@ fn discovery(probe: Probe) -> Frame {
     }
 }
 
-fn frame(src: u8, dst: MacAddress) -> Frame {
+pub(super) fn frame(src: u8, dst: MacAddress) -> Frame {
     Frame {
         dst,
         src: mac(src),
@@ -112,12 +114,17 @@ fn frame(src: u8, dst: MacAddress) -> Frame {
     }
 }
 
-fn send(engine: &mut Engine, at: PortId, src: u8, dst: MacAddress) -> Vec<(u64, Command)> {
+pub(super) fn send(
+    engine: &mut Engine,
+    at: PortId,
+    src: u8,
+    dst: MacAddress,
+) -> Vec<(u64, Command)> {
     engine.packet_in(at.dpid, at.port_no, frame(src, dst), Instant::now());
     engine.take_commands()
 }
 
-fn flow_adds(commands: &[(u64, Command)]) -> Vec<(u64, u32, Option<u32>, u16)> {
+pub(super) fn flow_adds(commands: &[(u64, Command)]) -> Vec<(u64, u32, Option<u32>, u16)> {
     commands
         .iter()
         .filter_map(|(dpid, command)| match command {
@@ -144,7 +151,7 @@ fn flow_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u32, MacAddress, MacAd
         .collect()
 }
 
-fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
+pub(super) fn packet_outs(commands: &[(u64, Command)]) -> Vec<(u64, u32)> {
     commands
         .iter()
         .flat_map(|(dpid, command)| match command {
@@ -1025,6 +1032,7 @@ fn entry(cookie: u64, tag: u8, rule: Option<Rule>, action: FlowAction) -> FlowEn
             priority: PATH_PRIORITY,
             raw_match: vec![tag],
         }),
+        pipeline: None,
     }
 }
 

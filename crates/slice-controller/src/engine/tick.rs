@@ -32,6 +32,8 @@ impl Engine {
         self.expire_drops(now);
         self.age_hosts(now);
         self.check_adopted(now);
+        self.retry_full_tables(now);
+        self.end_settling(now);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an
@@ -61,6 +63,7 @@ impl Engine {
 
     pub(super) fn links_removed(&mut self, links: &[Link], now: Instant) {
         for link in links {
+            self.proactive.changed();
             // Both ends look like edge ports now; the link may well come back.
             self.link_went(link, now);
             self.notices.push(Notice::link_down(link));

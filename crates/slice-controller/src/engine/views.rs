@@ -24,6 +24,7 @@ impl Engine {
                     })
                     .collect(),
                 packet_in_meter: self.packet_in_meters.contains(&dpid),
+                pipeline_entries: self.proactive.entries_held(dpid),
                 dropped: self.dropped.get(&dpid).cloned().unwrap_or_default(),
             })
             .collect()
@@ -107,6 +108,10 @@ pub struct SwitchView {
     /// Whether the switch drops PACKET_INs over the rate itself, with a meter on its
     /// table-miss flow (1.3 switches with meters), on top of the controller's limits.
     pub packet_in_meter: bool,
+    /// How many entries of the proactive pipeline the switch holds, as far as the
+    /// controller knows; null where the network runs per-pair flows, or before the
+    /// switch's table was read back.
+    pub pipeline_entries: Option<usize>,
     pub dropped: Dropped,
 }
 

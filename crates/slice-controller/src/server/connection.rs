@@ -524,5 +524,6 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
             connection,
             read,
         },
+        SwitchEvent::TableFull => Event::TableFull { dpid },
     })
 }

@@ -251,6 +251,7 @@ impl Decider {
             Event::PacketInsRateLimited { dpid, count } => {
                 engine.packet_ins_rate_limited(dpid, count, Instant::now())
             }
+            Event::TableFull { dpid } => engine.table_full(dpid, Instant::now()),
             Event::PacketInMeter {
                 dpid,
                 connection,
@@ -372,7 +373,8 @@ impl Decider {
                         | Command::FlowDelete { .. }
                         | Command::FlowDeleteExact(_)
                         | Command::ClearFlows
-                        | Command::TableMiss => flow_mods += 1,
+                        | Command::TableMiss
+                        | Command::Pipeline(_) => flow_mods += 1,
                         Command::PacketOut { .. }
                         | Command::Flood { .. }
                         | Command::Discovery { .. } => packet_outs += 1,
@@ -451,6 +453,7 @@ mod tests {
     const OF10: SwitchProfile = SwitchProfile {
         needs_table_miss_flow: false,
         protocol: Version::Of10,
+        pipeline: false,
     };
 
     /// Without slicing, so that a broadcast reaches every edge port.

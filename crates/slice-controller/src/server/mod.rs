@@ -107,6 +107,10 @@ enum Event {
         dpid: u64,
         count: u64,
     },
+    /// The switch refused a FLOW_MOD for a full table.
+    TableFull {
+        dpid: u64,
+    },
     /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
     PacketInMeter {
         dpid: u64,

@@ -184,7 +184,8 @@ fn a_1_0_switch_is_connected_by_its_features_reply_with_its_physical_ports() {
                 ports: port_states(&[1, 2]),
                 profile: SwitchProfile {
                     needs_table_miss_flow: false,
-                    protocol: OF10
+                    protocol: OF10,
+                    pipeline: false
                 },
             },
             SwitchEvent::PacketInMeter { metered: false },
@@ -231,7 +232,8 @@ fn a_1_3_switch_is_connected_once_its_port_list_has_come_in_several_parts() {
             ports: port_states(&[1, 2, 3]),
             profile: SwitchProfile {
                 needs_table_miss_flow: true,
-                protocol: OF13
+                protocol: OF13,
+                pipeline: true
             },
         }]
     );

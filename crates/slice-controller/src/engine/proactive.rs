@@ -1,0 +1,353 @@
+//! The OpenFlow 1.3 pipeline kept in the switches ([`crate::pipeline`] computes it):
+//! whether the network runs it, what each switch holds, the changes sent when slices or
+//! the topology change, and entries a full table refused, retried.
+//!
+//! The network runs the pipeline when slicing is on, it is not configured off, and every
+//! connected switch can hold it. One switch that cannot (OpenFlow 1.0) turns it off for
+//! all: a frame tagged in one switch cannot be judged by per-pair flows in the next.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::meter::PACKET_IN_METER_ID;
+use crate::pipeline::{self, Entry, EntryAction, EntryMatch, Fabric, Judge};
+
+use super::*;
+
+/// The first wait before a switch that refused an entry for a full table is read back
+/// and filled again; each refusal after a retry doubles it, up to [`LONGEST_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(2);
+const LONGEST_RETRY: Duration = Duration::from_secs(60);
+
+/// The pipeline's state in the engine.
+#[derive(Debug)]
+pub(super) struct Proactive {
+    /// Whether the engine is configured to run the pipeline (slicing on, not turned off).
+    wanted: bool,
+    /// Connected switches that can hold it.
+    capable: HashSet<u64>,
+    /// Whether the network ran it at the last sync.
+    active: bool,
+    /// Something the entries depend on changed since the last sync.
+    dirty: bool,
+    /// The entries each switch holds, for the switches read back since they connected:
+    /// the pipeline is written to a switch only once the engine knows what it holds.
+    held: HashMap<u64, BTreeSet<Entry>>,
+    /// Each bound MAC's ports, at live edge ports as of the last sync: a frame with the
+    /// MAC anywhere else is an impostor (the pipeline never shows the engine the
+    /// genuine host's frames, so the host table cannot tell).
+    bound_at: HashMap<MacAddress, Vec<PortId>>,
+    /// Switches that refused an entry for a full table: when they are read back (None:
+    /// at the next tick, since room was freed).
+    retry_at: HashMap<u64, Option<Instant>>,
+    /// The wait before the next retry of each switch that refused one.
+    retry_wait: HashMap<u64, Duration>,
+    /// Switches whose neighbours are still being found (just connected, or just taken
+    /// over), until when: what they hold is kept unless the slices forbid it
+    /// ([`Judge::keeps`]), and only what is missing is added.
+    settling: HashMap<u64, Instant>,
+}
+
+impl Proactive {
+    pub(super) fn new(wanted: bool) -> Self {
+        Self {
+            wanted,
+            capable: HashSet::new(),
+            active: wanted,
+            dirty: false,
+            held: HashMap::new(),
+            bound_at: HashMap::new(),
+            retry_at: HashMap::new(),
+            retry_wait: HashMap::new(),
+            settling: HashMap::new(),
+        }
+    }
+
+    /// Whether the network runs the pipeline (as of the last sync).
+    pub(super) fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Something the entries depend on changed: the next sync recomputes them.
+    pub(super) fn changed(&mut self) {
+        self.dirty = true;
+    }
+
+    pub(super) fn switch_connected(&mut self, dpid: u64, capable: bool) {
+        if capable {
+            self.capable.insert(dpid);
+        } else {
+            self.capable.remove(&dpid);
+        }
+        // What it holds is known once it is read back.
+        self.held.remove(&dpid);
+        self.dirty = true;
+    }
+
+    pub(super) fn switch_gone(&mut self, dpid: u64) {
+        self.capable.remove(&dpid);
+        self.held.remove(&dpid);
+        self.retry_at.remove(&dpid);
+        self.retry_wait.remove(&dpid);
+        self.settling.remove(&dpid);
+        self.dirty = true;
+    }
+
+    /// `dpid`'s topology is being found until `until`.
+    pub(super) fn settle(&mut self, dpid: u64, until: Instant) {
+        self.settling.insert(dpid, until);
+    }
+
+    /// The switch holds exactly `entries` of the pipeline (a read-back, or a flush).
+    pub(super) fn holds(&mut self, dpid: u64, entries: BTreeSet<Entry>) {
+        if self.active {
+            self.held.insert(dpid, entries);
+            self.dirty = true;
+        }
+    }
+
+    /// The ports `mac` is bound at, if any; None when it is bound nowhere live.
+    pub(super) fn bound_ports(&self, mac: &MacAddress) -> Option<&[PortId]> {
+        self.bound_at.get(mac).map(Vec::as_slice)
+    }
+
+    /// How many entries of the pipeline `dpid` holds, if the engine knows.
+    pub(super) fn entries_held(&self, dpid: u64) -> Option<usize> {
+        self.held.get(&dpid).map(BTreeSet::len)
+    }
+}
+
+impl Engine {
+    /// Whether the network runs the proactive pipeline now: then traffic between bound
+    /// hosts never reaches the controller, and no per-pair flows are installed.
+    pub fn runs_pipeline(&self) -> bool {
+        self.proactive.is_active()
+    }
+
+    /// The switch `dpid` refused a FLOW_MOD because its table is full. Nothing is open
+    /// for it ([`crate::pipeline`] fails closed: a missing entry drops or asks the
+    /// controller); it is counted, logged at most every so often, and the switch is read
+    /// back and filled again after a wait that doubles while it keeps refusing.
+    pub fn table_full(&mut self, dpid: u64, now: Instant) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        self.metrics.flow_mods_table_full.inc();
+        self.count_drop(dpid, DropCause::TableFull, 1, now);
+        if self.proactive.retry_at.contains_key(&dpid) {
+            return;
+        }
+        let wait = self
+            .proactive
+            .retry_wait
+            .get(&dpid)
+            .copied()
+            .unwrap_or(FIRST_RETRY);
+        self.proactive.retry_at.insert(dpid, Some(now + wait));
+        self.proactive
+            .retry_wait
+            .insert(dpid, (wait * 2).min(LONGEST_RETRY));
+    }
+
+    /// Ends the settling of the switches whose topology had time to be found: the next
+    /// sync makes their tables exactly what the slices and the topology say.
+    pub(super) fn end_settling(&mut self, now: Instant) {
+        let before = self.proactive.settling.len();
+        self.proactive.settling.retain(|_, until| *until > now);
+        if self.proactive.settling.len() != before {
+            self.proactive.dirty = true;
+        }
+    }
+
+    /// Reads back the switches whose retry is due, to add what their full table refused.
+    pub(super) fn retry_full_tables(&mut self, now: Instant) {
+        let due: Vec<u64> = self
+            .proactive
+            .retry_at
+            .iter()
+            .filter(|(_, at)| at.map_or(true, |at| at <= now))
+            .map(|(dpid, _)| *dpid)
+            .collect();
+        for dpid in due {
+            self.proactive.retry_at.remove(&dpid);
+            log::info!("switch {dpid:#x}: reading the flow table back to add what it refused");
+            self.reconcile(dpid);
+        }
+    }
+
+    /// Brings every switch's pipeline up to date with the slices and the topology: sends
+    /// what changed since the last sync, deletes before adds so that a full table has
+    /// the room. A change of mode (a switch that cannot hold the pipeline connected, or
+    /// the last one left) moves the whole network between the pipeline and per-pair flows.
+    pub(super) fn sync_pipeline(&mut self) {
+        self.update_mode();
+        if !self.proactive.active || !self.proactive.dirty {
+            return;
+        }
+        self.proactive.dirty = false;
+        let fabric = Fabric::of_topology(&self.topology);
+        self.proactive.bound_at = self
+            .membership
+            .members()
+            .filter(|host| self.topology.is_edge(host.port))
+            .fold(HashMap::new(), |mut ports, host| {
+                ports
+                    .entry(host.mac)
+                    .or_insert_with(Vec::new)
+                    .push(host.port);
+                ports
+            });
+        let wanted = pipeline::build(&fabric, &self.membership);
+        let judge = (!self.proactive.settling.is_empty()).then(|| Judge::of(&self.membership));
+        for (dpid, mut entries) in wanted {
+            if !self.may_write(dpid) {
+                continue;
+            }
+            let Some(held) = self.proactive.held.get(&dpid) else {
+                continue;
+            };
+            if let Some(judge) = judge
+                .as_ref()
+                .filter(|_| self.proactive.settling.contains_key(&dpid))
+            {
+                entries = settled(judge, dpid, &self.topology, held, entries);
+            }
+            let diff = pipeline::diff(held, &entries);
+            if diff.add.is_empty() && diff.delete.is_empty() {
+                continue;
+            }
+            let meter = self
+                .packet_in_meters
+                .contains(&dpid)
+                .then_some(PACKET_IN_METER_ID);
+            if !diff.delete.is_empty() && self.proactive.retry_at.contains_key(&dpid) {
+                // Room freed where a full table refused entries: retry at the next tick.
+                self.proactive.retry_at.insert(dpid, None);
+            }
+            log::debug!(
+                "switch {dpid:#x}: pipeline {} entries added or changed, {} deleted",
+                diff.add.len(),
+                diff.delete.len()
+            );
+            for entry in &diff.delete {
+                self.send(dpid, Command::Pipeline(entry.delete_flow_mod()));
+            }
+            for entry in &diff.add {
+                self.send(dpid, Command::Pipeline(entry.flow_mod(meter)));
+            }
+            self.proactive.held.insert(dpid, entries);
+        }
+    }
+
+    /// Runs the pipeline if every connected switch can hold it (and it is wanted), else
+    /// per-pair flows: called as switches come and go, so that what follows (a read-back
+    /// of the switch that just connected) is judged in the right mode.
+    pub(super) fn update_mode(&mut self) {
+        let active = self.proactive.wanted
+            && self
+                .topology
+                .dpids()
+                .all(|dpid| self.proactive.capable.contains(&dpid));
+        if active != self.proactive.active {
+            self.switch_mode(active);
+        }
+    }
+
+    /// Moves the network onto the pipeline or off it.
+    fn switch_mode(&mut self, active: bool) {
+        self.proactive.active = active;
+        self.proactive.dirty = true;
+        if active {
+            log::info!("every switch holds the OpenFlow 1.3 pipeline: forwarding proactively");
+            // Per-pair flows go; each switch is read back, and the pipeline written once
+            // the engine knows what it holds.
+            self.delete_paths_where(|_| true);
+            self.delete_adopted_where(|_, _| true);
+            let dpids: Vec<u64> = self.topology.dpids().collect();
+            for dpid in dpids {
+                self.reconcile(dpid);
+            }
+        } else {
+            log::info!(
+                "a switch cannot hold the OpenFlow 1.3 pipeline: per-pair flows set up by traffic"
+            );
+            let held = std::mem::take(&mut self.proactive.held);
+            for (dpid, entries) in held {
+                for entry in entries {
+                    self.send(dpid, Command::Pipeline(entry.delete_flow_mod()));
+                }
+            }
+            self.proactive.bound_at.clear();
+        }
+    }
+
+    /// The switch `dpid` connected, or this instance took it over: its topology is found
+    /// within the grace a link that went gets to come back.
+    pub(super) fn settle_pipeline(&mut self, dpid: u64, now: Instant) {
+        let until = now + self.link_return_grace();
+        self.proactive.settle(dpid, until);
+    }
+
+    /// The packet-in meter of `dpid` changed: its entries to the controller are sent again
+    /// with the meter (or without), as the table-miss flow is.
+    pub(super) fn pipeline_meter_changed(&mut self, dpid: u64) {
+        if let Some(held) = self.proactive.held.get_mut(&dpid) {
+            held.retain(|entry| entry.rule != EntryMatch::Discovery);
+            self.proactive.dirty = true;
+        }
+    }
+}
+
+/// What a settling switch should hold: what it holds, less what the slices forbid (a
+/// flood entry narrowed to the ports the slices allow, and widened to the ports `wanted`
+/// floods to), plus what is missing of `wanted`.
+fn settled(
+    judge: &Judge,
+    dpid: u64,
+    topology: &crate::topology::Topology,
+    held: &BTreeSet<Entry>,
+    wanted: BTreeSet<Entry>,
+) -> BTreeSet<Entry> {
+    // A port the switch holds as a link end is one until the grace says otherwise, even
+    // if LLDP has not found its link again yet.
+    let link_ends: BTreeSet<u32> = held
+        .iter()
+        .filter_map(|entry| match entry.rule {
+            EntryMatch::LinkPort { in_port } => Some(in_port),
+            _ => None,
+        })
+        .collect();
+    let edge_ports: BTreeSet<u32> = topology
+        .live_ports(dpid)
+        .filter(|port_no| {
+            topology.is_edge(PortId::new(dpid, *port_no)) && !link_ends.contains(port_no)
+        })
+        .collect();
+    let kept: BTreeSet<Entry> = held
+        .iter()
+        .filter_map(|entry| judge.keeps(dpid, &edge_ports, entry))
+        .collect();
+    let key = |entry: &Entry| (entry.table, entry.priority, entry.rule);
+    let mut kept: BTreeMap<_, Entry> = kept.into_iter().map(|e| (key(&e), e)).collect();
+    for entry in wanted {
+        match kept.get_mut(&key(&entry)) {
+            None => {
+                kept.insert(key(&entry), entry);
+            }
+            Some(held) => {
+                if let (
+                    EntryMatch::TaggedToGroup { .. },
+                    EntryAction::Output(more),
+                    EntryAction::Output(ports),
+                ) = (&entry.rule, &entry.action, &mut held.action)
+                {
+                    let union: BTreeSet<u32> = ports.iter().chain(more).copied().collect();
+                    *ports = union.into_iter().collect();
+                }
+            }
+        }
+    }
+    kept.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,463 @@
+//! The pipeline as the engine keeps it: written once a switch is read back, changed by
+//! the difference only, kept across a restart, given up for per-pair flows when a switch
+//! cannot hold it, and refilled after a full table refused entries.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use openflow::{FlowMod, FlowModCommand};
+
+use super::super::tests::{
+    config, discovery, flow_adds, frame, mac, membership, p, packet_outs, ports, send, BROADCAST,
+};
+use super::*;
+use crate::pipeline::{EntryAction, FORWARDING_TABLE};
+
+/// An OpenFlow 1.3 switch: it can hold the pipeline.
+const PIPELINE: SwitchProfile = SwitchProfile {
+    needs_table_miss_flow: true,
+    protocol: Version::Of13,
+    pipeline: true,
+};
+const OPENFLOW_1_0: SwitchProfile = SwitchProfile {
+    needs_table_miss_flow: false,
+    protocol: Version::Of10,
+    pipeline: false,
+};
+
+/// What the commands add to and delete from each switch's pipeline.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Changes {
+    added: BTreeMap<u64, BTreeSet<Entry>>,
+    /// Deletes, as (table, priority, match) of the entries they remove.
+    deleted: BTreeMap<u64, Vec<FlowMod>>,
+}
+
+fn changes(commands: &[(u64, Command)]) -> Changes {
+    let mut changes = Changes::default();
+    for (dpid, command) in commands {
+        let Command::Pipeline(flow_mod) = command else {
+            continue;
+        };
+        match flow_mod.command {
+            FlowModCommand::Add => {
+                let entry = Entry::of_flow_mod(flow_mod).expect("an entry of the pipeline");
+                changes.added.entry(*dpid).or_default().insert(entry);
+            }
+            FlowModCommand::DeleteStrict => {
+                changes
+                    .deleted
+                    .entry(*dpid)
+                    .or_default()
+                    .push(flow_mod.clone());
+            }
+            other => panic!("a pipeline {other:?}"),
+        }
+    }
+    changes
+}
+
+fn is_deleted(changes: &Changes, dpid: u64, entry: &Entry) -> bool {
+    let delete = entry.delete_flow_mod();
+    changes
+        .deleted
+        .get(&dpid)
+        .is_some_and(|deletes| deletes.contains(&delete))
+}
+
+/// The table as a switch would report it after `added`: what a restarted engine reads.
+fn read_back(entries: &BTreeSet<Entry>) -> FlowsRead {
+    FlowsRead {
+        entries: entries
+            .iter()
+            .map(|entry| {
+                let flow_mod = entry.flow_mod(None);
+                FlowEntry {
+                    cookie: flow_mod.cookie,
+                    table_id: flow_mod.table_id,
+                    priority: flow_mod.priority,
+                    in_port: flow_mod.r#match.in_port,
+                    eth_src: flow_mod.r#match.eth_src.map(MacAddress::new),
+                    eth_dst: flow_mod.r#match.eth_dst.map(MacAddress::new),
+                    other_fields: true,
+                    action: FlowAction::Other,
+                    idle_timeout: 0,
+                    hard_timeout: 0,
+                    handle: FlowHandle(openflow::RawFlowDelete {
+                        table_id: flow_mod.table_id,
+                        priority: flow_mod.priority,
+                        raw_match: Vec::new(),
+                    }),
+                    pipeline: Some(entry.clone()),
+                }
+            })
+            .collect(),
+        complete: true,
+    }
+}
+
+fn empty_table() -> FlowsRead {
+    FlowsRead {
+        entries: Vec::new(),
+        complete: true,
+    }
+}
+
+/// Switches 1 and 2 cabled port 2 to port 2, host ports 1 and 3 on each; h1 (MAC 1) at
+/// 1:1, h3 at 1:3 and h2 at 2:1 share slice "s"; 2:3 is free. Both switches connected,
+/// the link found both ways; the commands so far, read-backs not answered yet.
+fn two_switches() -> (Engine, Vec<(u64, Command)>) {
+    let index = membership(&[("s", &[(1, 1, 1), (1, 3, 3), (2, 1, 2)])]);
+    let mut engine = Engine::new(config(), index);
+    let now = Instant::now();
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, PIPELINE, ports(&[1, 2, 3]), now);
+    }
+    let (a, b) = (p(1, 2), p(2, 2));
+    let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
+    engine.packet_in(2, 2, discovery(from_a), now);
+    engine.packet_in(1, 2, discovery(from_b), now);
+    let commands = engine.take_commands();
+    (engine, commands)
+}
+
+/// [`two_switches`] with both tables read back empty, and what that wrote.
+fn two_switches_read_back() -> (Engine, Changes) {
+    let (mut engine, _) = two_switches();
+    let now = Instant::now();
+    engine.flows_read(1, empty_table(), now);
+    engine.flows_read(2, empty_table(), now);
+    let written = changes(&engine.take_commands());
+    (engine, written)
+}
+
+fn tag_of_slice(slice: &str) -> u64 {
+    pipeline::tag_of([&slice.parse().unwrap()])
+}
+
+#[test]
+fn the_pipeline_is_written_once_a_switch_is_read_back_and_bound_traffic_never_reaches_the_controller(
+) {
+    let (mut engine, before) = two_switches();
+    assert_eq!(
+        changes(&before),
+        Changes::default(),
+        "nothing before the read-back"
+    );
+    assert!(engine.runs_pipeline());
+
+    let now = Instant::now();
+    engine.flows_read(1, empty_table(), now);
+    let written = changes(&engine.take_commands());
+    assert_eq!(written.added.keys().copied().collect::<Vec<_>>(), [1]);
+    let tag = tag_of_slice("s");
+    let on_1 = &written.added[&1];
+    for expected in [
+        Entry {
+            table: pipeline::ADMISSION_TABLE,
+            priority: pipeline::ADMIT_AT_HOME_PRIORITY,
+            rule: EntryMatch::HostAtPort {
+                in_port: 1,
+                mac: mac(1),
+            },
+            action: EntryAction::Tag(tag),
+        },
+        Entry {
+            table: pipeline::ADMISSION_TABLE,
+            priority: pipeline::LINK_PORT_PRIORITY,
+            rule: EntryMatch::LinkPort { in_port: 2 },
+            action: EntryAction::ToTransit,
+        },
+        Entry {
+            table: FORWARDING_TABLE,
+            priority: pipeline::FORWARD_PRIORITY,
+            rule: EntryMatch::TaggedTo { tag, mac: mac(2) },
+            action: EntryAction::Output(vec![2]),
+        },
+        Entry {
+            table: FORWARDING_TABLE,
+            priority: pipeline::FLOOD_PRIORITY,
+            rule: EntryMatch::TaggedToGroup { tag },
+            action: EntryAction::Output(vec![1, 2, 3]),
+        },
+    ] {
+        assert!(on_1.contains(&expected), "{expected:?} in {on_1:#?}");
+    }
+    // LLDP, one link port, two hosts at home; three hosts in transit and as destinations;
+    // one flood entry.
+    assert_eq!(on_1.len(), 1 + 1 + 2 + 3 + 3 + 1);
+    assert_eq!(engine.switches()[0].pipeline_entries, Some(on_1.len()));
+
+    engine.flows_read(2, empty_table(), now);
+    assert_eq!(
+        changes(&engine.take_commands()).added[&2].len(),
+        1 + 1 + 1 + 3 + 3 + 1
+    );
+
+    // A conversation between two bound hosts: nothing to do for the controller.
+    for dst in [mac(2), mac(3), BROADCAST] {
+        assert_eq!(send(&mut engine, p(1, 1), 1, dst), Vec::new());
+    }
+    assert!(engine.paths().is_empty());
+}
+
+#[test]
+fn a_change_of_slices_sends_the_difference_and_nothing_else() {
+    let (mut engine, _) = two_switches_read_back();
+    let tag = tag_of_slice("s");
+    engine.membership_changed(&Change::PortAdded {
+        slice: "s".parse().unwrap(),
+        port: p(2, 3),
+    });
+    engine.membership_changed(&Change::MacAdded {
+        slice: "s".parse().unwrap(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    let grown = changes(&engine.take_commands());
+    assert!(grown.deleted.is_empty(), "{grown:?}");
+    let on_2: BTreeSet<EntryMatch> = grown.added[&2].iter().map(|e| e.rule).collect();
+    assert_eq!(
+        on_2,
+        BTreeSet::from([
+            EntryMatch::HostAtPort {
+                in_port: 3,
+                mac: mac(4)
+            },
+            EntryMatch::Sender { mac: mac(4) },
+            EntryMatch::TaggedTo { tag, mac: mac(4) },
+            // The flood entry reaches port 3 now.
+            EntryMatch::TaggedToGroup { tag },
+        ])
+    );
+    let on_1: BTreeSet<EntryMatch> = grown.added[&1].iter().map(|e| e.rule).collect();
+    assert_eq!(
+        on_1,
+        BTreeSet::from([
+            EntryMatch::Sender { mac: mac(4) },
+            EntryMatch::TaggedTo { tag, mac: mac(4) },
+        ])
+    );
+
+    engine.membership_changed(&Change::MacDeleted {
+        slice: "s".parse().unwrap(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    let shrunk = changes(&engine.take_commands());
+    for (dpid, entries) in &grown.added {
+        for entry in entries {
+            let flood = matches!(entry.rule, EntryMatch::TaggedToGroup { .. });
+            assert_eq!(
+                is_deleted(&shrunk, *dpid, entry),
+                !flood,
+                "{dpid}: {entry:?} in {shrunk:?}"
+            );
+        }
+    }
+    // The flood entry goes back to what it was, by a replacing ADD.
+    assert_eq!(
+        shrunk.added[&2]
+            .iter()
+            .map(|e| &e.action)
+            .collect::<Vec<_>>(),
+        [&EntryAction::Output(vec![1, 2])]
+    );
+}
+
+#[test]
+fn a_restarted_controller_keeps_what_is_right_and_deletes_the_rest() {
+    let (_, written) = two_switches_read_back();
+    let (mut restarted, _) = two_switches();
+    let now = Instant::now();
+    let mut held = written.added[&1].clone();
+    let stale = Entry {
+        table: FORWARDING_TABLE,
+        priority: pipeline::FORWARD_PRIORITY,
+        rule: EntryMatch::TaggedTo {
+            tag: 7,
+            mac: mac(9),
+        },
+        action: EntryAction::Output(vec![3]),
+    };
+    held.insert(stale.clone());
+    let mut read = read_back(&held);
+    // A per-pair path flow of an engine that ran without the pipeline.
+    let mut path = read.entries[0].clone();
+    path.cookie = FlowKind::path(p(1, 1), p(2, 1)).cookie();
+    path.pipeline = None;
+    read.entries.push(path.clone());
+    restarted.flows_read(1, read, now);
+    let commands = restarted.take_commands();
+    let done = changes(&commands);
+    assert_eq!(
+        done.added,
+        BTreeMap::new(),
+        "nothing right is written again"
+    );
+    // The stale entry: an exact delete from the read-back, or a strict delete of the
+    // sync; exactly one of them.
+    let exact: Vec<&FlowHandle> = commands
+        .iter()
+        .filter_map(|(_, command)| match command {
+            Command::FlowDeleteExact(handle) => Some(handle),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exact, [&path.handle], "the path flow goes");
+    assert!(is_deleted(&done, 1, &stale), "{done:?}");
+    assert_eq!(done.deleted[&1].len(), 1);
+}
+
+#[test]
+fn a_switch_that_cannot_hold_the_pipeline_turns_the_network_to_per_pair_flows() {
+    let (mut engine, written) = two_switches_read_back();
+    let now = Instant::now();
+    engine.switch_connected(3, OPENFLOW_1_0, ports(&[1]), now);
+    assert!(!engine.runs_pipeline());
+    let done = changes(&engine.take_commands());
+    for (dpid, entries) in &written.added {
+        assert_eq!(done.deleted[dpid].len(), entries.len());
+        assert!(entries.iter().all(|entry| is_deleted(&done, *dpid, entry)));
+    }
+    assert!(done.added.is_empty());
+    // Traffic is routed per pair again (a host is learned first).
+    send(&mut engine, p(2, 1), 2, BROADCAST);
+    let routed = send(&mut engine, p(1, 1), 1, mac(2));
+    assert_eq!(
+        flow_adds(&routed),
+        [
+            (2, 2, Some(1), PATH_PRIORITY),
+            (1, 1, Some(2), PATH_PRIORITY)
+        ]
+    );
+
+    // The 1.0 switch leaves: the pipeline comes back after a read-back of each switch.
+    engine.switch_disconnected_at(3, now);
+    assert!(engine.runs_pipeline());
+    let commands = engine.take_commands();
+    let reads: Vec<u64> = commands
+        .iter()
+        .filter(|(_, command)| *command == Command::ReadFlows)
+        .map(|(dpid, _)| *dpid)
+        .collect();
+    assert_eq!(reads, [1, 2]);
+    assert_eq!(
+        flow_deletes_of_pair(&commands),
+        2,
+        "the pair's path is withdrawn"
+    );
+    engine.flows_read(1, empty_table(), now);
+    assert_eq!(
+        changes(&engine.take_commands()).added[&1],
+        written.added[&1]
+    );
+}
+
+fn flow_deletes_of_pair(commands: &[(u64, Command)]) -> usize {
+    commands
+        .iter()
+        .filter(|(_, command)| matches!(command, Command::FlowDelete { .. }))
+        .count()
+}
+
+#[test]
+fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
+    let (mut engine, written) = two_switches_read_back();
+    let start = Instant::now();
+    for _ in 0..3 {
+        engine.table_full(1, start);
+    }
+    let view = &engine.switches()[0];
+    assert_eq!(view.dropped.flow_mods_table_full, 3);
+    engine.tick(start + Duration::from_secs(1));
+    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    engine.tick(start + FIRST_RETRY);
+    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+
+    // The switch holds all but one entry: that one is added again.
+    let mut held = written.added[&1].clone();
+    let refused = held.pop_last().unwrap();
+    engine.flows_read(1, read_back(&held), start + FIRST_RETRY);
+    let refill = changes(&engine.take_commands());
+    assert_eq!(refill.added[&1], BTreeSet::from([refused]));
+    assert!(refill.deleted.is_empty());
+
+    // Refused again: the next retry waits twice as long.
+    let again = start + FIRST_RETRY;
+    engine.table_full(1, again);
+    engine.tick(again + FIRST_RETRY);
+    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    engine.tick(again + FIRST_RETRY * 2);
+    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+}
+
+#[test]
+fn a_bound_mac_elsewhere_is_an_impostor_and_an_unbound_sender_gets_a_drop_flow() {
+    let (mut engine, _) = two_switches_read_back();
+    // MAC 1 is bound at 1:1, which is up: the same MAC at 2:3 is refused.
+    assert_eq!(send(&mut engine, p(2, 3), 1, mac(2)), Vec::new());
+    assert_eq!(engine.switches()[1].dropped.hosts_spoofed, 1);
+    assert!(engine.hosts().iter().all(|host| host.mac != mac(1)));
+
+    // An unbound host at 2:3 writing to a bound one: dropped at its port, as without the
+    // pipeline, above the table-miss flow and below a bound host at home.
+    let commands = send(&mut engine, p(2, 3), 9, mac(2));
+    assert_eq!(flow_adds(&commands), [(2, 3, None, DROP_PRIORITY)]);
+    assert!(packet_outs(&commands).is_empty());
+    // Its broadcast reaches nobody.
+    let flooded = {
+        engine.packet_in(2, 3, frame(9, BROADCAST), Instant::now());
+        engine.take_commands()
+    };
+    assert!(packet_outs(&flooded).is_empty());
+}
+
+#[test]
+fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices_forbid_it() {
+    let (_, written) = two_switches_read_back();
+    let index = membership(&[("s", &[(1, 1, 1), (1, 3, 3), (2, 1, 2)])]);
+    let mut restarted = Engine::new(config(), index);
+    let now = Instant::now();
+    // Switch 1 alone, its link not found yet: the entries toward switch 2 would go if
+    // the partial graph ruled.
+    restarted.switch_connected(1, PIPELINE, ports(&[1, 2, 3]), now);
+    restarted.take_commands();
+    restarted.flows_read(1, read_back(&written.added[&1]), now);
+    assert_eq!(changes(&restarted.take_commands()), Changes::default());
+
+    // h2 leaves the slice meanwhile: what reaches it goes at once, the rest stays.
+    restarted.membership_changed(&Change::MacDeleted {
+        slice: "s".parse().unwrap(),
+        port: p(2, 1),
+        mac: mac(2),
+    });
+    let left = changes(&restarted.take_commands());
+    let gone: BTreeSet<EntryMatch> = written.added[&1]
+        .iter()
+        .filter(|entry| is_deleted(&left, 1, entry))
+        .map(|entry| entry.rule)
+        .collect();
+    let tag = tag_of_slice("s");
+    assert_eq!(
+        gone,
+        BTreeSet::from([
+            EntryMatch::Sender { mac: mac(2) },
+            EntryMatch::TaggedTo { tag, mac: mac(2) },
+        ])
+    );
+    assert!(left.added.is_empty(), "{left:?}");
+
+    // The grace over, switch 2 never came: the table is what the graph says.
+    restarted.tick(now + restarted.link_return_grace());
+    let settled = changes(&restarted.take_commands());
+    assert!(is_deleted(
+        &settled,
+        1,
+        &Entry {
+            table: pipeline::ADMISSION_TABLE,
+            priority: pipeline::LINK_PORT_PRIORITY,
+            rule: EntryMatch::LinkPort { in_port: 2 },
+            action: EntryAction::ToTransit,
+        }
+    ));
+}

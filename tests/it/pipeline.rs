@@ -1,0 +1,214 @@
+//! The proactive OpenFlow 1.3 pipeline, seen from the switches: what the real `sliced`
+//! writes to emulated 1.3 switches, that traffic between bound hosts sets up nothing,
+//! and that a restart reads the pipeline back instead of writing it again. Whether the
+//! entries carry traffic as they should is the lab's part, on real Open vSwitch.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::common::switch::{eventually, frame, host, Network, BROADCAST};
+use crate::common::Daemon;
+use openflow::{FlowMod, FlowModCommand, Version};
+use serde_json::Value;
+use slice_controller::cookie::FlowKind;
+use slice_controller::pipeline::{Entry, EntryMatch};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn daemon(dir: &std::path::Path) -> Daemon {
+    Daemon::start_with(dir, &["--lldp-interval-ms", "100"])
+}
+
+/// Switches 1 - 2 - 3 in a line on ports 2 and 3, host ports 1 on each, all 1.3;
+/// h1 at 0x1:1 and h3 at 0x3:1 bound in "blue". Returns once every cable is found.
+fn line(daemon: &Daemon) -> Network {
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    network.cable((2, 3), (3, 2));
+    for dpid in 1..=3 {
+        network.connect(daemon.openflow, dpid, Version::Of13, 3);
+    }
+    assert!(
+        eventually(WAIT, || daemon
+            .get_json("/topology/links")
+            .as_array()
+            .unwrap()
+            .len()
+            == 4),
+        "links: {}",
+        daemon.get_json("/topology/links")
+    );
+    network
+}
+
+/// The pipeline a switch holds after the FLOW_MODs it was sent, in order.
+fn pipeline_of(flow_mods: &[FlowMod]) -> BTreeSet<Entry> {
+    let mut held = BTreeSet::new();
+    for flow_mod in flow_mods {
+        match flow_mod.command {
+            FlowModCommand::Add => {
+                if let Some(entry) = Entry::of_flow_mod(flow_mod) {
+                    let key = (entry.table, entry.priority, entry.rule);
+                    held.retain(|e: &Entry| (e.table, e.priority, e.rule) != key);
+                    held.insert(entry);
+                }
+            }
+            FlowModCommand::DeleteStrict => held.retain(|e: &Entry| {
+                let delete = e.delete_flow_mod();
+                (delete.table_id, delete.priority, &delete.r#match)
+                    != (flow_mod.table_id, flow_mod.priority, &flow_mod.r#match)
+            }),
+            _ => {}
+        }
+    }
+    held
+}
+
+fn pipeline_entries(daemon: &Daemon, dpid: u64) -> Value {
+    daemon
+        .get_json("/topology/switches")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|switch| switch["dpid"] == dpid)
+        .map_or(Value::Null, |switch| switch["pipeline_entries"].clone())
+}
+
+fn forwards_to(held: &BTreeSet<Entry>) -> BTreeSet<String> {
+    held.iter()
+        .filter_map(|entry| match entry.rule {
+            EntryMatch::TaggedTo { mac, .. } => Some(mac.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn bound_hosts_get_the_pipeline_on_every_switch_and_their_traffic_sets_up_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let network = line(&daemon);
+    // Each switch: LLDP, its link ports, both hosts in transit and as destinations, one
+    // flood entry; the ends admit their host at home.
+    for (dpid, expected) in [(1, 1 + 1 + 2 + 2 + 1 + 1), (2, 1 + 2 + 2 + 2 + 1), (3, 8)] {
+        let switch = network.switch(dpid);
+        assert!(
+            eventually(WAIT, || pipeline_of(&switch.flow_mods()).len() == expected
+                && pipeline_entries(&daemon, dpid) == expected),
+            "switch {dpid}: {:#?} ({} in the view)",
+            pipeline_of(&switch.flow_mods()),
+            pipeline_entries(&daemon, dpid)
+        );
+        let held = pipeline_of(&switch.flow_mods());
+        assert_eq!(
+            forwards_to(&held),
+            BTreeSet::from(["00:00:00:00:00:01".into(), "00:00:00:00:00:03".into()])
+        );
+        for flow_mod in switch.flow_mods() {
+            let kind = FlowKind::of_cookie(flow_mod.cookie);
+            assert!(
+                flow_mod.command != FlowModCommand::Add
+                    || matches!(kind, Some(FlowKind::Pipeline | FlowKind::TableMiss)),
+                "switch {dpid} got a flow that is not the pipeline's: {flow_mod:?}"
+            );
+        }
+    }
+
+    // h1 speaks to h3 and broadcasts: a switch that had lost the entries would ask the
+    // controller, which sets up no per-pair flow and forwards nothing for a bound host.
+    let s1 = network.switch(1);
+    let before = s1.flow_mods().len();
+    s1.packet_in(1, frame(1, host(3)));
+    s1.packet_in(1, frame(1, BROADCAST));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        s1.flow_mods().len(),
+        before,
+        "{:?}",
+        &s1.flow_mods()[before..]
+    );
+    assert!(network.switch(3).delivered().is_empty());
+    assert_eq!(daemon.get_json("/paths"), serde_json::json!([]));
+
+    // A third host joins: the switches are sent what changed, not the pipeline again.
+    let s2 = network.switch(2);
+    let before = s2.flow_mods().len();
+    daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
+    assert!(eventually(WAIT, || pipeline_entries(&daemon, 2) == 11));
+    let sent = s2.flow_mods().len() - before;
+    // Admission at home and in transit, forwarding to it, and the flood entry changed.
+    assert_eq!(sent, 4, "{:?}", &s2.flow_mods()[before..]);
+}
+
+#[test]
+fn a_restarted_daemon_reads_the_pipeline_back_and_writes_nothing_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = daemon(dir.path());
+    let network = line(&first);
+    let mut tables = Vec::new();
+    for dpid in 1..=3 {
+        assert!(eventually(WAIT, || pipeline_entries(&first, dpid) == 8));
+        let held: Vec<FlowMod> = pipeline_of(&network.switch(dpid).flow_mods())
+            .iter()
+            .map(|entry| entry.flow_mod(None))
+            .collect();
+        tables.push((dpid, held));
+    }
+    drop(network);
+    first.terminate();
+
+    // The switches come back holding what they held, one by one, before their links are
+    // found again: nothing is deleted meanwhile, and nothing written again after.
+    let second = daemon(dir.path());
+    let mut network = Network::new();
+    network.cable((1, 2), (2, 2));
+    network.cable((2, 3), (3, 2));
+    for (dpid, held) in tables {
+        network.connect_holding(second.openflow, dpid, Version::Of13, 3, held);
+    }
+    assert!(eventually(WAIT, || (1..=3)
+        .all(|dpid| pipeline_entries(&second, dpid) == 8)));
+    // Past the grace in which links are found (two rounds of the link's maximum age,
+    // at least two seconds), the tables are what the graph says.
+    std::thread::sleep(Duration::from_secs(3));
+    for dpid in 1..=3 {
+        let switch = network.switch(dpid);
+        let pipeline_writes: Vec<FlowMod> = switch
+            .flow_mods()
+            .into_iter()
+            .filter(|f| {
+                f.command == FlowModCommand::DeleteStrict
+                    || (f.command == FlowModCommand::Add
+                        && FlowKind::of_cookie(f.cookie) == Some(FlowKind::Pipeline))
+            })
+            .collect();
+        assert_eq!(pipeline_writes, Vec::new(), "switch {dpid}");
+        assert_eq!(pipeline_entries(&second, dpid), 8);
+    }
+}
+
+#[test]
+fn on_the_pipeline_a_spoofer_is_counted_and_an_unbound_sender_gets_a_drop_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let network = line(&daemon);
+    let s2 = network.switch(2);
+    assert!(eventually(WAIT, || pipeline_entries(&daemon, 2) == 8));
+    // h1's MAC at 0x2:1, while h1's port 0x1:1 is up.
+    s2.packet_in(1, frame(1, host(3)));
+    assert!(
+        eventually(WAIT, || daemon.get_json("/topology/switches")[1]["dropped"]
+            ["hosts_spoofed"]
+            == 1),
+        "{}",
+        daemon.get_json("/topology/switches")
+    );
+    // An unbound host at 0x2:1 writing to h3: dropped at its port, above the table-miss
+    // flow, for a while.
+    s2.forget();
+    s2.packet_in(1, frame(9, host(3)));
+    assert!(eventually(WAIT, || s2.path_flows() == vec![(1, None)]));
+    assert!(network.switch(3).delivered().is_empty());
+}
