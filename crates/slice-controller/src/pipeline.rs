@@ -543,9 +543,7 @@ impl Judge {
                 }
             }
             (EntryMatch::TaggedToGroup { tag }, EntryAction::Output(ports)) => {
-                let Some(tagged) = set_of(*tag) else {
-                    return None;
-                };
+                let tagged = set_of(*tag)?;
                 let reaches = |port_no: &u32| {
                     !edge_ports.contains(port_no)
                         || self
