@@ -55,6 +55,9 @@ pub struct Fabric {
     cables: BTreeMap<PortId, PortId>,
     /// Directed links as LLDP confirmed them: (switch, out port, next switch).
     links: BTreeSet<(u64, u32, u64)>,
+    /// Where a MAC bound at several live edge ports was heard: only that binding is
+    /// served, since a unicast frame can go to one place only.
+    heard_at: BTreeMap<MacAddress, PortId>,
 }
 
 impl Fabric {
@@ -69,6 +72,11 @@ impl Fabric {
         self.cables.insert(src, dst);
         self.cables.insert(dst, src);
         self.links.insert((src.dpid, src.port_no, dst.dpid));
+    }
+
+    /// `mac`, bound at several ports, was heard at `port`.
+    pub fn heard(&mut self, mac: MacAddress, port: PortId) {
+        self.heard_at.insert(mac, port);
     }
 
     /// The switch graph of `topology`.
@@ -594,10 +602,23 @@ pub fn diff(held: &BTreeSet<Entry>, wanted: &BTreeSet<Entry>) -> Diff {
 pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet<Entry>> {
     // Only hosts at live edge ports send or receive; a binding elsewhere (a switch
     // not connected, a port down) neither widens nor narrows what a MAC may do in transit.
-    let served = membership
+    let mut by_mac: BTreeMap<MacAddress, Vec<Host>> = BTreeMap::new();
+    for host in membership
         .members()
         .filter(|host| fabric.is_edge(host.port))
-        .copied();
+    {
+        by_mac.entry(host.mac).or_default().push(*host);
+    }
+    // A MAC bound at several live edge ports is served at the one it was heard at, and
+    // nowhere until it is heard: its frames then reach the controller, which learns
+    // where it is (as it learns any host without the pipeline).
+    let served = by_mac.into_iter().flat_map(|(mac, hosts)| {
+        let heard = fabric.heard_at.get(&mac);
+        let ambiguous = hosts.len() > 1;
+        hosts
+            .into_iter()
+            .filter(move |host| !ambiguous || heard == Some(&host.port))
+    });
     let tags = Tags::of_hosts(membership, served);
     let mut tables: BTreeMap<u64, BTreeSet<Entry>> = fabric
         .edge_ports
@@ -649,7 +670,7 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
         }
     }
 
-    // One destination per MAC: a MAC bound at two ports is reached at the lower one.
+    // One destination per MAC: the served hosts have one port each.
     let mut destinations: BTreeMap<MacAddress, Host> = BTreeMap::new();
     for (host, tag) in &tags.of_host {
         if fabric.is_edge(host.port) {

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context};
 use serde_json::{json, Value};
 
-use super::mininet_net::{check_pairs, Description, Host, Links, Mininet, SCRIPT};
+use super::mininet_net::{check_pairs, Description, End, Host, Links, Mininet, SCRIPT};
+use super::mininet_tables;
 use super::ovs::OfVersion;
 use super::stage::{Stage, WITHDRAW_DEADLINE};
 use super::sys;
@@ -160,6 +161,18 @@ fn run(stage: &mut Stage, plan: &Plan) -> anyhow::Result<()> {
             stage.tool(&["add_host", "-m", &host.mac, "-p", &port, "-s", &slice.name])?;
         }
     }
+    let bound: BTreeSet<usize> = slices
+        .iter()
+        .flat_map(|slice| slice.members.iter().map(|n| n - 1))
+        .collect();
+    if stage.runs_pipeline() {
+        // The first traffic of a few bound hosts, before the matrix: nothing for the
+        // controller to do.
+        let rows: Vec<usize> = bound.iter().copied().take(4).collect();
+        mininet_tables::check_new_pairs_cost_nothing(stage, &net, &rows, &|a, b| {
+            model.allowed(a, b)
+        })?;
+    }
     let everyone: Vec<usize> = (0..net.hosts.len()).collect();
     check_pairs(
         stage,
@@ -168,6 +181,10 @@ fn run(stage: &mut Stage, plan: &Plan) -> anyhow::Result<()> {
         &|a, b| model.allowed(a, b),
         "every pair",
     )?;
+    if stage.runs_pipeline() {
+        // Every pair has talked: per-pair flows would be at their largest now.
+        mininet_tables::check_table_bound(stage, &net, bound.len())?;
+    }
 
     cut_and_restore(stage, &net, &mut model, plan)?;
 
@@ -477,12 +494,23 @@ fn cut_and_restore(
         (ends[1].clone(), ends[0].clone()),
     ]
     .into();
-    if let Some((from, to)) = plan.reroute {
+    // On the pipeline there are no per-pair paths to show: its forwarding entries must
+    // leave the cut cable instead.
+    let pipeline = stage.runs_pipeline();
+    if let Some((from, to)) = plan.reroute.filter(|_| !pipeline) {
         let hops = path(stage, &net.hosts[from - 1], &net.hosts[to - 1])?;
         ensure!(
             hops.iter().any(|hop| ends.contains(hop)),
             "the path h{from} -> h{to} ({}) does not cross {a}-{b}: nothing to reroute",
             hops.join(" ")
+        );
+    }
+    if pipeline {
+        ensure!(
+            outputs_to(stage, &near)?,
+            "no entry of {} outputs to {} before the cut",
+            near.switch,
+            near.intf
         );
     }
 
@@ -512,7 +540,19 @@ fn cut_and_restore(
         over_cut.is_empty(),
         "paths still cross the cut cable {a}-{b}: {over_cut:?}"
     );
-    if let Some((from, to)) = plan.reroute {
+    if pipeline {
+        ensure!(
+            !outputs_to(stage, &near)?,
+            "an entry of {} still outputs to the cut {}",
+            near.switch,
+            near.intf
+        );
+        stage.step(format!(
+            "no entry of {} outputs to {}",
+            near.switch, near.intf
+        ));
+    }
+    if let Some((from, to)) = plan.reroute.filter(|_| !pipeline) {
         let hops = path(stage, &net.hosts[from - 1], &net.hosts[to - 1])?;
         stage.step(format!("h{from} -> h{to} rerouted: {}", hops.join(" ")));
     }
@@ -528,6 +568,16 @@ fn cut_and_restore(
         &|x, y| model.allowed(x, y),
         &format!("{a}-{b} restored"),
     )
+}
+
+/// Whether some entry of `end`'s switch outputs to `end`'s port.
+fn outputs_to(stage: &Stage, end: &End) -> anyhow::Result<bool> {
+    let text = stage
+        .ovs()
+        .ofctl(stage.version, &["--no-stats", "dump-flows", &end.switch])?;
+    Ok(super::flows::parse(&text)
+        .iter()
+        .any(|flow| flow.outputs().contains(&end.port_no())))
 }
 
 /// The hops (`dpid:port`) of sliced's path from one host to another.

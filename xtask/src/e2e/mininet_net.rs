@@ -74,6 +74,10 @@ pub struct End {
 }
 
 impl End {
+    pub fn port_no(&self) -> u32 {
+        u32::try_from(self.port_no).unwrap_or(u32::MAX)
+    }
+
     pub fn port_name(&self) -> String {
         format!("{:#x}:{}", self.dpid, self.port_no)
     }

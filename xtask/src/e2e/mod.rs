@@ -10,6 +10,7 @@ mod flows;
 pub mod lldp;
 mod mininet;
 mod mininet_net;
+mod mininet_tables;
 mod net;
 mod ovs;
 mod pki;
@@ -18,6 +19,7 @@ mod scenarios;
 mod sliced;
 mod stage;
 mod sys;
+mod tables;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

@@ -102,6 +102,15 @@ pub const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "table-full",
+        about: "a table that refuses entries past a limit: refusals counted, slices still \
+                apart, every pair reaches its peer once the limit is lifted",
+        run: super::tables::table_full,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "restart",
         about: "kill -9 and restart of sliced: a ping every 20 ms loses nothing, its flows \
                 stay, a pair forbidden meanwhile loses its flows",
@@ -637,11 +646,8 @@ fn restart(stage: &mut Stage) -> anyhow::Result<()> {
     );
     for &(dpid, in_port, _) in &path_12 {
         let flows = stage.flows_with_stats(dpid)?;
-        let flow = flows
-            .iter()
-            .find(|f| {
-                f.is_path(&mac(1), &mac(2)) && f.field("in_port") == Some(&in_port.to_string())
-            })
+        let flow = stage
+            .path_flow(&flows, 1, 2, in_port)
             .with_context(|| format!("the path flow h1->h2 on s{dpid} is gone"))?;
         let age = flow.duration().context("a flow without its age")?;
         ensure!(
@@ -677,11 +683,8 @@ fn restart(stage: &mut Stage) -> anyhow::Result<()> {
 fn first_hop(stage: &Stage, src: u8, dst: u8) -> anyhow::Result<Port> {
     let at = stage.net()?.host_port(src)?;
     let flows = stage.flows(at.dpid)?;
-    let flow = flows
-        .iter()
-        .find(|f| {
-            f.is_path(&mac(src), &mac(dst)) && f.field("in_port") == Some(&at.port.to_string())
-        })
+    let flow = stage
+        .path_flow(&flows, src, dst, at.port)
         .with_context(|| format!("no path flow h{src}->h{dst} on s{}", at.dpid))?;
     match flow.outputs()[..] {
         [port] => Ok(Port {

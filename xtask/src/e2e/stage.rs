@@ -107,6 +107,16 @@ impl<'a> Stage<'a> {
         self.shared.failover_runs
     }
 
+    /// Whether sliced runs the proactive pipeline here: OpenFlow 1.3, slicing on, and
+    /// per-pair flows not asked for (docs/controller.md, "The OpenFlow 1.3 pipeline").
+    pub fn runs_pipeline(&self) -> bool {
+        let args = &self.shared.bins.sliced_args;
+        self.version == OfVersion::Of13
+            && !args
+                .iter()
+                .any(|arg| arg == "--per-pair-flows" || arg == "--no-slicing")
+    }
+
     /// The binaries under test, for a controller the stage does not manage.
     pub fn shared_bins(&self) -> &Bins {
         self.shared.bins
@@ -466,22 +476,43 @@ impl<'a> Stage<'a> {
         Ok(all)
     }
 
-    /// The path flows from host `src` to host `dst` are in place: on each switch given as
+    /// The flow of `flows` (one switch's) that carries `src`'s traffic to `dst` arriving
+    /// at `in_port`: a path flow matching in port and both MACs, or on the pipeline the
+    /// forwarding entry toward `dst` (table 2), which every sender sharing a slice uses.
+    pub fn path_flow<'f>(
+        &self,
+        flows: &'f [Flow],
+        src: u8,
+        dst: u8,
+        in_port: u32,
+    ) -> Option<&'f Flow> {
+        let (src_mac, dst_mac) = (net::mac(src), net::mac(dst));
+        if self.runs_pipeline() {
+            flows.iter().find(|f| {
+                f.field("table") == Some("2") && f.field("dl_dst") == Some(&dst_mac) && !f.drops()
+            })
+        } else {
+            flows.iter().find(|f| {
+                f.is_path(&src_mac, &dst_mac) && f.field("in_port") == Some(&in_port.to_string())
+            })
+        }
+    }
+
+    /// The path from host `src` to host `dst` is in place: on each switch given as
     /// (dpid, in port, out port), a priority-100 flow matching in port and both MACs,
-    /// with an idle timeout, that outputs to the out port.
+    /// with an idle timeout, that outputs to the out port. On the pipeline: an entry
+    /// that admits `src` at its port (the first hop) or what arrives at the link's port
+    /// (the others), and a forwarding entry toward `dst` that outputs to the out port.
     pub fn expect_path(
         &mut self,
         src: u8,
         dst: u8,
         hops: &[(u64, u32, u32)],
     ) -> anyhow::Result<()> {
-        let (src_mac, dst_mac) = (net::mac(src), net::mac(dst));
-        for &(dpid, in_port, out_port) in hops {
+        let pipeline = self.runs_pipeline();
+        for (index, &(dpid, in_port, out_port)) in hops.iter().enumerate() {
             let flows = self.flows(dpid)?;
-            let found = flows.iter().find(|f| {
-                f.is_path(&src_mac, &dst_mac) && f.field("in_port") == Some(&in_port.to_string())
-            });
-            let Some(flow) = found else {
+            let Some(flow) = self.path_flow(&flows, src, dst, in_port) else {
                 bail!(
                     "no path flow h{src}->h{dst} with in_port={in_port} on s{dpid}; its flows:\n{}",
                     lines(&flows)
@@ -492,11 +523,31 @@ impl<'a> Stage<'a> {
                 "path flow h{src}->h{dst} on s{dpid} is not priority 100 output:{out_port}: {}",
                 flow.line
             );
-            ensure!(
-                flow.field("idle_timeout").is_some_and(|t| t != "0"),
-                "path flow h{src}->h{dst} on s{dpid} has no idle timeout: {}",
-                flow.line
-            );
+            if pipeline {
+                let src_mac = net::mac(src);
+                let port = in_port.to_string();
+                let admitted = flows.iter().any(|f| {
+                    f.field("table").is_none()
+                        && f.field("in_port") == Some(port.as_str())
+                        && if index == 0 {
+                            f.field("dl_src") == Some(src_mac.as_str())
+                                && f.actions.contains("goto_table:2")
+                        } else {
+                            f.field("dl_src").is_none() && f.actions.contains("goto_table:1")
+                        }
+                });
+                ensure!(
+                    admitted,
+                    "nothing admits h{src}'s frames at in_port={in_port} of s{dpid}; its flows:\n{}",
+                    lines(&flows)
+                );
+            } else {
+                ensure!(
+                    flow.field("idle_timeout").is_some_and(|t| t != "0"),
+                    "path flow h{src}->h{dst} on s{dpid} has no idle timeout: {}",
+                    flow.line
+                );
+            }
         }
         let route: Vec<String> = hops
             .iter()

@@ -79,7 +79,15 @@ impl Engine {
     /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
     pub(super) fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
-        let standing = self.guard.standing(from, at, now);
+        // On the pipeline a bound host's frames never reach the controller, so no traffic
+        // shows it at its port: its binding does.
+        let bound_end = self.proactive.is_active()
+            && (self.proactive.binds_port(at) || self.proactive.binds_port(from));
+        let standing = if bound_end {
+            Standing::HostPort
+        } else {
+            self.guard.standing(from, at, now)
+        };
         let refused = if standing == Standing::HostPort {
             Some(DropCause::LldpAtHostPort)
         } else {
@@ -165,6 +173,7 @@ impl Engine {
         }
         match self.hosts.learn(host.mac, host.port, now, bound, limits) {
             Learned::Moved(old) => {
+                self.proactive.heard(&host.mac);
                 log::info!("host {} moved from {old} to {}", host.mac, host.port);
                 self.notices.push(Notice::HostMoved {
                     mac: host.mac,
@@ -180,6 +189,7 @@ impl Engine {
             }
             Learned::Known => {}
             Learned::New => {
+                self.proactive.heard(&host.mac);
                 log::debug!("host {} learned at {}", host.mac, host.port);
                 self.notices.push(Notice::HostLearned {
                     mac: host.mac,
@@ -199,6 +209,7 @@ impl Engine {
             self.notices.push(Notice::HostForgotten { mac });
         }
         self.hosts.remove(&mac);
+        self.proactive.heard(&mac);
         self.lift_drops_of(mac);
         self.delete_paths_where(|path| path.src.mac == mac || path.dst.mac == mac);
         self.delete_adopted_where(|pair, _| pair.0 == mac || pair.1 == mac);

@@ -36,6 +36,9 @@ pub(super) struct Proactive {
     /// MAC anywhere else is an impostor (the pipeline never shows the engine the
     /// genuine host's frames, so the host table cannot tell).
     bound_at: HashMap<MacAddress, Vec<PortId>>,
+    /// Every port some slice binds a MAC at, live or not: a host port for the link
+    /// guard, since the host's frames never show the controller it is there.
+    bound_ports: HashSet<PortId>,
     /// Switches that refused an entry for a full table: when they are read back (None:
     /// at the next tick, since room was freed).
     retry_at: HashMap<u64, Option<Instant>>,
@@ -56,6 +59,7 @@ impl Proactive {
             dirty: false,
             held: HashMap::new(),
             bound_at: HashMap::new(),
+            bound_ports: HashSet::new(),
             retry_at: HashMap::new(),
             retry_wait: HashMap::new(),
             settling: HashMap::new(),
@@ -108,6 +112,19 @@ impl Proactive {
     /// The ports `mac` is bound at, if any; None when it is bound nowhere live.
     pub(super) fn bound_ports(&self, mac: &MacAddress) -> Option<&[PortId]> {
         self.bound_at.get(mac).map(Vec::as_slice)
+    }
+
+    /// Where `mac` is was learned or forgotten: if a slice binds it at several live edge
+    /// ports, where it was heard decides which binding the pipeline serves.
+    pub(super) fn heard(&mut self, mac: &MacAddress) {
+        if self.bound_at.get(mac).is_some_and(|ports| ports.len() > 1) {
+            self.dirty = true;
+        }
+    }
+
+    /// Whether some slice binds a MAC at `port` (as of the last sync).
+    pub(super) fn binds_port(&self, port: PortId) -> bool {
+        self.bound_ports.contains(&port)
     }
 
     /// How many entries of the pipeline `dpid` holds, if the engine knows.
@@ -183,8 +200,15 @@ impl Engine {
         if !self.proactive.active || !self.proactive.dirty {
             return;
         }
+        if self.proactive.held.is_empty() {
+            // No switch to write to yet: a change of slices costs no walk over every
+            // binding (a million of them take tens of milliseconds) while none is read
+            // back. The first read-back marks the pipeline changed again.
+            return;
+        }
         self.proactive.dirty = false;
         let fabric = Fabric::of_topology(&self.topology);
+        self.proactive.bound_ports = self.membership.members().map(|host| host.port).collect();
         self.proactive.bound_at = self
             .membership
             .members()
@@ -196,6 +220,12 @@ impl Engine {
                     .push(host.port);
                 ports
             });
+        let mut fabric = fabric;
+        for (mac, ports) in &self.proactive.bound_at {
+            if let Some(port) = self.hosts.get(mac).filter(|_| ports.len() > 1) {
+                fabric.heard(*mac, port);
+            }
+        }
         let wanted = pipeline::build(&fabric, &self.membership);
         let judge = (!self.proactive.settling.is_empty()).then(|| Judge::of(&self.membership));
         for (dpid, mut entries) in wanted {
@@ -277,6 +307,7 @@ impl Engine {
                 }
             }
             self.proactive.bound_at.clear();
+            self.proactive.bound_ports.clear();
         }
     }
 

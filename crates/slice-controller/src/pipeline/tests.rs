@@ -495,7 +495,7 @@ fn a_diff_adds_what_is_missing_replaces_what_changed_and_deletes_the_rest() {
 }
 
 #[test]
-fn a_mac_bound_at_two_ports_in_other_slices_carries_neither_ports_slices_to_the_other() {
+fn a_mac_bound_at_two_ports_is_served_only_where_it_was_heard() {
     // A line of three switches; MAC 1 is bound at switch 1 in red and at switch 3 in blue.
     let mut fabric = Fabric::default();
     for dpid in 1..=3 {
@@ -514,22 +514,44 @@ fn a_mac_bound_at_two_ports_in_other_slices_carries_neither_ports_slices_to_the_
         (3, 2, 4, &["blue"]),
         (2, 2, 5, &["blue"]),
     ]);
-    let net = Simulated::new(fabric, &index);
-    for (at, reachable) in [(PortId::new(1, 1), [(1, 2)]), (PortId::new(3, 1), [(3, 2)])] {
-        let reachable: BTreeSet<PortId> = reachable
-            .into_iter()
-            .map(|(dpid, port_no)| PortId::new(dpid, port_no))
-            .collect();
-        for dst in [2, 3, 4, 5] {
-            let fate = net.send(at, mac(1), mac(dst));
-            assert!(
-                fate.delivered.is_subset(&reachable),
-                "{at} -> {dst}: {fate:?}"
-            );
-        }
-        // The broadcast stays with the hosts of the entry port's slice on that switch:
-        // in transit, the next switch could not tell red's MAC 1 from blue's.
-        let fate = net.send(at, mac(1), MacAddress::new([0xff; 6]));
-        assert_eq!(fate.delivered, reachable, "broadcast from {at}");
+    let broadcast = MacAddress::new([0xff; 6]);
+    let ports = |list: &[(u64, u32)]| -> BTreeSet<PortId> {
+        list.iter().map(|(d, p)| PortId::new(*d, *p)).collect()
+    };
+
+    // Not heard yet: neither binding admits it, and nobody reaches it; its frames go to
+    // the controller, which learns where it is.
+    let net = Simulated::new(fabric.clone(), &index);
+    for at in [PortId::new(1, 1), PortId::new(3, 1)] {
+        let fate = net.send(at, mac(1), broadcast);
+        assert_eq!(fate.delivered, BTreeSet::new());
+        assert_eq!(fate.to_controller, BTreeSet::from([at]));
     }
+    for (at, src) in [(PortId::new(1, 2), 2), (PortId::new(3, 2), 4)] {
+        assert_eq!(net.send(at, mac(src), mac(1)).delivered, BTreeSet::new());
+    }
+
+    // Heard at switch 1: it is a red host there, and only there.
+    fabric.heard(mac(1), PortId::new(1, 1));
+    let net = Simulated::new(fabric, &index);
+    let fate = net.send(PortId::new(1, 1), mac(1), broadcast);
+    assert_eq!(fate.delivered, ports(&[(1, 2), (2, 1)]));
+    for (dst, reached) in [(2, true), (3, true), (4, false), (5, false)] {
+        let fate = net.send(PortId::new(1, 1), mac(1), mac(dst));
+        assert_eq!(!fate.delivered.is_empty(), reached, "h1 -> {dst}: {fate:?}");
+    }
+    let fate = net.send(PortId::new(3, 1), mac(1), broadcast);
+    assert_eq!(
+        fate.delivered,
+        BTreeSet::new(),
+        "the other binding admits nothing"
+    );
+    assert_eq!(
+        net.send(PortId::new(1, 2), mac(2), mac(1)).delivered,
+        ports(&[(1, 1)])
+    );
+    assert_eq!(
+        net.send(PortId::new(3, 2), mac(4), mac(1)).delivered,
+        BTreeSet::new()
+    );
 }

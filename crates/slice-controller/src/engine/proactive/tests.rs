@@ -461,3 +461,74 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
         }
     ));
 }
+
+#[test]
+fn genuine_probes_relayed_between_bound_ports_make_no_link_though_their_hosts_stay_silent() {
+    let (mut engine, _) = two_switches_read_back();
+    let now = Instant::now();
+    // h1 (at 1:1) and h2 (at 2:1) never reach the controller on the pipeline; relaying
+    // each other's genuine probes, round after round, must not make them a link.
+    for round in 0..5 {
+        let at = now + Duration::from_millis(100 * round);
+        let (from_1, from_2) = (
+            engine.probe_from(p(1, 1), at),
+            engine.probe_from(p(2, 1), at),
+        );
+        engine.packet_in(2, 1, discovery(from_1), at);
+        engine.packet_in(1, 1, discovery(from_2), at);
+    }
+    assert_eq!(
+        engine.links().len(),
+        2,
+        "only the cable: {:?}",
+        engine.links()
+    );
+    let refused: u64 = engine
+        .switches()
+        .iter()
+        .map(|switch| switch.dropped.lldp_at_host_port)
+        .sum();
+    assert_eq!(refused, 10);
+}
+
+#[test]
+fn a_mac_bound_at_two_live_ports_is_served_where_it_is_heard() {
+    let (mut engine, _) = two_switches_read_back();
+    // Past the switches' settling, so that entries the slices still allow can go.
+    engine.proactive.settling.clear();
+    // MAC 2 is bound at 2:1 already; bound at 2:3 too, nobody knows which is true.
+    let slice: slice_core::SliceName = "s".parse().unwrap();
+    engine.membership_changed(&Change::PortAdded {
+        slice: slice.clone(),
+        port: p(2, 3),
+    });
+    engine.membership_changed(&Change::MacAdded {
+        slice: slice.clone(),
+        port: p(2, 3),
+        mac: mac(2),
+    });
+    let unsure = changes(&engine.take_commands());
+    let tag = tag_of_slice("s");
+    let forward_to_2 = |out| Entry {
+        table: FORWARDING_TABLE,
+        priority: pipeline::FORWARD_PRIORITY,
+        rule: EntryMatch::TaggedTo { tag, mac: mac(2) },
+        action: EntryAction::Output(vec![out]),
+    };
+    assert!(is_deleted(&unsure, 1, &forward_to_2(2)), "{unsure:?}");
+    assert!(!unsure.added.values().flatten().any(|e| matches!(
+        e.rule,
+        EntryMatch::HostAtPort { mac: m, .. } | EntryMatch::TaggedTo { mac: m, .. } if m == mac(2)
+    )));
+
+    // It speaks at 2:1: served there again, and only there.
+    let heard = send(&mut engine, p(2, 1), 2, BROADCAST);
+    assert!(packet_outs(&heard).is_empty(), "its frame is not forwarded");
+    let heard = changes(&heard);
+    assert!(heard.added[&1].contains(&forward_to_2(2)), "{heard:?}");
+    assert!(heard.added[&2].iter().any(|e| e.rule
+        == EntryMatch::HostAtPort {
+            in_port: 1,
+            mac: mac(2)
+        }));
+}

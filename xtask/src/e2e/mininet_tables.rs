@@ -1,0 +1,138 @@
+//! What the proactive pipeline costs on a Mininet network, counted on the switches
+//! themselves: the entries each table holds against the bound hosts, and the PACKET_INs
+//! (the table-miss flows' packet counts) and flow changes that new pairs of known hosts
+//! cause. Counts, not times, so they are asserted.
+
+use std::collections::BTreeSet;
+
+use anyhow::ensure;
+
+use super::flows::{self, Flow};
+use super::mininet_net::{check_pairs, Description};
+use super::stage::Stage;
+
+/// sliced's table-miss cookie (`crates/slice-controller/src/cookie.rs`, kind 1).
+const TABLE_MISS_COOKIE: &str = "0x5c1c010000000000";
+
+/// Each switch's flows, with statistics, by switch name.
+fn dump(stage: &Stage, net: &Description) -> anyhow::Result<Vec<(String, Vec<Flow>)>> {
+    net.switches
+        .iter()
+        .map(|switch| {
+            let text = stage
+                .ovs()
+                .ofctl(stage.version, &["dump-flows", &switch.name])?;
+            Ok((switch.name.clone(), flows::parse(&text)))
+        })
+        .collect()
+}
+
+/// The packets the table-miss flows sent to the controller, over all switches.
+fn misses(tables: &[(String, Vec<Flow>)]) -> u64 {
+    tables
+        .iter()
+        .flat_map(|(_, flows)| flows)
+        .filter(|flow| flow.field("cookie") == Some(TABLE_MISS_COOKIE))
+        .filter_map(|flow| flow.field("n_packets")?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The entries, without their statistics: what a FLOW_MOD would change.
+fn entries(tables: &[(String, Vec<Flow>)]) -> BTreeSet<(String, String)> {
+    const STATS: [&str; 5] = ["duration", "n_packets", "n_bytes", "idle_age", "hard_age"];
+    tables
+        .iter()
+        .flat_map(|(name, flows)| {
+            flows.iter().map(move |flow| {
+                let fields: Vec<String> = flow
+                    .fields
+                    .iter()
+                    .filter(|(key, _)| !STATS.contains(&key.as_str()))
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect();
+                (
+                    name.clone(),
+                    format!("{} {}", fields.join(","), flow.actions),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Every switch holds at most three entries per bound host plus one per port and two
+/// more (LLDP and the table-miss flow): the issue's bound, whatever the pairs.
+pub fn check_table_bound(
+    stage: &mut Stage,
+    net: &Description,
+    bound_hosts: usize,
+) -> anyhow::Result<()> {
+    let tables = dump(stage, net)?;
+    let mut sizes = Vec::new();
+    for (name, flows) in &tables {
+        let ports = net
+            .links
+            .iter()
+            .filter(|(a, b)| a.switch == *name || b.switch == *name)
+            .count()
+            + net
+                .hosts
+                .iter()
+                .filter(|host| {
+                    net.switches
+                        .iter()
+                        .any(|s| s.name == *name && s.dpid == host.dpid)
+                })
+                .count();
+        let bound = 3 * bound_hosts + ports + 2;
+        ensure!(
+            flows.len() <= bound,
+            "{name} holds {} entries, more than 3 x {bound_hosts} bound hosts + {ports} ports + 2",
+            flows.len()
+        );
+        sizes.push(format!("{name} {}", flows.len()));
+    }
+    stage.step(format!(
+        "entries per switch with {bound_hosts} bound hosts (at most 3 per host + 1 per port + 2): {}",
+        sizes.join(", ")
+    ));
+    Ok(())
+}
+
+/// Pings from `rows` (bound hosts) to every host, as the first traffic between them:
+/// no switch's table changes (no FLOW_MOD) and the table-miss flows send nothing to the
+/// controller for it.
+pub fn check_new_pairs_cost_nothing(
+    stage: &mut Stage,
+    net: &Description,
+    rows: &[usize],
+    allowed: &dyn Fn(usize, usize) -> bool,
+) -> anyhow::Result<()> {
+    let before = dump(stage, net)?;
+    check_pairs(stage, net, rows, allowed, "new pairs of bound hosts")?;
+    let after = dump(stage, net)?;
+    let pairs: usize = rows
+        .iter()
+        .map(|&row| {
+            (0..net.hosts.len())
+                .filter(|&to| to != row && allowed(row, to))
+                .count()
+        })
+        .sum();
+    let packet_ins = misses(&after).saturating_sub(misses(&before));
+    let (was, is) = (entries(&before), entries(&after));
+    let changed: Vec<&(String, String)> = was.symmetric_difference(&is).collect();
+    stage.step(format!(
+        "{pairs} new pairs of bound hosts, pinged over IPv4 and IPv6: {packet_ins} PACKET_INs, \
+         {} entries changed",
+        changed.len()
+    ));
+    ensure!(
+        changed.is_empty(),
+        "new pairs changed the tables: {changed:?}"
+    );
+    ensure!(
+        packet_ins == 0,
+        "new pairs of bound hosts sent {packet_ins} packets to the controller"
+    );
+    Ok(())
+}
