@@ -281,6 +281,9 @@ struct InstalledPath {
     src: Host,
     dst: Host,
     hops: Vec<Hop>,
+    /// [`Engine::route_generation`] when it was installed: a read-back asked for later
+    /// must hold its flows.
+    generation: u64,
 }
 
 impl InstalledPath {
@@ -357,6 +360,11 @@ pub struct Engine {
     /// Connected switches whose flow table the engine has read back since it last asked:
     /// a flow missing there is missing from the switch.
     read_back: HashSet<u64>,
+    /// Counts the paths installed, so that a read-back can tell the paths it must show.
+    route_generation: u64,
+    /// The route generation when each pending read-back was first asked for: a path of an
+    /// earlier generation whose flow the read lacks was refused or lost, and is withdrawn.
+    read_asked: HashMap<u64, u64>,
     /// Connected switches that need a table-miss flow, for a flush to put it back.
     table_miss_switches: HashSet<u64>,
     /// The pipeline: whether the network runs it, and what each switch holds.
@@ -392,6 +400,8 @@ impl Engine {
             adopted: HashMap::new(),
             adopted_unchecked: HashMap::new(),
             read_back: HashSet::new(),
+            route_generation: 0,
+            read_asked: HashMap::new(),
             table_miss_switches: HashSet::new(),
             proactive,
             outbox: Vec::new(),

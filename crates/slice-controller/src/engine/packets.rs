@@ -298,7 +298,13 @@ impl Engine {
                 },
             );
         }
-        let path = InstalledPath { src, dst, hops };
+        self.route_generation += 1;
+        let path = InstalledPath {
+            src,
+            dst,
+            hops,
+            generation: self.route_generation,
+        };
         let known = self
             .paths
             .get(&(src.mac, dst.mac))

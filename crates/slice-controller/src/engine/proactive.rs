@@ -122,6 +122,16 @@ impl Proactive {
         }
     }
 
+    /// The bound MACs at exactly one live edge port, with it (as of the last sync).
+    pub(super) fn served_at(&self) -> impl Iterator<Item = (MacAddress, PortId)> + '_ {
+        self.bound_at
+            .iter()
+            .filter_map(|(mac, ports)| match ports.as_slice() {
+                [port] => Some((*mac, *port)),
+                _ => None,
+            })
+    }
+
     /// Whether some slice binds a MAC at `port` (as of the last sync).
     pub(super) fn binds_port(&self, port: PortId) -> bool {
         self.bound_ports.contains(&port)

@@ -62,6 +62,8 @@ impl Engine {
         if self.topology.has_switch(dpid) && self.may_write(dpid) {
             // Until the answer comes, what was read there before may be out of date.
             self.read_back.remove(&dpid);
+            // A request while one is pending is answered by that one's reply.
+            self.read_asked.entry(dpid).or_insert(self.route_generation);
             self.send(dpid, Command::ReadFlows);
         }
     }
@@ -83,6 +85,7 @@ impl Engine {
         }
         self.adopted.retain(|_, flows| !flows.is_empty());
         self.read_back.insert(dpid);
+        let asked = self.read_asked.remove(&dpid);
         // The session never hands over more; the engine's own bound does not rely on it.
         if !read.complete || read.entries.len() > MAX_FLOWS_READ {
             log::warn!(
@@ -103,6 +106,17 @@ impl Engine {
         let mut deleted = 0;
         let check_by = now + self.adoption_grace();
         let mut pipeline = std::collections::BTreeSet::new();
+        let held_paths: HashSet<(u32, MacAddress, MacAddress)> = read
+            .entries
+            .iter()
+            .filter(|entry| {
+                matches!(
+                    FlowKind::of_cookie(entry.cookie),
+                    Some(FlowKind::Path { .. })
+                )
+            })
+            .filter_map(|entry| Some((entry.in_port?, entry.eth_src?, entry.eth_dst?)))
+            .collect();
         for entry in read.entries {
             match self.judge(dpid, &entry, &bound_ports) {
                 Judgement::Keep => {}
@@ -123,10 +137,44 @@ impl Engine {
             }
         }
         self.proactive.holds(dpid, pipeline);
+        if let Some(asked) = asked {
+            self.withdraw_paths_not_held(dpid, asked, &held_paths);
+        }
         log::info!(
             "switch {dpid:#x}: flow table read back: {} of {total} flows kept, {deleted} deleted",
             total - deleted
         );
+    }
+
+    /// The paths installed before the read-back of `dpid` was asked for whose flow there
+    /// it lacks: the switch refused it (a full table) or lost it, and the path is a black
+    /// hole (packets that reach that hop miss over a link, where the controller ignores
+    /// them). Withdrawn, the pair's next packet sets up a new path.
+    fn withdraw_paths_not_held(
+        &mut self,
+        dpid: u64,
+        asked: u64,
+        held: &HashSet<(u32, MacAddress, MacAddress)>,
+    ) {
+        let lost: Vec<(MacAddress, MacAddress)> = self
+            .paths
+            .iter()
+            .filter(|(_, path)| path.generation <= asked)
+            .filter(|((src, dst), path)| {
+                path.hops
+                    .iter()
+                    .any(|hop| hop.dpid == dpid && !held.contains(&(hop.in_port, *src, *dst)))
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in lost {
+            log::info!(
+                "switch {dpid:#x} lacks a flow of the path {} -> {}: withdrawing it",
+                key.0,
+                key.1
+            );
+            self.delete_path(key);
+        }
     }
 
     /// What the engine does with one flow of a read-back of `dpid`.
@@ -457,3 +505,6 @@ impl Engine {
         self.adopted.values().map(Vec::len).sum()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -159,6 +159,7 @@ impl Engine {
         self.drops_per_switch.remove(&dpid);
         self.table_miss_switches.remove(&dpid);
         self.read_back.remove(&dpid);
+        self.read_asked.remove(&dpid);
         self.proactive.switch_gone(dpid);
         self.update_mode();
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));

@@ -81,7 +81,7 @@ pub(super) fn membership(slices: &[(&str, &[TestHost])]) -> Membership {
 
 /// Switches 1 - 2 - 3 in a line (links on ports 2 and 3), hosts on port 1 of each:
 /// h1 (mac 1) on 0x1:1, h2 on 0x2:1, h3 on 0x3:1.
-fn line(config: EngineConfig, index: Membership) -> Engine {
+pub(super) fn line(config: EngineConfig, index: Membership) -> Engine {
     let mut engine = Engine::new(config, index);
     for dpid in 1..=3 {
         engine.switch_connected(dpid, NEEDS_TABLE_MISS, ports(&[1, 2, 3]), Instant::now());
@@ -139,7 +139,7 @@ pub(super) fn flow_adds(commands: &[(u64, Command)]) -> Vec<(u64, u32, Option<u3
         .collect()
 }
 
-fn flow_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u32, MacAddress, MacAddress)> {
+pub(super) fn flow_deletes(commands: &[(u64, Command)]) -> Vec<(u64, u32, MacAddress, MacAddress)> {
     commands
         .iter()
         .filter_map(|(dpid, command)| match command {

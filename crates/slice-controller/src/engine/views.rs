@@ -39,12 +39,21 @@ impl Engine {
         self.topology.links().collect()
     }
 
+    /// The hosts the controller heard, and on the pipeline also the bound hosts it
+    /// serves (whose frames it never sees): each at the one live edge port it is bound at.
     pub fn hosts(&self) -> Vec<HostView> {
         let mut hosts: Vec<HostView> = self
             .hosts
             .iter()
             .map(|(mac, port)| HostView { mac, port })
             .collect();
+        let heard: HashSet<MacAddress> = hosts.iter().map(|host| host.mac).collect();
+        hosts.extend(
+            self.proactive
+                .served_at()
+                .filter(|(mac, _)| !heard.contains(mac))
+                .map(|(mac, port)| HostView { mac, port }),
+        );
         hosts.sort_by_key(|host| (host.port, host.mac));
         hosts
     }

@@ -397,7 +397,13 @@ fn a_bound_mac_elsewhere_is_an_impostor_and_an_unbound_sender_gets_a_drop_flow()
     // MAC 1 is bound at 1:1, which is up: the same MAC at 2:3 is refused.
     assert_eq!(send(&mut engine, p(2, 3), 1, mac(2)), Vec::new());
     assert_eq!(engine.switches()[1].dropped.hosts_spoofed, 1);
-    assert!(engine.hosts().iter().all(|host| host.mac != mac(1)));
+    let h1: Vec<PortId> = engine
+        .hosts()
+        .iter()
+        .filter(|host| host.mac == mac(1))
+        .map(|host| host.port)
+        .collect();
+    assert_eq!(h1, [p(1, 1)], "shown where it is bound, not where the impostor is");
 
     // An unbound host at 2:3 writing to a bound one: dropped at its port, as without the
     // pipeline, above the table-miss flow and below a bound host at home.
