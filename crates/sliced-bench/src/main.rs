@@ -8,7 +8,8 @@
 //! - scale: 65,536 slices through the REST API; a million MAC bindings through it, with
 //!   the restart, reads and membership changes at that scale (`million`); path computation
 //!   and rerouting on a k=16 fat-tree and a 1,000-switch random graph (criterion, in
-//!   slice-controller).
+//!   slice-controller); flow-table sizes against hosts on the OpenFlow 1.3 pipeline and on
+//!   per-pair flows, in-process on the controller's engine (`tables`).
 //!
 //! Everything runs on loopback; every process started here is stopped before it returns.
 
@@ -28,6 +29,7 @@ mod round_trips;
 mod routing;
 mod sliced;
 mod stats;
+mod tables;
 mod wire;
 mod wrk;
 
@@ -95,6 +97,7 @@ enum Part {
     Million,
     Routing,
     Applies,
+    Tables,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -312,6 +315,7 @@ pub struct Results {
     pub million: Option<Outcome<million::Million>>,
     pub routing: Option<Outcome<routing::RoutingResult>>,
     pub applies: Option<Outcome<applies::Applies>>,
+    pub tables: Option<Outcome<tables::Tables>>,
     /// Peak resident memory (VmHWM) of each process measured: (run, process, KiB).
     pub memory: Vec<(String, String, u64)>,
     /// Other work seen running during each part.
@@ -339,9 +343,12 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("no workspace at {}", workspace.display()))?;
+    // The tables part runs the controller's engine in-process: no daemon to build for it.
+    let needs_daemon = parts.iter().any(|part| *part != Part::Tables);
     let binary = match &args.sliced {
         Some(path) => path.clone(),
-        None => sliced::build(&workspace)?,
+        None if needs_daemon => sliced::build(&workspace)?,
+        None => PathBuf::new(),
     };
     let tmp_parent = args.tmp.clone().unwrap_or_else(std::env::temp_dir);
     let tmp = tempfile::Builder::new()
@@ -366,6 +373,7 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         million: None,
         routing: None,
         applies: None,
+        tables: None,
         memory: Vec::new(),
         other_work: Vec::new(),
         load_before: machine::load_average(),
@@ -428,6 +436,10 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
             applies::PART,
         ));
     }
+    if wants(Part::Tables) {
+        watcher.enter(tables::PART);
+        results.tables = Some(outcome(tables::run(), tables::PART));
+    }
     results.other_work = watcher.stop();
     results.load_after = machine::load_average();
     results.elapsed = started.elapsed();
@@ -436,10 +448,22 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| workspace.join("docs/benchmarks.md"));
-    // The apply part alone keeps the page's other figures: its section is written in place.
-    let in_place = parts.iter().all(|part| *part == Part::Applies);
+    // The apply and tables parts, alone or together, keep the page's other figures: their
+    // sections are written in place.
+    let in_place = parts
+        .iter()
+        .all(|part| matches!(part, Part::Applies | Part::Tables));
     let text = in_place
-        .then(|| applies::in_place(&std::fs::read_to_string(&out).ok()?, &results))
+        .then(|| {
+            let mut doc = std::fs::read_to_string(&out).ok()?;
+            if wants(Part::Applies) {
+                doc = applies::in_place(&doc, &results)?;
+            }
+            if wants(Part::Tables) {
+                doc = tables::in_place(&doc, &results)?;
+            }
+            Some(doc)
+        })
         .flatten()
         .unwrap_or_else(|| report::render(&results));
     std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;

@@ -31,6 +31,9 @@ pub fn render(results: &Results) -> String {
     if let Some(applies) = &results.applies {
         crate::applies::section(&mut doc, applies, results);
     }
+    if let Some(tables) = &results.tables {
+        crate::tables::section(&mut doc, tables, results);
+    }
     method_notes(&mut doc, results);
     doc
 }
@@ -178,7 +181,7 @@ fn header(doc: &mut String, results: &Results) {
          It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
          FILE`), starts every server on a free loopback port with a fresh data directory \
          under the temporary directory, and stops every process it started. The routing \
-         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies` alone rewrites only its own section (7) of this page, in place.\n",
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`, `tables`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies` and `--only tables` (or both) rewrite only their own sections (7, 8) of this page, in place.\n",
         crate::routing::COMMAND
     );
     let _ = writeln!(
