@@ -674,8 +674,9 @@ fn new_pairs_table(doc: &mut String, tables: &Tables) {
          packet by the entries it already holds: no PACKET_IN, no FLOW_MOD, no PACKET_OUT, \
          and no controller time, by design. The lab's Mininet scenario checks this on Open \
          vSwitch (`check_new_pairs_cost_nothing` in xtask/src/e2e/mininet_tables.rs: \
-         pings between new pairs of bound hosts change no switch's entries and add nothing \
-         to the table-miss flows' packet counts).\n"
+         pings between new pairs of bound hosts change no switch's entries, and add to \
+         the table-miss flows' packet counts at most a tenth of a packet per pair, the \
+         allowance for the switches' own chatter; the count is printed).\n"
     );
     let _ = writeln!(
         doc,

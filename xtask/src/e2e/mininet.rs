@@ -168,7 +168,7 @@ fn run(stage: &mut Stage, plan: &Plan) -> anyhow::Result<()> {
     if stage.runs_pipeline() {
         // The first traffic of a few bound hosts, before the matrix: nothing for the
         // controller to do.
-        let rows: Vec<usize> = bound.iter().copied().take(4).collect();
+        let rows: Vec<usize> = bound.iter().copied().take(12).collect();
         mininet_tables::check_new_pairs_cost_nothing(stage, &net, &rows, &|a, b| {
             model.allowed(a, b)
         })?;
@@ -182,8 +182,9 @@ fn run(stage: &mut Stage, plan: &Plan) -> anyhow::Result<()> {
         "every pair",
     )?;
     if stage.runs_pipeline() {
-        // Every pair has talked: per-pair flows would be at their largest now.
-        mininet_tables::check_table_bound(stage, &net, bound.len())?;
+        // Every pair has talked: per-pair flows would be at their largest now. The bound
+        // is the issue's, for its network (the tree); elsewhere the sizes are shown.
+        mininet_tables::check_table_bound(stage, &net, bound.len(), plan.topo.starts_with("tree"))?;
     }
 
     cut_and_restore(stage, &net, &mut model, plan)?;

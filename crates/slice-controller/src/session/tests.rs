@@ -1486,3 +1486,48 @@ fn a_standby_refused_the_meter_gets_it_when_it_becomes_master() {
     assert_eq!(again.len(), 1);
     assert!(matches!(again[0], Message::RoleRequest(_)));
 }
+
+#[test]
+fn a_full_table_is_reported_in_either_versions_numbers_and_a_pipeline_entry_never_reaches_1_0() {
+    let now = Instant::now();
+    for (version, mut session) in both_versions(now) {
+        // OFPET_FLOW_MOD_FAILED with the full-table code: 3/0 on 1.0, 5/1 on 1.3.
+        let (ours, theirs) = if version == OF10 {
+            ((3, 0), (5, 1))
+        } else {
+            ((5, 1), (3, 0))
+        };
+        for ((err_type, code), reported) in [(ours, true), (theirs, false)] {
+            let error = Message::Error {
+                err_type: ErrorType::from(err_type),
+                code,
+                data: vec![version.into(), 14, 0, 72],
+            };
+            session.handle_bytes(&wire(version, 77, &error), now);
+            let expected = if reported {
+                vec![SwitchEvent::TableFull]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(
+                events(&mut session),
+                expected,
+                "{version:?} {err_type}/{code}"
+            );
+        }
+        sent(&mut session);
+        let entry = openflow::FlowMod {
+            table_id: 2,
+            goto_table: Some(2),
+            ..openflow::FlowMod::default()
+        };
+        session.queue(Command::Pipeline(entry.clone()));
+        let out = sent_messages(&mut session);
+        if version == OF10 {
+            assert!(out.is_empty(), "{out:?}");
+        } else {
+            assert_eq!(out, [Message::FlowMod(entry)]);
+        }
+        assert_eq!(session.close_reason(), None);
+    }
+}

@@ -363,12 +363,15 @@ fn flow_deletes_of_pair(commands: &[(u64, Command)]) -> usize {
 #[test]
 fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     let (mut engine, written) = two_switches_read_back();
+    let metrics = std::sync::Arc::new(crate::metrics::ControllerMetrics::default());
+    engine.set_metrics(std::sync::Arc::clone(&metrics));
     let start = Instant::now();
     for _ in 0..3 {
         engine.table_full(1, start);
     }
     let view = &engine.switches()[0];
     assert_eq!(view.dropped.flow_mods_table_full, 3);
+    assert_eq!(metrics.flow_mods_table_full.get(), 3);
     engine.tick(start + Duration::from_secs(1));
     assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
     engine.tick(start + FIRST_RETRY);
@@ -403,7 +406,11 @@ fn a_bound_mac_elsewhere_is_an_impostor_and_an_unbound_sender_gets_a_drop_flow()
         .filter(|host| host.mac == mac(1))
         .map(|host| host.port)
         .collect();
-    assert_eq!(h1, [p(1, 1)], "shown where it is bound, not where the impostor is");
+    assert_eq!(
+        h1,
+        [p(1, 1)],
+        "shown where it is bound, not where the impostor is"
+    );
 
     // An unbound host at 2:3 writing to a bound one: dropped at its port, as without the
     // pipeline, above the table-miss flow and below a bound host at home.

@@ -34,11 +34,18 @@ fn a_path_whose_flow_a_read_back_lacks_is_withdrawn_but_not_one_installed_after_
     let withdrawn = flow_deletes(&engine.take_commands());
     assert_eq!(
         withdrawn,
-        [(1, 1, mac(1), mac(3)), (2, 2, mac(1), mac(3)), (3, 2, mac(1), mac(3))],
+        [
+            (1, 1, mac(1), mac(3)),
+            (2, 2, mac(1), mac(3)),
+            (3, 2, mac(1), mac(3))
+        ],
         "the lost path's flows go on every switch"
     );
-    let left: Vec<(MacAddress, MacAddress)> =
-        engine.paths().iter().map(|path| (path.src, path.dst)).collect();
+    let left: Vec<(MacAddress, MacAddress)> = engine
+        .paths()
+        .iter()
+        .map(|path| (path.src, path.dst))
+        .collect();
     assert_eq!(left, [(mac(3), mac(1))]);
 
     // Its next packet sets it up again.
