@@ -139,6 +139,9 @@ impl Decider {
     }
 }
 
+/// The most events the engine task handles before it sends what they decided.
+const EVENTS_PER_SETTLE: usize = 256;
+
 /// What woke the engine task besides an event.
 enum Wake {
     Event(Event),
@@ -175,7 +178,18 @@ pub(super) async fn run_engine(
             return;
         }
         match wake {
-            Wake::Event(event) => decider.handle(event),
+            Wake::Event(event) => {
+                decider.handle(event);
+                // What else is queued is handled before the commands go out, so that a
+                // burst (an apply's store changes) costs one pipeline sync, not one per
+                // change; bounded, so that the lock is not held for long.
+                for _ in 1..EVENTS_PER_SETTLE {
+                    match events.try_recv() {
+                        Ok(event) => decider.handle(event),
+                        Err(_) => break,
+                    }
+                }
+            }
             Wake::Tick => decider.engine.tick(Instant::now()),
             Wake::Leadership(leadership) => {
                 decider.engine.set_leadership(leadership, Instant::now());
