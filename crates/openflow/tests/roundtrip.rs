@@ -301,14 +301,15 @@ fn features_reply() -> impl Strategy<Value = FeaturesReply> {
 /// Message types neither version models, so an `Other` of them comes back as `Other`.
 fn unmodelled_type() -> impl Strategy<Value = u8> {
     // Not 16 and 17 (1.0's statistics messages, whose flow type is modelled), nor 24
-    // and 25 (1.3's role messages).
+    // and 25 (1.3's role messages), nor 29 (1.3's METER_MOD).
     prop_oneof![
         Just(4u8),
         Just(7),
         Just(8),
         Just(15),
         22u8..=23,
-        26u8..=u8::MAX
+        26u8..=28,
+        30u8..=u8::MAX
     ]
 }
 
