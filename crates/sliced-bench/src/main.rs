@@ -19,6 +19,7 @@ mod bulk;
 mod emulator;
 mod floor;
 mod fsync;
+mod in_place;
 mod machine;
 mod million;
 mod peers;

@@ -478,7 +478,7 @@ fn per_pair(tree: &Tree, slices: usize) -> anyhow::Result<PerPair> {
 /// docs/benchmarks.md with this part's section written in place of the one there (or
 /// before the method notes), the rest untouched; none when `doc` is not a benchmarks page.
 pub fn in_place(doc: &str, results: &Results) -> Option<String> {
-    if !doc.starts_with("# Benchmarks") {
+    if !crate::in_place::is_benchmarks_page(doc) {
         return None;
     }
     let tables = results.tables.as_ref()?;
@@ -487,33 +487,9 @@ pub fn in_place(doc: &str, results: &Results) -> Option<String> {
     Some(splice(doc, &text))
 }
 
-/// `doc` with the section under [`HEADING_NUMBER`] replaced by `section`, or `section`
-/// inserted before [`NEXT_HEADING`] (at the end without one).
+/// `doc` with this part's section replaced by `section`, or inserted where it belongs.
 fn splice(doc: &str, section: &str) -> String {
-    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
-    let (start, end) = match lines.iter().position(|l| l.starts_with(HEADING_NUMBER)) {
-        Some(start) => {
-            let end = lines[start + 1..]
-                .iter()
-                .position(|l| l.starts_with("## "))
-                .map_or(lines.len(), |offset| start + 1 + offset);
-            (start, end)
-        }
-        None => {
-            let at = lines
-                .iter()
-                .position(|l| l.starts_with(NEXT_HEADING))
-                .unwrap_or(lines.len());
-            (at, at)
-        }
-    };
-    let mut out = lines[..start].concat();
-    if !out.is_empty() && !out.ends_with("\n\n") {
-        out.push_str(if out.ends_with('\n') { "\n" } else { "\n\n" });
-    }
-    out.push_str(section);
-    out.push_str(&lines[end..].concat());
-    out
+    crate::in_place::splice(doc, HEADING_NUMBER, NEXT_HEADING, section)
 }
 
 fn nanos(value: f64) -> String {
