@@ -25,11 +25,7 @@ fn daemon(dir: &std::path::Path, extra: &[&str]) -> Daemon {
 /// The `dropped` counters of switch `dpid`, or None while it is not connected.
 fn dropped(daemon: &Daemon, dpid: u64) -> Option<Value> {
     daemon
-        .get_json("/topology/switches")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|switch| switch["dpid"] == dpid)
+        .switch_view(dpid)
         .map(|switch| switch["dropped"].clone())
 }
 

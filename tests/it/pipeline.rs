@@ -68,11 +68,7 @@ fn pipeline_of(flow_mods: &[FlowMod]) -> BTreeSet<Entry> {
 
 fn pipeline_entries(daemon: &Daemon, dpid: u64) -> Value {
     daemon
-        .get_json("/topology/switches")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|switch| switch["dpid"] == dpid)
+        .switch_view(dpid)
         .map_or(Value::Null, |switch| switch["pipeline_entries"].clone())
 }
 

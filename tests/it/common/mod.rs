@@ -177,6 +177,15 @@ impl Daemon {
 
     /// `GET /topology/switches` without each switch's drop counters and PACKET_IN meter
     /// flag, for the tests that compare the switches exactly and cause no drops.
+    /// Switch `dpid` as `/topology/switches` shows it, or None while it is not connected.
+    pub fn switch_view(&self, dpid: u64) -> Option<serde_json::Value> {
+        self.get_json("/topology/switches")
+            .as_array()?
+            .iter()
+            .find(|switch| switch["dpid"] == dpid)
+            .cloned()
+    }
+
     pub fn switches_without_drops(&self) -> serde_json::Value {
         let mut switches = self.get_json("/topology/switches");
         for switch in switches.as_array_mut().into_iter().flatten() {
