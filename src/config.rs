@@ -108,6 +108,8 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub etcd: Vec<String>,
+    #[command(flatten)]
+    pub etcd_access: EtcdAccessArgs,
     /// This instance's name in the cluster (with --etcd) [default: <host name>:<OpenFlow
     /// port>]
     #[arg(long, value_name = "NAME")]
@@ -275,6 +277,33 @@ const MAX_NAME_LEN: usize = 128;
 struct StoreFile {
     etcd: Option<Vec<String>>,
     etcd_prefix: Option<String>,
+    etcd_cafile: Option<PathBuf>,
+    etcd_certfile: Option<PathBuf>,
+    etcd_keyfile: Option<PathBuf>,
+    etcd_user: Option<String>,
+    etcd_password_file: Option<PathBuf>,
+}
+
+/// TLS and credentials for an etcd that is locked down (docs/cluster.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EtcdAccessArgs {
+    /// CA certificates (PEM) etcd's certificate must chain to, for https:// endpoints
+    /// [default: the system's roots]
+    #[arg(long, env = "SLICED_ETCD_CAFILE", value_name = "FILE")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate (PEM) shown to etcd; with etcd's --client-cert-auth its common
+    /// name is the etcd user
+    #[arg(long, env = "SLICED_ETCD_CERTFILE", value_name = "FILE")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The client certificate's key (PEM)
+    #[arg(long, env = "SLICED_ETCD_KEYFILE", value_name = "FILE")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// etcd user (with --etcd-password-file)
+    #[arg(long, env = "SLICED_ETCD_USER", value_name = "NAME")]
+    pub etcd_user: Option<String>,
+    /// File holding the etcd user's password; it must be its owner's alone (chmod 600)
+    #[arg(long, env = "SLICED_ETCD_PASSWORD_FILE", value_name = "FILE")]
+    pub etcd_password_file: Option<PathBuf>,
 }
 
 /// Where the slices live when not in the data directory: an etcd cluster.
@@ -283,6 +312,8 @@ pub struct EtcdConfig {
     pub endpoints: Vec<String>,
     /// The prefix of every key of the store (`slice_etcd::DEFAULT_PREFIX` unless set).
     pub prefix: String,
+    /// TLS files and credentials, flags over `[store]`.
+    pub access: slice_etcd::Access,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -536,10 +567,19 @@ fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
     } else {
         Some(args.etcd.clone())
     };
+    let given = &args.etcd_access;
+    let access = slice_etcd::Access {
+        ca_file: given.etcd_cafile.clone().or(file.etcd_cafile),
+        cert_file: given.etcd_certfile.clone().or(file.etcd_certfile),
+        key_file: given.etcd_keyfile.clone().or(file.etcd_keyfile),
+        user: given.etcd_user.clone().or(file.etcd_user),
+        password_file: given.etcd_password_file.clone().or(file.etcd_password_file),
+    };
     let Some(endpoints) = endpoints else {
         anyhow::ensure!(
-            file.etcd_prefix.is_none(),
-            "store.etcd_prefix is used only with etcd (--etcd or store.etcd)"
+            file.etcd_prefix.is_none() && access == slice_etcd::Access::default(),
+            "store.etcd_prefix and the etcd TLS and user settings are used only with etcd \
+             (--etcd or store.etcd)"
         );
         return Ok(None);
     };
@@ -559,7 +599,11 @@ fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
         "store.etcd_prefix must start with / and name something, like {:?}",
         slice_etcd::DEFAULT_PREFIX
     );
-    Ok(Some(EtcdConfig { endpoints, prefix }))
+    Ok(Some(EtcdConfig {
+        endpoints,
+        prefix,
+        access,
+    }))
 }
 
 /// Plain TCP is on by default, on the port Open vSwitch uses; once TLS is on it is off

@@ -372,6 +372,7 @@ fn start_election(
         http: config.http.clone(),
         openflow,
         lease_ttl: cluster.lease_ttl,
+        access: etcd.access.clone(),
     })
     .context("cannot join the master election in etcd")?;
     log::info!(
@@ -392,13 +393,15 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdConfig) -> anyhow::Result<slice_etcd
         data_dir.root().display(),
         socket.display()
     );
-    slice_etcd::EtcdStore::open(&etcd.endpoints, &etcd.prefix).with_context(|| {
-        format!(
-            "cannot open the store in etcd at {} under {}",
-            etcd.endpoints.join(","),
-            etcd.prefix
-        )
-    })
+    slice_etcd::EtcdStore::open_with(&etcd.endpoints, &etcd.prefix, &etcd.access).with_context(
+        || {
+            format!(
+                "cannot open the store in etcd at {} under {}",
+                etcd.endpoints.join(","),
+                etcd.prefix
+            )
+        },
+    )
 }
 
 /// Opens the database, waiting out a short-lived holder such as a `slice` command. Only a

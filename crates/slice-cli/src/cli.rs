@@ -78,6 +78,57 @@ pub struct Cli {
     )]
     pub etcd_prefix: String,
 
+    /// CA certificates (PEM) etcd's certificate must chain to, for https:// endpoints
+    /// [default: the system's roots]
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_CAFILE",
+        value_name = "FILE",
+        requires = "etcd"
+    )]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// Client certificate (PEM) shown to etcd
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_CERTFILE",
+        value_name = "FILE",
+        requires = "etcd"
+    )]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// The client certificate's key (PEM)
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_KEYFILE",
+        value_name = "FILE",
+        requires = "etcd"
+    )]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// etcd user (with --etcd-password-file)
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_USER",
+        value_name = "NAME",
+        requires = "etcd"
+    )]
+    pub etcd_user: Option<String>,
+
+    /// File holding the etcd user's password, its owner's alone (chmod 600)
+    #[arg(
+        long,
+        global = true,
+        env = "SLICED_ETCD_PASSWORD_FILE",
+        value_name = "FILE",
+        requires = "etcd"
+    )]
+    pub etcd_password_file: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -19,6 +19,8 @@ use crate::CliError;
 pub struct EtcdTarget {
     pub endpoints: Vec<String>,
     pub prefix: String,
+    /// TLS files and credentials for a locked-down etcd.
+    pub access: slice_etcd::Access,
 }
 
 /// The daemon when one answers on the socket, else the database opened here: the etcd
@@ -44,7 +46,7 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn Backend>, 
         return Ok(Box::new(DaemonClient::new(socket, stream)));
     }
     let place = format!("etcd at {} under {}", etcd.endpoints.join(","), etcd.prefix);
-    match slice_etcd::EtcdStore::open(&etcd.endpoints, &etcd.prefix) {
+    match slice_etcd::EtcdStore::open_with(&etcd.endpoints, &etcd.prefix, &etcd.access) {
         Ok(store) => Ok(Box::new(Direct::new(Box::new(store), place))),
         Err(err) => Err(CliError::Store {
             place,

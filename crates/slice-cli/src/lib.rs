@@ -72,6 +72,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     let etcd = (!cli.etcd.is_empty()).then_some(EtcdTarget {
         endpoints: cli.etcd,
         prefix: cli.etcd_prefix,
+        access: slice_etcd::Access {
+            ca_file: cli.etcd_cafile,
+            cert_file: cli.etcd_certfile,
+            key_file: cli.etcd_keyfile,
+            user: cli.etcd_user,
+            password_file: cli.etcd_password_file,
+        },
     });
     let backend = || connect::open(&data_dir, etcd.as_ref(), slice_store::LOCKED_WAIT);
     match cli.command {

@@ -13,6 +13,7 @@
 //! was lost, may have been applied, so only idempotent requests go again ([`Retry`]).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -139,6 +140,11 @@ struct InUse {
 pub(crate) struct Connection {
     endpoints: Vec<String>,
     clients: Vec<Client>,
+    /// The etcd user and password, when etcd has authentication on: each member's client
+    /// logs in before it is used ([`Connection::log_in`]).
+    credentials: Option<(String, String)>,
+    /// Which members' clients have logged in.
+    logged_in: Vec<AtomicBool>,
     in_use: Mutex<InUse>,
     /// Held while probing for a new member, so that concurrent failures move once.
     moving: tokio::sync::Mutex<()>,
@@ -146,30 +152,81 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Makes a client per endpoint, connecting to none yet, and starts with the first.
-    /// Fails only on an endpoint that is not a valid address, or on none.
+    /// Fails on an endpoint that is not a valid address, or on none. With `credentials`
+    /// it logs in to the first member that answers and starts with that one: a refused
+    /// user or password fails at once, while members that cannot be reached are skipped.
     pub(crate) async fn new(
         endpoints: &[String],
         options: ConnectOptions,
+        credentials: Option<(String, String)>,
     ) -> Result<Arc<Self>, etcd_client::Error> {
         if endpoints.is_empty() {
             return Err(etcd_client::Error::InvalidArgs(
                 "no etcd endpoint given".to_owned(),
             ));
         }
+        // An expired token (etcd's simple tokens last five minutes) is renewed on the
+        // request that finds it so.
+        let options = options.with_auto_token_refresh(true);
         let mut clients = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
             clients.push(Client::connect([endpoint], Some(options.clone())).await?);
         }
-        Ok(Arc::new(Self {
+        let connection = Self {
             endpoints: endpoints.to_vec(),
+            logged_in: endpoints.iter().map(|_| AtomicBool::new(false)).collect(),
             clients,
+            credentials,
             in_use: Mutex::new(InUse {
                 member: 0,
                 epoch: 0,
                 fruitless_at: None,
             }),
             moving: tokio::sync::Mutex::new(()),
-        }))
+        };
+        if connection.credentials.is_some() {
+            let mut last = None;
+            let mut first = None;
+            for member in 0..connection.endpoints.len() {
+                match connection.log_in(member).await {
+                    Ok(()) => {
+                        first = Some(member);
+                        break;
+                    }
+                    Err(err) if Failure::of(&err) == Failure::Answered => return Err(err),
+                    Err(err) => last = Some(err),
+                }
+            }
+            match (first, last) {
+                (Some(member), _) => connection.in_use.lock().member = member,
+                (None, Some(err)) => return Err(err),
+                (None, None) => {}
+            }
+        }
+        Ok(Arc::new(connection))
+    }
+
+    /// Logs `member`'s client in with the credentials, once; nothing without them.
+    async fn log_in(&self, member: usize) -> Result<(), etcd_client::Error> {
+        let Some(credentials) = &self.credentials else {
+            return Ok(());
+        };
+        if self.logged_in[member].load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Clones of a client share its credentials and token.
+        let mut client = self.clients[member].clone();
+        let login = client.update_user(Some(credentials.clone()));
+        match tokio::time::timeout(PROBE_TIMEOUT, login).await {
+            Ok(Ok(())) => {
+                self.logged_in[member].store(true, Ordering::Release);
+                Ok(())
+            }
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(etcd_client::Error::GRpcStatus(tonic::Status::from_error(
+                Box::new(tonic::TimeoutExpired(())),
+            ))),
+        }
     }
 
     /// The client in use now.
@@ -270,7 +327,11 @@ impl Connection {
         let count = self.endpoints.len();
         for step in 1..count {
             let candidate = (from + step) % count;
-            match probe(&self.clients[candidate]).await {
+            let ready = match self.log_in(candidate).await {
+                Ok(()) => probe(&self.clients[candidate]).await,
+                Err(err) => Err(format!("cannot log in: {err}")),
+            };
+            match ready {
                 Ok(()) => {
                     log::warn!(
                         "etcd member {} failed ({reason}); now using {}",

@@ -39,7 +39,7 @@ use tokio::time::{timeout, Instant};
 
 use crate::connection::{Connection, Retry};
 use crate::keys::Layout;
-use crate::{connect_options, run, Error, OwnedRuntime, REQUEST_TIMEOUT};
+use crate::{run, Error, OwnedRuntime, REQUEST_TIMEOUT};
 
 /// The lease's time to live unless configured otherwise: a dead master is replaced within
 /// about this long.
@@ -72,6 +72,8 @@ pub struct ElectionConfig {
     pub openflow: String,
     /// Whole seconds, as etcd's leases have; etcd may raise a shorter one to its minimum.
     pub lease_ttl: Duration,
+    /// TLS and credentials for a locked-down etcd.
+    pub access: crate::Access,
 }
 
 /// A running instance as it registered itself under `members/`.
@@ -124,10 +126,8 @@ impl MasterElection {
     /// [`REQUEST_TIMEOUT`]; an etcd lost later is waited out.
     pub fn start(config: ElectionConfig) -> Result<Self, Error> {
         let runtime = OwnedRuntime::new("slice-etcd-election")?;
-        let endpoints = config.endpoints.clone();
-        let connection = run(runtime.get()?, async move {
-            Connection::new(&endpoints, connect_options()).await
-        })??;
+        let connection = crate::connect(runtime.get()?, &config.endpoints, &config.access)
+            .map_err(|err| config.access.refused(&config.endpoints, err))?;
         let (leadership_tx, leadership) = watch::channel(Leadership::UNDECIDED);
         let (switches, switches_rx) = watch::channel(Vec::new());
         let known = Arc::new(Mutex::new(Known {

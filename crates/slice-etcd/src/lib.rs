@@ -19,6 +19,7 @@
 //! quorum answers `StoreError::Unavailable` promptly instead of hanging a request.
 //! The key layout is in [`keys`].
 
+mod access;
 mod connection;
 pub mod election;
 mod keys;
@@ -41,6 +42,7 @@ use slice_core::{
 };
 use tokio::runtime::Runtime;
 
+pub use access::{Access, AccessError};
 use connection::{Connection, Failure, Retry};
 pub use election::{
     ElectionConfig, EtcdHealth, MasterElection, MemberRecord, SwitchRole, DEFAULT_LEASE_TTL,
@@ -107,6 +109,10 @@ pub enum Error {
     BadSessionKey(usize),
     #[error("no random source for a new session key: {0}")]
     Random(String),
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    #[error("etcd refused this client: {cause}{hint}")]
+    Refused { cause: String, hint: &'static str },
 }
 
 impl Error {
@@ -115,9 +121,12 @@ impl Error {
         match self {
             Error::Timeout | Error::NotSeen(_) | Error::Stopped | Error::Unconfirmed(_) => true,
             Error::Etcd(err) => transient(err),
-            Error::NoRevision | Error::Runtime(_) | Error::BadSessionKey(_) | Error::Random(_) => {
-                false
-            }
+            Error::NoRevision
+            | Error::Runtime(_)
+            | Error::BadSessionKey(_)
+            | Error::Random(_)
+            | Error::Access(_)
+            | Error::Refused { .. } => false,
         }
     }
 }
@@ -192,19 +201,24 @@ impl EtcdStore {
     /// `prefix` and starts following it. Fails when etcd does not answer within
     /// [`REQUEST_TIMEOUT`].
     pub fn open(endpoints: &[String], prefix: &str) -> Result<Self, Error> {
+        Self::open_with(endpoints, prefix, &Access::default())
+    }
+
+    /// Like [`EtcdStore::open`], with TLS and credentials for a locked-down etcd. A
+    /// refused certificate, user or password fails here, within [`REQUEST_TIMEOUT`].
+    pub fn open_with(endpoints: &[String], prefix: &str, access: &Access) -> Result<Self, Error> {
         let owned = OwnedRuntime::new("slice-etcd")?;
         let runtime = owned.get()?;
         let layout = Layout::new(prefix);
-        let endpoints = endpoints.to_vec();
-        let connection = run(runtime, async move {
-            Connection::new(&endpoints, connect_options()).await
-        })??;
+        let refused = |err| access.refused(endpoints, err);
+        let connection = connect(runtime, endpoints, access).map_err(refused)?;
         let snapshot = {
             let (connection, layout) = (connection.clone(), layout.clone());
             run(
                 runtime,
                 async move { read_snapshot(&connection, &layout).await },
-            )??
+            )?
+            .map_err(|err| refused(Error::Etcd(err)))?
         };
         let shared = Arc::new(Shared {
             mirror: Mutex::new(Mirror::from_snapshot(&layout, snapshot)),
@@ -729,6 +743,20 @@ impl MembershipSource for EtcdStore {
                 .collect()
         }))
     }
+}
+
+/// A connection to `endpoints` as `access` says, made on `runtime`.
+fn connect(
+    runtime: &Runtime,
+    endpoints: &[String],
+    access: &Access,
+) -> Result<Arc<Connection>, Error> {
+    let options = access.tls_options(endpoints, connect_options())?;
+    let credentials = access.credentials()?;
+    let endpoints = endpoints.to_vec();
+    Ok(run(runtime, async move {
+        Connection::new(&endpoints, options, credentials).await
+    })??)
 }
 
 /// How every client of this crate connects: bounded, and refusing a member without a

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,8 +21,24 @@ pub struct LocalEtcd {
     name: String,
     client: SocketAddr,
     peer: SocketAddr,
+    /// Where `/health` is served over plain HTTP, whatever the client URL needs.
+    metrics: SocketAddr,
     /// `--initial-cluster`: every member's name and peer URL.
     initial_cluster: String,
+    tls: Option<ServerTls>,
+}
+
+/// The files of an etcd that serves clients over TLS, as production does.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// etcd's certificate and key (PEM), for `127.0.0.1`.
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// The CA client certificates must chain to (`--trusted-ca-file`).
+    pub client_ca: PathBuf,
+    /// `--client-cert-auth`: a client shows a certificate of that CA, and its common name
+    /// is its user once authentication is on.
+    pub client_cert_auth: bool,
 }
 
 impl LocalEtcd {
@@ -32,32 +49,18 @@ impl LocalEtcd {
         members.remove(0)
     }
 
+    /// Starts an etcd of one member that serves clients over TLS only.
+    pub fn start_tls(tls: ServerTls) -> Self {
+        let mut member = Self::unstarted(1).remove(0);
+        member.tls = Some(tls);
+        member.spawn();
+        member.wait_until_healthy();
+        member
+    }
+
     /// Starts a cluster of `size` members and waits until each reports itself healthy.
     pub fn cluster(size: usize) -> Vec<Self> {
-        // Every listener is held until all ports are chosen, so that they differ.
-        let ports: Vec<(TcpListener, TcpListener)> =
-            (0..size).map(|_| (free_port(), free_port())).collect();
-        let address =
-            |listener: &TcpListener| listener.local_addr().expect("a bound port has an address");
-        let initial_cluster = ports
-            .iter()
-            .enumerate()
-            .map(|(at, (_, peer))| format!("member{at}=http://{}", address(peer)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut members: Vec<Self> = ports
-            .iter()
-            .enumerate()
-            .map(|(at, (client, peer))| Self {
-                child: None,
-                dir: tempfile::tempdir().expect("a temporary directory for etcd"),
-                name: format!("member{at}"),
-                client: address(client),
-                peer: address(peer),
-                initial_cluster: initial_cluster.clone(),
-            })
-            .collect();
-        drop(ports);
+        let mut members = Self::unstarted(size);
         // All first: a member of a cluster is healthy only once a quorum runs.
         for member in &mut members {
             member.spawn();
@@ -68,9 +71,75 @@ impl LocalEtcd {
         members
     }
 
-    /// The endpoint to give the client: `http://127.0.0.1:<port>`.
+    fn unstarted(size: usize) -> Vec<Self> {
+        // Every listener is held until all ports are chosen, so that they differ.
+        let ports: Vec<(TcpListener, TcpListener, TcpListener)> = (0..size)
+            .map(|_| (free_port(), free_port(), free_port()))
+            .collect();
+        let address =
+            |listener: &TcpListener| listener.local_addr().expect("a bound port has an address");
+        let initial_cluster = ports
+            .iter()
+            .enumerate()
+            .map(|(at, (_, peer, _))| format!("member{at}=http://{}", address(peer)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let members: Vec<Self> = ports
+            .iter()
+            .enumerate()
+            .map(|(at, (client, peer, metrics))| Self {
+                child: None,
+                dir: tempfile::tempdir().expect("a temporary directory for etcd"),
+                name: format!("member{at}"),
+                client: address(client),
+                peer: address(peer),
+                metrics: address(metrics),
+                initial_cluster: initial_cluster.clone(),
+                tls: None,
+            })
+            .collect();
+        drop(ports);
+        members
+    }
+
+    /// The endpoint to give the client: `http://127.0.0.1:<port>`, or `https://` when
+    /// it serves TLS.
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.client)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.client)
+    }
+
+    /// Runs `etcdctl` against this member with `args` (after `--endpoints` and, with TLS,
+    /// `--cacert`), as an operator would; its output, or a panic naming the failure.
+    pub fn etcdctl(
+        &self,
+        tls_client: Option<(&std::path::Path, &std::path::Path)>,
+        args: &[&str],
+    ) -> String {
+        let mut command = Command::new("etcdctl");
+        command
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.endpoint()));
+        if let Some(tls) = &self.tls {
+            command.arg(format!("--cacert={}", tls.client_ca.display()));
+        }
+        if let Some((cert, key)) = tls_client {
+            command
+                .arg(format!("--cert={}", cert.display()))
+                .arg(format!("--key={}", key.display()));
+        }
+        let output = command.args(args).output().unwrap_or_else(|err| {
+            panic!(
+                "cannot run `etcdctl` ({err}): the locked-down etcd tests need it \
+                 (apt-get install etcd-client; .ci/run installs it)"
+            )
+        });
+        assert!(
+            output.status.success(),
+            "etcdctl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     /// Kills etcd (SIGKILL, as a crash would) and waits for it to be gone.
@@ -90,7 +159,7 @@ impl LocalEtcd {
 
     fn spawn(&mut self) {
         self.stop();
-        let client = format!("http://{}", self.client);
+        let client = self.endpoint();
         let peer = format!("http://{}", self.peer);
         let log = std::fs::File::create(self.dir.path().join("etcd.log"))
             .expect("etcd's log file can be created");
@@ -105,6 +174,18 @@ impl LocalEtcd {
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
             .arg(format!("--initial-cluster={}", self.initial_cluster))
+            .arg(format!("--listen-metrics-urls=http://{}", self.metrics))
+            .args(self.tls.iter().flat_map(|tls| {
+                let mut args = vec![
+                    format!("--cert-file={}", tls.cert.display()),
+                    format!("--key-file={}", tls.key.display()),
+                    format!("--trusted-ca-file={}", tls.client_ca.display()),
+                ];
+                if tls.client_cert_auth {
+                    args.push("--client-cert-auth".to_owned());
+                }
+                args
+            }))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -120,7 +201,7 @@ impl LocalEtcd {
 
     /// Whether this member says it has a leader and serves, as etcd's `/health` does.
     pub fn is_healthy(&self) -> bool {
-        healthy(self.client)
+        healthy(self.metrics)
     }
 
     fn wait_until_healthy(&mut self) {
@@ -137,7 +218,7 @@ impl LocalEtcd {
                     log.unwrap_or_default()
                 );
             }
-            if healthy(self.client) {
+            if healthy(self.metrics) {
                 return;
             }
             assert!(

@@ -22,6 +22,7 @@ fn config(etcd: &LocalEtcd, id: &str) -> ElectionConfig {
         http: format!("{id}:9292"),
         openflow: format!("{id}:6653"),
         lease_ttl: DEFAULT_LEASE_TTL,
+        access: slice_etcd::Access::default(),
     }
 }
 

@@ -74,6 +74,7 @@ fn election(cluster: &[LocalEtcd], first: usize, id: &str) -> MasterElection {
         http: format!("{id}:9292"),
         openflow: format!("{id}:6653"),
         lease_ttl: DEFAULT_LEASE_TTL,
+        access: slice_etcd::Access::default(),
     })
     .unwrap()
 }

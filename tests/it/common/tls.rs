@@ -87,6 +87,24 @@ impl Pki {
         (vec![cert.der().clone()], key)
     }
 
+    /// A client certificate with common name `name`, signed by this CA, written as PEM
+    /// files beside the others: (certificate, key).
+    pub fn client_files(&self, name: &str) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.ca, &self.ca_key).unwrap();
+        let dir = self.ca_file.parent().unwrap();
+        let files = (
+            dir.join(format!("client-{name}-cert.pem")),
+            dir.join(format!("client-{name}-key.pem")),
+        );
+        std::fs::write(&files.0, cert.pem()).unwrap();
+        std::fs::write(&files.1, key.serialize_pem()).unwrap();
+        files
+    }
+
     /// A client that trusts `server`'s CA and shows a certificate from `self`'s CA.
     pub fn client_for(&self, server: &Pki, switch: &str) -> Arc<ClientConfig> {
         let (chain, key) = self.client_identity(switch);
