@@ -282,6 +282,7 @@ struct StoreFile {
     etcd_keyfile: Option<PathBuf>,
     etcd_user: Option<String>,
     etcd_password_file: Option<PathBuf>,
+    etcd_allow_plaintext: Option<bool>,
 }
 
 /// TLS and credentials for an etcd that is locked down (docs/cluster.md).
@@ -304,6 +305,11 @@ pub struct EtcdAccessArgs {
     /// File holding the etcd user's password; it must be its owner's alone (chmod 600)
     #[arg(long, env = "SLICED_ETCD_PASSWORD_FILE", value_name = "FILE")]
     pub etcd_password_file: Option<PathBuf>,
+    /// Accept etcd over plain http://: whoever reads the network between sliced and etcd
+    /// reads the slices and the credentials, and the session key unless
+    /// auth.session_key_file keeps it out of etcd
+    #[arg(long)]
+    pub etcd_allow_plaintext: bool,
 }
 
 /// Where the slices live when not in the data directory: an etcd cluster.
@@ -575,11 +581,16 @@ fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
         user: given.etcd_user.clone().or(file.etcd_user),
         password_file: given.etcd_password_file.clone().or(file.etcd_password_file),
     };
+    let allow_plaintext = given.etcd_allow_plaintext || file.etcd_allow_plaintext == Some(true);
     let Some(endpoints) = endpoints else {
         anyhow::ensure!(
-            file.etcd_prefix.is_none() && access == slice_etcd::Access::default(),
-            "store.etcd_prefix and the etcd TLS and user settings are used only with etcd \
-             (--etcd or store.etcd)"
+            file.etcd_prefix.is_none(),
+            "store.etcd_prefix is used only with etcd (--etcd or store.etcd)"
+        );
+        anyhow::ensure!(
+            access == slice_etcd::Access::default() && !allow_plaintext,
+            "the etcd TLS, user and plaintext settings are used only with etcd (--etcd or \
+             store.etcd)"
         );
         return Ok(None);
     };
@@ -590,6 +601,16 @@ fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
     anyhow::ensure!(
         !endpoints.is_empty() && endpoints.iter().all(|endpoint| !endpoint.is_empty()),
         "the etcd endpoints must be a non-empty list of URLs (--etcd URL[,URL...])"
+    );
+    // The shared session key and the etcd credentials would cross the network in clear:
+    // a warning at every start is not enough for that.
+    anyhow::ensure!(
+        slice_etcd::Access::uses_tls(&endpoints) || allow_plaintext,
+        "etcd at {} is reached without TLS: the slices, the credentials and the session key \
+         would cross the network in clear. Use https:// endpoints (--etcd-cafile, \
+         --etcd-certfile, --etcd-keyfile) or, where the network is trusted, \
+         --etcd-allow-plaintext (store.etcd_allow_plaintext = true)",
+        endpoints.join(",")
     );
     let prefix = file
         .etcd_prefix

@@ -14,7 +14,10 @@ use crate::common::{agent, free_port, slice, status_json, Daemon};
 const PROPAGATION: Duration = Duration::from_secs(20);
 
 fn start_on(etcd: &LocalEtcd, data_dir: &tempfile::TempDir) -> Daemon {
-    Daemon::start_with(data_dir.path(), &["--etcd", &etcd.endpoint()])
+    Daemon::start_with(
+        data_dir.path(),
+        &["--etcd", &etcd.endpoint(), "--etcd-allow-plaintext"],
+    )
 }
 
 fn create(daemon: &Daemon, name: &str) -> (u16, serde_json::Value) {
@@ -103,7 +106,15 @@ fn an_unreachable_etcd_or_a_prefix_without_etcd_is_refused_with_the_reason() {
     };
     // Nothing listens there: the port was free a moment ago.
     let nowhere = format!("http://{}", free_port());
+    // Plain http:// is refused unless the operator says the network is trusted.
     let output = sliced(&["--etcd", &nowhere]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is reached without TLS") && stderr.contains("--etcd-allow-plaintext"),
+        "{stderr}"
+    );
+    let output = sliced(&["--etcd", &nowhere, "--etcd-allow-plaintext"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -204,7 +215,13 @@ fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
 fn start_named(etcd: &LocalEtcd, data_dir: &tempfile::TempDir, name: &str) -> Daemon {
     Daemon::start_with(
         data_dir.path(),
-        &["--etcd", &etcd.endpoint(), "--name", name],
+        &[
+            "--etcd",
+            &etcd.endpoint(),
+            "--etcd-allow-plaintext",
+            "--name",
+            name,
+        ],
     )
 }
 
@@ -442,9 +459,21 @@ fn cluster_settings_without_etcd_or_a_bad_name_are_refused_with_the_reason() {
     assert!(stderr.contains("used only with etcd"), "{stderr}");
     // Checked before etcd is asked anything: nothing listens on this endpoint.
     let nowhere = format!("http://{}", free_port());
-    let stderr = sliced(&["--etcd", &nowhere, "--name", "a/b"]);
+    let stderr = sliced(&[
+        "--etcd",
+        &nowhere,
+        "--etcd-allow-plaintext",
+        "--name",
+        "a/b",
+    ]);
     assert!(stderr.contains("the instance name must be"), "{stderr}");
-    let stderr = sliced(&["--etcd", &nowhere, "--lease-ttl", "0"]);
+    let stderr = sliced(&[
+        "--etcd",
+        &nowhere,
+        "--etcd-allow-plaintext",
+        "--lease-ttl",
+        "0",
+    ]);
     assert!(stderr.contains("--lease-ttl"), "{stderr}");
 }
 
@@ -459,7 +488,16 @@ fn with_one_etcd_member_of_three_down_daemons_start_write_and_keep_their_master(
         .join(",");
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let start = |dir: &tempfile::TempDir, name: &str| {
-        Daemon::start_with(dir.path(), &["--etcd", &endpoints, "--name", name])
+        Daemon::start_with(
+            dir.path(),
+            &[
+                "--etcd",
+                &endpoints,
+                "--etcd-allow-plaintext",
+                "--name",
+                name,
+            ],
+        )
     };
     let a = start(&dir_a, "a");
     members[0].stop();

@@ -197,6 +197,8 @@ impl<'a> Stage<'a> {
         let extra = vec![
             "--etcd".to_owned(),
             etcd.endpoints(),
+            // The lab's etcd is on loopback.
+            "--etcd-allow-plaintext".to_owned(),
             "--lldp-secret-file".to_owned(),
             secret.display().to_string(),
         ];
