@@ -7,7 +7,10 @@
 //! created the key is master; the key's create revision is its generation, which only
 //! grows from one master to the next since etcd's revisions do. The others read the key
 //! (who is master, which generation) and watch it; when it goes (the master's lease
-//! expired or was revoked) they campaign again at once.
+//! expired or was revoked) they campaign again at once. A master key that is no running
+//! member's (without a lease, or naming no member record on its lease: written by hand or
+//! by something else) is removed, if it is still the key read, and the campaign goes on,
+//! rather than waited for forever.
 //!
 //! Why a key and a transaction rather than etcd's election API (`campaign`, `leader`,
 //! `observe`): `campaign` is one call that blocks until this instance wins, which neither
@@ -450,6 +453,15 @@ impl Campaign {
                 revision
             }
             Claim::Vanished => return Ok(None),
+            Claim::Foreign { holder, master } => {
+                // Not master from here (the key is not this instance's any more, and
+                // another may claim it once it goes), nor standing by for a master
+                // that does not exist.
+                *is_master = false;
+                self.stand_by(None, None);
+                self.remove_foreign(&holder, &master).await?;
+                return Ok(None);
+            }
         };
         self.watch_master(revision + 1).await.map(Some)
     }
@@ -640,6 +652,9 @@ impl Campaign {
             .chars()
             .take(256)
             .collect();
+        if !self.is_members(&holder).await? {
+            return Ok(Claim::Foreign { holder, master });
+        }
         if master == self.config.id {
             log::warn!(
                 "the master key names this instance ({master}) under another lease: an \
@@ -653,6 +668,59 @@ impl Campaign {
             generation,
             revision,
         })
+    }
+
+    /// Whether the master key `holder` is a running member's, as every claim leaves it:
+    /// on a lease, naming a member record on that same lease (written before the claim,
+    /// and gone with the lease). Any other key (written by hand or by something that is
+    /// not sliced, maybe without a lease, so never to expire) would have every instance
+    /// stand by for a master that does not exist.
+    async fn is_members(&self, holder: &etcd_client::KeyValue) -> Result<bool, Ended> {
+        let id = match std::str::from_utf8(holder.value()) {
+            Ok(id) if holder.lease() != 0 && !id.is_empty() => id,
+            _ => return Ok(false),
+        };
+        let key = self.layout.member(id);
+        let read = self.connection.call(Retry::Always, |mut client| {
+            let key = key.clone();
+            async move { client.get(key, None).await }
+        });
+        let response = self.bounded(read).await?;
+        Ok(response
+            .kvs()
+            .first()
+            .is_some_and(|record| record.lease() == holder.lease()))
+    }
+
+    /// Deletes the master key `holder`, which is no member's, if it is still the key
+    /// that was read (its mod revision): a master that claimed the key meanwhile is left
+    /// alone. The campaign goes on at once.
+    async fn remove_foreign(
+        &self,
+        holder: &etcd_client::KeyValue,
+        shown: &str,
+    ) -> Result<(), Ended> {
+        let key = self.layout.master();
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                holder.mod_revision(),
+            )])
+            .and_then([TxnOp::delete(key, None)]);
+        // Conditional on the revision read: sent twice, it deletes nothing more.
+        let remove = self.connection.call(Retry::Always, |mut client| {
+            let txn = txn.clone();
+            async move { client.txn(txn).await }
+        });
+        if self.bounded(remove).await?.succeeded() {
+            log::warn!(
+                "master election: removed a master key that names no running member \
+                 ({shown:?}, lease {}): written by something other than sliced",
+                holder.lease()
+            );
+        }
+        Ok(())
     }
 
     async fn watch_master(&self, from: i64) -> Result<etcd_client::WatchStream, Ended> {
@@ -678,6 +746,11 @@ enum Claim {
     },
     /// The key went between the compare and the read: campaign again.
     Vanished,
+    /// The key is no running member's: remove it and campaign again.
+    Foreign {
+        holder: etcd_client::KeyValue,
+        master: String,
+    },
 }
 
 /// etcd's revisions start at 1 and only grow.

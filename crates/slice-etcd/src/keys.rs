@@ -125,9 +125,32 @@ impl Layout {
     }
 
     /// Decodes a key of this store; `None` for anything else found under the prefix
-    /// (which the store ignores, with a warning, rather than guess at).
+    /// (which the store ignores, with a warning, rather than guess at). A record is only
+    /// its one canonical spelling: `p/a/01-1` or a MAC address in upper-case hex would
+    /// name the record `p/a/1-1` names, yet no write of sliced addresses that key, so a
+    /// delete would leave it behind to come back.
     pub(crate) fn decode(&self, key: &[u8]) -> Option<Key> {
-        let key = std::str::from_utf8(key).ok()?.strip_prefix(&self.prefix)?;
+        let text = std::str::from_utf8(key).ok()?;
+        let decoded = self.parse(text)?;
+        match self.encode(&decoded) {
+            Some(canonical) if canonical != text => None,
+            _ => Some(decoded),
+        }
+    }
+
+    /// The key sliced writes for a record; `None` for the keys of fixed or free form.
+    pub(crate) fn encode(&self, key: &Key) -> Option<String> {
+        match key {
+            Key::Slice(slice) => Some(self.slice(slice)),
+            Key::Port(slice, port) => Some(self.port(slice, *port)),
+            Key::Mac(slice, port, mac) => Some(self.mac(slice, *port, *mac)),
+            Key::Revoked(id) => Some(self.revoked(id)),
+            Key::NotBefore | Key::Cluster => None,
+        }
+    }
+
+    fn parse(&self, key: &str) -> Option<Key> {
+        let key = key.strip_prefix(&self.prefix)?;
         if key == "not_before" {
             return Some(Key::NotBefore);
         }
@@ -162,8 +185,9 @@ fn port_part(port: PortId) -> String {
 
 fn parse_port(text: &str) -> Option<PortId> {
     let (dpid, port_no) = text.split_once('-')?;
-    let canonical = |s: &str, radix| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
-    if !canonical(dpid, 16) || !canonical(port_no, 10) {
+    // No sign, no space; the spelling itself is checked by `Layout::decode`.
+    let digits = |s: &str, radix| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
+    if !digits(dpid, 16) || !digits(port_no, 10) {
         return None;
     }
     Some(PortId::new(
@@ -230,6 +254,14 @@ mod tests {
             "/sliced/p/a/1-",
             "/sliced/m/a/1-1/0011",
             "/sliced/r/abc",
+            // Another spelling of a record sliced writes otherwise.
+            "/sliced/p/a/01-1",
+            "/sliced/p/a/1-01",
+            "/sliced/p/a/AB-1",
+            "/sliced/p/a/1-+1",
+            "/sliced/m/a/1-1/00000000000A",
+            "/sliced/m/a/01-1/00000000000a",
+            "/sliced/r/AB",
         ] {
             assert_eq!(layout.decode(key.as_bytes()), None, "{key}");
         }

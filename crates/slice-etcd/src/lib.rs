@@ -8,7 +8,7 @@
 //! transaction, so the error is the one that held at that revision.
 //!
 //! Reads never wait on etcd: each instance keeps a copy of the store ([`mirror`]) that a
-//! watch keeps current from the revision of the snapshot it started from. The watch
+//! watch ([`watch`]) keeps current from the revision of the snapshot it started from. The watch
 //! resumes from the last applied revision after a disconnect, and when that revision has
 //! been compacted it reads a new snapshot and tells the listeners the difference. A write
 //! returns only once the copy has applied the write's revision, so the writer reads its
@@ -17,23 +17,29 @@
 //! The client is async (tonic); every call blocks on a Tokio runtime the store owns, and
 //! every request to etcd is bounded by [`REQUEST_TIMEOUT`], so that a cluster without a
 //! quorum answers `StoreError::Unavailable` promptly instead of hanging a request.
-//! The key layout is in [`keys`].
+//! The key layout is in [`keys`]. Keys under the prefix that sliced did not write are
+//! skipped and counted, never served: the copy serves only records whose slice (and port)
+//! keys exist ([`records`]), and what sliced creates starts without what another writer
+//! left under it ([`leftovers`]).
 
 mod access;
 mod connection;
 pub mod election;
 mod keys;
+mod leftovers;
 mod mirror;
+mod records;
 #[cfg(feature = "test-server")]
 pub mod test_server;
+mod watch;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KeyValue, PutOptions,
-    Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
+    Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KeyValue, Txn, TxnOp,
+    TxnOpResponse, TxnResponse,
 };
 use parking_lot::{Condvar, Mutex};
 use slice_core::{
@@ -48,7 +54,7 @@ pub use election::{
     ElectionConfig, EtcdHealth, MasterElection, MemberRecord, SwitchRole, DEFAULT_LEASE_TTL,
 };
 use keys::{Key, Layout};
-use mirror::{Mirror, Snapshot};
+use mirror::Mirror;
 
 /// Where the store's keys live in etcd unless told otherwise.
 pub const DEFAULT_PREFIX: &str = "/sliced/";
@@ -61,9 +67,6 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The length of a new shared session key, and the bounds of one found in etcd.
 pub const SESSION_KEY_LEN: usize = 64;
 const MAX_SESSION_KEY_LEN: usize = 1024;
-
-/// How long the watch waits before it tries etcd again after losing it.
-const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
 /// The most expired revocations one revocation prunes: etcd refuses a transaction of more
 /// than 128 operations by default (`--max-txn-ops`), and the rest go with later ones.
@@ -214,17 +217,20 @@ impl EtcdStore {
         let connection = connect(runtime, endpoints, access).map_err(refused)?;
         let snapshot = {
             let (connection, layout) = (connection.clone(), layout.clone());
-            run(
-                runtime,
-                async move { read_snapshot(&connection, &layout).await },
-            )?
+            run(runtime, async move {
+                watch::read_snapshot(&connection, &layout).await
+            })?
             .map_err(|err| refused(Error::Etcd(err)))?
         };
         let shared = Arc::new(Shared {
             mirror: Mutex::new(Mirror::from_snapshot(&layout, snapshot)),
             applied: Condvar::new(),
         });
-        runtime.spawn(follow(connection.clone(), layout.clone(), shared.clone()));
+        runtime.spawn(watch::follow(
+            connection.clone(),
+            layout.clone(),
+            shared.clone(),
+        ));
         Ok(Self {
             layout,
             connection,
@@ -315,6 +321,18 @@ impl EtcdStore {
         reads: Vec<TxnOp>,
         refused: impl FnOnce(&[bool]) -> SliceError,
     ) -> Result<Vec<TxnOpResponse>, StoreError> {
+        self.transact(checks, then, reads)?
+            .map_err(|found| refused(&found).into())
+    }
+
+    /// [`EtcdStore::write`] that returns, when a check fails, which of the `reads` found
+    /// their key.
+    fn transact(
+        &self,
+        checks: Vec<Compare>,
+        then: Vec<TxnOp>,
+        reads: Vec<TxnOp>,
+    ) -> Result<Result<Vec<TxnOpResponse>, Vec<bool>>, StoreError> {
         let txn = Txn::new().when(checks).and_then(then).or_else(reads);
         // A write applied twice would answer its own success with a conflict.
         let response = self.txn(txn, Retry::IfNotSent)?;
@@ -324,10 +342,16 @@ impl EtcdStore {
                 .iter()
                 .map(|read| matches!(read, TxnOpResponse::Get(get) if !get.kvs().is_empty()))
                 .collect();
-            return Err(refused(&found).into());
+            return Ok(Err(found));
         }
         self.committed(&response)?;
-        Ok(response.op_responses())
+        Ok(Ok(response.op_responses()))
+    }
+
+    /// How many keys under the prefix this instance skips: keys sliced does not write or
+    /// spell so, and records without their slice's or port's key (`sliced_etcd_foreign_keys`).
+    pub fn skipped_keys(&self) -> usize {
+        self.read(Mirror::skipped_keys)
     }
 
     /// The compares and operations of the one transaction that carries out `plan`,
@@ -335,6 +359,11 @@ impl EtcdStore {
     /// written since, what the plan deletes must still exist and what it adds must not.
     fn transaction_for(&self, plan: &Plan, revision: i64) -> (Vec<Compare>, Vec<TxnOp>) {
         let layout = &self.layout;
+        // Read after `revision`, but a copy that moved on under the prefixes compared
+        // below fails the transaction, which is then planned again.
+        let leftovers = self.read(|mirror| leftovers::of_plan(mirror, layout, plan));
+        // A key the plan writes that is left over is written over, not checked absent.
+        let fresh = |key: &String| !leftovers.contains(key.as_bytes());
         let mut checks: Vec<Compare> = layout
             .slice_records()
             .into_iter()
@@ -343,6 +372,7 @@ impl EtcdStore {
             })
             .collect();
         let mut ops = Vec::new();
+        let mut written = std::collections::BTreeSet::new();
         // The records this transaction creates share its revision; their values number
         // them, so that every copy orders them as the plan does.
         let mut created = 0u32;
@@ -373,16 +403,24 @@ impl EtcdStore {
                     ops.push(put(layout.slice(slice), numbered()));
                 }
                 Step::AddPort { slice, port } => {
-                    checks.push(absent(layout.port(slice, *port)));
-                    ops.push(put(layout.port(slice, *port), numbered()));
+                    let key = layout.port(slice, *port);
+                    checks.extend(fresh(&key).then(|| absent(key.clone())));
+                    written.insert(key.clone().into_bytes());
+                    ops.push(put(key, numbered()));
                 }
                 Step::AddMac { slice, port, mac } => {
                     let key = layout.mac(slice, *port, *mac);
-                    checks.push(absent(key.clone()));
+                    checks.extend(fresh(&key).then(|| absent(key.clone())));
+                    written.insert(key.clone().into_bytes());
                     ops.push(put(key, numbered()));
                 }
             }
         }
+        ops.extend(
+            leftovers
+                .difference(&written)
+                .map(|key| TxnOp::delete(key.clone(), None)),
+        );
         (checks, ops)
     }
 
@@ -438,7 +476,7 @@ fn deleted(response: Option<&TxnOpResponse>) -> Vec<KeyValue> {
         Some(TxnOpResponse::Delete(delete)) => delete.prev_kvs().to_vec(),
         _ => Vec::new(),
     };
-    kvs.sort_by_key(mirror::place);
+    kvs.sort_by_key(mirror::place_of_kv);
     kvs
 }
 
@@ -503,10 +541,16 @@ impl SliceStore for EtcdStore {
     }
 
     fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
-        let key = self.layout.slice(slice);
+        let layout = &self.layout;
+        let key = layout.slice(slice);
+        // It starts empty, whatever another writer left under its name.
         self.write(
             vec![absent(key.clone())],
-            vec![put(key, "")],
+            vec![
+                leftovers::clear_under(layout.ports_of(slice)),
+                leftovers::clear_under(layout.macs_of_slice(slice)),
+                put(key, ""),
+            ],
             vec![],
             |_| SliceError::SliceExists(slice.clone()),
         )
@@ -550,9 +594,13 @@ impl SliceStore for EtcdStore {
 
     fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), StoreError> {
         let (slice_key, port_key) = (self.layout.slice(slice), self.layout.port(slice, port));
+        // It starts without MAC addresses, whatever another writer left under it.
         self.write(
             vec![exists(slice_key.clone()), absent(port_key.clone())],
-            vec![put(port_key, "")],
+            vec![
+                leftovers::clear_under(self.layout.macs_of_port(slice, port)),
+                put(port_key, ""),
+            ],
             vec![get(slice_key)],
             |found| match found {
                 [true] => SliceError::PortExists(port),
@@ -594,26 +642,53 @@ impl SliceStore for EtcdStore {
         mac: MacAddress,
     ) -> Result<bool, StoreError> {
         let layout = &self.layout;
-        let (slice_key, mac_key) = (layout.slice(slice), layout.mac(slice, port, mac));
-        // Writing the port again keeps its create revision, so its place in the order;
-        // whether it was there before is what the previous value says.
-        let answers = self.write(
-            vec![exists(slice_key.clone()), absent(mac_key.clone())],
-            vec![
-                put(mac_key, ""),
-                TxnOp::put(
-                    layout.port(slice, port),
-                    "",
-                    Some(PutOptions::new().with_prev_key()),
-                ),
-            ],
-            vec![get(slice_key)],
-            |found| match found {
-                [true] => SliceError::MacExists(mac),
-                _ => SliceError::SliceNotFound(slice.clone()),
-            },
-        )?;
-        Ok(matches!(answers.get(1), Some(TxnOpResponse::Put(put)) if put.prev_key().is_none()))
+        let (slice_key, port_key) = (layout.slice(slice), layout.port(slice, port));
+        let mac_key = layout.mac(slice, port, mac);
+        let reads = || vec![get(slice_key.clone()), get(port_key.clone())];
+        // Two transactions, one for a port that exists and one that creates it: only the
+        // second clears what another writer left under the port, and etcd's compares
+        // cannot say "or". Which one is a guess from the copy, corrected by etcd's answer.
+        let mut port_exists = self.read(|mirror| mirror.port(slice, port).is_some());
+        for _ in 0..APPLY_ATTEMPTS {
+            let outcome = if port_exists {
+                self.transact(
+                    vec![
+                        exists(slice_key.clone()),
+                        exists(port_key.clone()),
+                        absent(mac_key.clone()),
+                    ],
+                    vec![put(mac_key.clone(), "")],
+                    reads(),
+                )?
+            } else {
+                let [before, after] =
+                    leftovers::clear_around(&layout.macs_of_port(slice, port), &mac_key);
+                self.transact(
+                    vec![exists(slice_key.clone()), absent(port_key.clone())],
+                    vec![
+                        before,
+                        after,
+                        put(mac_key.clone(), ""),
+                        put(port_key.clone(), ""),
+                    ],
+                    reads(),
+                )?
+            };
+            match outcome {
+                Ok(_) => return Ok(!port_exists),
+                Err(found) => match found[..] {
+                    [true, true, ..] if port_exists => {
+                        return Err(SliceError::MacExists(mac).into())
+                    }
+                    // The port came or went since the copy's guess.
+                    [true, now, ..] => port_exists = now,
+                    _ => return Err(SliceError::SliceNotFound(slice.clone()).into()),
+                },
+            }
+        }
+        Err(StoreError::Unavailable(
+            format!("the port {port} kept coming and going while a MAC address was added").into(),
+        ))
     }
 
     fn delete_mac(
@@ -786,144 +861,6 @@ fn run<T: Send + 'static>(
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(_elapsed)) => Err(Error::Timeout),
         Err(_) => Err(Error::Stopped),
-    }
-}
-
-/// Every record under the prefix, at one revision.
-async fn read_snapshot(
-    connection: &Arc<Connection>,
-    layout: &Layout,
-) -> Result<Snapshot, etcd_client::Error> {
-    let response = connection
-        .call(Retry::Always, |mut client| async move {
-            client
-                .get(layout.prefix(), Some(GetOptions::new().with_prefix()))
-                .await
-        })
-        .await?;
-    let revision = response.header().map_or(0, |header| header.revision());
-    Ok(Snapshot {
-        revision,
-        kvs: response.kvs().to_vec(),
-    })
-}
-
-/// How a watch ended.
-enum WatchEnd {
-    /// etcd no longer has the revision to resume from: read a snapshot instead.
-    Compacted,
-    /// The connection or the watch went away, or never came (`established` false): resume
-    /// from the last revision.
-    Lost { reason: String, established: bool },
-}
-
-/// Keeps the copy current for as long as the store lives.
-async fn follow(connection: Arc<Connection>, layout: Layout, shared: Arc<Shared>) {
-    // While etcd stays away, one warning, not one per retry.
-    let mut warned = false;
-    loop {
-        let from = shared.mirror.lock().revision + 1;
-        match watch_from(&connection, &layout, &shared, from).await {
-            WatchEnd::Compacted => {
-                log::warn!(
-                    "etcd compacted revision {from} before this instance saw it: \
-                     re-reading the slices"
-                );
-                resynchronise(&connection, &layout, &shared).await;
-            }
-            WatchEnd::Lost {
-                reason,
-                established,
-            } => {
-                if established || !warned {
-                    log::warn!("lost the watch on etcd ({reason}); resuming from revision {from}");
-                    warned = true;
-                } else {
-                    log::debug!("etcd still unreachable ({reason})");
-                }
-                tokio::time::sleep(RECONNECT_DELAY).await;
-            }
-        }
-    }
-}
-
-/// Applies every change from revision `from` on, until the watch ends.
-async fn watch_from(
-    connection: &Arc<Connection>,
-    layout: &Layout,
-    shared: &Shared,
-    from: i64,
-) -> WatchEnd {
-    let options = WatchOptions::new().with_prefix().with_start_revision(from);
-    let started = connection.call(Retry::Always, |mut client| {
-        let options = options.clone();
-        async move { client.watch(layout.prefix(), Some(options)).await }
-    });
-    let epoch = connection.pinned().epoch;
-    let mut stream = match tokio::time::timeout(REQUEST_TIMEOUT, started).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(err)) => return lost(err.to_string(), false),
-        Err(_) => return lost(Error::Timeout.to_string(), false),
-    };
-    loop {
-        let response = match stream.message().await {
-            Ok(Some(response)) => response,
-            Ok(None) => return lost("the watch stream ended".into(), true),
-            Err(err) => {
-                // The member went: the next watch starts on another.
-                connection.stream_failed(epoch, &err).await;
-                return lost(err.to_string(), true);
-            }
-        };
-        if response.compact_revision() > 0 {
-            return WatchEnd::Compacted;
-        }
-        if response.canceled() {
-            return lost(format!("canceled: {}", response.cancel_reason()), true);
-        }
-        let mut mirror = shared.mirror.lock();
-        let events = response.events();
-        // The events of one transaction share its revision and arrive together.
-        for revision in events.chunk_by(|a, b| mod_revision(a) == mod_revision(b)) {
-            let Some(first) = revision.first() else {
-                continue;
-            };
-            let batch: Vec<(EventType, &KeyValue)> = revision
-                .iter()
-                .filter_map(|event| Some((event.event_type(), event.kv()?)))
-                .collect();
-            mirror.apply_revision(layout, mod_revision(first), &batch);
-        }
-        drop(mirror);
-        shared.applied.notify_all();
-    }
-}
-
-fn lost(reason: String, established: bool) -> WatchEnd {
-    WatchEnd::Lost {
-        reason,
-        established,
-    }
-}
-
-fn mod_revision(event: &etcd_client::Event) -> i64 {
-    event.kv().map_or(0, KeyValue::mod_revision)
-}
-
-/// Replaces the copy with a fresh snapshot, retrying until etcd answers.
-async fn resynchronise(connection: &Arc<Connection>, layout: &Layout, shared: &Shared) {
-    loop {
-        match tokio::time::timeout(REQUEST_TIMEOUT, read_snapshot(connection, layout)).await {
-            Ok(Ok(snapshot)) => {
-                let fresh = Mirror::from_snapshot(layout, snapshot);
-                shared.mirror.lock().resynchronise(fresh);
-                shared.applied.notify_all();
-                return;
-            }
-            Ok(Err(err)) => log::warn!("cannot re-read the slices from etcd: {err}"),
-            Err(_) => log::warn!("cannot re-read the slices from etcd: {}", Error::Timeout),
-        }
-        tokio::time::sleep(RECONNECT_DELAY).await;
     }
 }
 
