@@ -32,6 +32,10 @@ const ISSUED_AT_KEY: &str = "iat";
 /// issued before, and so that a revocation kept until this time outlives the session.
 const EXPIRES_AT_KEY: &str = "exp";
 
+/// How far ahead of this instance's clock a login time may be: the instances of a
+/// cluster log users in by their own clocks, which differ a little.
+const CLOCK_SKEW_SECS: u64 = 60;
+
 /// Who is logged in, as kept in the session.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct User {
@@ -190,10 +194,7 @@ fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
     let ttl = req
         .app_data::<web::Data<Settings>>()
         .map_or(DEFAULT_SESSION_TTL, |settings| settings.session_ttl);
-    // A lifetime shortened since the login ends the session early; a longer one never
-    // extends it past the sealed expiry, up to which its revocation is kept.
-    let ends_at = expires_at.min(issued_at.saturating_add(ttl.as_secs()));
-    if seconds_now() >= ends_at {
+    if !within_lifetime(issued_at, expires_at, ttl, seconds_now()) {
         return Ok(None);
     }
     let store = req
@@ -207,6 +208,21 @@ fn check_session(req: &HttpRequest) -> Result<Option<LiveSession>, ApiError> {
         id,
         expires_at,
     }))
+}
+
+/// Whether a session logged in at `issued_at`, with the expiry `expires_at` sealed then,
+/// is alive at `now` under the lifetime `ttl` configured now.
+fn within_lifetime(issued_at: u64, expires_at: u64, ttl: std::time::Duration, now: u64) -> bool {
+    // No instance logs anyone in ahead of its clock: such a cookie was sealed with a
+    // stolen key, dated ahead so that ending every session (which refuses the sessions
+    // issued before a time) would never end it.
+    if issued_at > now.saturating_add(CLOCK_SKEW_SECS) {
+        return false;
+    }
+    // A lifetime shortened since the login ends the session early; a longer one never
+    // extends it past the sealed expiry, up to which its revocation is kept.
+    let ends_at = expires_at.min(issued_at.saturating_add(ttl.as_secs()));
+    now < ends_at
 }
 
 /// The login form's path.
@@ -377,7 +393,121 @@ pub(crate) async fn api_status() -> HttpResponse {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use actix_session::storage::CookieSessionStore;
+    use actix_session::SessionMiddleware;
+    use actix_web::cookie::{Cookie, Key};
+    use actix_web::http::StatusCode;
+    use actix_web::test as actix_test;
+    use actix_web::App;
+
     use super::*;
+
+    const HOUR: u64 = 3600;
+
+    #[test]
+    fn a_login_time_ahead_of_the_clock_or_past_the_lifetime_is_refused() {
+        let (now, ttl) = (1_700_000_000, Duration::from_secs(12 * HOUR));
+        let sealed = |issued_at: u64| issued_at + 12 * HOUR;
+        assert!(within_lifetime(now, sealed(now), ttl, now));
+        // Another instance's clock a little ahead.
+        assert!(within_lifetime(now + 60, sealed(now + 60), ttl, now));
+        assert!(!within_lifetime(now + 61, sealed(now + 61), ttl, now));
+        let ten_years = 10 * 365 * 24 * HOUR;
+        assert!(!within_lifetime(
+            now + ten_years,
+            sealed(now + ten_years),
+            ttl,
+            now
+        ));
+        assert!(!within_lifetime(u64::MAX, u64::MAX, ttl, now));
+        // Past the lifetime, by the sealed expiry or by the lifetime configured now.
+        assert!(within_lifetime(now - 12 * HOUR + 1, now + 1, ttl, now));
+        assert!(!within_lifetime(now - 12 * HOUR, now, ttl, now));
+        assert!(!within_lifetime(now - 13 * HOUR, now + ten_years, ttl, now));
+        assert!(!within_lifetime(
+            now - 2 * HOUR,
+            sealed(now),
+            Duration::from_secs(HOUR),
+            now
+        ));
+    }
+
+    /// A cookie sealed with the application's key by someone who holds it, with the
+    /// login time `issued_at` and the expiry a lifetime after it.
+    async fn forged(key: &Key, issued_at: u64) -> Cookie<'static> {
+        let forger = actix_test::init_service(
+            App::new()
+                .wrap(
+                    SessionMiddleware::builder(CookieSessionStore::default(), key.clone())
+                        .cookie_name(crate::SESSION_COOKIE.into())
+                        .cookie_content_security(
+                            actix_session::config::CookieContentSecurity::Private,
+                        )
+                        .build(),
+                )
+                .route(
+                    "/",
+                    web::get().to(move |session: Session| async move {
+                        let user = User {
+                            name: "Mallory (forged)".into(),
+                            email: "m@example.com".into(),
+                        };
+                        session.insert(USER_KEY, user).unwrap();
+                        session.insert(SESSION_ID_KEY, "00ff").unwrap();
+                        session.insert(ISSUED_AT_KEY, issued_at).unwrap();
+                        session
+                            .insert(EXPIRES_AT_KEY, issued_at.saturating_add(12 * HOUR))
+                            .unwrap();
+                        HttpResponse::Ok().finish()
+                    }),
+                ),
+        )
+        .await;
+        let response =
+            actix_test::call_service(&forger, actix_test::TestRequest::get().to_request()).await;
+        response
+            .response()
+            .cookies()
+            .find(|cookie| cookie.name() == crate::SESSION_COOKIE)
+            .expect("the forger sets a session cookie")
+            .into_owned()
+    }
+
+    #[actix_web::test]
+    async fn a_cookie_dated_ahead_is_refused_even_when_sealed_with_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
+        let key = Key::generate();
+        let service =
+            actix_test::init_service(crate::app(store, None, crate::Settings::new(key.clone())))
+                .await;
+        let now = seconds_now();
+        let ten_years = 10 * 365 * 24 * HOUR;
+        for (issued_at, expected) in [
+            // The forger's cookie works when dated honestly: the refusals below are the
+            // login time's alone.
+            (now, StatusCode::OK),
+            (now + 30, StatusCode::OK),
+            (now + ten_years, StatusCode::FORBIDDEN),
+            (now + 5 * 60, StatusCode::FORBIDDEN),
+            (now - 13 * HOUR, StatusCode::FORBIDDEN),
+        ] {
+            let request = actix_test::TestRequest::get()
+                .uri("/api/whoami")
+                .insert_header(("Host", "localhost"))
+                .cookie(forged(&key, issued_at).await)
+                .to_request();
+            let response = actix_test::call_service(&service, request).await;
+            assert_eq!(
+                response.status(),
+                expected,
+                "login time {issued_at} at {now}"
+            );
+        }
+    }
 
     #[test]
     fn only_a_next_that_resolves_onto_the_pages_origin_stays() {
