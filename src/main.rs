@@ -135,9 +135,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // change from here on is an event.
     let events = Arc::clone(&settings.events);
     store.subscribe(Box::new(move |change| events.publish_change(change)));
-    let measured = metrics::Measured::new(&settings.events);
-    if let Backend::Sled(sled) = &backend {
-        sled.observe_commits(measured.store.clone());
+    let mut measured = metrics::Measured::new(&settings.events);
+    match &backend {
+        Backend::Sled(sled) => sled.observe_commits(measured.store.clone()),
+        Backend::Etcd(etcd) => measured.count_skipped_keys(Arc::clone(etcd)),
     }
     let mut controller_config = controller_config(&config)?;
     controller_config.metrics = Arc::clone(&measured.controller);

@@ -264,6 +264,8 @@ pub struct Measured {
     pub store: Arc<StoreMetrics>,
     network: NetworkGauges,
     process: Arc<ProcessGauges>,
+    /// On etcd: the keys the store skips, and the store to count them in at each scrape.
+    skipped_keys: Option<(Gauge, Arc<slice_etcd::EtcdStore>)>,
 }
 
 impl Measured {
@@ -289,16 +291,35 @@ impl Measured {
             store,
             network,
             process,
+            skipped_keys: None,
         }
+    }
+
+    /// Shows `sliced_etcd_foreign_keys`: the keys under the prefix in etcd that `etcd`
+    /// skips, so that what another writer put there is seen without reading the log.
+    pub fn count_skipped_keys(&mut self, etcd: Arc<slice_etcd::EtcdStore>) {
+        let gauge = Gauge::default();
+        self.registry.sub_registry_with_prefix(PREFIX).register(
+            "etcd_foreign_keys",
+            "Keys under the store's prefix in etcd that are skipped: not written by sliced, \
+             not as sliced spells them, or without their slice's or port's key",
+            gauge.clone(),
+        );
+        self.skipped_keys = Some((gauge, etcd));
     }
 
     /// The metrics `GET /metrics` renders, the gauges read from `controller` and the
     /// process at each scrape.
     pub fn into_metrics(self, controller: ControllerHandle) -> slice_http::metrics::Metrics {
         let (network, process) = (self.network, self.process);
+        let skipped_keys = self.skipped_keys;
         let refresh: slice_http::metrics::Refresh = Box::new(move || {
             let (network, process, controller) =
                 (network.clone(), Arc::clone(&process), controller.clone());
+            // Counted from the store's copy in memory: no request to etcd.
+            if let Some((gauge, etcd)) = &skipped_keys {
+                gauge.set(gauge_of(etcd.skipped_keys()));
+            }
             Box::pin(async move {
                 process.refresh();
                 // A stopped controller leaves the last values.

@@ -12,6 +12,7 @@ mod cluster;
 mod controller;
 mod daemon;
 mod docs;
+mod etcd_foreign;
 mod etcd_locked;
 mod events;
 mod hostile_network;
