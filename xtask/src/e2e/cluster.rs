@@ -40,8 +40,8 @@ const PROPAGATION: Duration = Duration::from_secs(10);
 const RECOVERY: Duration = Duration::from_secs(30);
 
 /// The pair that talks throughout a failover, and the pair that starts after the kill.
-const TALKING: (u8, u8) = (1, 2);
-const NEW_PAIR: (u8, u8) = (3, 4);
+pub(super) const TALKING: (u8, u8) = (1, 2);
+pub(super) const NEW_PAIR: (u8, u8) = (3, 4);
 /// How often the new pair's hosts repeat an unanswered ARP request.
 const NEW_PAIR_ARP_RETRANSMIT: Duration = Duration::from_millis(100);
 /// 50 packets per second, for 6 s: the kill falls inside.
@@ -147,7 +147,7 @@ pub fn wait_roles(
 }
 
 /// `GET /cluster` of one instance, when it answers 200 with JSON.
-fn cluster_view(ctl: &Controller) -> Option<Value> {
+pub(super) fn cluster_view(ctl: &Controller) -> Option<Value> {
     match ctl.request("GET", "/cluster", None) {
         Ok((200, body)) => serde_json::from_str(&body).ok(),
         _ => None,
@@ -188,7 +188,7 @@ fn member_index(member: &Value, instances: &[(String, u16)]) -> Option<usize> {
 /// Waits until a live instance reports itself master (the killed one is out of the
 /// stage's list already); returns how long that took from `killed_at`. Gives up at
 /// twice the deadline, so that the figure is still shown when it is late.
-fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Duration> {
+pub(super) fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Duration> {
     loop {
         if reported_master(stage).is_some() {
             return Ok(killed_at.elapsed());
@@ -223,7 +223,7 @@ pub fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
 }
 
 /// A `ping` running in a host's namespace, its output in a file.
-struct PingRun {
+pub(super) struct PingRun {
     daemon: Daemon,
     output: PathBuf,
     label: String,
@@ -231,7 +231,11 @@ struct PingRun {
 
 impl PingRun {
     /// `ping -D -i INTERVAL -c COUNT` from one host to another (timestamps on each reply).
-    fn start(stage: &Stage, (from, to): (u8, u8), count: u32) -> anyhow::Result<PingRun> {
+    pub(super) fn start(
+        stage: &Stage,
+        (from, to): (u8, u8),
+        count: u32,
+    ) -> anyhow::Result<PingRun> {
         let ns = stage.net()?.namespace(from);
         let output = stage.dir().join(format!("ping-h{from}-h{to}.txt"));
         let file = std::fs::File::create(&output)
@@ -288,7 +292,7 @@ impl PingRun {
     }
 
     /// Waits until ping ends; returns (transmitted, received).
-    fn finish(mut self, timeout: Duration) -> anyhow::Result<(u32, u32)> {
+    pub(super) fn finish(mut self, timeout: Duration) -> anyhow::Result<(u32, u32)> {
         let ended = sys::poll(timeout, Duration::from_millis(50), || {
             Ok(self.daemon.exited())
         })?;
@@ -356,7 +360,7 @@ impl std::fmt::Display for Failover {
 
 /// Starts the cluster on MESH4 with slices `talk` (h1, h2) and `fresh` (h3, h4), made on
 /// the first instance; h1 and h2 have talked, h3 and h4 not.
-fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_cluster(3, 3)?;
     stage.build(MESH4)?;
     for (slice, hosts) in [("talk", TALKING), ("fresh", NEW_PAIR)] {
@@ -385,7 +389,7 @@ fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
 }
 
 /// Waits until every instance lists the same slices as the first.
-fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
+pub(super) fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
     let wanted = stage.ctl()?.view("/slices")?;
     let agreed = sys::poll(PROPAGATION, Duration::from_millis(50), || {
         for ctl in stage.controllers() {
@@ -495,7 +499,7 @@ fn failover(stage: &mut Stage, round: usize) -> anyhow::Result<(Failover, Contro
 }
 
 /// Creates a slice on one instance; returns its status and body.
-fn create(ctl: &Controller, name: &str) -> anyhow::Result<(u16, String)> {
+pub(super) fn create(ctl: &Controller, name: &str) -> anyhow::Result<(u16, String)> {
     ctl.request("POST", "/slices", Some(&json!({ "name": name })))
 }
 

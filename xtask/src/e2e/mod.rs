@@ -6,6 +6,7 @@
 
 mod cluster;
 mod etcd;
+mod faults;
 mod flows;
 pub mod lldp;
 mod mininet;

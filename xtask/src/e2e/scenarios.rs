@@ -164,6 +164,16 @@ pub const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "pause-master",
+        about: "the master paused (SIGSTOP) for three leases, then resumed: a standby \
+                takes over, no packet of an established pair lost, writes go on, the \
+                woken instance stands by",
+        run: super::faults::pause_master,
+        default_run: true,
+        needs_etcd: true,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "mininet-tree",
         about: "Mininet's tree,depth=2,fanout=10 (100 hosts) with sliced_mininet.py: every \
                 cable found, fping over IPv4 and IPv6 as the slices say, a cut, a host out",

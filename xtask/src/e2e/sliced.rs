@@ -166,6 +166,14 @@ impl Controller {
         Ok(())
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        match &self.process {
+            Process::Child(daemon) => daemon.pid(),
+            Process::Detached(adopted) => adopted.pid(),
+        }
+    }
+
     /// An error when the daemon has exited.
     pub fn check_running(&mut self) -> anyhow::Result<()> {
         match &mut self.process {

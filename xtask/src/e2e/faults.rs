@@ -1,0 +1,131 @@
+//! Faults beyond kill -9 (issue 25): a master that is paused past its lease and wakes up
+//! (a VM freeze, a long GC: SIGSTOP, then SIGCONT). Traffic of an established pair is
+//! watched throughout and REST writes go on; figures go to docs/failover.md by hand.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use serde_json::Value;
+
+use super::cluster::{
+    cluster_view, cluster_with_slices, create, wait_everywhere, wait_master, wait_new_master,
+    wait_roles, PingRun, NEW_PAIR, TALKING,
+};
+use super::stage::Stage;
+use super::sys;
+
+/// The election's lease in the lab: sliced's default (`slice_etcd::DEFAULT_LEASE_TTL`),
+/// which the lab does not change.
+const LEASE: Duration = Duration::from_secs(2);
+/// How long the master stays paused: three leases, so that its lease has long expired.
+const PAUSE: Duration = Duration::from_secs(3 * LEASE.as_secs());
+/// How long the woken instance may take to see that it lost, and stand by.
+const STAND_BY_DEADLINE: Duration = Duration::from_secs(10);
+/// Pings of the established pair: every 20 ms for the whole fault and its aftermath.
+const PINGS: u32 = 1000;
+
+/// The master paused for three leases, then resumed: a standby takes over within the
+/// deadline a kill has, the established pair loses no packet, writes through a standby
+/// succeed meanwhile and are all there after, the woken instance stands by (every switch
+/// confirms it as slave: what it writes, a switch refuses), and the slices stay apart.
+pub fn pause_master(stage: &mut Stage) -> anyhow::Result<()> {
+    cluster_with_slices(stage)?;
+    let switches = stage.net()?.topo.switches.iter().copied().collect();
+    let master = wait_master(stage, Duration::from_secs(10))?;
+    let pinging = PingRun::start(stage, TALKING, PINGS)?;
+    // Out of the stage's list while paused: a stopped process accepts connections and
+    // never answers, and every view would wait on it.
+    let paused = stage.take_controller(master)?;
+    let pid = paused.pid();
+    stage.step(format!(
+        "SIGSTOP the master (sliced at {}, pid {pid})",
+        paused.http
+    ));
+    let paused_at = Instant::now();
+    sys::signal(pid, libc::SIGSTOP);
+    let took = wait_new_master(stage, paused_at)?;
+    stage.step(format!(
+        "a standby is master {} ms after the pause",
+        took.as_millis()
+    ));
+    let mut written = Vec::new();
+    let mut round = 0;
+    while paused_at.elapsed() < PAUSE {
+        round += 1;
+        let name = format!("while-paused-{round}");
+        let (status, body) = create(stage.ctl()?, &name)?;
+        ensure!(
+            status == 201,
+            "a write while the master is paused answered {status} {body}"
+        );
+        written.push(name);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    stage.step(format!(
+        "{} writes through a standby while the master was paused: all 201",
+        written.len()
+    ));
+    sys::signal(pid, libc::SIGCONT);
+    let woke_at = Instant::now();
+    stage.step(format!(
+        "SIGCONT after {} ms",
+        paused_at.elapsed().as_millis()
+    ));
+    let standing_by = sys::poll(STAND_BY_DEADLINE, Duration::from_millis(100), || {
+        let view = cluster_view(&paused);
+        let master_name = view
+            .as_ref()
+            .and_then(|v| v.get("master"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let own_name = view
+            .as_ref()
+            .and_then(|v| v.get("instance"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok((master_name.is_some() && master_name != own_name).then_some(()))
+    })?;
+    ensure!(
+        standing_by.is_some(),
+        "the woken instance did not stand by within {STAND_BY_DEADLINE:?}: {:?}",
+        cluster_view(&paused)
+    );
+    stage.step(format!(
+        "the woken instance stands by {} ms after SIGCONT",
+        woke_at.elapsed().as_millis()
+    ));
+    stage.add_controller(paused);
+    let new_master = wait_master(stage, Duration::from_secs(10))?;
+    wait_roles(stage, new_master, &switches)?;
+
+    let (sent, received) = pinging.finish(Duration::from_secs(60))?;
+    ensure!(
+        sent == received,
+        "h{}->h{} lost {} of {sent} packets across the pause",
+        TALKING.0,
+        TALKING.1,
+        sent - received
+    );
+    stage.step(format!(
+        "h{}->h{}: {received}/{sent} pings answered across the pause",
+        TALKING.0, TALKING.1
+    ));
+    wait_everywhere(stage, "the writes made while the master was paused")?;
+    let listed = stage.ctl()?.view("/slices")?;
+    for name in &written {
+        let there = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|slice| slice.get("name").and_then(Value::as_str) == Some(name));
+        ensure!(there, "the acknowledged write {name} is missing: {listed}");
+    }
+    // The two slices' hosts stay apart after it all.
+    stage
+        .isolated(&[
+            (TALKING.0, NEW_PAIR.0),
+            (NEW_PAIR.0, TALKING.0),
+            (TALKING.1, NEW_PAIR.1),
+        ])
+        .context("isolation after the pause")
+}
