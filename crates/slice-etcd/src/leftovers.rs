@@ -41,12 +41,9 @@ pub(crate) fn of_plan(mirror: &Mirror, layout: &Layout, plan: &Plan) -> BTreeSet
     plan.steps
         .iter()
         .flat_map(|step| match step {
-            Step::CreateSlice { slice } => {
-                vec![layout.ports_of(slice), layout.macs_of_slice(slice)]
-            }
-            Step::AddPort { slice, port } => vec![layout.macs_of_port(slice, *port)],
+            Step::CreateSlice { slice } => mirror.skipped_under(layout, slice, None),
+            Step::AddPort { slice, port } => mirror.skipped_under(layout, slice, Some(*port)),
             _ => Vec::new(),
         })
-        .flat_map(|prefix| mirror.skipped_under(layout, &prefix))
         .collect()
 }

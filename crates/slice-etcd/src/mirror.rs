@@ -135,23 +135,38 @@ impl Mirror {
         self.foreign.len() + self.records.orphans().len()
     }
 
-    /// The keys under `prefix` that do not count (foreign keys, and records without
-    /// their parent): what a create of that parent by sliced removes, so that a slice or
-    /// a port it creates starts with nothing a foreign writer left.
-    pub(crate) fn skipped_under(&self, layout: &Layout, prefix: &str) -> Vec<Vec<u8>> {
-        let foreign = self
-            .foreign
-            .range(prefix.as_bytes().to_vec()..)
-            .take_while(|key| key.starts_with(prefix.as_bytes()))
-            .cloned();
-        let orphans = self
-            .records
-            .orphans()
-            .into_iter()
-            .filter_map(|key| layout.encode(&key))
-            .filter(|key| key.starts_with(prefix))
-            .map(String::into_bytes);
-        foreign.chain(orphans).collect()
+    /// The keys under `slice` (or under its `port`) that do not count: foreign keys, and
+    /// records without their parent. What a create of that slice (port) by sliced
+    /// removes, so that it starts with nothing another writer left.
+    pub(crate) fn skipped_under(
+        &self,
+        layout: &Layout,
+        slice: &SliceName,
+        port: Option<PortId>,
+    ) -> Vec<Vec<u8>> {
+        let prefixes = match port {
+            Some(port) => vec![layout.macs_of_port(slice, port)],
+            None => vec![layout.ports_of(slice), layout.macs_of_slice(slice)],
+        };
+        let mut skipped: Vec<Vec<u8>> = prefixes
+            .iter()
+            .flat_map(|prefix| {
+                self.foreign
+                    .range(prefix.as_bytes().to_vec()..)
+                    .take_while(|key| key.starts_with(prefix.as_bytes()))
+                    .cloned()
+            })
+            .collect();
+        let orphans = self.records.orphans_in(slice).into_iter();
+        skipped.extend(
+            orphans
+                .filter(|key| {
+                    port.is_none() || matches!(key, Key::Mac(_, of, _) if Some(*of) == port)
+                })
+                .filter_map(|key| layout.encode(&key))
+                .map(String::into_bytes),
+        );
+        skipped
     }
 
     /// Takes one key written into the copy's records: the slice records into `records`
@@ -736,12 +751,24 @@ mod tests {
         );
         assert_eq!(mirror.skipped_keys(), 6);
         let layout = Layout::new("/sliced/");
-        let mut left = mirror.skipped_under(&layout, "/sliced/p/a/");
-        left.extend(mirror.skipped_under(&layout, "/sliced/m/ghost/"));
+        let mut left = mirror.skipped_under(&layout, &name("a"), None);
         left.sort();
         assert_eq!(
             left,
-            [GHOST_MAC.as_bytes(), b"/sliced/p/a/01-1"].map(<[u8]>::to_vec)
+            [
+                "/sliced/m/a/1-1/00000000000A",
+                "/sliced/m/a/2-2/000000000001",
+                "/sliced/p/a/01-1"
+            ]
+            .map(|key| key.as_bytes().to_vec())
+        );
+        let left = mirror.skipped_under(&layout, &name("a"), Some(PortId::new(2, 2)));
+        assert_eq!(left, [b"/sliced/m/a/2-2/000000000001".to_vec()]);
+        let mut left = mirror.skipped_under(&layout, &name("ghost"), None);
+        left.sort();
+        assert_eq!(
+            left,
+            [GHOST_MAC, GHOST_PORT].map(|key| key.as_bytes().to_vec())
         );
     }
 

@@ -165,20 +165,28 @@ impl Records {
 
     /// Every record that lacks its slice's key or its port's key.
     pub(crate) fn orphans(&self) -> Vec<Key> {
+        self.slices
+            .keys()
+            .flat_map(|name| self.orphans_in(name))
+            .collect()
+    }
+
+    /// The records under `slice` that lack its key or their port's key.
+    pub(crate) fn orphans_in(&self, slice: &SliceName) -> Vec<Key> {
+        let Some(held) = self.slices.get(slice) else {
+            return Vec::new();
+        };
         let mut orphans = Vec::new();
-        for (name, held) in &self.slices {
-            for (id, port) in &held.ports {
-                let port_whole = held.place.is_some() && port.place.is_some();
-                if port.place.is_some() && held.place.is_none() {
-                    orphans.push(Key::Port(name.clone(), *id));
-                }
-                if !port_whole {
-                    orphans.extend(
-                        port.macs
-                            .keys()
-                            .map(|mac| Key::Mac(name.clone(), *id, *mac)),
-                    );
-                }
+        for (id, port) in &held.ports {
+            if port.place.is_some() && held.place.is_none() {
+                orphans.push(Key::Port(slice.clone(), *id));
+            }
+            if held.place.is_none() || port.place.is_none() {
+                orphans.extend(
+                    port.macs
+                        .keys()
+                        .map(|mac| Key::Mac(slice.clone(), *id, *mac)),
+                );
             }
         }
         orphans
