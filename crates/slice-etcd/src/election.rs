@@ -513,12 +513,29 @@ impl Campaign {
         &self,
         lease: i64,
     ) -> Result<(etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream), Ended> {
-        let open = self
-            .connection
-            .call(Retry::Always, |mut client| async move {
-                client.lease_keep_alive(lease).await
-            });
-        self.bounded(open).await
+        let open = async {
+            let opened = self
+                .connection
+                .call(Retry::Always, |mut client| async move {
+                    client.lease_keep_alive(lease).await
+                })
+                .await;
+            match opened {
+                // etcd answers a renewal of a lease it no longer has with a TTL of zero,
+                // which the client reports so: the lease is gone (it expired while etcd
+                // could not be reached), not etcd.
+                Err(etcd_client::Error::LeaseKeepAliveError(why)) if why == "lease not found" => {
+                    Ok(None)
+                }
+                other => other.map(Some),
+            }
+        };
+        match self.bounded(open).await? {
+            Some(pair) => Ok(pair),
+            None => Err(Ended::LeaseLost(
+                "etcd no longer has this instance's lease".to_owned(),
+            )),
+        }
     }
 
     /// One renewal round: renew the lease (on a new stream when the last one broke) and
