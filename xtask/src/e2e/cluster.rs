@@ -366,6 +366,11 @@ impl std::fmt::Display for Failover {
 /// the first instance; h1 and h2 have talked, h3 and h4 not.
 pub(super) fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_cluster(3, 3)?;
+    slices_on_cluster(stage)
+}
+
+/// The mesh built for a cluster already started, and the scenarios' slices made.
+pub(super) fn slices_on_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     stage.build(MESH4)?;
     for (slice, hosts) in [("talk", TALKING), ("fresh", NEW_PAIR)] {
         stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;

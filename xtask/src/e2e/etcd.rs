@@ -82,6 +82,11 @@ impl EtcdCluster {
             .join(",")
     }
 
+    /// Each member's client address.
+    pub fn clients(&self) -> Vec<std::net::SocketAddr> {
+        self.members.iter().map(|m| m.client).collect()
+    }
+
     pub fn len(&self) -> usize {
         self.members.len()
     }

@@ -1,6 +1,8 @@
 //! Faults beyond kill -9 (issue 25): a master that is paused past its lease and wakes up
-//! (a VM freeze, a long GC: SIGSTOP, then SIGCONT). Traffic of an established pair is
-//! watched throughout and REST writes go on; figures go to docs/failover.md by hand.
+//! (a VM freeze, a long GC: SIGSTOP, then SIGCONT), and a master cut off from etcd by the
+//! network (a proxy between them that black-holes everything, then lets it through).
+//! Traffic of an established pair is watched throughout and REST writes go on; figures
+//! go to docs/failover.md by hand.
 
 use std::time::{Duration, Instant};
 
@@ -8,9 +10,11 @@ use anyhow::{ensure, Context};
 use serde_json::Value;
 
 use super::cluster::{
-    cluster_view, cluster_with_slices, create, wait_everywhere, wait_master, wait_new_master,
-    wait_roles, PingRun, NEW_PAIR, TALKING,
+    cluster_view, cluster_with_slices, create, slices_on_cluster, wait_everywhere, wait_master,
+    wait_new_master, wait_roles, PingRun, NEW_PAIR, TALKING,
 };
+use super::proxy::Proxy;
+use super::sliced::Controller;
 use super::stage::Stage;
 use super::sys;
 
@@ -128,4 +132,153 @@ pub fn pause_master(stage: &mut Stage) -> anyhow::Result<()> {
             (TALKING.1, NEW_PAIR.1),
         ])
         .context("isolation after the pause")
+}
+
+/// How long the master stays cut off from etcd: three leases, as the pause.
+const CUT: Duration = PAUSE;
+/// A write to an instance cut off from etcd must answer 503 within this.
+const UNAVAILABLE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Whether `ctl`'s `GET /cluster` names a master other than itself.
+fn stands_by(ctl: &Controller) -> bool {
+    let view = cluster_view(ctl);
+    let name = |key: &str| {
+        view.as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let master = name("master");
+    master.is_some() && master != name("instance")
+}
+
+/// Every instance reaches etcd through proxies of its own; the master's are cut for three
+/// leases, then restored. A standby takes over; the cut instance stops writing to the
+/// switches (every switch confirms it as slave), its writes answer 503 while the others'
+/// succeed; no packet of the established pair is lost; once restored it stands by and
+/// takes writes again, and every acknowledged write is listed everywhere.
+pub fn etcd_cut(stage: &mut Stage) -> anyhow::Result<()> {
+    let mut proxies: Vec<Vec<Proxy>> = Vec::new();
+    stage.start_cluster_with(3, 3, |etcd, _| {
+        let mine = etcd
+            .clients()
+            .into_iter()
+            .map(Proxy::start)
+            .collect::<anyhow::Result<Vec<Proxy>>>()?;
+        let endpoints = mine
+            .iter()
+            .map(|proxy| format!("http://{}", proxy.addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        proxies.push(mine);
+        Ok(endpoints)
+    })?;
+    slices_on_cluster(stage)?;
+    let switches = stage.net()?.topo.switches.iter().copied().collect();
+    let master = wait_master(stage, Duration::from_secs(10))?;
+    let pinging = PingRun::start(stage, TALKING, PINGS)?;
+    // Out of the stage's list while cut: it is no member of the election then (its
+    // record's lease expires), and the others' views must not wait for it.
+    let cut = stage.take_controller(master)?;
+    stage.step(format!(
+        "cut sliced at {} (the master) off from etcd",
+        cut.http
+    ));
+    let cut_at = Instant::now();
+    for proxy in &proxies[master] {
+        proxy.cut();
+    }
+    let took = wait_new_master(stage, cut_at)?;
+    stage.step(format!(
+        "another instance is master {} ms after the cut",
+        took.as_millis()
+    ));
+    let new_master = wait_master(stage, Duration::from_secs(10))?;
+    // The others confirm their roles; the cut one is slave at every switch too, or the
+    // new master's claim would not have been confirmed (one master per switch).
+    wait_roles(stage, new_master, &switches)?;
+    let mut written = Vec::new();
+    let mut slowest_refusal = Duration::ZERO;
+    let mut round = 0;
+    while cut_at.elapsed() < CUT {
+        round += 1;
+        let name = format!("while-cut-{round}");
+        let (status, body) = create(&stage.controllers()[new_master], &name)?;
+        ensure!(
+            status == 201,
+            "a write to the new master while cut answered {status} {body}"
+        );
+        written.push(name);
+        let asked = Instant::now();
+        let (status, body) = create(&cut, &format!("cut-{round}"))?;
+        let took = asked.elapsed();
+        ensure!(
+            status == 503 && took <= UNAVAILABLE_DEADLINE,
+            "a write to the cut instance answered {status} after {took:?}: {body}"
+        );
+        slowest_refusal = slowest_refusal.max(took);
+    }
+    stage.step(format!(
+        "while cut: {} writes to the new master answered 201; the cut instance answered \
+         503 to each (the slowest after {} ms)",
+        written.len(),
+        slowest_refusal.as_millis()
+    ));
+    for proxy in &proxies[master] {
+        proxy.restore();
+    }
+    let restored_at = Instant::now();
+    stage.step(format!("restore after {} ms", cut_at.elapsed().as_millis()));
+    let back = sys::poll(STAND_BY_DEADLINE, Duration::from_millis(100), || {
+        Ok(stands_by(&cut).then_some(()))
+    })?;
+    ensure!(
+        back.is_some(),
+        "the cut instance does not stand by {STAND_BY_DEADLINE:?} after the restore: {:?}",
+        cluster_view(&cut)
+    );
+    let write_back = sys::poll(STAND_BY_DEADLINE, Duration::from_millis(200), || {
+        Ok(matches!(create(&cut, "after-cut")?.0, 201 | 409).then_some(()))
+    })?;
+    ensure!(
+        write_back.is_some(),
+        "the cut instance takes no write {STAND_BY_DEADLINE:?} after the restore"
+    );
+    written.push("after-cut".to_owned());
+    stage.step(format!(
+        "the restored instance stands by and takes writes {} ms after the restore",
+        restored_at.elapsed().as_millis()
+    ));
+    stage.add_controller(cut);
+    let new_master = wait_master(stage, Duration::from_secs(10))?;
+    wait_roles(stage, new_master, &switches)?;
+    let (sent, received) = pinging.finish(Duration::from_secs(60))?;
+    ensure!(
+        sent == received,
+        "h{}->h{} lost {} of {sent} packets across the cut",
+        TALKING.0,
+        TALKING.1,
+        sent - received
+    );
+    stage.step(format!(
+        "h{}->h{}: {received}/{sent} pings answered across the cut",
+        TALKING.0, TALKING.1
+    ));
+    wait_everywhere(stage, "the writes made while the master was cut off")?;
+    let listed = stage.ctl()?.view("/slices")?;
+    for name in &written {
+        let there = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|slice| slice.get("name").and_then(Value::as_str) == Some(name));
+        ensure!(there, "the acknowledged write {name} is missing: {listed}");
+    }
+    stage
+        .isolated(&[
+            (TALKING.0, NEW_PAIR.0),
+            (NEW_PAIR.0, TALKING.0),
+            (TALKING.1, NEW_PAIR.1),
+        ])
+        .context("isolation after the cut")
 }

@@ -15,6 +15,7 @@ mod mininet_tables;
 mod net;
 mod ovs;
 mod pki;
+mod proxy;
 mod random;
 mod scenarios;
 mod sliced;

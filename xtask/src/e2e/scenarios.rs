@@ -174,6 +174,16 @@ pub const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "etcd-cut",
+        about: "the master cut off from etcd (a proxy black-holes it) for three leases, \
+                then restored: a standby takes over, the cut one answers 503 and stands \
+                by, no packet of an established pair lost",
+        run: super::faults::etcd_cut,
+        default_run: true,
+        needs_etcd: true,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "mininet-tree",
         about: "Mininet's tree,depth=2,fanout=10 (100 hosts) with sliced_mininet.py: every \
                 cable found, fping over IPv4 and IPv6 as the slices say, a cut, a host out",

@@ -190,26 +190,37 @@ impl<'a> Stage<'a> {
     /// secret they share (so that each accepts the others' probes, as docs/controller.md
     /// asks of controllers sharing switches).
     pub fn start_cluster(&mut self, etcd_members: usize, instances: usize) -> anyhow::Result<()> {
+        self.start_cluster_with(etcd_members, instances, |etcd, _| Ok(etcd.endpoints()))
+    }
+
+    /// [`Stage::start_cluster`], each instance (numbered from 1) reaching etcd at the
+    /// endpoints `endpoints` gives it (a proxy in between, to cut it off).
+    pub fn start_cluster_with(
+        &mut self,
+        etcd_members: usize,
+        instances: usize,
+        mut endpoints: impl FnMut(&EtcdCluster, usize) -> anyhow::Result<String>,
+    ) -> anyhow::Result<()> {
         self.step(format!("start an etcd cluster of {etcd_members} members"));
         let etcd = EtcdCluster::start(&self.dir.join("etcd"), etcd_members)?;
         let secret = self.dir.join("lldp-secret");
         write_private(&secret, b"the lab's shared LLDP secret, 32+ bytes long\n")?;
-        let extra = vec![
-            "--etcd".to_owned(),
-            etcd.endpoints(),
-            // The lab's etcd is on loopback.
-            "--etcd-allow-plaintext".to_owned(),
-            "--lldp-secret-file".to_owned(),
-            secret.display().to_string(),
-        ];
-        self.etcd = Some(etcd);
         for at in 1..=instances {
             self.step(format!("start sliced c{at} on etcd"));
+            let extra = vec![
+                "--etcd".to_owned(),
+                endpoints(&etcd, at)?,
+                // The lab's etcd is on loopback.
+                "--etcd-allow-plaintext".to_owned(),
+                "--lldp-secret-file".to_owned(),
+                secret.display().to_string(),
+            ];
             let dir = self.dir.join(format!("c{at}"));
             let controller =
                 Controller::start_with(self.shared.bins, &dir, self.tls.as_ref(), &extra)?;
             self.controllers.push(controller);
         }
+        self.etcd = Some(etcd);
         Ok(())
     }
 
