@@ -102,36 +102,7 @@ pub fn pause_master(stage: &mut Stage) -> anyhow::Result<()> {
     let new_master = wait_master(stage, Duration::from_secs(10))?;
     wait_roles(stage, new_master, &switches)?;
 
-    let (sent, received) = pinging.finish(Duration::from_secs(60))?;
-    ensure!(
-        sent == received,
-        "h{}->h{} lost {} of {sent} packets across the pause",
-        TALKING.0,
-        TALKING.1,
-        sent - received
-    );
-    stage.step(format!(
-        "h{}->h{}: {received}/{sent} pings answered across the pause",
-        TALKING.0, TALKING.1
-    ));
-    wait_everywhere(stage, "the writes made while the master was paused")?;
-    let listed = stage.ctl()?.view("/slices")?;
-    for name in &written {
-        let there = listed
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|slice| slice.get("name").and_then(Value::as_str) == Some(name));
-        ensure!(there, "the acknowledged write {name} is missing: {listed}");
-    }
-    // The two slices' hosts stay apart after it all.
-    stage
-        .isolated(&[
-            (TALKING.0, NEW_PAIR.0),
-            (NEW_PAIR.0, TALKING.0),
-            (TALKING.1, NEW_PAIR.1),
-        ])
-        .context("isolation after the pause")
+    after_the_fault(stage, pinging, &written, "pause")
 }
 
 /// How long the master stays cut off from etcd: three leases, as the pause.
@@ -252,26 +223,37 @@ pub fn etcd_cut(stage: &mut Stage) -> anyhow::Result<()> {
     stage.add_controller(cut);
     let new_master = wait_master(stage, Duration::from_secs(10))?;
     wait_roles(stage, new_master, &switches)?;
+    after_the_fault(stage, pinging, &written, "cut")
+}
+
+/// What every fault must leave: no packet of the pinging pair lost, every acknowledged
+/// write listed by every instance, and the two slices' hosts still apart.
+fn after_the_fault(
+    stage: &mut Stage,
+    pinging: PingRun,
+    written: &[String],
+    fault: &str,
+) -> anyhow::Result<()> {
     let (sent, received) = pinging.finish(Duration::from_secs(60))?;
     ensure!(
         sent == received,
-        "h{}->h{} lost {} of {sent} packets across the cut",
+        "h{}->h{} lost {} of {sent} packets across the {fault}",
         TALKING.0,
         TALKING.1,
         sent - received
     );
     stage.step(format!(
-        "h{}->h{}: {received}/{sent} pings answered across the cut",
+        "h{}->h{}: {received}/{sent} pings answered across the {fault}",
         TALKING.0, TALKING.1
     ));
-    wait_everywhere(stage, "the writes made while the master was cut off")?;
+    wait_everywhere(stage, &format!("the writes made during the {fault}"))?;
     let listed = stage.ctl()?.view("/slices")?;
-    for name in &written {
+    for name in written {
         let there = listed
             .as_array()
             .into_iter()
             .flatten()
-            .any(|slice| slice.get("name").and_then(Value::as_str) == Some(name));
+            .any(|slice| slice.get("name").and_then(Value::as_str) == Some(name.as_str()));
         ensure!(there, "the acknowledged write {name} is missing: {listed}");
     }
     stage
@@ -280,5 +262,5 @@ pub fn etcd_cut(stage: &mut Stage) -> anyhow::Result<()> {
             (NEW_PAIR.0, TALKING.0),
             (TALKING.1, NEW_PAIR.1),
         ])
-        .context("isolation after the cut")
+        .with_context(|| format!("isolation after the {fault}"))
 }
