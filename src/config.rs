@@ -292,8 +292,8 @@ pub struct EtcdAccessArgs {
     /// [default: the system's roots]
     #[arg(long, env = "SLICED_ETCD_CAFILE", value_name = "FILE")]
     pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate (PEM) shown to etcd; with etcd's --client-cert-auth its common
-    /// name is the etcd user
+    /// Client certificate (PEM) shown to etcd; when etcd authenticates clients by their
+    /// certificates, its common name is the etcd user
     #[arg(long, env = "SLICED_ETCD_CERTFILE", value_name = "FILE")]
     pub etcd_certfile: Option<PathBuf>,
     /// The client certificate's key (PEM)
