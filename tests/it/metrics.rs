@@ -69,8 +69,12 @@ fn metrics_count_switches_slices_packet_ins_and_requests() {
         let (status, body) = scrape(&url);
         assert_eq!(status, 200, "{body}");
         text = body;
+        // The network's gauges are read from the engine as the scrape starts, the
+        // counters as it is written: a PACKET_IN handled between the two shows in the
+        // counters only, until the next scrape.
         sample(&text, r#"sliced_packet_ins_total{outcome="routed"}"#) == Some(1.0)
             && sample(&text, r#"sliced_switches{version="1.3"}"#) == Some(1.0)
+            && sample(&text, "sliced_paths") == Some(1.0)
     });
     assert!(counted, "{text}");
     for (name, value) in [
