@@ -707,7 +707,16 @@ mod tests {
             .filter(|s| s.needs_etcd)
             .map(|s| s.name)
             .collect();
-        assert_eq!(needing, ["random-cluster", "cluster", "failover"]);
+        assert_eq!(
+            needing,
+            [
+                "random-cluster",
+                "cluster",
+                "failover",
+                "pause-master",
+                "etcd-cut"
+            ]
+        );
     }
 
     #[test]
