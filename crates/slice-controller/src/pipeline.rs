@@ -28,9 +28,6 @@ pub const FORWARDING_TABLE: u8 = 2;
 pub const DISCOVERY_PRIORITY: u16 = 400;
 /// A bound host at its own port.
 pub const ADMIT_AT_HOME_PRIORITY: u16 = 300;
-/// Traffic for non-members dropped at the ingress port (the engine's drop flows): above
-/// the link ports, below a bound host at home.
-pub const PIPELINE_DROP_PRIORITY: u16 = 250;
 /// Anything arriving at a link end goes on to the transit table. Only ports LLDP
 /// confirmed are link ends: a port nobody vouched for falls to the table-miss flow.
 pub const LINK_PORT_PRIORITY: u16 = 200;
@@ -266,10 +263,10 @@ impl Tags {
             .collect()
     }
 
-    fn shares_slice(&self, tag: u64, slices: &[SliceName]) -> bool {
+    fn shares_slice<'a>(&self, tag: u64, mut slices: impl Iterator<Item = &'a SliceName>) -> bool {
         self.sets
             .get(&tag)
-            .is_some_and(|set| slices.iter().any(|slice| set.contains(slice)))
+            .is_some_and(|set| slices.any(|slice| set.contains(slice)))
     }
 }
 
@@ -732,8 +729,7 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
             for (port, slices) in
                 bound_slices_at.range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
             {
-                let slices: Vec<SliceName> = slices.iter().cloned().collect();
-                if tags.shares_slice(tag, &slices) {
+                if tags.shares_slice(tag, slices.iter()) {
                     outs.insert(port.port_no);
                 }
             }
