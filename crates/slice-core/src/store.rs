@@ -169,6 +169,17 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     fn queue(&self) -> Option<&dyn WriteQueue> {
         None
     }
+
+    // ---- health ---------------------------------------------------------------------------
+
+    /// Whether the store can serve and take writes now, as far as a cheap check can tell:
+    /// asked by readiness probes (`GET /readyz`, the systemd watchdog), so it must cost
+    /// little, change nothing a read can see, and end within about a second; it may block
+    /// (callers run it on a thread they can spare). `Unavailable` or `Failed` says why
+    /// not. The default has nothing to check.
+    fn probe(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// A store's writer, which takes writes without waiting for them (see [`SliceStore::queue`]).

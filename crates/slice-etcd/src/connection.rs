@@ -243,6 +243,16 @@ impl Connection {
         self.endpoints[self.in_use.lock().member].clone()
     }
 
+    /// Whether the member in use answers a linearizable read within [`PROBE_TIMEOUT`]: it
+    /// has a leader, so the cluster has a quorum (readiness probes). It stays on that
+    /// member either way: the next request or watch that fails there moves on.
+    pub(crate) async fn probe_in_use(&self) -> Result<(), String> {
+        let Pinned { client, .. } = self.pinned();
+        probe(&client)
+            .await
+            .map_err(|reason| format!("etcd member {}: {reason}", self.endpoint()))
+    }
+
     /// Runs `request` on the member in use. When it cannot reach that member, moves to
     /// another and, as `retry` allows, sends it again there. A request refused everywhere
     /// before it was sent (the cluster is electing a leader, or has lost its quorum) goes

@@ -802,6 +802,17 @@ impl SliceStore for EtcdStore {
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
         Ok(self.read(|mirror| issued_at < mirror.not_before || mirror.revoked.contains_key(id)))
     }
+
+    /// A linearizable read of one key nobody writes, on the member in use: it answers
+    /// only with a leader, so it proves a quorum without a write (a write would be a
+    /// revision for every instance's watch, once a second from each).
+    fn probe(&self) -> Result<(), StoreError> {
+        let connection = Arc::clone(&self.connection);
+        let runtime = self.runtime.get()?;
+        let probed = run(runtime, async move { Ok(connection.probe_in_use().await) })?
+            .map_err(Error::Etcd)?;
+        probed.map_err(|reason| StoreError::Unavailable(reason.into()))
+    }
 }
 
 impl MembershipSource for EtcdStore {

@@ -158,6 +158,7 @@ fn a_lost_quorum_makes_writes_unavailable_while_reads_answer_until_it_returns() 
     // not a refused connection to a stopped one.
     let store = EtcdStore::open(&[members[0].endpoint()], DEFAULT_PREFIX).unwrap();
     store.create_slice(&name("kept")).unwrap();
+    store.probe().unwrap();
     // One member of three down changes nothing, once a leader is elected again (it may
     // have been the leader).
     members[1].stop();
@@ -169,12 +170,25 @@ fn a_lost_quorum_makes_writes_unavailable_while_reads_answer_until_it_returns() 
         matches!(write, Err(StoreError::Unavailable(_))),
         "{write:?}"
     );
+    // Readiness sees it too, within its own short bound.
+    let asked = Instant::now();
+    let probed = store.probe();
+    assert!(
+        matches!(probed, Err(StoreError::Unavailable(_))),
+        "{probed:?}"
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(
         store.slices().unwrap(),
         [name("kept"), name("two-of-three")]
     );
     members[1].restart();
     assert!(eventually(|| created(store.create_slice(&name("back")))));
+    store.probe().unwrap();
     // The refused write may still commit once the quorum is back, when the member kept it
     // in its log (which is why its error says it may have been applied); nothing else
     // can have happened.

@@ -359,9 +359,10 @@ pub fn the_content_version_changes_with_every_change_and_nothing_else<B: Backend
             seen.insert(version),
             "{what}: version {version} seen before"
         );
-        // Reading changes nothing.
+        // Reading changes nothing, and neither does a readiness probe of a working store.
         let _ = store.snapshot().unwrap();
         let _ = store.macs(&blue, port);
+        store.probe().unwrap();
         assert_eq!(
             store.content_version().unwrap(),
             version,

@@ -348,6 +348,41 @@ impl Store {
         self.inner.failure.get().map(String::as_str)
     }
 
+    /// Whether the directory `path` holds a database to open: sled's log, or the marker
+    /// of one this store made (whose missing log opening then reports as damage). A
+    /// directory without either would be opened as a new, empty database.
+    pub fn exists_in(path: &Path) -> bool {
+        [SLED_LOG_FILE, integrity::FORMAT_MARKER]
+            .iter()
+            .any(|name| path.join(name).exists())
+    }
+
+    /// The store's readiness, without writing: a write and its fsync once a second would
+    /// cost every probe a disk flush (and wait behind a large apply), while what makes
+    /// writes fail here is already known without one: a failed flush (a full or failing
+    /// disk) is latched, the writer thread must be running, and sled's log file must still
+    /// be linked (a database directory removed under a running daemon accepts writes
+    /// that no restart would find).
+    fn probe(&self) -> Result<(), Error> {
+        self.inner.refuse_if_failed()?;
+        if !self
+            .writer
+            .as_ref()
+            .is_some_and(|writer| !writer.is_finished())
+        {
+            return Err(writer_gone());
+        }
+        let log = self.inner.log_file.metadata().map_err(|err| {
+            Error::Failed(format!("cannot look at the database's log file: {err}"))
+        })?;
+        if std::os::unix::fs::MetadataExt::nlink(&log) == 0 {
+            return Err(Error::Failed(
+                "the database's log file was removed from the disk".into(),
+            ));
+        }
+        Ok(())
+    }
+
     // ---- reads: from the committed model, never from sled --------------------------------
 
     /// Fails with `SliceNotFound` unless the slice exists.
@@ -675,6 +710,10 @@ impl SliceStore for Store {
 
     fn queue(&self) -> Option<&dyn WriteQueue> {
         Some(self)
+    }
+
+    fn probe(&self) -> Result<(), StoreError> {
+        Ok(Store::probe(self)?)
     }
 }
 

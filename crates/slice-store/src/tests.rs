@@ -658,3 +658,46 @@ fn an_apply_that_empties_a_large_store_leaves_no_record_behind() {
     assert!(store.snapshot().unwrap().is_empty());
     assert_eq!(store.inner.tree.len(), empty_records);
 }
+
+#[test]
+fn the_probe_fails_after_a_failed_flush_or_with_the_log_file_removed_and_writes_nothing() {
+    let (dir, store) = open();
+    store.create_slice(&name("kept")).unwrap();
+    let version = store.inner.content_version.load(Ordering::SeqCst);
+    let syncs = store.inner.sync_probe.syncs.load(Ordering::SeqCst);
+    SliceStore::probe(&store).unwrap();
+    assert_eq!(store.inner.sync_probe.syncs.load(Ordering::SeqCst), syncs);
+    assert_eq!(store.inner.content_version.load(Ordering::SeqCst), version);
+
+    std::fs::remove_file(dir.path().join(SLED_LOG_FILE)).unwrap();
+    let removed = SliceStore::probe(&store).unwrap_err().to_string();
+    assert!(removed.contains("removed"), "{removed}");
+
+    let (_dir, store) = open();
+    store
+        .inner
+        .sync_probe
+        .fail_next
+        .store(true, Ordering::SeqCst);
+    assert!(store.create_slice(&name("lost")).is_err());
+    match SliceStore::probe(&store) {
+        Err(StoreError::Failed(reason)) => {
+            assert!(reason.to_string().contains("injected"), "{reason}");
+        }
+        other => panic!("expected the latched failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_directory_holds_a_database_once_one_was_opened_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    assert!(!Store::exists_in(&path));
+    std::fs::create_dir(&path).unwrap();
+    assert!(
+        !Store::exists_in(&path),
+        "an empty directory is no database"
+    );
+    drop(Store::open(&path).unwrap());
+    assert!(Store::exists_in(&path));
+}
