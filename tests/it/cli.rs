@@ -312,11 +312,64 @@ fn check_usage_errors(dir: &Path) {
 #[test]
 fn an_empty_database_lists_nothing_at_all() {
     let dir = private_tempdir().unwrap();
+    ok(dir.path(), &["add", "gone"]);
+    ok(dir.path(), &["delete", "gone"]);
     let run = run(dir.path(), &["list"]);
     assert_eq!(run.code, Some(0));
     assert_eq!(run.stdout, "");
     assert_eq!(run.stderr, "");
     assert_eq!(list_json(dir.path()), json!([]));
+}
+
+/// Every command that only reads or removes: the reads first.
+fn reads_and_removals(declaration: &str) -> Vec<Vec<&str>> {
+    vec![
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["export"],
+        vec!["apply", "-f", declaration, "--dry-run"],
+        vec!["delete", "blue"],
+        vec!["delete_port", "-p", "0x1:1", "-s", "blue"],
+        vec!["delete_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"],
+    ]
+}
+
+#[test]
+fn a_read_where_there_is_no_database_says_so_exits_1_and_creates_nothing() {
+    let dir = private_tempdir().unwrap();
+    let declaration = dir.path().join("slices.toml");
+    std::fs::write(&declaration, "[[slice]]\nname = \"blue\"\n").unwrap();
+    let declaration = declaration.to_str().unwrap();
+    // A mistyped directory, and one that exists but holds no database.
+    let typo = dir.path().join("typo");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for data_dir in [&typo, &empty] {
+        for args in reads_and_removals(declaration) {
+            let run = run(data_dir, &args);
+            assert_eq!(run.code, Some(1), "{args:?}: {run:?}");
+            assert_eq!(run.stdout, "", "{args:?}");
+            assert_eq!(
+                run.stderr,
+                format!(
+                    "slice: no database in {} (is the daemon's data directory elsewhere? \
+                     see --db / SLICED_DB)\n",
+                    data_dir.display()
+                ),
+                "{args:?}"
+            );
+        }
+        let named = slice_with_env(&[("SLICED_DB", data_dir)], &["list"]);
+        assert_eq!(named.code, Some(1), "{named:?}");
+    }
+    assert!(!typo.exists(), "a read made the directory it did not find");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    // A write makes the database, as a first run does; then reads find it.
+    ok(&typo, &["add", "blue"]);
+    assert_eq!(list(&typo), "blue\n");
+    for args in &reads_and_removals(declaration)[..4] {
+        assert_eq!(run(&typo, args).code, Some(0), "{args:?}");
+    }
 }
 
 #[test]
@@ -598,7 +651,9 @@ fn sliced_db_names_the_data_directory_and_db_wins_over_it() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(list(dir.path()), "from-env\nfrom-flag\n");
-    assert_eq!(list(other.path()), "");
+    let other_listed = crate::common::slice(other.path(), &["list"]);
+    assert_eq!(other_listed.status.code(), Some(1), "--db won");
+    assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
 }
 
 #[test]
@@ -858,6 +913,8 @@ fn contract_errors_on_awkward_names_are_the_same_in_both_modes() {
         }
         seen
     };
+    // Removals need a database to remove from.
+    ok(dir.path(), &["add", "other"]);
     let direct = errors(dir.path());
     assert_eq!(direct[0], "slice: Slice ... not found\n");
     assert_eq!(direct[2], "slice: Slice ... already exists\n");

@@ -14,7 +14,10 @@ MAC addresses behind them. Hosts in a common slice can talk; nobody else can.
 When a sliced daemon runs on the data directory, the commands go to it over its local \
 socket (<data dir>/sliced.sock), so that the controller applies them at once; otherwise \
 slice opens the database (<data dir>/store) itself. Either way every change is on disk when \
-the command returns.
+the command returns. Commands that only read or remove (list, export, apply --dry-run, \
+delete, delete_port, delete_host) need a database to be there: where the data directory \
+holds none and no daemon answers, they say so and exit with status 1, creating nothing. \
+Commands that add create the data directory and the database when they are missing.
 
 Port names are 0x<hex datapath id>:<decimal port number>, such as 0x1:1 or 0xab:12. MAC \
 addresses are six colon-separated pairs of hex digits, such as 00:1b:21:3a:4f:0c. Slice \

@@ -14,6 +14,17 @@ use crate::backend::{Backend, Direct};
 use crate::daemon::DaemonClient;
 use crate::CliError;
 
+/// What a command does where the data directory holds no database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// Fails with [`CliError::NoDatabase`], creating nothing: a command that reads or
+    /// removes has nothing to work on, and an empty database made by a mistyped `--db`
+    /// would answer as if it were the daemon's.
+    Refuse,
+    /// Creates the data directory and the database, as a first write does.
+    Create,
+}
+
 /// An etcd cluster that keeps the slices, as `slice --etcd` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdTarget {
@@ -25,16 +36,18 @@ pub struct EtcdTarget {
 
 /// The daemon when one answers on the socket, else the database opened here: the etcd
 /// cluster's store when `etcd` names one, otherwise the data directory's, waiting while
-/// another process holds it (see [`slice_store::LOCKED_WAIT`]). A socket file that
-/// refuses connections is a dead daemon's and is ignored.
+/// another process holds it (see [`slice_store::LOCKED_WAIT`]), and where there is none,
+/// as `missing` says. A socket file that refuses connections is a dead daemon's and is
+/// ignored.
 pub(crate) fn open(
     data_dir: &DataDir,
     etcd: Option<&EtcdTarget>,
     wait: Duration,
+    missing: Missing,
 ) -> Result<Box<dyn Backend>, CliError> {
     match etcd {
         Some(etcd) => open_etcd(data_dir, etcd),
-        None => open_local(data_dir, wait),
+        None => open_local(data_dir, wait, missing),
     }
 }
 
@@ -55,9 +68,21 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn Backend>, 
     }
 }
 
-fn open_local(data_dir: &DataDir, wait: Duration) -> Result<Box<dyn Backend>, CliError> {
+fn open_local(
+    data_dir: &DataDir,
+    wait: Duration,
+    missing: Missing,
+) -> Result<Box<dyn Backend>, CliError> {
     let socket = data_dir.socket_path();
     let store_path = data_dir.store_path();
+    // sled makes a database wherever it is opened, so the look comes first. A daemon on
+    // etcd answers on a data directory without one.
+    if missing == Missing::Refuse && !Store::exists_in(&store_path) {
+        return match UnixStream::connect(&socket) {
+            Ok(stream) => Ok(Box::new(DaemonClient::new(socket, stream))),
+            Err(_) => Err(CliError::NoDatabase(data_dir.root().to_owned())),
+        };
+    }
     let mut connect_error = None;
     let mut data_dir_made = false;
     let opened = Store::open_waiting(&store_path, wait, || {
@@ -129,7 +154,7 @@ mod tests {
     fn without_a_daemon_the_database_is_opened_here_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path().join("a/b"));
-        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Create).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         assert!(data_dir.store_path().is_dir());
         let mode = std::fs::metadata(data_dir.root())
@@ -140,13 +165,36 @@ mod tests {
     }
 
     #[test]
+    fn a_read_where_there_is_no_database_creates_nothing_and_says_where_it_looked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("typo");
+        for data_dir in [DataDir::new(&root), DataDir::new(dir.path())] {
+            let err = match open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Refuse) {
+                Err(err) => err.to_string(),
+                Ok(_) => panic!("{} opened without a database", data_dir.root().display()),
+            };
+            assert!(
+                err.starts_with(&format!("no database in {} (", data_dir.root().display())),
+                "{err}"
+            );
+        }
+        assert!(!root.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A daemon answering there (on etcd, say) is asked all the same.
+        let data_dir = DataDir::new(dir.path());
+        let _listener = UnixListener::bind(data_dir.socket_path()).unwrap();
+        assert!(open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Refuse).is_ok());
+        assert!(!data_dir.store_path().exists());
+    }
+
+    #[test]
     fn a_dead_daemons_socket_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path());
         // Binding leaves the file behind when the listener goes: connections are refused.
         drop(UnixListener::bind(data_dir.socket_path()).unwrap());
         assert!(data_dir.socket_path().exists());
-        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Create).unwrap();
         backend.create_slice(&"a".parse().unwrap()).unwrap();
     }
 
@@ -155,7 +203,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = DataDir::new(dir.path());
         let _listener = UnixListener::bind(data_dir.socket_path()).unwrap();
-        let _backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
+        let _backend = open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Create).unwrap();
         assert!(!data_dir.store_path().exists());
     }
 
@@ -166,7 +214,7 @@ mod tests {
         let _holder = Store::open(&data_dir.store_path()).unwrap();
         let started = Instant::now();
         let wait = Duration::from_millis(300);
-        let err = match open(&data_dir, None, wait) {
+        let err = match open(&data_dir, None, wait, Missing::Create) {
             Err(err) => err.to_string(),
             Ok(_) => panic!("a held database was opened twice"),
         };
@@ -190,7 +238,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(300));
             drop(holder);
         });
-        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT).unwrap();
+        let backend = open(&data_dir, None, slice_store::LOCKED_WAIT, Missing::Create).unwrap();
         assert!(backend.slices().unwrap().is_empty());
         release.join().unwrap();
     }
@@ -201,7 +249,12 @@ mod tests {
         let file = dir.path().join("file");
         std::fs::write(&file, "").unwrap();
         for root in [file.clone(), file.join("db")] {
-            let err = match open(&DataDir::new(&root), None, slice_store::LOCKED_WAIT) {
+            let err = match open(
+                &DataDir::new(&root),
+                None,
+                slice_store::LOCKED_WAIT,
+                Missing::Create,
+            ) {
                 Err(err) => err.to_string(),
                 Ok(_) => panic!("{} used as a data directory", root.display()),
             };

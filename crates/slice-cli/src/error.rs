@@ -35,6 +35,13 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A command that reads or removes found no database in the data directory, and
+    /// created none: most likely the daemon keeps its data elsewhere.
+    #[error(
+        "no database in {} (is the daemon's data directory elsewhere? see --db / SLICED_DB)",
+        .0.display()
+    )]
+    NoDatabase(PathBuf),
     /// The database is damaged: it was left as it was, and nothing is read from it.
     #[error(transparent)]
     Corrupt(StoreError),

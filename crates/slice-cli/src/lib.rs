@@ -39,6 +39,7 @@ use slice_core::ParseError;
 use crate::backend::Backend;
 pub use crate::cli::{Cli, Command};
 pub use crate::connect::EtcdTarget;
+use crate::connect::Missing;
 pub use crate::daemon::daemon_answers;
 pub use crate::data_dir::{load_or_create_session_key, DataDir, SESSION_KEY_LEN};
 pub use crate::error::CliError;
@@ -80,18 +81,36 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             password_file: cli.etcd_password_file,
         },
     });
-    let backend = || connect::open(&data_dir, etcd.as_ref(), slice_store::LOCKED_WAIT);
+    // Reads and removals need a database to be there; additions make one, as a first
+    // write does.
+    let existing = || {
+        connect::open(
+            &data_dir,
+            etcd.as_ref(),
+            slice_store::LOCKED_WAIT,
+            Missing::Refuse,
+        )
+    };
+    let backend = || {
+        connect::open(
+            &data_dir,
+            etcd.as_ref(),
+            slice_store::LOCKED_WAIT,
+            Missing::Create,
+        )
+    };
     match cli.command {
-        Command::List { json } => list(backend()?.as_ref(), json, out),
+        Command::List { json } => list(existing()?.as_ref(), json, out),
         Command::Export => {
-            let tree = backend()?.tree()?;
+            let tree = existing()?.tree()?;
             out.write_all(declare::export(&tree).as_bytes())
                 .map_err(CliError::Output)
         }
         Command::Apply { file, dry_run } => {
             // The file is read and checked before the database is touched.
             let declared = declare::parse(&file, &read_file(&file)?)?;
-            let plan = backend()?.apply(&declared, dry_run)?;
+            let opened = if dry_run { existing()? } else { backend()? };
+            let plan = opened.apply(&declared, dry_run)?;
             let summary = match (plan.is_empty(), dry_run) {
                 (true, _) => "nothing to change\n",
                 (false, true) => "dry run: nothing was changed\n",
@@ -101,11 +120,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             out.write_all(text.as_bytes()).map_err(CliError::Output)
         }
         Command::Add { slice } => backend()?.create_slice(&slice),
-        Command::Delete { slice } => backend()?.delete_slice(&slice),
+        Command::Delete { slice } => existing()?.delete_slice(&slice),
         Command::AddPort { port, slice } => backend()?.add_port(&slice, port),
-        Command::DeletePort { port, slice } => backend()?.delete_port(&slice, port),
+        Command::DeletePort { port, slice } => existing()?.delete_port(&slice, port),
         Command::AddHost { mac, port, slice } => backend()?.add_mac(&slice, port, mac),
-        Command::DeleteHost { mac, port, slice } => backend()?.delete_mac(&slice, port, mac),
+        Command::DeleteHost { mac, port, slice } => existing()?.delete_mac(&slice, port, mac),
         Command::Completions { shell } => {
             // The generators panic on a failed write; a Vec cannot fail, `out` can.
             let mut script = Vec::new();
@@ -282,7 +301,7 @@ mod tests {
             let mut out = Vec::new();
             run(cli, &mut out).map(|()| String::from_utf8(out).unwrap())
         };
-        assert_eq!(run_args(&["list"]).unwrap(), "");
+        assert!(matches!(run_args(&["list"]), Err(CliError::NoDatabase(_))));
         assert_eq!(run_args(&["add", "blue"]).unwrap(), "");
         run_args(&[
             "add_host",
