@@ -152,6 +152,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     .into_iter()
     .flatten()
     .collect();
+    settings.openflow_addresses = openflow_addrs.clone();
     // Before the HTTP server exists: every stream waits until the task below follows.
     settings.events.recording(false);
     actix_web::rt::spawn(events::publish_network_changes(

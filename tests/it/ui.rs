@@ -1,6 +1,12 @@
 //! `GET /ui` in a real browser: headless Chromium driven over WebDriver (chromedriver),
-//! against the real daemon, emulated switches and the real `slice` tool. The test leaves
-//! a screenshot of the page at `target/ui-screenshot.png` (CI keeps it as an artifact).
+//! against the real daemon, emulated switches and the real `slice` tool. The tests leave
+//! screenshots of the page under `target/` (`ui-screenshot.png`, `ui-legend.png`,
+//! `ui-details.png`; CI keeps them as artifacts). This file holds the browser's helpers
+//! and the first look at the page; `network` the legend, the details and the changes made
+//! by clicking, `lifecycle` the empty network, the redirects, the connection and viewers.
+
+mod lifecycle;
+mod network;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -139,11 +145,44 @@ async fn click(browser: &Client, selector: &str) {
     }
 }
 
-fn screenshot_path() -> PathBuf {
+/// `name` in the target directory, where the screenshots go.
+fn target_file(name: &str) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
-        .join("ui-screenshot.png")
+        .join(name)
+}
+
+/// Saves what the browser shows as `name` in the target directory.
+async fn save_screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.expect("a screenshot");
+    let path = target_file(name);
+    std::fs::create_dir_all(path.parent().expect("a directory")).expect("target/ exists");
+    std::fs::write(&path, png).expect("the screenshot is written");
+}
+
+/// Opens the view and logs in through the developer form it sends the browser to.
+async fn log_in(browser: &Client, daemon: &Daemon) {
+    browser
+        .goto(&daemon.url("/ui"))
+        .await
+        .expect("the page opens");
+    fill(browser, "input[name=name]", "Dev").await;
+    fill(browser, "input[name=email]", "dev@example.com").await;
+    click(browser, "button[type=submit]").await;
+    until(
+        browser,
+        "location.pathname === '/ui' && window.sliced !== undefined",
+    )
+    .await;
+}
+
+/// Answers the page's confirmation dialog, which must be open or opening: yes (the
+/// removal goes ahead) or no.
+async fn answer_dialog(browser: &Client, yes: bool) {
+    until(browser, "document.getElementById('confirm').open").await;
+    click(browser, if yes { "#confirm-yes" } else { "#confirm-no" }).await;
+    until(browser, "!document.getElementById('confirm').open").await;
 }
 
 /// An HTTP client with a developer session, for the test's own reads under `/api/`.
@@ -299,10 +338,7 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
         json!([])
     );
     // The view with two slices and a host in one: the artifact CI keeps.
-    let png = browser.screenshot().await.expect("a screenshot");
-    let path = screenshot_path();
-    std::fs::create_dir_all(path.parent().expect("a directory")).expect("target/ exists");
-    std::fs::write(&path, png).expect("the screenshot is written");
+    save_screenshot(&browser, "ui-screenshot.png").await;
 
     // A host added with the page's form is in the store, its port brought along.
     let pick_red = "const select = document.querySelector('#add-host select'); \
@@ -328,6 +364,7 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
         "#slices [data-slice=\"red\"] [data-mac=\"00:00:00:00:00:01\"] button.remove",
     )
     .await;
+    answer_dialog(&browser, true).await;
     let port_kept_host_gone = |list: &str| {
         list.contains("0x1:1") && !list.contains("00:00:00:00:00:01") && list.contains("red")
     };
@@ -336,10 +373,8 @@ async fn the_web_view_shows_the_network_and_follows_changes() {
         "`slice list` after removing the host in the page: {}",
         listed(dir.path())
     );
-    // The page asks before deleting a slice; WebDriver cannot click a dialog's button in
-    // every browser, so the test answers yes for it.
-    script(&browser, "window.confirm = () => true; return null;").await;
     click(&browser, "#slices [data-slice=\"web\"] > button.remove").await;
+    answer_dialog(&browser, true).await;
     assert!(
         eventually(WAIT, || !listed(dir.path())
             .lines()

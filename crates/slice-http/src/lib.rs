@@ -98,6 +98,9 @@ pub struct Settings {
     /// What `GET /metrics` renders, and where requests are counted; without it, no
     /// `/metrics` (404) and nothing counted.
     pub metrics: Option<Arc<metrics::Metrics>>,
+    /// The OpenFlow listeners switches connect to, as the web view names them on an
+    /// empty network; empty when there is none.
+    pub openflow_addresses: Vec<String>,
 }
 
 impl Settings {
@@ -115,6 +118,7 @@ impl Settings {
             cluster: None,
             events: Arc::new(EventHub::new()),
             metrics: None,
+            openflow_addresses: Vec::new(),
         }
     }
 }
@@ -290,6 +294,7 @@ const AUTH_PREFIX: &str = "/auth";
 /// view, which have scopes of their own.
 fn open_routes(cfg: &mut impl mount::Mount) {
     openapi::routes(cfg);
+    ui::root_routes(cfg);
 }
 
 /// Every path the application registers (with its `{name}` segments as written), and the

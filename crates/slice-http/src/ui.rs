@@ -1,9 +1,12 @@
 //! `GET /ui`: the live web view, a page and its scripts built into the binary so that it
 //! needs nothing from the internet. The page reads and changes everything through the
 //! session-guarded `/api/` endpoints and follows `/api/events`; the files here hold no
-//! data, so only the page itself asks for a login.
+//! data, so only the page itself asks for a login. The daemon's front page `/` and
+//! `/ui/` lead here, and the page carries the OpenFlow listeners for its empty-network
+//! hint (`data-openflow`).
 
 use actix_web::http::header::{self, ContentType};
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 
 use crate::auth::{self, LocalPeer};
@@ -46,6 +49,21 @@ const ASSETS: &[Asset] = &[
         bytes: include_bytes!("../assets/app.js"),
     },
     Asset {
+        path: "/state.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/state.js"),
+    },
+    Asset {
+        path: "/graph.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/graph.js"),
+    },
+    Asset {
+        path: "/panels.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/panels.js"),
+    },
+    Asset {
         path: "/login.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/login.js"),
@@ -64,10 +82,37 @@ const ASSETS: &[Asset] = &[
 
 const PAGE: &str = include_str!("../assets/index.html");
 
+/// The attribute of the page's `<body>` that the server fills in with the OpenFlow
+/// listeners, for the hint the page shows on a network without switches.
+const OPENFLOW_SLOT: &str = "data-openflow=\"[]\"";
+
+/// The page with `openflow` in its slot, as a JSON list escaped for an attribute.
+fn page_naming(openflow: &[String]) -> String {
+    let listeners = serde_json::json!(openflow).to_string();
+    let mut escaped = String::with_capacity(listeners.len());
+    for c in listeners.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            other => escaped.push(other),
+        }
+    }
+    PAGE.replacen(OPENFLOW_SLOT, &format!("data-openflow=\"{escaped}\""), 1)
+}
+
 /// The page and its files, below [`UI_PATH`] (the scope that runs the session middleware
 /// for them: the page shows the logged-in user).
 pub(crate) fn routes(cfg: &mut impl Mount) {
     cfg.mount("", "GET, HEAD", |r| r.route(crate::slices::readable(page)));
+    // The view's one address is without the slash.
+    cfg.mount("/", "GET, HEAD", |r| {
+        r.route(crate::slices::readable(|| {
+            redirect_to_view(StatusCode::PERMANENT_REDIRECT)
+        }))
+    });
     for asset in ASSETS {
         cfg.mount(asset.path, "GET, HEAD", |r| {
             r.route(crate::slices::readable(move || serve_asset(asset)))
@@ -96,7 +141,23 @@ async fn page(
     Ok(html_page()
         // The page depends on who is logged in: never from a shared cache.
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(PAGE))
+        .body(page_naming(&settings.openflow_addresses)))
+}
+
+/// `/`, on the application's root: the daemon's front page is the view. Temporary, so
+/// that no browser keeps it should the root ever serve something of its own.
+pub(crate) fn root_routes(cfg: &mut impl Mount) {
+    cfg.mount("/", "GET, HEAD", |r| {
+        r.route(crate::slices::readable(|| {
+            redirect_to_view(StatusCode::FOUND)
+        }))
+    });
+}
+
+async fn redirect_to_view(status: StatusCode) -> HttpResponse {
+    HttpResponse::build(status)
+        .insert_header((header::LOCATION, UI_PATH))
+        .finish()
 }
 
 async fn serve_asset(asset: &'static Asset) -> HttpResponse {
@@ -187,5 +248,35 @@ mod tests {
             .to_request();
         let response = test::call_service(&service, get).await;
         assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    }
+
+    #[actix_web::test]
+    async fn the_root_and_the_slashed_path_lead_to_the_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(slice_store::Store::open(dir.path()).unwrap());
+        let settings = crate::Settings::new(Key::generate());
+        let service = test::init_service(crate::app(store, None, settings)).await;
+        for (path, status) in [
+            ("/", StatusCode::FOUND),
+            ("/ui/", StatusCode::PERMANENT_REDIRECT),
+        ] {
+            let get = test::TestRequest::get()
+                .uri(path)
+                .insert_header(("Host", "localhost"))
+                .to_request();
+            let response = test::call_service(&service, get).await;
+            assert_eq!(response.status(), status, "{path}");
+            assert_eq!(response.headers().get(header::LOCATION).unwrap(), UI_PATH);
+        }
+    }
+
+    #[actix_web::test]
+    async fn the_page_names_the_openflow_listeners_in_an_attribute() {
+        assert!(PAGE.contains(OPENFLOW_SLOT), "index.html lost its slot");
+        let page = page_naming(&["127.0.0.1:6653 (tcp)".into(), "a\"<b>'&".into()]);
+        assert!(page.contains(
+            "data-openflow=\"[&quot;127.0.0.1:6653 (tcp)&quot;,&quot;a\\&quot;&lt;b&gt;&#39;&amp;&quot;]\""
+        ));
+        assert!(page_naming(&[]).contains("data-openflow=\"[]\""));
     }
 }

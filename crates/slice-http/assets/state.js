@@ -1,0 +1,131 @@
+// What the web view knows: the state read from the session-guarded /api/ endpoints, and
+// what follows from it (which slices a host is in, each slice's colour, a switch's flows).
+
+export class LoggedOut extends Error {}
+
+export const segment = encodeURIComponent;
+
+export async function api(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch("/api" + path, init);
+  const answer = await response.json().catch(() => null);
+  // The session guard's refusal carries no `error`: the session is gone. A refusal that
+  // says why (a write the user's role may not make) is shown instead.
+  if (response.status === 403 && !(answer && answer.error)) {
+    throw new LoggedOut();
+  }
+  if (!response.ok) {
+    throw new Error((answer && answer.error) || `${method} ${path}: ${response.status}`);
+  }
+  return answer;
+}
+
+// Who is logged in and what they may do. `/api/whoami` names the role; a daemon without
+// roles answers it with a plain status, and then `/api/session` names the user, who may
+// do everything. Only "operator" (or no role at all) may write.
+export async function readUser() {
+  const who = await api("GET", "/whoami").catch((error) => {
+    if (error instanceof LoggedOut) throw error;
+    return null;
+  });
+  const named = who && typeof who.name === "string";
+  const user = named ? who : await api("GET", "/session");
+  const role = !named || who.role === undefined || who.role === null ? "operator" : String(who.role);
+  return { name: user.name, email: user.email || "", role, canWrite: role === "operator" };
+}
+
+// The whole state, read afresh: small networks and few slices make this cheaper to get
+// right than applying each event to a copy.
+export async function readState() {
+  const [switches, links, hosts, paths, slices] = await Promise.all([
+    api("GET", "/topology/switches").catch(() => []),
+    api("GET", "/topology/links").catch(() => []),
+    api("GET", "/topology/hosts").catch(() => []),
+    api("GET", "/paths").catch(() => []),
+    api("GET", "/slices"),
+  ]);
+  const members = await Promise.all(slices.map(async ({ name }) => {
+    const ports = await api("GET", `/slices/${segment(name)}/ports`);
+    const withMacs = await Promise.all(ports.map(async (port) => {
+      const macs = await api("GET", `/slices/${segment(name)}/ports/${segment(port.name)}/mac_addresses`);
+      return { port: port.name, dpid: port.dpid, portNo: port.port_no, macs: macs.map((mac) => mac.name) };
+    }));
+    return { name, ports: withMacs };
+  }));
+  members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { switches, links, hosts, paths, slices: members, colours: coloursOf(members) };
+}
+
+// Colour-blind-safe (Okabe-Ito) colours, taken by the slices in name order; hosts in no
+// slice are grey.
+export const PALETTE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442"];
+export const NO_SLICE = "#999999";
+
+// Slice name -> colour. Assigned, not hashed: no two slices share a colour, and each
+// keeps its own while the set of slices stays the same. Beyond the palette, hues go
+// round the circle by the golden angle, each far from the ones before it.
+export function coloursOf(slices) {
+  const colours = new Map();
+  slices.forEach((slice, index) => {
+    colours.set(slice.name, index < PALETTE.length
+      ? PALETTE[index]
+      : hslToHex((40 + (index - PALETTE.length) * 137.508) % 360, 0.65, index % 2 ? 0.38 : 0.55));
+  });
+  return colours;
+}
+
+function hslToHex(hue, saturation, lightness) {
+  const chroma = (1 - Math.abs(2 * lightness - 1)) * saturation;
+  const channel = (n) => {
+    const k = (n + hue / 30) % 12;
+    const value = lightness - chroma / 2 * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(value * 255).toString(16).padStart(2, "0");
+  };
+  return "#" + channel(0) + channel(8) + channel(4);
+}
+
+// The slices a learned host is in, in name order: those listing its MAC on its port, and
+// those holding its port with no MAC listed on it (any host behind that port).
+export function slicesOfHost(host, slices) {
+  return slices
+    .filter((slice) => slice.ports.some((member) => member.port === host.port
+      && (member.macs.length === 0 || member.macs.includes(host.mac))))
+    .map((slice) => slice.name);
+}
+
+// The slices that hold a port.
+export function slicesOfPort(port, slices) {
+  return slices.filter((slice) => slice.ports.some((member) => member.port === port)).map((slice) => slice.name);
+}
+
+export const switchOfPort = (port) => port.split(":")[0];
+
+// The flow entries the controller keeps on a switch: the proactive pipeline's count
+// where the switch runs it, else one per hop of the paths set up through it.
+export function flowsOf(sw, paths) {
+  if (sw.pipeline_entries !== null && sw.pipeline_entries !== undefined) {
+    return { count: sw.pipeline_entries, kind: "pipeline entries" };
+  }
+  let count = 0;
+  for (const path of paths) {
+    // Hops come in pairs, in port then out port, both on the hop's switch.
+    for (let at = 0; at < path.hops.length; at += 2) {
+      if (switchOfPort(path.hops[at]) === sw.name) count += 1;
+    }
+  }
+  return { count, kind: "path flows" };
+}
+
+// The cables between switches, each once (the topology lists both directions).
+export function cablesOf(links) {
+  const cables = new Map();
+  for (const link of links) {
+    const ends = [link.src, link.dst].sort();
+    cables.set(ends.join(" - "), ends);
+  }
+  return cables;
+}
