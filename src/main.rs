@@ -9,6 +9,7 @@ mod logging;
 mod manuals;
 mod metrics;
 mod network;
+mod watchdog;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::ExitCode;
@@ -143,6 +144,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let mut controller_config = controller_config(&config)?;
     controller_config.metrics = Arc::clone(&measured.controller);
     let controller = backend.start_controller(&config.openflow, controller_config, cluster_link)?;
+    // Its listeners are bound now; readiness holds while its engine runs.
+    let openflow = controller.handle();
+    settings.health.watch_openflow(Box::new(move || {
+        openflow
+            .is_running()
+            .then_some(())
+            .ok_or_else(|| "the OpenFlow controller has stopped".to_owned())
+    }));
     let metrics = Arc::new(measured.into_metrics(controller.handle()));
     settings.metrics = Some(Arc::clone(&metrics));
     let openflow_addrs: Vec<String> = [
@@ -218,18 +227,23 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     };
     // A failed flush leaves changes in memory that are not on disk; serving on would show
     // them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
-    let stoppers = [server.handle(), local_server.handle()];
-    actix_web::rt::spawn(stop_signal.stop_on_signal(stoppers.clone()));
+    let stopping = Stopping {
+        servers: [server.handle(), local_server.handle()]
+            .into_iter()
+            .chain(metrics_server.clone())
+            .collect(),
+        events: Arc::clone(&parts.settings.events),
+        health: Arc::clone(&parts.settings.health),
+    };
+    actix_web::rt::spawn(stop_signal.stop_on_signal(stopping.clone()));
     if let Backend::Sled(sled) = &backend {
         sled.on_failure(move |reason| {
             log::error!(
                 "the database could not be flushed: {reason}; stopping to avoid serving \
                  state that is not on disk"
             );
-            // The stop commands are sent at once; their futures only report completion.
-            for stopper in &stoppers {
-                drop(stopper.stop(true));
-            }
+            // The stop commands are sent at once; the future only reports completion.
+            drop(stopping.begin());
         });
     }
 
@@ -251,6 +265,13 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // Every listener is bound and the store is open: under systemd (Type=notify) this is
     // when the unit counts as started. Without NOTIFY_SOCKET it does nothing.
     notify_systemd(sd_notify::NotifyState::Ready);
+    if let Some(interval) = watchdog::interval() {
+        actix_web::rt::spawn(watchdog::feed_while_ready(
+            interval,
+            Arc::clone(&parts.settings.health),
+            store.clone(),
+        ));
+    }
 
     let (served, served_locally) = futures_util::future::join(server, local_server).await;
     log::info!("shutting down");
@@ -300,8 +321,8 @@ impl StopSignal {
         })
     }
 
-    /// Waits for either signal, then stops every server gracefully.
-    async fn stop_on_signal(mut self, servers: [actix_web::dev::ServerHandle; 2]) {
+    /// Waits for either signal, then stops.
+    async fn stop_on_signal(mut self, stopping: Stopping) {
         let interrupt = Box::pin(self.interrupt.recv());
         let terminate = Box::pin(self.terminate.recv());
         let name = match futures_util::future::select(interrupt, terminate).await {
@@ -310,8 +331,33 @@ impl StopSignal {
         };
         log::info!("{name} received; stopping");
         notify_systemd(sd_notify::NotifyState::Stopping);
-        for server in &servers {
-            server.stop(true).await;
+        stopping.begin().await;
+    }
+}
+
+/// What a stop ends: the servers, and before them what would keep them waiting.
+#[derive(Clone)]
+struct Stopping {
+    servers: Vec<actix_web::dev::ServerHandle>,
+    events: Arc<slice_http::EventHub>,
+    health: Arc<slice_http::Health>,
+}
+
+impl Stopping {
+    /// Marks the daemon not ready, ends every event stream (each with its last frame), and
+    /// sends every server its graceful stop at once: the servers wait for their
+    /// connections together, each at most `serve::STOP_GRACE_SECS`, not one after another.
+    /// The returned future reports when all have stopped.
+    fn begin(&self) -> impl std::future::Future<Output = ()> {
+        self.health.stopping();
+        self.events.close();
+        let stops: Vec<_> = self
+            .servers
+            .iter()
+            .map(|server| server.stop(true))
+            .collect();
+        async move {
+            futures_util::future::join_all(stops).await;
         }
     }
 }

@@ -565,3 +565,113 @@ fn a_page_of_another_origin_opens_no_stream() {
     );
     assert_eq!(open_streams(&daemon), 2);
 }
+
+// ---- the daemon's stop ----------------------------------------------------------------------
+
+/// Streams open when SIGTERM comes: the web view's and `curl -N`'s, from several clients.
+const STREAMS_AT_STOP: usize = 50;
+
+/// What the test asserts of a stop: that it does not wait for its clients (actix's own
+/// wait was 30 s), with room for a loaded two-core machine. The daemon gives open
+/// connections 1 s (`slice_http::serve::STOP_GRACE_SECS`); the time taken is printed.
+const STOP_BOUND: Duration = Duration::from_secs(5);
+
+#[test]
+fn sigterm_ends_every_stream_at_once_and_the_daemon_exits_whatever_its_clients_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = Daemon::start(dir.path());
+    let cookie = log_in(&daemon, "ada@example.com");
+    let mut readers = Vec::new();
+    let mut never_read = Vec::new();
+    for n in 0..STREAMS_AT_STOP {
+        // Five addresses, as one client holds at most 16 streams; a quarter of the streams
+        // the web view's, behind a session.
+        let source = Ipv4Addr::new(127, 0, 5, 1 + (n / 10) as u8);
+        let (path, headers) = if n % 4 == 0 {
+            ("/api/events", cookie.as_str())
+        } else {
+            ("/events", "")
+        };
+        if n % 5 < 2 {
+            // Asks, and never reads a byte, not even the answer's head.
+            let mut connection = connect_from(&daemon, source);
+            let request = format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n{headers}\r\n",
+                daemon.http
+            );
+            connection.write_all(request.as_bytes()).unwrap();
+            never_read.push(connection);
+        } else {
+            readers.push(open_stream(&daemon, source, path, headers));
+        }
+    }
+    // Two clients that asked for far more than the sockets between them and the daemon
+    // hold, and read none of it: their answers can never be written out.
+    for n in 0..2 {
+        let mut connection = connect_from(&daemon, Ipv4Addr::new(127, 0, 6, 1 + n));
+        let request = format!(
+            "GET /openapi.json HTTP/1.1\r\nHost: {}\r\n\r\n",
+            daemon.http
+        );
+        connection
+            .write_all(request.repeat(200).as_bytes())
+            .unwrap();
+        never_read.push(connection);
+    }
+    // Events the streams that never read leave unread.
+    let slices: Vec<Value> = (0..300)
+        .map(|n| json!({"name": format!("before-the-stop-{n}")}))
+        .collect();
+    let (status, body) = status_json(
+        agent()
+            .post(&daemon.url("/slices:apply"))
+            .send_json(json!({ "slices": slices })),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        eventually(PROMPTLY, || open_streams(&daemon) == STREAMS_AT_STOP as u64),
+        "{} streams open",
+        open_streams(&daemon)
+    );
+    let reading: Vec<_> = readers
+        .into_iter()
+        .map(|mut connection| {
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 16384];
+                loop {
+                    match connection.read(&mut buf) {
+                        Ok(0) => return Ok(String::from_utf8_lossy(&seen).into_owned()),
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        Err(err) => return Err(format!("{err} after {} bytes", seen.len())),
+                    }
+                }
+            })
+        })
+        .collect();
+
+    let signalled = std::time::Instant::now();
+    crate::common::signal(daemon.pid(), "TERM");
+    let status = daemon
+        .exit_within(Duration::from_secs(60))
+        .expect("sliced stops");
+    let took = signalled.elapsed();
+    eprintln!("sliced stopped {took:?} after SIGTERM with {STREAMS_AT_STOP} streams open");
+    assert!(status.success(), "{status}");
+    assert!(took < STOP_BOUND, "the stop took {took:?}");
+    for reader in reading {
+        // Each reading client got every event, then the last frame, then the end.
+        let seen = reader
+            .join()
+            .unwrap()
+            .expect("the stream ends, not times out");
+        assert!(seen.contains("before-the-stop-299"), "{seen}");
+        let last = seen.rfind("event: ").expect("events");
+        assert!(
+            seen[last..].starts_with(slice_http::events::SHUTDOWN_FRAME),
+            "the last event is the shutdown: {}",
+            &seen[last..]
+        );
+    }
+    drop(never_read);
+}

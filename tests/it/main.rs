@@ -15,6 +15,7 @@ mod docs;
 mod etcd_foreign;
 mod etcd_locked;
 mod events;
+mod health;
 mod hostile_network;
 mod http_api;
 mod metrics;

@@ -83,6 +83,85 @@ fn ready_reaches_systemd_once_every_listener_is_bound_and_stopping_on_sigterm() 
     assert!(status.success(), "sliced stopped cleanly: {status}");
 }
 
+/// The watchdog's time the test gives the daemon: it feeds every half of it.
+const WATCHDOG: Duration = Duration::from_millis(400);
+
+/// The `WATCHDOG=1` messages that arrive within `window` (or until a quiet stretch of
+/// `quiet`, when that comes first), and the first other message, if one came.
+fn feeds_within(
+    socket: &UnixDatagram,
+    window: Duration,
+    quiet: Duration,
+) -> (usize, Option<String>) {
+    socket.set_read_timeout(Some(quiet)).unwrap();
+    let started = std::time::Instant::now();
+    let mut feeds = 0;
+    while started.elapsed() < window {
+        let mut buffer = [0u8; 4096];
+        let Ok(len) = socket.recv(&mut buffer) else {
+            break;
+        };
+        let message = String::from_utf8_lossy(&buffer[..len]).into_owned();
+        if message.lines().any(|line| line == "WATCHDOG=1") {
+            feeds += 1;
+        } else {
+            return (feeds, Some(message));
+        }
+    }
+    (feeds, None)
+}
+
+#[test]
+fn the_watchdog_is_fed_while_the_daemon_is_ready_and_starves_once_its_store_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let notify_path = dir.path().join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
+    let data_dir = dir.path().join("db");
+    let (http, openflow) = (free_port(), free_port());
+    // systemd names the process it watches; a shell that execs keeps its pid.
+    let mut child = KillOnDrop(
+        Command::new("sh")
+            .arg("-c")
+            .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
+            .arg(SLICED)
+            .arg("--db")
+            .arg(&data_dir)
+            .args(["--http", &http.to_string()])
+            .args(["--openflow", &openflow.to_string()])
+            .env("NOTIFY_SOCKET", &notify_path)
+            .env("WATCHDOG_USEC", WATCHDOG.as_micros().to_string())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("sliced starts"),
+    );
+    let ready = next_message(&notify);
+    assert!(ready.lines().any(|line| line == "READY=1"), "{ready:?}");
+    let (feeds, other) = feeds_within(&notify, WATCHDOG * 5, NOTIFY_TIMEOUT);
+    assert!(
+        feeds >= 3 && other.is_none(),
+        "{feeds} feeds, then {other:?}"
+    );
+
+    // Readiness fails (its probe's outcome is kept 1 s): the feeds stop.
+    std::fs::remove_file(data_dir.join("store/db")).unwrap();
+    let quiet = Duration::from_secs(2);
+    let (_, other) = feeds_within(&notify, Duration::from_secs(20), quiet);
+    assert_eq!(other, None, "nothing but feeds, and then none");
+    let (feeds, _) = feeds_within(&notify, quiet, quiet);
+    assert_eq!(feeds, 0, "the watchdog starves");
+
+    signal(child.0.id(), "TERM");
+    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
+    let stopping = next_message(&notify);
+    assert!(
+        stopping.lines().any(|line| line == "STOPPING=1"),
+        "{stopping:?}"
+    );
+    wait_with_timeout(&mut child.0, NOTIFY_TIMEOUT).expect("sliced stops");
+}
+
 #[test]
 fn the_shipped_settings_file_is_accepted_by_sliced() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,10 @@
 //! it reconnects and resumes from its last id, or is told to re-read the state when the
 //! events it missed are gone.
 //!
+//! When the daemon stops, [`EventHub::close`] ends every open stream at once with a last
+//! [`SHUTDOWN_FRAME`], so that a client learns the stream is gone (and reconnects later)
+//! rather than holding a connection the stop would wait for.
+//!
 //! Ids only grow, also across restarts: a hub starts counting at the time it was made,
 //! in microseconds since the epoch, so a client holding an id from an earlier run is
 //! behind every id of this one and is told to re-read.
@@ -79,6 +83,11 @@ const RECORDER_WAIT: Duration = Duration::from_secs(1);
 /// these (see `hangup`).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// The last frame of every stream open when the daemon stops: an event without an id,
+/// so that a client resuming with `Last-Event-ID` resumes after the last real one.
+pub const SHUTDOWN_FRAME: &str =
+    "event: shutdown\ndata: {\"reason\": \"the daemon is stopping\"}\n\n";
+
 /// One event, rendered once as the bytes of its SSE frame.
 #[derive(Debug)]
 struct Event {
@@ -107,6 +116,8 @@ pub struct EventHub {
     /// starts only once it is, so that nothing the client does after the stream opened
     /// goes unreported.
     recorder: watch::Sender<Option<bool>>,
+    /// Set once by [`EventHub::close`]; every stream waits on it beside its events.
+    closed: watch::Sender<bool>,
 }
 
 impl Default for EventHub {
@@ -136,7 +147,15 @@ impl EventHub {
             live,
             streams: Arc::new(Streams::default()),
             recorder: watch::Sender::new(None),
+            closed: watch::Sender::new(false),
         }
+    }
+
+    /// Ends every open stream with [`SHUTDOWN_FRAME`], and every stream opened from now
+    /// on right after its backlog: the daemon is stopping. A stream whose client does not
+    /// read is ended by the server's stop, as its frame cannot be written.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
     }
 
     /// Publishes an event of type `kind` (a word: `slice_created`, `link_down`...) with
@@ -263,6 +282,7 @@ impl EventHub {
         Ok(Subscription {
             backlog,
             live,
+            closed: self.closed.subscribe(),
             _slot: slot,
         })
     }
@@ -460,42 +480,53 @@ impl Drop for StreamSlot {
 struct Subscription {
     backlog: VecDeque<Bytes>,
     live: broadcast::Receiver<Arc<Event>>,
+    closed: watch::Receiver<bool>,
     _slot: StreamSlot,
 }
 
 impl Subscription {
     /// The frames to send: the backlog, then live events and keep-alive comments, until
-    /// the client falls too far behind, hangs up, or the hub goes.
+    /// the client falls too far behind, hangs up, or the hub goes or closes (then with
+    /// [`SHUTDOWN_FRAME`] last).
     fn into_stream(
         self,
         hangup: Option<Hangup>,
     ) -> impl Stream<Item = Result<Bytes, actix_web::Error>> {
-        stream::unfold(
-            (self, hangup),
-            |(mut subscription, mut hangup)| async move {
-                if let Some(frame) = subscription.backlog.pop_front() {
-                    return Some((Ok(frame), (subscription, hangup)));
+        stream::unfold(Some((self, hangup)), |state| async move {
+            let (mut subscription, mut hangup) = state?;
+            if let Some(frame) = subscription.backlog.pop_front() {
+                return Some((Ok(frame), Some((subscription, hangup))));
+            }
+            let hung_up = async {
+                match hangup.as_mut() {
+                    Some(hangup) => hangup.wait().await,
+                    None => std::future::pending().await,
                 }
-                let next = tokio::time::timeout(KEEP_ALIVE, subscription.live.recv());
-                let next = match hangup.as_mut() {
-                    Some(hangup) => tokio::select! {
-                        () = hangup.wait() => return None,
-                        next = next => next,
-                    },
-                    None => next.await,
-                };
-                let frame = match next {
-                    Ok(Ok(event)) => event.frame.clone(),
-                    Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                        log::info!("dropping an event stream {missed} events behind");
-                        return None;
-                    }
-                    Ok(Err(broadcast::error::RecvError::Closed)) => return None,
-                    Err(_idle) => Bytes::from_static(b": keep-alive\n\n"),
-                };
-                Some((Ok(frame), (subscription, hangup)))
-            },
-        )
+            };
+            // An error is the hub gone, which ends the stream through `live` too.
+            let closed = subscription.closed.wait_for(|closed| *closed);
+            let next = tokio::time::timeout(KEEP_ALIVE, subscription.live.recv());
+            // Events published before the hub closed go out before its last frame.
+            let next = tokio::select! {
+                biased;
+                () = hung_up => return None,
+                next = next => next,
+                Ok(_) = closed => {
+                    let last = Bytes::from_static(SHUTDOWN_FRAME.as_bytes());
+                    return Some((Ok(last), None));
+                }
+            };
+            let frame = match next {
+                Ok(Ok(event)) => event.frame.clone(),
+                Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                    log::info!("dropping an event stream {missed} events behind");
+                    return None;
+                }
+                Ok(Err(broadcast::error::RecvError::Closed)) => return None,
+                Err(_idle) => Bytes::from_static(b": keep-alive\n\n"),
+            };
+            Some((Ok(frame), Some((subscription, hangup))))
+        })
     }
 }
 
@@ -632,6 +663,28 @@ mod tests {
         hub.publish_loss("lost some");
         let told = frames(hub.subscribe(anyone(), Some(3)).unwrap(), 1);
         assert!(told[0].starts_with("event: resync\n"), "{told:?}");
+    }
+
+    #[test]
+    fn closing_the_hub_ends_every_stream_with_the_shutdown_frame_after_what_was_sent() {
+        let hub = EventHub::starting_at(1);
+        let open = hub.subscribe(anyone(), None).unwrap();
+        hub.publish("slice_created", &json!({ "slice": "a" }));
+        hub.close();
+        // More than the stream ends with: nothing follows the last frame.
+        let sent = frames(open, 3);
+        assert_eq!(
+            sent,
+            [
+                "id: 1\nevent: slice_created\ndata: {\"slice\":\"a\"}\n\n",
+                SHUTDOWN_FRAME
+            ]
+        );
+        // One opened while the daemon stops gets its backlog, then the same last frame.
+        let late = frames(hub.subscribe(anyone(), Some(0)).unwrap(), 3);
+        assert_eq!(late.last().map(String::as_str), Some(SHUTDOWN_FRAME));
+        assert_eq!(late.len(), 2, "{late:?}");
+        assert_eq!(*hub.open_streams().borrow(), 0);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod error;
 pub mod events;
 mod hangup;
 mod head_guard;
+mod health;
 pub mod metrics;
 mod mount;
 mod network;
@@ -41,6 +42,7 @@ pub use cluster::ClusterView;
 pub use error::ApiError;
 pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
+pub use health::{Health, Readiness};
 pub use network::{NetworkView, ViewFuture, ViewKind};
 pub use openapi::document as openapi_document;
 pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
@@ -98,6 +100,9 @@ pub struct Settings {
     /// What `GET /metrics` renders, and where requests are counted; without it, no
     /// `/metrics` (404) and nothing counted.
     pub metrics: Option<Arc<metrics::Metrics>>,
+    /// What `GET /readyz` checks; the daemon adds the controller's check and says when
+    /// it stops.
+    pub health: Arc<Health>,
     /// The OpenFlow listeners switches connect to, as the web view names them on an
     /// empty network; empty when there is none.
     pub openflow_addresses: Vec<String>,
@@ -118,6 +123,7 @@ impl Settings {
             cluster: None,
             events: Arc::new(EventHub::new()),
             metrics: None,
+            health: Arc::new(Health::new()),
             openflow_addresses: Vec::new(),
         }
     }
@@ -294,6 +300,7 @@ const AUTH_PREFIX: &str = "/auth";
 /// view, which have scopes of their own.
 fn open_routes(cfg: &mut impl mount::Mount) {
     openapi::routes(cfg);
+    health::routes(cfg);
     ui::root_routes(cfg);
 }
 

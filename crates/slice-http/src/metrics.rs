@@ -418,6 +418,8 @@ pub fn metrics_server(
     })
     .workers(1)
     .disable_signals()
+    // A scrape takes milliseconds; a scraper that stalls must not hold the daemon's stop.
+    .shutdown_timeout(crate::serve::STOP_GRACE_SECS)
     .listen(listener)?
     .run())
 }

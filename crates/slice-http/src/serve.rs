@@ -29,6 +29,14 @@ use crate::{
 /// How long a closing connection is given to take its last bytes (actix-web's default).
 const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long a graceful stop waits for the connections still open before it drops them,
+/// in seconds (actix-server counts whole seconds, and looks every second). Requests
+/// under way take milliseconds; what else is open then is event streams, which the
+/// daemon ends as it stops (`EventHub::close`), and clients that do not read, whose last
+/// bytes cannot be written: actix's default of 30 s made every stop with a stream open
+/// take 30 s.
+pub const STOP_GRACE_SECS: u64 = 1;
+
 /// Pending connections the kernel queues for each TCP listener (actix-web's default).
 const LISTEN_BACKLOG: i32 = 1024;
 
@@ -82,6 +90,7 @@ pub fn tcp_server(
         .workers(workers)
         // The daemon handles SIGINT and SIGTERM once for all its servers.
         .disable_signals()
+        .shutdown_timeout(STOP_GRACE_SECS)
         // actix caps connections per worker, so the total is shared out among them.
         .max_concurrent_connections((max_connections / workers).max(1));
     let shutdown = builder.graceful_shutdown_signal();
@@ -132,7 +141,10 @@ fn listen_tcp<F: AppFactory>(
 /// a server of its own so that the slice tool gets through while the TCP server is at its
 /// connection cap (actix stops accepting on all of a server's sockets then).
 pub fn local_server(parts: &AppParts, listener: UnixListener) -> io::Result<Server> {
-    let builder = Server::build().workers(1).disable_signals();
+    let builder = Server::build()
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(STOP_GRACE_SECS);
     let shutdown = builder.graceful_shutdown_signal();
     let builder = if access_log_enabled() {
         listen_local(builder, listener, parts, &shutdown, app_with_access_log)?

@@ -160,6 +160,12 @@ pub struct ControllerHandle {
 pub const NOTICE_BUFFER: usize = 1024;
 
 impl ControllerHandle {
+    /// Whether the controller still runs (its engine takes events): for readiness, so it
+    /// sends nothing and takes no lock.
+    pub fn is_running(&self) -> bool {
+        !self.events.is_closed()
+    }
+
     /// Every change of the network from now on, in order (see [`Notice`]).
     pub fn follow(&self) -> broadcast::Receiver<Notice> {
         self.notices.subscribe()

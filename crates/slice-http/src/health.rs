@@ -1,0 +1,367 @@
+//! `GET /healthz` and `GET /readyz`: whether the daemon lives, and whether it can do its
+//! work, for a load balancer, Kubernetes' probes and the systemd watchdog.
+//!
+//! `/healthz` is answered by the HTTP worker alone: any answer means the workers run.
+//! `/readyz` asks what the daemon's work needs: the store ([`SliceStore::probe`]: on sled
+//! a latched flush failure, the writer thread and the database's file; on etcd a
+//! linearizable read, which only a member with a quorum answers), the OpenFlow controller
+//! (a check the binary registers once its listeners are bound, see
+//! [`Health::watch_openflow`]), and whether the daemon is stopping. Both are open to
+//! anyone, as a probe has no session, even where `--require-auth` guards the rest; each
+//! names a check's reason and nothing more.
+//!
+//! A probe must not load what it probes, so the store is probed at most once per
+//! [`READINESS_CACHE`]: one request probes, on a blocking thread and bounded by
+//! [`PROBE_TIMEOUT`], while the others that come meanwhile wait for its outcome and share
+//! it. A flood of probes costs the store one probe a second.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Map, Value};
+use slice_core::SliceStore;
+
+use crate::mount::Mount;
+use crate::slices::readable;
+use crate::Settings;
+
+/// How long one probe of the store answers for.
+pub const READINESS_CACHE: Duration = Duration::from_secs(1);
+
+/// The longest a probe of the store may take before it counts as failed: a store that
+/// takes longer cannot serve writes in time either.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A check of a part of the daemon that slice-http does not know (the controller): `Ok`,
+/// or why not. Cheap and non-blocking: it runs on an HTTP worker.
+pub type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// What readiness is made of; one per daemon, shared by every worker (in [`Settings`])
+/// and by whoever else asks (the watchdog).
+#[derive(Default)]
+pub struct Health {
+    openflow: OnceLock<Check>,
+    stopping: AtomicBool,
+    /// The last probe of the store and when it ended. An async lock: the request that
+    /// probes holds it, and the others wait for its outcome rather than probe again.
+    probed: tokio::sync::Mutex<Option<(Instant, Result<(), String>)>>,
+}
+
+/// The outcome of every check, in a fixed order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    pub checks: Vec<(&'static str, Result<(), String>)>,
+}
+
+impl Readiness {
+    pub fn is_ready(&self) -> bool {
+        self.checks.iter().all(|(_, outcome)| outcome.is_ok())
+    }
+
+    /// The answer's body: `{"status": "ready", "checks": ...}`, or `{"error": ...,
+    /// "checks": ...}` naming the first check that failed.
+    pub fn body(&self) -> Value {
+        let checks: Map<String, Value> = self
+            .checks
+            .iter()
+            .map(|(name, outcome)| {
+                let said = match outcome {
+                    Ok(()) => "ok".to_owned(),
+                    Err(reason) => reason.clone(),
+                };
+                ((*name).to_owned(), Value::String(said))
+            })
+            .collect();
+        match self.checks.iter().find(|(_, outcome)| outcome.is_err()) {
+            Some((name, Err(reason))) => {
+                json!({"error": format!("not ready: {name}: {reason}"), "checks": checks})
+            }
+            _ => json!({"status": "ready", "checks": checks}),
+        }
+    }
+}
+
+impl Health {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Makes `check` part of readiness, as `openflow`; called once the controller's
+    /// listeners are bound (a second call is ignored). Without one, readiness has no
+    /// `openflow` check (an application without a controller, as in tests).
+    pub fn watch_openflow(&self, check: Check) {
+        let _ = self.openflow.set(check);
+    }
+
+    /// From now on the daemon is not ready: it is stopping, and a load balancer should
+    /// send nothing more.
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    /// Every check, the store's as last probed within [`READINESS_CACHE`].
+    pub async fn readiness(&self, store: Arc<dyn SliceStore>) -> Readiness {
+        let mut checks = vec![("store", self.store_probe(store).await)];
+        if let Some(check) = self.openflow.get() {
+            checks.push(("openflow", check()));
+        }
+        let serving = if self.stopping.load(Ordering::Acquire) {
+            Err("the daemon is stopping".to_owned())
+        } else {
+            Ok(())
+        };
+        checks.push(("http", serving));
+        Readiness { checks }
+    }
+
+    async fn store_probe(&self, store: Arc<dyn SliceStore>) -> Result<(), String> {
+        let mut probed = self.probed.lock().await;
+        if let Some((at, outcome)) = probed.as_ref() {
+            if at.elapsed() < READINESS_CACHE {
+                return outcome.clone();
+            }
+        }
+        let probe = tokio::task::spawn_blocking(move || store.probe());
+        let outcome = match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(err))) => Err(err.to_string()),
+            Ok(Err(panicked)) => Err(format!("the probe failed: {panicked}")),
+            Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),
+        };
+        *probed = Some((Instant::now(), outcome.clone()));
+        outcome
+    }
+}
+
+pub(crate) fn routes(cfg: &mut impl Mount) {
+    cfg.mount("/healthz", "GET, HEAD", |r| r.route(readable(live)));
+    cfg.mount("/readyz", "GET, HEAD", |r| r.route(readable(ready)));
+}
+
+async fn live() -> HttpResponse {
+    uncached(StatusCode::OK).json(json!({"status": "ok"}))
+}
+
+async fn ready(store: web::Data<dyn SliceStore>, settings: web::Data<Settings>) -> HttpResponse {
+    let readiness = settings.health.readiness(store.into_inner()).await;
+    let status = if readiness.is_ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    uncached(status).json(readiness.body())
+}
+
+/// A probe's answer is about this moment: no cache between the prober and the daemon may
+/// keep it.
+fn uncached(status: StatusCode) -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::build(status);
+    response.insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    use actix_web::cookie::Key;
+    use actix_web::test;
+    use slice_core::{ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice};
+    use slice_core::{SliceName, StoreError};
+
+    /// A store whose probe counts its calls, takes `delay` and fails while `failing`.
+    #[derive(Default)]
+    struct Probed {
+        probes: AtomicUsize,
+        failing: AtomicBool,
+        delay: Duration,
+    }
+
+    impl MembershipSource for Probed {
+        fn subscribe(&self, _: ChangeListener) {}
+        fn snapshot(&self) -> Result<Vec<Slice>, StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn nothing() -> StoreError {
+        StoreError::Failed("not a store for this".into())
+    }
+
+    impl SliceStore for Probed {
+        fn read_slices(
+            &self,
+            look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
+        ) -> Result<(), StoreError> {
+            look(&mut std::iter::empty());
+            Ok(())
+        }
+        fn content_version(&self) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        fn check_slice(&self, _: &SliceName) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn ports(&self, _: &SliceName) -> Result<Vec<PortId>, StoreError> {
+            Err(nothing())
+        }
+        fn check_port(&self, _: &SliceName, _: PortId) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn macs(&self, _: &SliceName, _: PortId) -> Result<Vec<MacAddress>, StoreError> {
+            Err(nothing())
+        }
+        fn check_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn create_slice(&self, _: &SliceName) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn delete_slice(&self, _: &SliceName) -> Result<Slice, StoreError> {
+            Err(nothing())
+        }
+        fn add_port(&self, _: &SliceName, _: PortId) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn delete_port(&self, _: &SliceName, _: PortId) -> Result<Port, StoreError> {
+            Err(nothing())
+        }
+        fn add_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<bool, StoreError> {
+            Err(nothing())
+        }
+        fn delete_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn apply(&self, _: &[Slice]) -> Result<slice_core::Plan, StoreError> {
+            Err(nothing())
+        }
+        fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+        fn session_revoked(&self, _: &[u8], _: u64) -> Result<bool, StoreError> {
+            Ok(false)
+        }
+        fn probe(&self) -> Result<(), StoreError> {
+            self.probes.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(self.delay);
+            if self.failing.load(Ordering::SeqCst) {
+                Err(StoreError::Unavailable("no quorum".into()))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    async fn get<S, B>(service: &S, path: &str) -> (StatusCode, Value)
+    where
+        S: actix_web::dev::Service<
+            actix_http::Request,
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+        >,
+        B: actix_web::body::MessageBody,
+    {
+        let request = test::TestRequest::get()
+            .uri(path)
+            .insert_header(("Host", "localhost"))
+            .to_request();
+        let response = test::call_service(service, request).await;
+        let status = response.status();
+        let cache = response.headers().get(header::CACHE_CONTROL).cloned();
+        assert_eq!(cache, Some(HeaderValue::from_static("no-store")), "{path}");
+        (status, test::read_body_json(response).await)
+    }
+
+    #[actix_web::test]
+    async fn readiness_names_each_check_and_the_first_that_fails() {
+        let store = Arc::new(Probed::default());
+        let mut settings = Settings::new(Key::generate());
+        // Guarded slices change nothing here: a probe has no session.
+        settings.require_auth_for_slices = true;
+        let health = Arc::clone(&settings.health);
+        let openflow_up = Arc::new(AtomicBool::new(true));
+        let up = Arc::clone(&openflow_up);
+        health.watch_openflow(Box::new(move || {
+            if up.load(Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err("the OpenFlow controller has stopped".into())
+            }
+        }));
+        let app = crate::app(store.clone(), None, settings);
+        let service = test::init_service(app).await;
+        assert_eq!(
+            get(&service, "/healthz").await,
+            (StatusCode::OK, json!({"status": "ok"}))
+        );
+        let ready =
+            json!({"status": "ready", "checks": {"store": "ok", "openflow": "ok", "http": "ok"}});
+        assert_eq!(get(&service, "/readyz").await, (StatusCode::OK, ready));
+
+        openflow_up.store(false, Ordering::SeqCst);
+        let (status, body) = get(&service, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body["error"],
+            "not ready: openflow: the OpenFlow controller has stopped"
+        );
+        assert_eq!(body["checks"]["store"], "ok");
+
+        store.failing.store(true, Ordering::SeqCst);
+        std::thread::sleep(READINESS_CACHE);
+        let (status, body) = get(&service, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body["error"], "not ready: store: no quorum");
+
+        store.failing.store(false, Ordering::SeqCst);
+        openflow_up.store(true, Ordering::SeqCst);
+        health.stopping();
+        std::thread::sleep(READINESS_CACHE);
+        let (status, body) = get(&service, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body["checks"]["http"], "the daemon is stopping");
+        // Liveness is not readiness: a stopping daemon still lives.
+        assert_eq!(get(&service, "/healthz").await.0, StatusCode::OK);
+    }
+
+    #[actix_web::test]
+    async fn a_flood_of_probes_costs_the_store_one_probe_a_second() {
+        let store = Arc::new(Probed {
+            delay: Duration::from_millis(100),
+            ..Probed::default()
+        });
+        let health = Arc::new(Health::new());
+        let asked = Instant::now();
+        let probes = (0..200).map(|_| {
+            let (health, store) = (Arc::clone(&health), Arc::clone(&store));
+            async move { health.readiness(store).await.is_ready() }
+        });
+        let answers = futures_util::future::join_all(probes).await;
+        assert!(answers.iter().all(|ready| *ready));
+        assert_eq!(store.probes.load(Ordering::SeqCst), 1);
+        assert!(asked.elapsed() < READINESS_CACHE, "{:?}", asked.elapsed());
+        std::thread::sleep(READINESS_CACHE);
+        assert!(health.readiness(store.clone()).await.is_ready());
+        assert_eq!(store.probes.load(Ordering::SeqCst), 2);
+    }
+
+    #[actix_web::test]
+    async fn a_probe_that_hangs_fails_within_its_bound() {
+        let store = Arc::new(Probed {
+            delay: PROBE_TIMEOUT + Duration::from_secs(1),
+            ..Probed::default()
+        });
+        let asked = Instant::now();
+        let readiness = Health::new().readiness(store).await;
+        assert!(asked.elapsed() < PROBE_TIMEOUT + Duration::from_millis(500));
+        assert_eq!(
+            readiness.checks[0],
+            ("store", Err(format!("no answer within {PROBE_TIMEOUT:?}")))
+        );
+    }
+}
