@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::engine::EngineConfig;
 use crate::metrics::ControllerMetrics;
+use crate::session::SessionConfig;
 
 /// How the controller runs.
 #[derive(Debug, Clone)]
@@ -82,5 +83,22 @@ impl ControllerConfig {
     pub fn lldp_port_rate(&self) -> u32 {
         let interval_ms = self.lldp_interval.as_millis().max(1);
         u32::try_from(2000 / interval_ms).unwrap_or(u32::MAX).max(2)
+    }
+
+    /// What each switch session needs of these settings.
+    pub fn session(&self) -> SessionConfig {
+        SessionConfig {
+            handshake_timeout: self.handshake_timeout,
+            echo_interval: self.echo_interval,
+            dead_after: self.dead_after,
+            allowed_dpids: self.allowed_dpids.clone(),
+            max_multipart_bytes: self.max_multipart_bytes,
+            max_ports_per_switch: self.engine.max_ports_per_switch,
+            max_outbound_bytes: self.max_outbound_bytes,
+            packet_in_rate: self.packet_in_rate,
+            packet_in_burst: self.packet_in_burst,
+            packet_in_port_rate: self.packet_in_port_rate,
+            lldp_port_rate: self.lldp_port_rate(),
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! for switches come out. Every rule of routing and slicing can be tested here with plain
 //! calls; the server holds the engine behind one lock and calls it one event at a time.
 //!
-//! This file holds the engine's state and vocabulary; its work is in parts, each an
+//! This file holds the engine's state (the words it shares with the sessions are in
+//! [`crate::protocol`], re-exported here); its work is in parts, each an
 //! `impl Engine` of its own: `switches` (switches, ports, probes sent, drops counted),
 //! `packets` (PACKET_INs: probes, learning, flooding, routing), `link_guard` (which edge
 //! ports may become link ends), `proactive` (the OpenFlow 1.3 pipeline kept in the
@@ -16,8 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use openflow::packet::{Probe, ProbeProof};
-use openflow::Version;
+use openflow::packet::Probe;
 use serde::Serialize;
 use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
@@ -27,7 +27,10 @@ use crate::limits::LogLimiter;
 use crate::metrics::ControllerMetrics;
 use crate::notice::Notice;
 use crate::probe::{ProbeKey, Verdict};
-use crate::session::RoleRefusal;
+pub use crate::protocol::{
+    Command, FlowAction, FlowEntry, FlowHandle, FlowsRead, Role, RoleRefusal, Rule, SwitchProfile,
+    MAX_FLOWS_READ,
+};
 use crate::topology::{is_physical, Hop, Link, PortState, Topology};
 
 mod cluster;
@@ -55,10 +58,6 @@ pub const PATH_PRIORITY: u16 = 100;
 pub const DROP_PRIORITY: u16 = 50;
 /// The least time a signed probe stays fresh, whatever the LLDP interval.
 const MIN_PROBE_AGE: Duration = Duration::from_secs(1);
-/// The most flows one read-back of a switch's flow table carries: a switch that reports
-/// more is flushed instead ([`Command::ClearFlows`]), which is always safe. It bounds
-/// what a session collects for the engine and what the engine adopts per switch.
-pub const MAX_FLOWS_READ: usize = 65_536;
 
 /// How the engine behaves.
 #[derive(Debug, Clone)]
@@ -118,144 +117,6 @@ impl Default for EngineConfig {
             max_drops_per_switch: 16384,
         }
     }
-}
-
-/// What a flow matches: one direction of one host pair entering at one port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Rule {
-    pub in_port: u32,
-    pub eth_src: MacAddress,
-    pub eth_dst: MacAddress,
-}
-
-/// What the engine needs to know about how a switch works, decided by its session from
-/// the protocol it speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SwitchProfile {
-    /// The switch drops what matches no flow unless a table-miss flow sends it to the
-    /// controller (OpenFlow 1.3), so the engine asks for one ([`Command::TableMiss`]).
-    pub needs_table_miss_flow: bool,
-    /// The protocol the switch speaks, shown to operators in the switch view; no
-    /// decision depends on it.
-    pub protocol: Version,
-    /// The switch can hold the proactive pipeline: several tables and metadata between
-    /// them (OpenFlow 1.3).
-    pub pipeline: bool,
-}
-
-/// A controller's role at a switch, whatever the OpenFlow version says it with (1.3's
-/// ROLE_REQUEST, Open vSwitch's Nicira request on 1.0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Full access; the switch makes every other master a slave.
-    Master,
-    /// Read-only: the switch refuses its writes and sends it no PACKET_IN.
-    Slave,
-    /// Full access beside others: what every controller is until it asks for a role.
-    Equal,
-}
-
-impl Role {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Role::Master => "master",
-            Role::Slave => "slave",
-            Role::Equal => "equal",
-        }
-    }
-}
-
-/// An instruction for one switch, independent of the OpenFlow version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Ask the switch for `role`. `generation` is the master election's generation,
-    /// which only grows: a 1.3 switch refuses a MASTER or SLAVE request older than the
-    /// newest it saw. 1.0 (Nicira's request) carries none.
-    SetRole { role: Role, generation: u64 },
-    /// Remove every flow: the fallback when a switch's flow table cannot be read whole.
-    ClearFlows,
-    /// For a switch that needs one: send what matches nothing to the controller.
-    TableMiss,
-    /// Add a flow; `out_port` None drops the traffic. `cookie` says what it is
-    /// ([`FlowKind::cookie`]).
-    FlowAdd {
-        rule: Rule,
-        out_port: Option<u32>,
-        priority: u16,
-        idle_timeout: u16,
-        hard_timeout: u16,
-        notify_removal: bool,
-        cookie: u64,
-    },
-    /// Remove exactly the flow with this rule and priority.
-    FlowDelete { rule: Rule, priority: u16 },
-    /// Read the switch's flow table back; the answer is [`Engine::flows_read`].
-    ReadFlows,
-    /// Remove exactly one flow that a read-back reported.
-    FlowDeleteExact(FlowHandle),
-    /// Send `data` out of `out_port`. `data` usually shares the buffer the PACKET_IN
-    /// was read into, so a packet is not copied on its way through.
-    PacketOut { out_port: u32, data: Bytes },
-    /// Send `data` out of each of `out_ports` (a broadcast within slices): one message
-    /// for the switch, however many ports, so a flood costs a message per switch.
-    Flood { out_ports: Vec<u32>, data: Bytes },
-    /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
-    Discovery { port_no: u32, proof: ProbeProof },
-    /// Add or delete an entry of the proactive pipeline, as the 1.3 FLOW_MOD that says so
-    /// ([`crate::pipeline::Entry::flow_mod`]).
-    Pipeline(openflow::FlowMod),
-}
-
-impl Command {
-    /// Whether the command changes the switch or the network (flows, packets sent out
-    /// of its ports): what a controller that is not master must not send.
-    pub fn writes(&self) -> bool {
-        !matches!(self, Command::SetRole { .. } | Command::ReadFlows)
-    }
-}
-
-/// What a flow read back from a switch does with what it matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowAction {
-    /// Nothing: the packets are dropped.
-    Drop,
-    /// Out of one port (a reserved one, such as the controller, included).
-    Output(u32),
-    /// Anything else.
-    Other,
-}
-
-/// Deletes exactly one flow of a read-back ([`Command::FlowDeleteExact`]): its table,
-/// priority and match as the switch reported them, whatever they match.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowHandle(pub(crate) openflow::RawFlowDelete);
-
-/// One flow a switch reported, in the engine's terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowEntry {
-    pub cookie: u64,
-    pub table_id: u8,
-    pub priority: u16,
-    pub in_port: Option<u32>,
-    pub eth_src: Option<MacAddress>,
-    pub eth_dst: Option<MacAddress>,
-    /// Whether the match constrains anything besides the three fields above.
-    pub other_fields: bool,
-    pub action: FlowAction,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub handle: FlowHandle,
-    /// The pipeline entry this flow is, when it has the pipeline's cookie and shape.
-    pub pipeline: Option<crate::pipeline::Entry>,
-}
-
-/// A switch's flow table as read back: every flow, unless the switch had more than
-/// [`MAX_FLOWS_READ`] or refused the request (`complete` false, `entries` empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowsRead {
-    pub entries: Vec<FlowEntry>,
-    pub complete: bool,
 }
 
 /// The part of a PACKET_IN the engine looks at.

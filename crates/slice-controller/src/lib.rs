@@ -1,7 +1,8 @@
 //! The switch-control core of sliced: a routing switch with slice isolation.
 //!
 //! [`engine`] holds every decision (topology, hosts, paths, slicing) as plain synchronous
-//! code. [`session`] is one switch's OpenFlow protocol as a state machine without I/O.
+//! code. [`session`] is one switch's OpenFlow protocol as a state machine without I/O;
+//! the two share the words of [`protocol`] and name nothing of each other.
 //! [`server`] is the I/O around them: it runs a session per switch connection over plain
 //! TCP or [`tls`], feeds the engine their events and carries its commands back.
 
@@ -15,6 +16,7 @@ pub mod metrics;
 pub mod notice;
 pub mod pipeline;
 pub mod probe;
+pub mod protocol;
 pub mod server;
 pub mod session;
 pub mod tls;
@@ -29,6 +31,6 @@ pub use metrics::ControllerMetrics;
 pub use notice::Notice;
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};
-pub use session::{CloseReason, RoleRefusal, SwitchEvent, SwitchSession};
+pub use session::{CloseReason, RoleRefusal, SessionConfig, SwitchEvent, SwitchSession};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

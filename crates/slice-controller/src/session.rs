@@ -17,7 +17,7 @@
 //! missed deadline closes it ([`SwitchSession::close_reason`]), after which it takes
 //! nothing more and transmits at most a farewell (the HELLO_FAILED error).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,14 +33,14 @@ use openflow::{
 };
 use slice_core::MacAddress;
 
-use crate::config::ControllerConfig;
 use crate::cookie::FlowKind;
-use crate::engine::{
+use crate::limits::PacketInLimiter;
+use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+use crate::protocol::{
     Command, FlowAction, FlowEntry, FlowHandle, FlowsRead, Role, Rule, SwitchProfile,
     MAX_FLOWS_READ,
 };
-use crate::limits::PacketInLimiter;
-use crate::meter::{MeterDecision, MeterSetup, MeterStep};
+pub use crate::protocol::{RoleRefusal, SwitchEvent};
 use crate::topology::{is_physical, PortState};
 
 /// The versions sliced speaks, lowest first.
@@ -65,70 +65,6 @@ const MAX_FLOW_READ_BYTES: usize = 16 * 1024 * 1024;
 /// but not this would otherwise keep whatever it holds unjudged, and every later read
 /// would wait on this one. Past it the read is incomplete, and the engine flushes.
 const FLOW_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the switch told the engine-facing side, in the engine's terms. The datapath id
-/// is known to the caller from [`SwitchEvent::Connected`] on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SwitchEvent {
-    /// The handshake is over: the switch is who it says and has these ports.
-    Connected {
-        dpid: u64,
-        ports: BTreeMap<u32, PortState>,
-        profile: SwitchProfile,
-    },
-    /// A PACKET_IN within the rate limits; `data` is a slice of the read buffer.
-    PacketIn {
-        in_port: u32,
-        dst: MacAddress,
-        src: MacAddress,
-        probe: Option<openflow::packet::Probe>,
-        data: Bytes,
-    },
-    /// PACKET_INs dropped by the rate limits since the last report.
-    PacketInsRateLimited { count: u64 },
-    /// How the table-miss flow came out: through the PACKET_IN meter or not.
-    PacketInMeter { metered: bool },
-    /// A physical port was added or changed (`Some`) or deleted (`None`).
-    PortStatus {
-        port_no: u32,
-        state: Option<PortState>,
-    },
-    /// A flow that asked for it was removed.
-    FlowRemoved { rule: Rule, priority: u16 },
-    /// The switch confirmed the role it gives this controller.
-    RoleChanged { role: Role },
-    /// The switch refused the last role request; with [`RoleRefusal::Stale`], another
-    /// controller claimed the switch with a newer generation.
-    RoleRefused { reason: RoleRefusal },
-    /// The answer to [`Command::ReadFlows`]: the switch's flow table, all parts of it.
-    FlowsRead(FlowsRead),
-    /// The switch refused a FLOW_MOD because its table is full.
-    TableFull,
-}
-
-/// Why a switch refused a role request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoleRefusal {
-    /// The generation is older than one the switch has seen (1.3 `OFPRRFC_STALE`).
-    Stale,
-    /// The switch does not do roles (1.3 `OFPRRFC_UNSUP`, or a 1.0 switch without the
-    /// Nicira extension).
-    Unsupported,
-    /// Any other error answering the request.
-    Other { err_type: ErrorType, code: u16 },
-}
-
-impl std::fmt::Display for RoleRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RoleRefusal::Stale => f.write_str("stale generation: a newer master claimed it"),
-            RoleRefusal::Unsupported => f.write_str("the switch does not support roles"),
-            RoleRefusal::Other { err_type, code } => {
-                write!(f, "error type {err_type:?} code {code}")
-            }
-        }
-    }
-}
 
 /// Why a session closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -227,9 +163,36 @@ struct FlowRead {
     deadline: Instant,
 }
 
+/// What a session needs to know of the controller's settings, built from them by the
+/// server ([`crate::ControllerConfig::session`]).
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The time a switch has to complete the handshake.
+    pub handshake_timeout: Duration,
+    /// A switch that says nothing for this long is sent an echo request...
+    pub echo_interval: Duration,
+    /// ...and one silent for this long is closed.
+    pub dead_after: Duration,
+    /// The datapath ids allowed to connect; None lets any in.
+    pub allowed_dpids: Option<BTreeSet<u64>>,
+    /// Bytes of multipart replies (the port list) a switch may send in its handshake.
+    pub max_multipart_bytes: usize,
+    /// Ports a switch may announce in its handshake.
+    pub max_ports_per_switch: usize,
+    /// Bytes of commands that may wait for the switch before the session closes.
+    pub max_outbound_bytes: usize,
+    /// PACKET_INs per second the switch may send on average, and in a burst.
+    pub packet_in_rate: u32,
+    pub packet_in_burst: u32,
+    /// PACKET_INs per second from any one ingress port (burst twice that).
+    pub packet_in_port_rate: u32,
+    /// LLDP PACKET_INs per second from any one port, outside the switch's budget.
+    pub lldp_port_rate: u32,
+}
+
 /// One switch's OpenFlow session.
 pub struct SwitchSession {
-    config: Arc<ControllerConfig>,
+    config: Arc<SessionConfig>,
     state: State,
     /// The negotiated wire version; 1.3 until the switch's HELLO settles it.
     version: Version,
@@ -245,7 +208,7 @@ pub struct SwitchSession {
 
 impl SwitchSession {
     /// A session for a switch that connected at `now`; our HELLO is ready to transmit.
-    pub fn new(config: Arc<ControllerConfig>, now: Instant) -> Self {
+    pub fn new(config: Arc<SessionConfig>, now: Instant) -> Self {
         let handshake_deadline = now + config.handshake_timeout;
         let mut session = Self {
             config,
@@ -717,7 +680,7 @@ impl SwitchSession {
         for desc in ports.iter().filter(|desc| is_physical(desc.port_no)) {
             discovery.ports.insert(desc.port_no, port_state(desc));
         }
-        let max_ports = self.config.engine.max_ports_per_switch;
+        let max_ports = self.config.max_ports_per_switch;
         if discovery.ports.len() > max_ports {
             return Err(CloseReason::TooManyPorts(max_ports));
         }
@@ -746,8 +709,8 @@ impl SwitchSession {
                 config.packet_in_rate,
                 config.packet_in_burst,
                 config.packet_in_port_rate,
-                config.lldp_port_rate(),
-                config.engine.max_ports_per_switch,
+                config.lldp_port_rate,
+                config.max_ports_per_switch,
                 now,
             ),
             unreported: 0,

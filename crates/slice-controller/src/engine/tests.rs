@@ -1,5 +1,6 @@
 use super::*;
 use crate::cookie::FlowKind;
+use openflow::Version;
 use slice_core::{Port, Slice, SliceName};
 
 /// A fixed probe secret, so that tests can compute the probes the engine must send.

@@ -17,7 +17,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::ControllerConfig;
 use crate::engine::{Command, Frame, SwitchProfile};
 use crate::limits::LogLimiter;
-use crate::session::{CloseReason, SwitchEvent, SwitchSession};
+use crate::session::{CloseReason, SessionConfig, SwitchEvent, SwitchSession};
 use crate::topology::PortState;
 
 use super::engine_task::{command_bytes, Caller, SharedDecider};
@@ -44,6 +44,7 @@ pub(super) async fn accept_switches(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut refusals = LogLimiter::default();
+    let session_config = Arc::new(config.session());
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -66,10 +67,11 @@ pub(super) async fn accept_switches(
                     continue;
                 };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
-                let (acceptor, decider, config, stopped) = (
+                let (acceptor, decider, config, session_config, stopped) = (
                     acceptor.clone(),
                     Arc::clone(&decider),
                     Arc::clone(&config),
+                    Arc::clone(&session_config),
                     stopped.clone(),
                 );
                 tokio::spawn(async move {
@@ -87,7 +89,7 @@ pub(super) async fn accept_switches(
                         handshaking,
                     };
                     if let Err(err) =
-                        serve_switch(reader, writer, opened, decider, config, stopped).await
+                        serve_switch(reader, writer, opened, decider, session_config, stopped).await
                     {
                         log::info!("switch connection from {peer} closed: {err}");
                     }
@@ -242,7 +244,7 @@ struct Connection {
     own: Vec<Command>,
     /// Bytes of engine commands queued into the session and not yet written.
     unwritten: usize,
-    config: Arc<ControllerConfig>,
+    config: Arc<SessionConfig>,
 }
 
 async fn serve_switch(
@@ -250,7 +252,7 @@ async fn serve_switch(
     writer: SwitchWrite,
     opened: OpenedConnection,
     decider: SharedDecider,
-    config: Arc<ControllerConfig>,
+    config: Arc<SessionConfig>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), ConnectionError> {
     let OpenedConnection {

@@ -1,6 +1,7 @@
 //! The session driven with frames built by the codec and a made-up clock.
 
 use super::*;
+use crate::config::ControllerConfig;
 use openflow::error_msg::BadRequestCode;
 use openflow::{ControllerRole, NxRole, RoleMsg};
 use openflow::{FeaturesReply, FlowRemoved, MeterFeatures};
@@ -15,7 +16,7 @@ fn config() -> ControllerConfig {
 }
 
 fn session(config: ControllerConfig, now: Instant) -> SwitchSession {
-    SwitchSession::new(Arc::new(config), now)
+    SwitchSession::new(Arc::new(config.session()), now)
 }
 
 /// `message` as a switch speaking `version` sends it.

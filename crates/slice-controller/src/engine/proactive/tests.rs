@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use openflow::{FlowMod, FlowModCommand};
+use openflow::{FlowMod, FlowModCommand, Version};
 
 use super::super::tests::{
     config, discovery, flow_adds, frame, mac, membership, p, packet_outs, ports, send, BROADCAST,
