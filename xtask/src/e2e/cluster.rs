@@ -8,44 +8,29 @@
 //! `cargo xtask failover --runs N` repeats the kill and prints the figures' spread, with
 //! the REST latency of creates on etcd against sled, for docs/benchmarks.md.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, ensure, Context};
+use anyhow::ensure;
 use serde_json::{json, Value};
 
-use super::scenarios::MESH4;
+use super::net;
 use super::sliced::Controller;
+use super::stage::cluster::{
+    cluster_with_slices, create, master, wait_everywhere, wait_new_master, NEW_MASTER_DEADLINE,
+    NEW_PAIR, TALKING,
+};
+use super::stage::ping::PingRun;
 use super::stage::Stage;
-use super::sys::{self, Daemon};
+use super::sys;
 
-/// The election's lease lives 2 s by default (issue 11); a standby must be master within
-/// the lease's time to live plus a second.
-pub const NEW_MASTER_DEADLINE: Duration = Duration::from_secs(3);
 /// A pair that never talked talks within this of the master's death (issue 11, point 9).
 pub const NEW_PAIR_DEADLINE: Duration = Duration::from_secs(3);
 /// Every etcd request of sliced is bounded by 3 s (docs/cluster.md, `REQUEST_TIMEOUT`);
 /// a write without a quorum answers 503 within that and the round trip.
 const UNAVAILABLE_DEADLINE: Duration = Duration::from_secs(5);
-/// Every switch confirms the roles it was asked for within this of the master and the
-/// standbys knowing it; their member records reach the master's view within a third of
-/// the lease.
-const ROLES_DEADLINE: Duration = Duration::from_secs(10);
-/// A change made on one instance reaches the others through their watch; this is far
-/// more than that takes, for a loaded machine.
-const PROPAGATION: Duration = Duration::from_secs(10);
 /// The quorum back, the etcd client reconnects by itself; well within this.
 const RECOVERY: Duration = Duration::from_secs(30);
-
-/// The pair that talks throughout a failover, and the pair that starts after the kill.
-pub(super) const TALKING: (u8, u8) = (1, 2);
-pub(super) const NEW_PAIR: (u8, u8) = (3, 4);
-/// How often the new pair's hosts repeat an unanswered ARP request.
-const NEW_PAIR_ARP_RETRANSMIT: Duration = Duration::from_millis(100);
-/// 50 packets per second, for 6 s: the kill falls inside.
-const PING_INTERVAL: &str = "0.02";
+/// At the ping's 50 packets per second, 6 s: the kill falls inside.
 const TALKING_COUNT: u32 = 300;
 const NEW_PAIR_COUNT: u32 = 200;
 /// The pace of the REST writes on the survivors during a failover.
@@ -54,275 +39,6 @@ const WRITE_EVERY: Duration = Duration::from_millis(100);
 /// (every 20 ms, with some to spare for the member restarts around it).
 const QUORUM_LOST: Duration = Duration::from_secs(10);
 const QUORUM_LOST_PINGS: u32 = 600;
-
-/// The index of the live controller that the live instances report as master in
-/// `GET /cluster`.
-pub fn master(stage: &Stage) -> anyhow::Result<usize> {
-    reported_master(stage)
-        .context("no live instance is master: GET /cluster names none, or one that is not live")
-}
-
-/// Waits until a live instance is master (an election at start takes a moment).
-pub fn wait_master(stage: &Stage, timeout: Duration) -> anyhow::Result<usize> {
-    let found = sys::poll(timeout, Duration::from_millis(50), || {
-        Ok(reported_master(stage))
-    })?;
-    found.with_context(|| format!("no live instance became master within {timeout:?}"))
-}
-
-/// The index of the live controller that some live instance's `GET /cluster` names as
-/// master; None while none does (no master, or the one just killed, until its lease
-/// expires).
-fn reported_master(stage: &Stage) -> Option<usize> {
-    let controllers = stage.controllers();
-    let addresses = addresses(controllers);
-    controllers
-        .iter()
-        .filter_map(cluster_view)
-        .find_map(|view| master_in(&view, &addresses))
-}
-
-/// The live controllers as (HTTP address, OpenFlow port), how `GET /cluster` tells them
-/// apart.
-fn addresses(controllers: &[Controller]) -> Vec<(String, u16)> {
-    controllers
-        .iter()
-        .map(|c| (c.http.to_string(), c.openflow_port))
-        .collect()
-}
-
-/// Waits until the master's `GET /cluster` shows that every switch of `switches`
-/// confirmed the master as master and every standby as slave. A standby sends no LLDP
-/// and ignores PACKET_INs (only the master writes to switches), so it knows the
-/// switches and their ports but discovers no link: the roles are what it must show.
-pub fn wait_roles(
-    stage: &mut Stage,
-    master: usize,
-    switches: &BTreeSet<u64>,
-) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let controllers = stage.controllers();
-    let addresses = addresses(controllers);
-    let wire = stage.version.wire();
-    let mut missing = Vec::new();
-    let agreed = sys::poll(ROLES_DEADLINE, Duration::from_millis(50), || {
-        missing.clear();
-        let view = cluster_view(&controllers[master]).unwrap_or_default();
-        for (at, ctl) in controllers.iter().enumerate() {
-            let want = if at == master { "master" } else { "slave" };
-            let confirmed: BTreeSet<u64> = view
-                .get("members")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter(|m| member_index(m, &addresses) == Some(at))
-                .filter_map(|m| m.get("switches")?.as_array())
-                .flatten()
-                .filter(|s| s.get("role").and_then(Value::as_str) == Some(want))
-                .filter_map(|s| s.get("dpid")?.as_u64())
-                .collect();
-            if &confirmed != switches {
-                missing.push(format!(
-                    "{} is {want} of {confirmed:?}, not {switches:?}",
-                    ctl.http
-                ));
-            }
-            let connected = ctl.switches_at(wire)?;
-            if &connected != switches {
-                missing.push(format!("{} has switches {connected:?}", ctl.http));
-            }
-        }
-        Ok(missing.is_empty().then_some(()))
-    })?;
-    if agreed.is_none() {
-        bail!(
-            "the switches did not confirm the roles within {ROLES_DEADLINE:?}: {}",
-            missing.join("; ")
-        );
-    }
-    let done = format!(
-        "every switch confirms {} as master and the {} others as slaves after {} ms",
-        controllers[master].http,
-        controllers.len() - 1,
-        started.elapsed().as_millis()
-    );
-    stage.step(done);
-    Ok(())
-}
-
-/// `GET /cluster` of one instance, when it answers 200 with JSON.
-pub(super) fn cluster_view(ctl: &Controller) -> Option<Value> {
-    match ctl.request("GET", "/cluster", None) {
-        Ok((200, body)) => serde_json::from_str(&body).ok(),
-        _ => None,
-    }
-}
-
-/// Which of the instances, given as (HTTP address, OpenFlow port), the view names as
-/// master: `"master"` is a member's name, and the member's `"http"` (or `"openflow"`)
-/// address tells which instance it is.
-fn master_in(view: &Value, instances: &[(String, u16)]) -> Option<usize> {
-    let name = view.get("master")?.as_str()?;
-    let member = view
-        .get("members")?
-        .as_array()?
-        .iter()
-        .find(|m| m.get("name").and_then(Value::as_str) == Some(name))?;
-    member_index(member, instances)
-}
-
-/// Which of the instances a member record of `GET /cluster` is.
-fn member_index(member: &Value, instances: &[(String, u16)]) -> Option<usize> {
-    let address = |key: &str| {
-        member
-            .get(key)
-            .and_then(Value::as_str)
-            .map(|a| a.trim_start_matches("http://").trim_start_matches("tcp:"))
-            .map(str::to_owned)
-    };
-    let (http, openflow) = (address("http"), address("openflow"));
-    let openflow_port = openflow
-        .as_deref()
-        .and_then(|o| o.rsplit(':').next()?.parse::<u16>().ok());
-    instances.iter().position(|(instance_http, instance_port)| {
-        http.as_deref() == Some(instance_http.as_str()) || openflow_port == Some(*instance_port)
-    })
-}
-
-/// Waits until a live instance reports itself master (the killed one is out of the
-/// stage's list already); returns how long that took from `killed_at`. Gives up at
-/// twice the deadline, so that the figure is still shown when it is late.
-pub(super) fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Duration> {
-    loop {
-        if reported_master(stage).is_some() {
-            return Ok(killed_at.elapsed());
-        }
-        if killed_at.elapsed() > NEW_MASTER_DEADLINE * 2 {
-            bail!(
-                "no live instance became master within {:?} of the kill",
-                NEW_MASTER_DEADLINE * 2
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The random scenario's cluster hook: `kill -9` of the master, then its restart on the
-/// same data directory and ports.
-pub fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
-    let master = master(stage)?;
-    let mut killed = stage.take_controller(master)?;
-    stage.step(format!("kill -9 the master (sliced at {})", killed.http));
-    let killed_at = Instant::now();
-    killed.kill(libc::SIGKILL);
-    let took = wait_new_master(stage, killed_at)?;
-    ensure!(
-        took <= NEW_MASTER_DEADLINE,
-        "the new master took {took:?}, more than {NEW_MASTER_DEADLINE:?}"
-    );
-    stage.step(format!("new master after {} ms", took.as_millis()));
-    killed.restart(libc::SIGKILL)?;
-    stage.add_controller(killed);
-    Ok(())
-}
-
-/// A `ping` running in a host's namespace, its output in a file.
-pub(super) struct PingRun {
-    daemon: Daemon,
-    output: PathBuf,
-    label: String,
-}
-
-impl PingRun {
-    /// `ping -D -i INTERVAL -c COUNT` from one host to another (timestamps on each reply).
-    pub(super) fn start(
-        stage: &Stage,
-        (from, to): (u8, u8),
-        count: u32,
-    ) -> anyhow::Result<PingRun> {
-        let ns = stage.net()?.namespace(from);
-        let output = stage.dir().join(format!("ping-h{from}-h{to}.txt"));
-        let file = std::fs::File::create(&output)
-            .with_context(|| format!("cannot create {}", output.display()))?;
-        let count = count.to_string();
-        let target = super::net::ipv4(to);
-        let mut command = sys::command(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                &ns,
-                "ping",
-                "-n",
-                "-D",
-                "-i",
-                PING_INTERVAL,
-                "-c",
-                &count,
-                &target,
-            ],
-        );
-        command
-            .stdin(Stdio::null())
-            .stdout(file)
-            .stderr(Stdio::null());
-        let label = format!("ping h{from}->h{to}");
-        let daemon = Daemon::spawn(&mut command, &label)?;
-        Ok(PingRun {
-            daemon,
-            output,
-            label,
-        })
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.output).unwrap_or_default()
-    }
-
-    /// The time of the first reply, in seconds since the epoch (ping's `-D` stamp).
-    fn first_reply(&self) -> Option<f64> {
-        self.text()
-            .lines()
-            .find(|line| line.contains("bytes from"))
-            .and_then(stamp)
-    }
-
-    /// Waits until a reply came; false at the deadline.
-    fn wait_reply(&self, timeout: Duration) -> anyhow::Result<bool> {
-        Ok(sys::poll(timeout, Duration::from_millis(20), || {
-            Ok(self.first_reply().map(|_| ()))
-        })?
-        .is_some())
-    }
-
-    /// Waits until ping ends; returns (transmitted, received).
-    pub(super) fn finish(mut self, timeout: Duration) -> anyhow::Result<(u32, u32)> {
-        let ended = sys::poll(timeout, Duration::from_millis(50), || {
-            Ok(self.daemon.exited())
-        })?;
-        ensure!(
-            ended.is_some(),
-            "{} did not end within {timeout:?}",
-            self.label
-        );
-        let text = self.text();
-        summary(&text).with_context(|| format!("{} printed no summary: {text}", self.label))
-    }
-}
-
-/// `[1700000000.123456] 64 bytes from ...`: the stamp.
-fn stamp(line: &str) -> Option<f64> {
-    line.strip_prefix('[')?.split(']').next()?.parse().ok()
-}
-
-/// `300 packets transmitted, 298 received, ...`: (300, 298).
-fn summary(text: &str) -> Option<(u32, u32)> {
-    let line = text.lines().find(|l| l.contains("packets transmitted"))?;
-    let mut numbers = line
-        .split(',')
-        .filter_map(|part| part.split_whitespace().next()?.parse::<u32>().ok());
-    Some((numbers.next()?, numbers.next()?))
-}
 
 fn epoch_seconds() -> f64 {
     SystemTime::now()
@@ -360,70 +76,6 @@ impl std::fmt::Display for Failover {
             self.writes
         )
     }
-}
-
-/// Starts the cluster on MESH4 with slices `talk` (h1, h2) and `fresh` (h3, h4), made on
-/// the first instance; h1 and h2 have talked, h3 and h4 not.
-pub(super) fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
-    stage.start_cluster(3, 3)?;
-    slices_on_cluster(stage)
-}
-
-/// The mesh built for a cluster already started, and the scenarios' slices made.
-pub(super) fn slices_on_cluster(stage: &mut Stage) -> anyhow::Result<()> {
-    stage.build(MESH4)?;
-    for (slice, hosts) in [("talk", TALKING), ("fresh", NEW_PAIR)] {
-        stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;
-        for host in [hosts.0, hosts.1] {
-            let port = stage.net()?.host_port(host)?.slice_name();
-            stage.rest(
-                "POST",
-                &format!("/slices/{slice}/ports/{port}/mac_addresses"),
-                Some(json!({ "name": super::net::mac(host) })),
-                201,
-            )?;
-        }
-    }
-    // The new pair's first packets are ARP requests that nobody hears until a new
-    // master claims the switches, about the lease's time to live (2 s) after the kill;
-    // Linux asks again only every second, so with its default the pair's time would
-    // measure the phase of the hosts' ARP timer as much as the failover.
-    for host in [NEW_PAIR.0, NEW_PAIR.1] {
-        stage
-            .net()?
-            .set_arp_retransmit(host, NEW_PAIR_ARP_RETRANSMIT)?;
-    }
-    wait_everywhere(stage, "the slices reach every instance")?;
-    stage.reach_both(TALKING.0, TALKING.1)
-}
-
-/// Waits until every instance lists the same slices as the first.
-pub(super) fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
-    let wanted = stage.ctl()?.view("/slices")?;
-    let agreed = sys::poll(PROPAGATION, Duration::from_millis(50), || {
-        for ctl in stage.controllers() {
-            if ctl.view("/slices")? != wanted {
-                return Ok(None);
-            }
-        }
-        Ok(Some(()))
-    })?;
-    if agreed.is_none() {
-        let seen: Vec<String> = stage
-            .controllers()
-            .iter()
-            .map(|c| format!("{}: {}", c.http, c.view("/slices").unwrap_or_default()))
-            .collect();
-        bail!(
-            "the instances do not agree within {PROPAGATION:?} ({what}): {}",
-            seen.join("; ")
-        );
-    }
-    let count = wanted.as_array().map_or(0, Vec::len);
-    stage.step(format!(
-        "every instance lists the same {count} slices ({what})"
-    ));
-    Ok(())
 }
 
 /// One failover: h1 pings h2 at 50 packets per second while the master is killed; h3
@@ -505,11 +157,6 @@ fn failover(stage: &mut Stage, round: usize) -> anyhow::Result<(Failover, Contro
         sent
     );
     Ok((figures, killed))
-}
-
-/// Creates a slice on one instance; returns its status and body.
-pub(super) fn create(ctl: &Controller, name: &str) -> anyhow::Result<(u16, String)> {
-    ctl.request("POST", "/slices", Some(&json!({ "name": name })))
 }
 
 /// The `cluster` scenario.
@@ -721,7 +368,7 @@ fn forget_new_pair(stage: &mut Stage) -> anyhow::Result<()> {
         stage.rest(
             "POST",
             &format!("/slices/fresh/ports/{port}/mac_addresses"),
-            Some(json!({ "name": super::net::mac(host) })),
+            Some(json!({ "name": net::mac(host) })),
             201,
         )?;
     }
@@ -764,53 +411,4 @@ fn rest_latency(stage: &mut Stage) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_master_is_found_by_its_address_in_get_cluster() {
-        let instances = [
-            ("127.0.0.1:9001".to_owned(), 6001),
-            ("127.0.0.1:9002".to_owned(), 6002),
-        ];
-        let view = json!({
-            "master": "b",
-            "generation": 7,
-            "members": [
-                { "name": "a", "http": "127.0.0.1:9001", "openflow": "127.0.0.1:6001" },
-                { "name": "b", "http": "http://127.0.0.1:9002", "openflow": "127.0.0.1:6002" },
-            ],
-        });
-        assert_eq!(master_in(&view, &instances), Some(1));
-        // Known by its OpenFlow port alone.
-        let view =
-            json!({ "master": "a", "members": [{ "name": "a", "openflow": "tcp:0.0.0.0:6001" }] });
-        assert_eq!(master_in(&view, &instances), Some(0));
-        // A master that is not among the instances (the one just killed), or none.
-        let view = json!({ "master": "c", "members": [{ "name": "c", "http": "127.0.0.1:9003" }] });
-        assert_eq!(master_in(&view, &instances), None);
-        assert_eq!(
-            master_in(&json!({ "master": null, "members": [] }), &instances),
-            None
-        );
-    }
-
-    #[test]
-    fn reads_pings_stamps_and_summary() {
-        assert_eq!(
-            stamp("[1700000000.250000] 64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.3 ms"),
-            Some(1_700_000_000.25)
-        );
-        assert_eq!(
-            stamp("PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data."),
-            None
-        );
-        let text = "--- 10.0.0.2 ping statistics ---\n\
-                    300 packets transmitted, 297 received, +3 duplicates, 1% packet loss, time 5980ms\n";
-        assert_eq!(summary(text), Some((300, 297)));
-        assert_eq!(summary("nothing"), None);
-    }
 }

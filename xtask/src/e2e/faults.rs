@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context};
 use serde_json::Value;
 
-use super::cluster::{
-    cluster_view, cluster_with_slices, create, slices_on_cluster, wait_everywhere, wait_master,
-    wait_new_master, wait_roles, PingRun, NEW_PAIR, TALKING,
-};
 use super::proxy::Proxy;
 use super::sliced::Controller;
+use super::stage::cluster::{
+    cluster_view, cluster_with_slices, create, slices_on_cluster, wait_everywhere, wait_master,
+    wait_new_master, wait_roles, NEW_PAIR, TALKING,
+};
+use super::stage::ping::PingRun;
 use super::stage::Stage;
 use super::sys;
 

@@ -22,6 +22,7 @@ mod sliced;
 mod stage;
 mod sys;
 mod tables;
+mod topologies;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -31,10 +32,9 @@ use anyhow::{bail, Context};
 
 use self::net::{Mode, Net, Topo};
 use self::ovs::{OfVersion, Ovs};
-use self::random::RandomRun;
 use self::scenarios::{Scenario, SCENARIOS};
 use self::sliced::Bins;
-use self::stage::{Shared, Stage};
+use self::stage::{RandomRun, Shared, Stage};
 
 /// `cargo xtask e2e [options]`; the task's description is on `Task::E2e` in main.rs.
 #[derive(Debug, Default, clap::Args)]

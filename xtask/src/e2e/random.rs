@@ -20,7 +20,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::net::{self, Port, Topo};
-use super::stage::{Stage, WITHDRAW_DEADLINE};
+use super::stage::cluster::{kill_master_and_restart, master};
+use super::stage::{RandomRun, Stage, WITHDRAW_DEADLINE};
 
 /// Four switches, each cabled to every other, two hosts on each (ports 1 and 5): 8 hosts,
 /// 56 ordered pairs, and more than one path between any two switches.
@@ -47,13 +48,6 @@ const REACH_AFTER_RESTART: Duration = Duration::from_secs(30);
 /// The controller learns a cable cut at once (the port goes down) and a cable restored
 /// at its next LLDP round (200 ms in the lab); this covers a loaded machine.
 const TOPOLOGY_DEADLINE: Duration = Duration::from_secs(10);
-
-/// How one run is chosen: the seed replays it.
-#[derive(Debug, Clone, Copy)]
-pub struct RandomRun {
-    pub seed: u64,
-    pub steps: usize,
-}
 
 /// What the lab has done to the network and the slices.
 #[derive(Debug, Clone)]
@@ -661,7 +655,7 @@ fn apply(stage: &mut Stage, model: &mut Model, op: &Op) -> anyhow::Result<Durati
             reach_deadline = REACH_AFTER_RESTART;
         }
         Op::KillMaster => {
-            super::cluster::kill_master_and_restart(stage)?;
+            kill_master_and_restart(stage)?;
             reach_deadline = REACH_AFTER_RESTART;
         }
     }
@@ -685,7 +679,7 @@ fn wait_topology(stage: &mut Stage, model: &Model) -> anyhow::Result<()> {
     loop {
         let mut missing = Vec::new();
         let master = if stage.is_cluster() {
-            Some(super::cluster::master(stage)?)
+            Some(master(stage)?)
         } else {
             None
         };

@@ -13,8 +13,10 @@ use super::flows::{self, Flow};
 use super::net::{self, Capture, Mode, Net, Port, Topo};
 use super::ovs::{OfVersion, Ovs};
 use super::pki::LabPki;
-use super::random::RandomRun;
 use super::sliced::{Bins, Controller};
+
+pub mod cluster;
+pub mod ping;
 
 /// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
 /// the path, so one lost ping is no failure).
@@ -24,6 +26,13 @@ const READY_TIMEOUT: Duration = Duration::from_secs(15);
 /// The controller deletes the flows of a withdrawn host within 1 s (docs/controller.md);
 /// the extra half second covers ovs-ofctl itself on a busy machine.
 pub const WITHDRAW_DEADLINE: Duration = Duration::from_millis(1500);
+
+/// How one run of the random scenario is chosen: the seed replays it.
+#[derive(Debug, Clone, Copy)]
+pub struct RandomRun {
+    pub seed: u64,
+    pub steps: usize,
+}
 
 /// What every stage shares: the private Open vSwitch and the binaries.
 pub struct Shared<'a> {
@@ -304,9 +313,9 @@ impl<'a> Stage<'a> {
             }
             return Ok(());
         }
-        let master = super::cluster::wait_master(self, READY_TIMEOUT)?;
+        let master = cluster::wait_master(self, READY_TIMEOUT)?;
         self.wait_ready_at(master, topo)?;
-        super::cluster::wait_roles(self, master, &topo.switches)
+        cluster::wait_roles(self, master, &topo.switches)
     }
 
     /// Whether the stage runs a cluster (controllers on etcd, one of them master).

@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 use super::net;
 use super::ovs::OfVersion;
 use super::stage::Stage;
-
-/// Two switches with one cable; h1 and h2 (one per switch) in red, h3 and h4 in blue.
-const PAIR: &str = super::scenarios::PAIR;
+// Two switches with one cable; h1 and h2 (one per switch) in red, h3 and h4 in blue.
+use super::topologies::PAIR;
 
 /// How long a refilled table may take: the retry waits double while the table keeps
 /// refusing (2, 4, 8, 16 s...), and the limit is lifted some seconds in.
