@@ -5,10 +5,13 @@
 //! See docs/testing.md for how to run it and how to add a topology or a scenario.
 
 mod cluster;
+mod daemon;
 mod etcd;
 mod faults;
 mod flows;
+mod isolation;
 pub mod lldp;
+mod meter;
 mod mininet;
 mod mininet_net;
 mod mininet_tables;
@@ -17,12 +20,15 @@ mod ovs;
 mod pki;
 mod proxy;
 mod random;
+mod reroute;
+mod restart;
 mod scenarios;
 mod sliced;
 mod stage;
 mod sys;
 mod tables;
 mod topologies;
+mod withdrawal;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

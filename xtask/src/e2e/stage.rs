@@ -277,6 +277,11 @@ impl<'a> Stage<'a> {
         self.net.as_ref().context("the scenario built no network")
     }
 
+    /// The slice port name of a host's port (`0x1:2`), as REST and the slice tool take it.
+    pub fn port_of(&self, host: u8) -> anyhow::Result<String> {
+        Ok(self.net()?.host_port(host)?.slice_name())
+    }
+
     /// Builds the topology, its bridges controlled by this stage's sliced, and waits
     /// until sliced knows every switch (at this stage's OpenFlow version) and every link.
     pub fn build(&mut self, description: &str) -> anyhow::Result<()> {
