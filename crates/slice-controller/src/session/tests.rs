@@ -1,10 +1,17 @@
 //! The session driven with frames built by the codec and a made-up clock.
 
+use bytes::Bytes;
+use openflow::error_msg::{BadRequestCode, HelloFailedCode, RoleRequestFailedCode};
+use openflow::{
+    port, Action, ControllerRole, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved, Match,
+    MeterFeatures, NxRole, PacketIn, PacketOut, PortReason, RoleMsg,
+};
+use slice_core::MacAddress;
+
+use super::outbound::rule_match;
 use super::*;
 use crate::config::ControllerConfig;
-use openflow::error_msg::BadRequestCode;
-use openflow::{ControllerRole, NxRole, RoleMsg};
-use openflow::{FeaturesReply, FlowRemoved, MeterFeatures};
+use crate::protocol::{Command, FlowAction, Role, Rule, SwitchProfile, MAX_FLOWS_READ};
 
 const OF10: Version = Version::Of10;
 const OF13: Version = Version::Of13;
@@ -31,7 +38,8 @@ fn wire(version: Version, xid: u32, message: &Message) -> Vec<u8> {
 /// Everything the session has to send, decoded.
 fn sent(session: &mut SwitchSession) -> Vec<(HeaderRepr, Message)> {
     let mut bytes = Vec::new();
-    session.poll_transmit(&mut bytes);
+    // Nothing to send leaves `bytes` empty, which decodes to no messages.
+    let _ = session.poll_transmit(&mut bytes);
     let mut messages = Vec::new();
     let mut rest = &bytes[..];
     while let Some(len) = openflow::frame_len(rest).expect("the session frames its output") {
