@@ -1,6 +1,9 @@
 //! The controller's decisions, without sockets or wire formats: events go in, commands
 //! for switches come out. Every rule of routing and slicing can be tested here with plain
 //! calls; the server holds the engine behind one lock and calls it one event at a time.
+//! The lock is there so that each connection task decides on its own switch's events
+//! where it read them, without a hop to another task (`server::engine_task`); the engine
+//! itself is plain `&mut self` code and never locks.
 //!
 //! This file holds the engine's state (the words it shares with the sessions are in
 //! [`crate::protocol`], re-exported here); its work is in parts, each an
@@ -56,6 +59,9 @@ pub use self::views::{HostView, PathView, PortView, SwitchView};
 pub const PATH_PRIORITY: u16 = 100;
 /// Priority of the flows that drop traffic between hosts that share no slice.
 pub const DROP_PRIORITY: u16 = 50;
+/// Two hosts, source first: what a path, a drop flow or adopted flows are kept by.
+type HostPair = (MacAddress, MacAddress);
+
 /// The least time a signed probe stays fresh, whatever the LLDP interval.
 const MIN_PROBE_AGE: Duration = Duration::from_secs(1);
 
@@ -190,10 +196,10 @@ pub struct Engine {
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
     packet_in_meters: HashSet<u64>,
     drop_logs: HashMap<(u64, DropCause), LogLimiter>,
-    paths: HashMap<(MacAddress, MacAddress), InstalledPath>,
+    paths: HashMap<HostPair, InstalledPath>,
     /// Drop flows in place, by pair, with the ingress port they were installed at and
     /// when; an entry goes when its flow's hard timeout does, or with either host.
-    drops: HashMap<(MacAddress, MacAddress), InstalledDrop>,
+    drops: HashMap<HostPair, InstalledDrop>,
     /// How many entries of `drops` each switch holds, for the per-switch cap.
     drops_per_switch: HashMap<u64, usize>,
     /// In a cluster, this instance's place in the master election; None for a single
@@ -210,14 +216,14 @@ pub struct Engine {
     switch_roles_version: u64,
     /// Path flows found in switches by a read-back and kept, by pair; at most
     /// [`MAX_FLOWS_READ`] per switch, since each read replaces that switch's.
-    adopted: HashMap<(MacAddress, MacAddress), Vec<AdoptedFlow>>,
+    adopted: HashMap<HostPair, Vec<AdoptedFlow>>,
     /// Adopted pairs whose flows are not yet known to lead from the source's port to the
     /// destination's, with the time by which they must ([`Self::check_adopted`]). A pair
     /// whose ingress flow was kept while a hop further on is gone (a controller that
     /// stopped, or a switch cut off from it, deleted that hop and could not reach the
     /// ingress switch) is a black hole: its packets never miss at the ingress, so no
     /// new path is ever computed for it.
-    adopted_unchecked: HashMap<(MacAddress, MacAddress), Instant>,
+    adopted_unchecked: HashMap<HostPair, Instant>,
     /// Connected switches whose flow table the engine has read back since it last asked:
     /// a flow missing there is missing from the switch.
     read_back: HashSet<u64>,

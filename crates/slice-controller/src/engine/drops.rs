@@ -37,7 +37,7 @@ impl Engine {
     }
 
     /// Forgets a drop entry (not the flow), keeping the per-switch count true.
-    pub(super) fn forget_drop(&mut self, key: (MacAddress, MacAddress)) -> Option<InstalledDrop> {
+    pub(super) fn forget_drop(&mut self, key: HostPair) -> Option<InstalledDrop> {
         let drop = self.drops.remove(&key)?;
         if let Some(held) = self.drops_per_switch.get_mut(&drop.ingress.dpid) {
             *held = held.saturating_sub(1);
@@ -51,7 +51,7 @@ impl Engine {
     /// Forgets the drop entries whose flows the switches have removed by their hard
     /// timeout (drop flows ask for no FLOW_REMOVED, so no message says so).
     pub(super) fn expire_drops(&mut self, now: Instant) {
-        let expired: Vec<(MacAddress, MacAddress)> = self
+        let expired: Vec<HostPair> = self
             .drops
             .iter()
             .filter(|(_, drop)| drop.expires <= now)
@@ -65,7 +65,7 @@ impl Engine {
     /// Removes the drop flows (and entries) involving `mac`, so that its next packet is
     /// judged afresh.
     pub(super) fn lift_drops_of(&mut self, mac: MacAddress) {
-        let keys: Vec<(MacAddress, MacAddress)> = self
+        let keys: Vec<HostPair> = self
             .drops
             .keys()
             .filter(|(src, dst)| *src == mac || *dst == mac)
@@ -76,7 +76,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn lift_drop(&mut self, key: (MacAddress, MacAddress)) {
+    pub(super) fn lift_drop(&mut self, key: HostPair) {
         let Some(drop) = self.forget_drop(key) else {
             return;
         };

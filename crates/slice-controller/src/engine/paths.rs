@@ -37,7 +37,7 @@ impl Engine {
     }
 
     pub(super) fn delete_paths_where(&mut self, doomed: impl Fn(&InstalledPath) -> bool) {
-        let keys: Vec<(MacAddress, MacAddress)> = self
+        let keys: Vec<HostPair> = self
             .paths
             .iter()
             .filter(|(_, path)| doomed(path))
@@ -48,7 +48,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn delete_path(&mut self, key: (MacAddress, MacAddress)) {
+    pub(super) fn delete_path(&mut self, key: HostPair) {
         let Some(path) = self.paths.remove(&key) else {
             return;
         };

@@ -48,7 +48,7 @@ pub(super) enum Judgement {
     /// An entry of the pipeline: kept, and the sync that follows the read-back diffs it
     /// against what the switch should hold.
     Hold(crate::pipeline::Entry),
-    Adopt((MacAddress, MacAddress), AdoptedFlow),
+    Adopt(HostPair, AdoptedFlow),
     Delete,
 }
 
@@ -156,7 +156,7 @@ impl Engine {
         asked: u64,
         held: &HashSet<(u32, MacAddress, MacAddress)>,
     ) {
-        let lost: Vec<(MacAddress, MacAddress)> = self
+        let lost: Vec<HostPair> = self
             .paths
             .iter()
             .filter(|(_, path)| path.generation <= asked)
@@ -330,7 +330,7 @@ impl Engine {
         if self.table_miss_switches.contains(&dpid) {
             self.send(dpid, Command::TableMiss);
         }
-        let drops_here: Vec<(MacAddress, MacAddress)> = self
+        let drops_here: Vec<HostPair> = self
             .drops
             .iter()
             .filter(|(_, drop)| drop.ingress.dpid == dpid)
@@ -392,7 +392,7 @@ impl Engine {
     /// their deadline, so that their next packet misses at the ingress and is routed;
     /// the pairs found whole need no more checking.
     pub(super) fn check_adopted(&mut self, now: Instant) {
-        let pending: Vec<((MacAddress, MacAddress), Instant)> = self
+        let pending: Vec<(HostPair, Instant)> = self
             .adopted_unchecked
             .iter()
             .map(|(pair, by)| (*pair, *by))
@@ -433,7 +433,7 @@ impl Engine {
     /// A new path for `pair` along `hops`: its adopted flows elsewhere go; those at a
     /// hop's switch and input port are replaced by the hop's flow (same match and
     /// priority), so deleting them would delete the new flow.
-    pub(super) fn supersede_adopted(&mut self, pair: (MacAddress, MacAddress), hops: &[Hop]) {
+    pub(super) fn supersede_adopted(&mut self, pair: HostPair, hops: &[Hop]) {
         self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
@@ -450,9 +450,9 @@ impl Engine {
 
     pub(super) fn delete_adopted_where(
         &mut self,
-        doomed: impl Fn(&(MacAddress, MacAddress), &AdoptedFlow) -> bool,
+        doomed: impl Fn(&HostPair, &AdoptedFlow) -> bool,
     ) {
-        let keys: Vec<(MacAddress, MacAddress)> = self
+        let keys: Vec<HostPair> = self
             .adopted
             .iter()
             .filter(|(key, flows)| flows.iter().any(|flow| doomed(key, flow)))
@@ -464,7 +464,7 @@ impl Engine {
     }
 
     /// Withdraws every adopted flow of `pair`, as [`Self::delete_path`] does a path.
-    pub(super) fn delete_adopted(&mut self, pair: (MacAddress, MacAddress)) {
+    pub(super) fn delete_adopted(&mut self, pair: HostPair) {
         self.adopted_unchecked.remove(&pair);
         let Some(flows) = self.adopted.remove(&pair) else {
             return;
@@ -480,11 +480,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn delete_adopted_flow(
-        &mut self,
-        pair: (MacAddress, MacAddress),
-        flow: &AdoptedFlow,
-    ) {
+    pub(super) fn delete_adopted_flow(&mut self, pair: HostPair, flow: &AdoptedFlow) {
         if self.topology.has_switch(flow.dpid) {
             self.send(
                 flow.dpid,

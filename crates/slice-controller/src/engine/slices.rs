@@ -16,7 +16,7 @@ impl Engine {
             self.lift_drops_now_allowed();
         } else {
             let membership = &self.membership;
-            let forbidden: Vec<(MacAddress, MacAddress)> = self
+            let forbidden: Vec<HostPair> = self
                 .paths
                 .iter()
                 .filter(|(_, path)| !membership.shares_slice(&path.src, &path.dst))
@@ -26,7 +26,7 @@ impl Engine {
                 self.delete_path(key);
             }
             let membership = &self.membership;
-            let forbidden: Vec<(MacAddress, MacAddress)> = self
+            let forbidden: Vec<HostPair> = self
                 .adopted
                 .iter()
                 .filter(|((src, dst), flows)| {
@@ -56,7 +56,7 @@ impl Engine {
     /// Drop flows for pairs that a new membership allows go at once, so that the next
     /// packet reaches the controller and is routed.
     pub(super) fn lift_drops_now_allowed(&mut self) {
-        let allowed: Vec<(MacAddress, MacAddress)> = self
+        let allowed: Vec<HostPair> = self
             .drops
             .iter()
             .filter(|((src, dst), drop)| {

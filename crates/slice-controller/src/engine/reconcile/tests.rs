@@ -41,7 +41,7 @@ fn a_path_whose_flow_a_read_back_lacks_is_withdrawn_but_not_one_installed_after_
         ],
         "the lost path's flows go on every switch"
     );
-    let left: Vec<(MacAddress, MacAddress)> = engine
+    let left: Vec<HostPair> = engine
         .paths()
         .iter()
         .map(|path| (path.src, path.dst))
