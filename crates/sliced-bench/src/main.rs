@@ -22,6 +22,7 @@ mod fsync;
 mod in_place;
 mod machine;
 mod million;
+mod page;
 mod peers;
 mod procs;
 mod reads;
@@ -283,6 +284,26 @@ pub struct Flows {
     pub round_trip_rounds: usize,
 }
 
+impl Flows {
+    /// The controllers measured besides sliced, in the order they ran.
+    pub fn peer_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for row in &self.rows {
+            if row.controller != "sliced" && !names.contains(&row.controller) {
+                names.push(row.controller.clone());
+            }
+        }
+        names
+    }
+
+    /// The row of one controller at one version and switch count.
+    pub fn find(&self, controller: &str, version: u8, switches: u64) -> Option<&FlowRow> {
+        self.rows
+            .iter()
+            .find(|r| r.controller == controller && r.version == version && r.switches == switches)
+    }
+}
+
 pub struct Scale {
     pub slices: usize,
     /// From spawning sliced on an empty database until it serves.
@@ -323,6 +344,17 @@ pub struct Results {
     pub other_work: Vec<OtherWork>,
     pub load_before: f64,
     pub load_after: f64,
+}
+
+impl Results {
+    /// What a section quotes of the run besides its own figures.
+    pub fn stamp(&self) -> page::Stamp<'_> {
+        page::Stamp {
+            started: &self.started,
+            args: &self.args,
+            other_work: &self.other_work,
+        }
+    }
 }
 
 fn run(args: &RunArgs) -> anyhow::Result<()> {
@@ -458,10 +490,10 @@ fn run(args: &RunArgs) -> anyhow::Result<()> {
         .then(|| {
             let mut doc = std::fs::read_to_string(&out).ok()?;
             if wants(Part::Applies) {
-                doc = applies::in_place(&doc, &results)?;
+                doc = applies::in_place(&doc, results.applies.as_ref()?, &results.stamp())?;
             }
             if wants(Part::Tables) {
-                doc = tables::in_place(&doc, &results)?;
+                doc = tables::in_place(&doc, results.tables.as_ref()?, &results.stamp())?;
             }
             Some(doc)
         })

@@ -34,6 +34,17 @@ pub struct RoutingResult {
     pub info: Vec<String>,
 }
 
+impl RoutingResult {
+    /// A field (`key=value`) of the bench's info line about `graph`.
+    pub fn info_field(&self, graph: &str, field: &str) -> Option<String> {
+        let line = self.info.iter().find(|l| l.starts_with(graph))?;
+        line.split_whitespace().find_map(|word| {
+            let (key, value) = word.split_once('=')?;
+            (key == field).then(|| value.to_owned())
+        })
+    }
+}
+
 pub const COMMAND: &str = "cargo bench -p slice-controller --bench routing -- --noplot";
 
 /// Runs the bench and reads its estimates.

@@ -22,9 +22,9 @@ use slice_controller::{
 };
 use slice_core::{MacAddress, Membership, PortId, SliceName};
 
-use crate::report::{display_args, disturbed, ms, not_measured, thousands};
+use crate::page::{display_args, disturbed, ms, not_measured, thousands, Stamp};
 use crate::stats::Percentiles;
-use crate::{Outcome, Results};
+use crate::Outcome;
 
 /// The part as the report and the other-work watcher name it.
 pub const PART: &str = "flow tables against hosts";
@@ -477,13 +477,12 @@ fn per_pair(tree: &Tree, slices: usize) -> anyhow::Result<PerPair> {
 
 /// docs/benchmarks.md with this part's section written in place of the one there (or
 /// before the method notes), the rest untouched; none when `doc` is not a benchmarks page.
-pub fn in_place(doc: &str, results: &Results) -> Option<String> {
+pub fn in_place(doc: &str, tables: &Outcome<Tables>, stamp: &Stamp) -> Option<String> {
     if !crate::in_place::is_benchmarks_page(doc) {
         return None;
     }
-    let tables = results.tables.as_ref()?;
     let mut text = String::new();
-    section(&mut text, tables, results);
+    section(&mut text, tables, stamp);
     Some(splice(doc, &text))
 }
 
@@ -548,15 +547,15 @@ fn cell_text(why: &str) -> String {
 }
 
 /// The part's section of docs/benchmarks.md.
-pub fn section(doc: &mut String, tables: &Outcome<Tables>, results: &Results) {
+pub fn section(doc: &mut String, tables: &Outcome<Tables>, stamp: &Stamp) {
     let _ = writeln!(doc, "{HEADING}\n");
-    disturbed(doc, results, PART);
+    disturbed(doc, stamp.other_work, PART);
     let _ = writeln!(
         doc,
         "Run of {}: `{}`. Rerun this part alone with `cargo xtask bench --only tables`, \
          which rewrites this section in place and leaves the rest of the page as it was.\n",
-        results.started,
-        display_args(&results.args)
+        stamp.started,
+        display_args(stamp.args)
     );
     let tables = match tables {
         Ok(tables) => tables,

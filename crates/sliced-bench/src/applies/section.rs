@@ -7,8 +7,8 @@ use super::{
     Answer, Applies, ReadTally, Step, APPLY_GOAL, DECLARATION_LIMIT_BYTES, MEMORY_GOAL, PART,
     READ_EVERY, READ_GOAL, SAMPLE_EVERY, SETTLE_FIRST, SETTLE_LIMIT, SETTLE_PERIOD,
 };
-use crate::report::{display_args, disturbed, mib, ms, not_measured, thousands};
-use crate::{Outcome, Results};
+use crate::page::{display_args, disturbed, mib, ms, not_measured, thousands, Stamp};
+use crate::Outcome;
 
 /// This part's heading; `--only applies` rewrites the section under it in place.
 const HEADING: &str = "## 7. Applying a whole state";
@@ -19,13 +19,12 @@ const NEXT_HEADING: &str = "## Method notes";
 
 /// docs/benchmarks.md with this part's section written in place of the one there (or
 /// before the method notes), the rest untouched; none when `doc` is not a benchmarks page.
-pub fn in_place(doc: &str, results: &Results) -> Option<String> {
+pub fn in_place(doc: &str, applies: &Outcome<Applies>, stamp: &Stamp) -> Option<String> {
     if !crate::in_place::is_benchmarks_page(doc) {
         return None;
     }
-    let applies = results.applies.as_ref()?;
     let mut text = String::new();
-    section(&mut text, applies, results);
+    section(&mut text, applies, stamp);
     Some(splice(doc, &text))
 }
 
@@ -116,17 +115,17 @@ const STEP_COLUMNS: &str = "| body | answer | time (+ until the controller's ind
 const STEP_RULE: &str = "|---:|---|---:|---:|---:|---:|---:|---:|";
 
 /// The part's section of docs/benchmarks.md.
-pub fn section(doc: &mut String, applies: &Outcome<Applies>, results: &Results) {
+pub fn section(doc: &mut String, applies: &Outcome<Applies>, stamp: &Stamp) {
     let _ = writeln!(doc, "{HEADING}\n");
-    disturbed(doc, results, PART);
+    disturbed(doc, stamp.other_work, PART);
     let _ = writeln!(
         doc,
         "Run of {}: `{}`. Rerun this part alone with `cargo xtask bench --only applies`, \
          which rewrites this section in place and leaves the rest of the page as it was \
          (`--apply-sizes`, `--apply-swaps`, `--apply-swap-slices` and `--apply-dry-runs` \
          change its loads).\n",
-        results.started,
-        display_args(&results.args)
+        stamp.started,
+        display_args(stamp.args)
     );
     let applies = match applies {
         Ok(applies) => applies,
