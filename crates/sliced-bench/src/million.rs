@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::bulk;
+use crate::measure::Outcome;
 use crate::sliced::{self, IndexEntries, Sliced};
 use crate::wire::{self, FlowMod};
 use crate::wrk::{self, Load, WrkResult};
-use crate::Outcome;
 
 /// Concurrent keep-alive clients of the bulk load.
 pub const CLIENTS: usize = 64;
@@ -122,6 +122,9 @@ pub struct Million {
     /// Resident memory the index takes, built alone in a process of its own.
     pub index_kib: Outcome<u64>,
     pub restart: Duration,
+    // Part of the record (and of its Debug form), not quoted on the page; it went unflagged
+    // while the results lived in the crate root.
+    #[allow(dead_code)]
     pub restart_entries: IndexEntries,
     pub restart_rss_kib: u64,
     /// Peak resident memory of the restarted sliced after reads and the change test.
@@ -211,7 +214,7 @@ pub fn run(
     let entries = wait_for_index(&sliced.base, bindings as u64, Duration::from_secs(60))?;
     let rss_kib = sliced.server.rss_kib()?;
     let create_peak_kib = sliced.server.peak_rss_kib()?;
-    crate::record_peak(
+    crate::measure::record_peak(
         memory,
         "a million bindings: create",
         "sliced",
@@ -231,7 +234,7 @@ pub fn run(
         )?;
     }
     sliced.server.stop()?;
-    let db_bytes = crate::dir_size(&dir.join("data"));
+    let db_bytes = crate::measure::dir_size(&dir.join("data"));
 
     eprintln!("sliced-bench: restarting sliced on {bindings} bindings");
     let started = Instant::now();
@@ -257,7 +260,7 @@ pub fn run(
         let url = format!("{}{endpoint}", again.base);
         let result = wrk::run(&Load {
             url: &url,
-            connections: crate::READ_CONNECTIONS,
+            connections: crate::plan::READ_CONNECTIONS,
             duration: read_duration,
             script: None,
         })?;
@@ -278,12 +281,12 @@ pub fn run(
     eprintln!(
         "sliced-bench: membership changes against an emulated switch, {CHANGE_CYCLES} cycles"
     );
-    let change = crate::outcome(
+    let change = crate::measure::outcome(
         change_test(&again.base, again.openflow, &change_slice),
         "membership change",
     );
     let restart_peak_kib = again.server.peak_rss_kib()?;
-    crate::record_peak(
+    crate::measure::record_peak(
         memory,
         "a million bindings: restart",
         "sliced",
@@ -292,7 +295,7 @@ pub fn run(
     again.server.stop()?;
 
     eprintln!("sliced-bench: the membership index alone, in a process of its own");
-    let index_kib = crate::outcome(index_memory(slices, macs), "membership index memory");
+    let index_kib = crate::measure::outcome(index_memory(slices, macs), "membership index memory");
     let million = Million {
         slices,
         macs,

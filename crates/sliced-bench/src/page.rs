@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::OtherWork;
+use crate::watcher::OtherWork;
+use crate::wire;
 
 /// When and how a run was made, and what else ran meanwhile: what a section quotes
 /// besides its own figures.
@@ -110,6 +111,15 @@ pub(crate) fn display_args(args: &[String]) -> String {
     let mut words = vec!["sliced-bench".to_owned()];
     words.extend(args.iter().skip(1).cloned());
     words.join(" ")
+}
+
+/// An OpenFlow version as the page writes it.
+pub fn version_text(version: u8) -> &'static str {
+    match version {
+        wire::OFP10 => "1.0",
+        wire::OFP13 => "1.3",
+        _ => "?",
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::page::mib;
-use crate::Results;
+use crate::results::Results;
 
 mod flows;
 mod header;

@@ -88,7 +88,7 @@ pub fn measure(contenders: &[Contender<'_>], rounds: &Rounds) -> anyhow::Result<
                 let contender = taking[at];
                 eprintln!(
                     "sliced-bench: round trip, OpenFlow {}, round {}, {}",
-                    crate::version_text(version),
+                    crate::page::version_text(version),
                     round + 1,
                     contender.name
                 );

@@ -22,9 +22,9 @@ use slice_controller::{
 };
 use slice_core::{MacAddress, Membership, PortId, SliceName};
 
+use crate::measure::Outcome;
 use crate::page::{display_args, disturbed, ms, not_measured, thousands, Stamp};
 use crate::stats::Percentiles;
-use crate::Outcome;
 
 /// The part as the report and the other-work watcher name it.
 pub const PART: &str = "flow tables against hosts";
@@ -348,9 +348,11 @@ pub fn run() -> anyhow::Result<Tables> {
             }
             let what = format!("{} hosts in {slices} slice(s)", tree.hosts());
             eprintln!("sliced-bench: tables, {what}: the pipeline");
-            let pipeline = crate::outcome(pipeline(&tree, slices), &format!("pipeline, {what}"));
+            let pipeline =
+                crate::measure::outcome(pipeline(&tree, slices), &format!("pipeline, {what}"));
             eprintln!("sliced-bench: tables, {what}: per-pair flows");
-            let per_pair = crate::outcome(per_pair(&tree, slices), &format!("per-pair, {what}"));
+            let per_pair =
+                crate::measure::outcome(per_pair(&tree, slices), &format!("per-pair, {what}"));
             rows.push(Row {
                 tree,
                 slices,

@@ -7,8 +7,8 @@ use super::{
     Answer, Applies, ReadTally, Step, APPLY_GOAL, DECLARATION_LIMIT_BYTES, MEMORY_GOAL, PART,
     READ_EVERY, READ_GOAL, SAMPLE_EVERY, SETTLE_FIRST, SETTLE_LIMIT, SETTLE_PERIOD,
 };
+use crate::measure::Outcome;
 use crate::page::{display_args, disturbed, mib, ms, not_measured, thousands, Stamp};
-use crate::Outcome;
 
 /// This part's heading; `--only applies` rewrites the section under it in place.
 const HEADING: &str = "## 7. Applying a whole state";

@@ -4,8 +4,11 @@ use std::fmt::Write as _;
 
 use super::reading;
 use crate::emulator::FlowResult;
+use crate::flows_part::{FlowRow, Flows};
+use crate::measure::Outcome;
+use crate::page::version_text;
 use crate::page::{disturbed, not_measured, ratio, thousands, us};
-use crate::{version_text, FlowRow, Flows, Outcome, Results};
+use crate::results::Results;
 
 fn rate_cell(result: &Outcome<FlowResult>) -> String {
     match result {
@@ -36,7 +39,7 @@ fn short(why: &str) -> String {
 
 pub(super) fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &Results) {
     let _ = writeln!(doc, "## 3. Flow setup\n");
-    disturbed(doc, &results.other_work, crate::PART_FLOWS);
+    disturbed(doc, &results.other_work, crate::plan::PART_FLOWS);
     let flows = match flows {
         Ok(flows) => flows,
         Err(why) => return not_measured(doc, why),
@@ -68,7 +71,7 @@ pub(super) fn section_flows(doc: &mut String, flows: &Outcome<Flows>, results: &
          controller here is one FLOW_MOD and one PACKET_OUT.\n",
         results.hosts,
         results.hosts,
-        crate::SLICED_FLOW_ARGS.join(" "),
+        crate::plan::SLICED_FLOW_ARGS.join(" "),
         results.flow_duration.as_secs(),
         results.window,
     );

@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 
 use super::reading;
 use super::RUN_COMMAND;
+use crate::page::version_text;
 use crate::page::{display_args, mib, ms, ns, other_work_text, ratio, thousands, us};
-use crate::{version_text, Results};
+use crate::results::Results;
 
 pub(super) fn header(doc: &mut String, results: &Results) {
     let m = &results.machine;

@@ -4,10 +4,13 @@
 
 use std::fmt::Write as _;
 
+use crate::flows_part::Flows;
 use crate::million::Million;
+use crate::page::version_text;
 use crate::page::{mib, ms, ns, thousands, us};
+use crate::rest_part::{Reads, Writes};
 use crate::routing::RoutingResult;
-use crate::{version_text, Flows, Reads, Scale, Writes};
+use crate::scale::Scale;
 
 pub fn reads(reads: &Reads) -> String {
     let point = reads

@@ -4,12 +4,14 @@
 use std::fmt::Write as _;
 
 use super::reading;
+use crate::measure::Outcome;
 use crate::page::{disturbed, ms, not_measured, ratio, thousands, us};
-use crate::{Outcome, Reads, Results, Writes};
+use crate::rest_part::{Reads, Writes};
+use crate::results::Results;
 
 pub(super) fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &Results) {
     let _ = writeln!(doc, "## 1. REST reads\n");
-    disturbed(doc, &results.other_work, crate::PART_REST);
+    disturbed(doc, &results.other_work, crate::plan::PART_REST);
     let reads = match reads {
         Ok(reads) => reads,
         Err(why) => return not_measured(doc, why),
@@ -32,7 +34,7 @@ pub(super) fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &
          divided by the requests it answered (median of the runs): what a request costs \
          the server, whatever the scheduler did.\n",
         thousands(reads.slices as f64),
-        crate::READ_CONNECTIONS,
+        crate::plan::READ_CONNECTIONS,
         reads.run_duration.as_secs(),
         reads.rounds,
     );
@@ -73,7 +75,7 @@ pub(super) fn section_reads(doc: &mut String, reads: &Outcome<Reads>, results: &
 
 pub(super) fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results: &Results) {
     let _ = writeln!(doc, "## 2. Durable REST writes\n");
-    disturbed(doc, &results.other_work, crate::PART_REST);
+    disturbed(doc, &results.other_work, crate::plan::PART_REST);
     let writes = match writes {
         Ok(writes) => writes,
         Err(why) => return not_measured(doc, why),
@@ -98,7 +100,7 @@ pub(super) fn section_writes(doc: &mut String, writes: &Outcome<Writes>, results
          fdatasync) and the mean creates it made durable.\n",
         results.duration.as_secs(),
         writes.fdatasync[0].block,
-        crate::RAW_FLUSH_TIME.as_secs(),
+        crate::plan::RAW_FLUSH_TIME.as_secs(),
     );
     let _ = writeln!(
         doc,

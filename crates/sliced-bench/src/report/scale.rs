@@ -5,14 +5,15 @@ use std::fmt::Write as _;
 use super::reading;
 use crate::million::Million;
 use crate::page::{disturbed, mib, ms, not_measured, ns, ratio, thousands};
+use crate::results::Results;
 use crate::routing::RoutingResult;
-use crate::{Results, Scale};
+use crate::scale::Scale;
 
 pub(super) fn section_scale(doc: &mut String, results: &Results) {
     let _ = writeln!(doc, "## 4. Scale\n");
     if let Some(scale) = &results.scale {
         let _ = writeln!(doc, "### 65,536 slices through the REST API\n");
-        disturbed(doc, &results.other_work, crate::PART_SCALE);
+        disturbed(doc, &results.other_work, crate::plan::PART_SCALE);
         match scale {
             Err(why) => not_measured(doc, why),
             Ok(scale) => scale_table(doc, scale, results),
@@ -20,7 +21,7 @@ pub(super) fn section_scale(doc: &mut String, results: &Results) {
     }
     if let Some(million) = &results.million {
         let _ = writeln!(doc, "### A million MAC bindings\n");
-        disturbed(doc, &results.other_work, crate::PART_MILLION);
+        disturbed(doc, &results.other_work, crate::plan::PART_MILLION);
         match million {
             Err(why) => not_measured(doc, why),
             Ok(million) => million_table(doc, million, results),
@@ -28,7 +29,7 @@ pub(super) fn section_scale(doc: &mut String, results: &Results) {
     }
     if let Some(routing) = &results.routing {
         let _ = writeln!(doc, "### Paths and reroutes on large graphs\n");
-        disturbed(doc, &results.other_work, crate::PART_ROUTING);
+        disturbed(doc, &results.other_work, crate::plan::PART_ROUTING);
         match routing {
             Err(why) => not_measured(doc, why),
             Ok(routing) => routing_table(doc, routing),
@@ -63,7 +64,7 @@ fn million_table(doc: &mut String, m: &Million, results: &Results) {
         crate::wrk::threads(CLIENTS),
         thousands(m.slices as f64),
         thousands(m.slices as f64),
-        crate::READ_CONNECTIONS,
+        crate::plan::READ_CONNECTIONS,
         results.duration.as_secs(),
         million::CHANGE_DPID,
         million::CHANGE_CYCLES,
@@ -240,8 +241,8 @@ fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
          listing all of them, and a restart on the same database (time until `GET /slices` \
          answers, which includes loading slice membership for the controller).\n",
         thousands(scale.slices as f64),
-        crate::SCALE_CLIENTS,
-        crate::READ_CONNECTIONS,
+        crate::plan::SCALE_CLIENTS,
+        crate::plan::READ_CONNECTIONS,
         results.duration.as_secs(),
     );
     let _ = writeln!(
@@ -257,7 +258,7 @@ fn scale_table(doc: &mut String, scale: &Scale, results: &Results) {
         doc,
         "| create {} slices, {} connections | {:.1} s ({} creates/s) | raw fdatasync: {} | {} |",
         thousands(scale.slices as f64),
-        crate::SCALE_CLIENTS,
+        crate::plan::SCALE_CLIENTS,
         scale.create.as_secs_f64(),
         thousands(rate),
         fsync.map_or("n/a".into(), |f| format!("{}/s", thousands(f))),

@@ -1,0 +1,41 @@
+//! The fixed settings of a run that the report quotes: connection and client counts,
+//! sliced's flags for flow setup, and the parts' names.
+
+use std::time::Duration;
+
+/// The REST connection count of the read runs.
+pub const READ_CONNECTIONS: usize = 64;
+/// Concurrent clients of the durable-write runs.
+pub const WRITE_CLIENTS: [usize; 3] = [1, 16, 64];
+/// Emulated switch counts of the flow-setup runs.
+pub const SWITCH_COUNTS: [u64; 3] = [1, 16, 64];
+
+/// sliced's flags for the flow-setup runs (see `flows`); the report quotes them.
+pub const SLICED_FLOW_ARGS: [&str; 8] = [
+    "--lldp-interval-ms",
+    "60000",
+    "--packet-in-rate",
+    "100000000",
+    "--packet-in-burst",
+    "100000000",
+    "--packet-in-port-rate",
+    "100000000",
+];
+/// How long each raw flush loop runs.
+pub const RAW_FLUSH_TIME: Duration = Duration::from_secs(2);
+/// Concurrent REST clients that create the scale test's slices.
+pub const SCALE_CLIENTS: usize = 64;
+/// Digits of the scale test's slice numbers (`scale-00000`).
+pub const SCALE_NAME_WIDTH: usize = 5;
+
+/// The parts as the report and the other-work watcher name them.
+pub const PART_REST: &str = "REST reads and writes";
+pub const PART_FLOWS: &str = "flow setup";
+pub const PART_SCALE: &str = "scale";
+pub const PART_MILLION: &str = "a million bindings";
+pub const PART_ROUTING: &str = "routing (criterion)";
+
+/// A benchmark slice's name: `prefix` and `index` in `width` digits (`scale-00000`).
+pub fn slice_name(prefix: &str, index: usize, width: usize) -> String {
+    format!("{prefix}-{index:0width$}")
+}
