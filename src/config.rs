@@ -11,6 +11,10 @@ use serde::Deserialize;
 use slice_cli::DataDir;
 use slice_controller::{Listeners, TlsFiles};
 
+use auth::{session_ttl, AuthFile};
+
+mod auth;
+
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
 /// The `--openflow` value that turns plain TCP off.
@@ -355,17 +359,6 @@ enum DpidEntry {
     Text(String),
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AuthFile {
-    require_for_slices: Option<bool>,
-    developer_login: Option<bool>,
-    secure_cookie: Option<bool>,
-    session_key_file: Option<PathBuf>,
-    session_ttl_hours: Option<i64>,
-    session_ttl_seconds: Option<u64>,
-}
-
 /// Everything the daemon needs to know, resolved.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -388,6 +381,12 @@ pub struct Config {
     pub require_auth: Option<bool>,
     pub developer_login: Option<bool>,
     pub secure_cookie: Option<bool>,
+    /// The authenticating proxy of `[auth.proxy]`, if any.
+    pub proxy: Option<slice_http::ProxyAuth>,
+    /// Which claims and proxy headers give which role (`[auth.roles]`).
+    pub roles: slice_http::RoleMapping,
+    /// The OpenID Connect login of `[auth.oidc]`, if any.
+    pub oidc: Option<slice_http::OidcConfig>,
     pub session_key_file: PathBuf,
     pub session_ttl: Duration,
     pub allowed_hosts: Vec<String>,
@@ -465,6 +464,7 @@ impl Config {
         let etcd = etcd(args, file.store)?;
         let cluster = cluster(args, file.cluster, etcd.is_some(), &openflow)?;
         let session_key_shared = etcd.is_some() && file.auth.session_key_file.is_none();
+        let oidc = file.auth.oidc()?;
         Ok(Self {
             http: args
                 .http
@@ -484,11 +484,16 @@ impl Config {
                 .require_auth
                 .then_some(true)
                 .or(file.auth.require_for_slices),
+            // A daemon with a real login has no developer login unless asked for both.
             developer_login: args
                 .no_developer_login
                 .then_some(false)
-                .or(file.auth.developer_login),
+                .or(file.auth.developer_login)
+                .or(oidc.is_some().then_some(false)),
             secure_cookie: file.auth.secure_cookie,
+            proxy: file.auth.proxy()?,
+            roles: file.auth.roles()?,
+            oidc,
             session_key_file: file
                 .auth
                 .session_key_file
@@ -703,36 +708,6 @@ fn parse_dpid(text: &str) -> Result<u64, String> {
         None => None,
     };
     parsed.ok_or_else(|| format!("{text:?} is not a datapath id (0x<hex> or decimal, 64 bits)"))
-}
-
-/// The session lifetime: `--session-ttl-seconds`, or one of `auth.session_ttl_seconds`
-/// and `auth.session_ttl_hours`, at most a year.
-fn session_ttl(args: &Args, auth: &AuthFile) -> anyhow::Result<Duration> {
-    const HOUR: u64 = 3600;
-    const YEAR: u64 = 24 * 365 * HOUR;
-    let seconds = match (
-        args.session_ttl_seconds,
-        auth.session_ttl_seconds,
-        auth.session_ttl_hours,
-    ) {
-        (Some(seconds), _, _) | (None, Some(seconds), None) => seconds,
-        (None, Some(_), Some(_)) => {
-            anyhow::bail!("set auth.session_ttl_hours or auth.session_ttl_seconds, not both")
-        }
-        (None, None, Some(hours)) => {
-            anyhow::ensure!(
-                (1..=24 * 365).contains(&hours),
-                "auth.session_ttl_hours must be between 1 and 8760"
-            );
-            hours.unsigned_abs() * HOUR
-        }
-        (None, None, None) => return Ok(slice_http::DEFAULT_SESSION_TTL),
-    };
-    anyhow::ensure!(
-        (1..=YEAR).contains(&seconds),
-        "the session lifetime must be between 1 second and 8760 hours"
-    );
-    Ok(Duration::from_secs(seconds))
 }
 
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {

@@ -105,6 +105,29 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         settings.secure_cookie = secure;
     }
     settings.session_ttl = config.session_ttl;
+    settings.proxy = config.proxy.clone().map(Arc::new);
+    if let Some(oidc) = config.oidc.clone() {
+        // [auth.roles] maps the role claim's values, as it maps the proxy's header.
+        let oidc = slice_http::OidcConfig {
+            roles: config.roles.clone(),
+            ..oidc
+        };
+        let oidc = Arc::new(slice_http::Oidc::new(oidc).map_err(anyhow::Error::msg)?);
+        // Discovered ahead of the first login, so that a wrong issuer shows in the log;
+        // a provider that is down only delays the logins.
+        actix_web::rt::spawn({
+            let oidc = Arc::clone(&oidc);
+            async move { oidc.discover().await }
+        });
+        settings.oidc = Some(oidc);
+    }
+    if !settings.developer_login && settings.proxy.is_none() && settings.oidc.is_none() {
+        log::warn!(
+            "no login over HTTP: the developer login is off and neither [auth.proxy] nor \
+             [auth.oidc] is set, so only the local socket (the slice tool) can reach the \
+             guarded endpoints"
+        );
+    }
     settings.request_timeout = config.request_timeout;
     settings.max_apply_records = config.max_apply_records;
     let http_addrs = std::net::ToSocketAddrs::to_socket_addrs(config.http.as_str())

@@ -89,7 +89,7 @@ async fn the_developer_callback_starts_a_session() {
     );
     assert_eq!(
         get_json(&api, "/api/session", session.as_deref()).await,
-        (200, json!({"name": "Ada", "email": "ada@example.com"}))
+        (200, json!({"name": "Ada", "email": "ada@example.com", "role": "operator"}))
     );
 }
 

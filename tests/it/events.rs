@@ -39,9 +39,19 @@ impl Events {
         }
     }
 
+    /// The next event but the audit trail's (which follows each write's changes).
+    fn next(&mut self) -> Event {
+        loop {
+            let event = self.next_of_any_kind();
+            if event.kind != "audit" {
+                return event;
+            }
+        }
+    }
+
     /// The next event, skipping keep-alive comments; the stream's read timeout (the
     /// agent's) ends a test whose event never comes.
-    fn next(&mut self) -> Event {
+    fn next_of_any_kind(&mut self) -> Event {
         let (mut id, mut kind, mut data) = (None, String::new(), Value::Null);
         loop {
             let mut line = String::new();
@@ -78,6 +88,7 @@ fn committed_changes_stream_in_order_with_growing_ids_and_a_client_resumes_where
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path());
     let mut events = Events::open(&daemon, "/events", None);
+    let mut everything = Events::open(&daemon, "/events", None);
     post(&daemon, "/slices", json!({"name": "blue"}));
     post(
         &daemon,
@@ -107,6 +118,29 @@ fn committed_changes_stream_in_order_with_growing_ids_and_a_client_resumes_where
         json!({"slice": "blue", "port": "0x2:1", "mac": "00:00:00:00:00:02"})
     );
     assert_eq!(seen[3].data, json!({"slice": "red"}));
+    // Each write's audit entry follows its changes, naming who wrote.
+    let told: Vec<(String, Value, Value)> = (0..8)
+        .map(|_| everything.next_of_any_kind())
+        .map(|event| {
+            let operation = event.data["operation"].clone();
+            (event.kind, operation, event.data["user"].clone())
+        })
+        .collect();
+    let change = |kind: &str| (kind.to_owned(), Value::Null, Value::Null);
+    let audit = |operation: &str, user: &str| ("audit".to_owned(), json!(operation), json!(user));
+    assert_eq!(
+        told,
+        [
+            change("slice_created"),
+            audit("create_slice", "anonymous"),
+            change("port_added"),
+            audit("add_port", "anonymous"),
+            change("mac_added"),
+            audit("add_mac", "anonymous"),
+            change("slice_created"),
+            audit("create_slice", "local"),
+        ]
+    );
     let ids: Vec<u64> = seen.iter().map(|event| event.id.unwrap()).collect();
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
 

@@ -24,7 +24,9 @@ const ENDING_TYPES = ["shutdown", "closing"];
 const FIRST_RETRY_MS = 1000;
 const LAST_RETRY_MS = 15000;
 
-const LOGIN = "/auth/developer?next=" + encodeURIComponent("/ui");
+// The page itself: without a login the daemon sends the browser on to whichever login it
+// offers (the developer form, OpenID Connect), which comes back here.
+const LOGIN = "/ui";
 
 let refreshing = null;
 let refreshAgain = false;

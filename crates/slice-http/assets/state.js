@@ -24,17 +24,12 @@ export async function api(method, path, body) {
   return answer;
 }
 
-// Who is logged in and what they may do. `/api/whoami` names the role; a daemon without
-// roles answers it with a plain status, and then `/api/session` names the user, who may
-// do everything. Only "operator" (or no role at all) may write.
+// Who is logged in and what they may do: `/api/session` names the user and their role
+// (the local socket's owner is an operator). Only an operator may write; the daemon
+// refuses a viewer's writes whatever the page shows.
 export async function readUser() {
-  const who = await api("GET", "/whoami").catch((error) => {
-    if (error instanceof LoggedOut) throw error;
-    return null;
-  });
-  const named = who && typeof who.name === "string";
-  const user = named ? who : await api("GET", "/session");
-  const role = !named || who.role === undefined || who.role === null ? "operator" : String(who.role);
+  const user = await api("GET", "/session");
+  const role = typeof user.role === "string" ? user.role : "viewer";
   return { name: user.name, email: user.email || "", role, canWrite: role === "operator" };
 }
 

@@ -9,13 +9,16 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use slice_core::wire::Credentials;
 use slice_core::SliceStore;
 
 use url::Url;
 
+use crate::audit::{self, Operation};
 use crate::body::Body;
+pub use crate::identity::User;
+use crate::identity::{ProxyVerdict, Requester, Role, Via};
 use crate::mount::Mount;
 use crate::ui::UI_PATH;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
@@ -35,13 +38,6 @@ const EXPIRES_AT_KEY: &str = "exp";
 /// How far ahead of this instance's clock a login time may be: the instances of a
 /// cluster log users in by their own clocks, which differ a little.
 const CLOCK_SKEW_SECS: u64 = 60;
-
-/// Who is logged in, as kept in the session.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct User {
-    pub name: String,
-    pub email: String,
-}
 
 /// Marks a request that came over the daemon's local Unix socket: the socket is
 /// owner-only, so whoever reaches it is trusted as the owner.
@@ -82,17 +78,45 @@ async fn developer_callback(
             "invalid e-mail address {email:?}"
         )));
     }
+    let user = User {
+        name: name.to_owned(),
+        email: email.to_owned(),
+        // Whoever reaches the developer login may log in as anyone: it is for
+        // development, where the one using it owns the daemon.
+        role: Role::Operator,
+    };
+    start_session(&req, &session, store, &settings, user.clone()).await?;
+    let requester = Requester {
+        user: Some(user),
+        via: Via::Session,
+    };
+    audit::record(
+        &req,
+        &requester,
+        Operation::login("developer"),
+        &Ok(()),
+        |_| serde_json::Value::Null,
+    );
+    Ok(HttpResponse::Ok().json(Status { status: "ok" }))
+}
+
+/// Logs `user` in on this client: the session it had is revoked, a new one is sealed in
+/// its cookie. Every login (the developer form, OpenID Connect) ends here, so every
+/// session is checked alike.
+pub(crate) async fn start_session(
+    req: &HttpRequest,
+    session: &Session,
+    store: web::Data<dyn SliceStore>,
+    settings: &Settings,
+    user: User,
+) -> Result<(), ApiError> {
     // The session this client had is revoked, not just replaced: a copy of its cookie
     // taken before this login must not outlive it.
-    if let Some(previous) = live_session(&req)? {
+    if let Some(previous) = live_session(req)? {
         revoke(store, previous).await?;
     }
     // A new session id on login, so that a session planted before it is worthless.
     session.renew();
-    let user = User {
-        name: name.to_owned(),
-        email: email.to_owned(),
-    };
     let id = new_session_id()?;
     let now = seconds_now();
     let inserted = session
@@ -105,8 +129,7 @@ async fn developer_callback(
                 now.saturating_add(settings.session_ttl.as_secs()),
             )
         });
-    inserted.map_err(|err| ApiError::Internal(err.to_string()))?;
-    Ok(HttpResponse::Ok().json(Status { status: "ok" }))
+    inserted.map_err(|err| ApiError::Internal(err.to_string()))
 }
 
 /// Ends the session for good: its id is revoked durably before the answer, so the cookie
@@ -117,7 +140,15 @@ async fn logout(
     store: web::Data<dyn SliceStore>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(live) = live_session(&req)? {
-        revoke(store, live).await?;
+        let requester = Requester {
+            user: Some(live.user.clone()),
+            via: Via::Session,
+        };
+        let revoked = revoke(store, live).await;
+        audit::record(&req, &requester, Operation::logout(), &revoked, |_| {
+            serde_json::Value::Null
+        });
+        revoked?;
     }
     session.purge();
     Ok(HttpResponse::Ok().json(Status { status: "ok" }))
@@ -139,7 +170,7 @@ fn new_session_id() -> Result<String, ApiError> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-fn seconds_now() -> u64 {
+pub(crate) fn seconds_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs())
@@ -226,12 +257,12 @@ fn within_lifetime(issued_at: u64, expires_at: u64, ttl: std::time::Duration, no
 }
 
 /// The login form's path.
-const LOGIN_PAGE: &str = "/auth/developer";
+pub(crate) const LOGIN_PAGE: &str = "/auth/developer";
 
-/// The login form's path with the page to go to once logged in (`?next=`).
-pub(crate) fn login_returning_to(next: &str) -> String {
+/// A login page's path with the page to go to once logged in (`?next=`).
+pub(crate) fn login_returning_to(page: &str, next: &str) -> String {
     let next: String = url::form_urlencoded::byte_serialize(next.as_bytes()).collect();
-    format!("{LOGIN_PAGE}?next={next}")
+    format!("{page}?next={next}")
 }
 
 /// The page a browser is sent to when it needs to log in. Its script goes on to `?next=`
@@ -248,7 +279,7 @@ async fn login_form(
         if !stays_on(&page_origin(&req), &next) {
             log::debug!("login with a next that leaves the site: {next:?}");
             return Ok(HttpResponse::Found()
-                .insert_header((header::LOCATION, login_returning_to(UI_PATH)))
+                .insert_header((header::LOCATION, login_returning_to(LOGIN_PAGE, UI_PATH)))
                 .insert_header((header::CACHE_CONTROL, "no-store"))
                 .finish());
         }
@@ -258,14 +289,14 @@ async fn login_form(
 
 /// The first `next` of a query, decoded as the page's script decodes it
 /// (`URLSearchParams`: `+` is a space, bad escapes are replaced).
-fn next_of(query: &str) -> Option<String> {
+pub(crate) fn next_of(query: &str) -> Option<String> {
     url::form_urlencoded::parse(query.as_bytes())
         .find_map(|(key, value)| (key == "next").then(|| value.into_owned()))
 }
 
 /// The origin the browser sees the login page on, as the request (or the proxy in front)
 /// names it: it passed the front door's `Host` check.
-fn page_origin(req: &HttpRequest) -> Url {
+pub(crate) fn page_origin(req: &HttpRequest) -> Url {
     let info = req.connection_info();
     Url::parse(&format!("{}://{}/", info.scheme(), info.host())).unwrap_or_else(|_| {
         // A forwarded name that is no URL host: a placeholder origin still tells a path
@@ -278,7 +309,7 @@ fn page_origin(req: &HttpRequest) -> Url {
 /// parser, which drops tabs and newlines and reads `\` as `/`), stays on that origin. A
 /// test of the text itself cannot answer this: `/%09/evil.example` is a path to a pattern
 /// but `//evil.example` to the parser.
-fn stays_on(origin: &Url, next: &str) -> bool {
+pub(crate) fn stays_on(origin: &Url, next: &str) -> bool {
     origin
         .join(next)
         .is_ok_and(|target| target.origin() == origin.origin())
@@ -331,44 +362,116 @@ pub fn is_email(text: &str) -> bool {
     local_ok && labels_ok
 }
 
-/// The logged-in user of a request, if any.
-pub(crate) fn user_of(req: &HttpRequest) -> Result<Option<User>, ApiError> {
-    Ok(live_session(req)?.map(|live| live.user))
+/// The requester of a request if anything vouches for them (see [`requester_of`]).
+pub(crate) fn requester(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
+    if let Some(requester) = req.extensions().get::<Requester>() {
+        return Ok(Some(requester.clone()));
+    }
+    requester_of(req)
 }
 
-/// Lets a request through when it comes over the local socket or carries a session;
-/// otherwise answers 403 `{"status":"forbidden"}`, or, to a browser that asks for HTML,
+/// Who a request comes from, when anything vouches for them: a trusted proxy's header
+/// (which names the user even over the local socket), the local socket's owner, or a
+/// login session. `Err` carries the answer for a request refused outright.
+fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
+    let local = req.conn_data::<LocalPeer>().is_some();
+    let proxy = req
+        .app_data::<web::Data<Settings>>()
+        .and_then(|settings| settings.proxy.clone());
+    if let Some(proxy) = proxy {
+        let peer = if local {
+            None
+        } else {
+            req.peer_addr().map(|addr| addr.ip())
+        };
+        match proxy.judge(peer, req.headers()) {
+            ProxyVerdict::Accepted(user) => {
+                return Ok(Some(Requester {
+                    user: Some(user),
+                    via: Via::Proxy,
+                }))
+            }
+            ProxyVerdict::NoRole(name) => {
+                log::info!("the proxy's user {name:?} has no role here: refused");
+                return Ok(None);
+            }
+            ProxyVerdict::Untrusted => {
+                // Anyone can send the header; only the proxy's is believed. The request
+                // goes on as if it had none, so a session still counts.
+                log::debug!("a proxy user header from {peer:?}, not a trusted proxy: ignored");
+            }
+            ProxyVerdict::Absent => {}
+        }
+    }
+    if local {
+        return Ok(Some(Requester {
+            user: None,
+            via: Via::LocalSocket,
+        }));
+    }
+    Ok(live_session(req)?.map(|live| Requester {
+        user: Some(live.user),
+        via: Via::Session,
+    }))
+}
+
+/// The requester of a request, as the guard found it, or, where no guard stands (the
+/// open slice API, where no session is read), as the request shows it: the local
+/// socket, a trusted proxy's user, or anonymous. For the audit trail and `/api/session`.
+pub(crate) fn requester_seen(req: &HttpRequest) -> Requester {
+    requester(req).ok().flatten().unwrap_or(Requester {
+        user: None,
+        via: Via::Anonymous,
+    })
+}
+
+/// Whether a method changes something: all but the reads need an operator.
+fn writes(method: &actix_web::http::Method) -> bool {
+    use actix_web::http::Method;
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Marks a request the guard refused, so that the audit trail leaves it out.
+#[derive(Clone, Copy)]
+pub(crate) struct Refused;
+
+/// Lets a request through when something vouches for its requester (see
+/// [`requester_of`]) and their role allows the method; otherwise answers 403
+/// `{"status":"forbidden"}`, or, to a browser that asks for HTML and has no login yet,
 /// redirects to the login form.
 pub(crate) async fn require_session(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let local = req.conn_data::<LocalPeer>().is_some();
-    let logged_in = match live_session(req.request()) {
-        Ok(live) => live.is_some(),
+    let requester = match requester_of(req.request()) {
+        Ok(requester) => requester,
         Err(err) => return Ok(req.error_response(err)),
     };
-    if local || logged_in {
+    let role_suffices = requester
+        .as_ref()
+        .is_some_and(|requester| !writes(req.method()) || requester.role() >= Role::Operator);
+    if let (Some(requester), true) = (requester.clone(), role_suffices) {
+        req.extensions_mut().insert(requester);
         return Ok(next.call(req).await?.map_into_boxed_body());
     }
+    req.extensions_mut().insert(Refused);
     let (req, _payload) = req.into_parts();
-    let login_enabled = req
+    let login_page = req
         .app_data::<web::Data<Settings>>()
-        .is_some_and(|settings| settings.developer_login);
-    let response = if login_enabled && wants_html(&req) {
-        HttpResponse::Found()
-            .insert_header((header::LOCATION, "/auth/developer"))
-            .finish()
-    } else {
-        HttpResponse::Forbidden().json(Status {
+        .and_then(|settings| settings.login_page());
+    let response = match login_page {
+        Some(page) if requester.is_none() && wants_html(&req) => HttpResponse::Found()
+            .insert_header((header::LOCATION, page))
+            .finish(),
+        _ => HttpResponse::Forbidden().json(Status {
             status: "forbidden",
-        })
+        }),
     };
     Ok(ServiceResponse::new(req, response))
 }
 
 /// True when the client prefers HTML to JSON, as a browser's navigation does.
-fn wants_html(req: &HttpRequest) -> bool {
+pub(crate) fn wants_html(req: &HttpRequest) -> bool {
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -377,14 +480,13 @@ fn wants_html(req: &HttpRequest) -> bool {
     accept.contains("text/html") && !accept.contains("application/json")
 }
 
-pub(crate) async fn whoami(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Ok(match user_of(&req)? {
-        Some(user) => HttpResponse::Ok().json(user),
-        None => HttpResponse::Ok().json(User {
-            name: "local".into(),
-            email: String::new(),
-        }),
-    })
+pub(crate) async fn whoami(req: HttpRequest) -> HttpResponse {
+    let requester = requester_seen(&req);
+    HttpResponse::Ok().json(requester.user.clone().unwrap_or_else(|| User {
+        name: requester.name().to_owned(),
+        email: String::new(),
+        role: requester.role(),
+    }))
 }
 
 pub(crate) async fn api_status() -> HttpResponse {
@@ -454,6 +556,7 @@ mod tests {
                         let user = User {
                             name: "Mallory (forged)".into(),
                             email: "m@example.com".into(),
+                            role: Role::Operator,
                         };
                         session.insert(USER_KEY, user).unwrap();
                         session.insert(SESSION_ID_KEY, "00ff").unwrap();

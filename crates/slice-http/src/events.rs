@@ -311,8 +311,13 @@ impl Client {
         }
         // Without the session middleware (the unprefixed route, open) there is no
         // session to find: the client is anonymous.
-        if let Some(user) = crate::auth::user_of(req)? {
-            return Ok(Self::User(user.email));
+        if let Some(user) = crate::auth::requester(req)?.and_then(|requester| requester.user) {
+            // A proxy may name its users without an address.
+            return Ok(Self::User(if user.email.is_empty() {
+                format!("name:{}", user.name)
+            } else {
+                user.email
+            }));
         }
         let address = req
             .peer_addr()

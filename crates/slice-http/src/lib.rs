@@ -6,6 +6,7 @@
 //! local Unix socket, marking local connections with [`LocalPeer`] so that they pass the
 //! session guard.
 
+mod audit;
 mod auth;
 mod body;
 mod browser;
@@ -15,9 +16,11 @@ pub mod events;
 mod hangup;
 mod head_guard;
 mod health;
+mod identity;
 pub mod metrics;
 mod mount;
 mod network;
+mod oidc;
 mod openapi;
 mod read_cache;
 pub mod serve;
@@ -35,7 +38,8 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::{middleware, web, App};
 use slice_core::SliceStore;
 
-pub use auth::{is_email, LocalPeer, User};
+pub use audit::AUDIT_LOG;
+pub use auth::{is_email, LocalPeer};
 pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use cluster::ClusterView;
@@ -43,7 +47,9 @@ pub use error::ApiError;
 pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use health::{Health, Readiness};
+pub use identity::{ProxyAuth, Role, RoleMapping, User};
 pub use network::{NetworkView, ViewFuture, ViewKind};
+pub use oidc::{Oidc, OidcConfig, CALLBACK_PATH as OIDC_CALLBACK_PATH};
 pub use openapi::document as openapi_document;
 pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
 
@@ -80,6 +86,10 @@ pub struct Settings {
     pub require_auth_for_slices: bool,
     /// When false, `/auth/developer/*` does not exist (production).
     pub developer_login: bool,
+    /// An authenticating proxy whose user header is believed from its addresses.
+    pub proxy: Option<Arc<ProxyAuth>>,
+    /// The OpenID Connect login, when a provider is configured.
+    pub oidc: Option<Arc<Oidc>>,
     /// Send the session cookie over HTTPS only (set it behind a TLS proxy).
     pub secure_cookie: bool,
     /// How long a session lasts after login; the server refuses it after that.
@@ -114,6 +124,8 @@ impl Settings {
             session_key,
             require_auth_for_slices: false,
             developer_login: true,
+            proxy: None,
+            oidc: None,
             secure_cookie: false,
             session_ttl: DEFAULT_SESSION_TTL,
             host_policy: HostPolicy::default(),
@@ -126,6 +138,17 @@ impl Settings {
             health: Arc::new(Health::new()),
             openflow_addresses: Vec::new(),
         }
+    }
+}
+
+impl Settings {
+    /// Where a browser without a login is sent, if anywhere: the OpenID Connect login
+    /// when a provider is configured, else the developer form.
+    pub(crate) fn login_page(&self) -> Option<&'static str> {
+        if self.oidc.is_some() {
+            return Some(oidc::LOGIN_PATH);
+        }
+        self.developer_login.then_some(auth::LOGIN_PAGE)
     }
 }
 
@@ -218,7 +241,7 @@ pub fn app(
         .service(
             web::scope(AUTH_PREFIX)
                 .wrap(sessions())
-                .configure(|cfg| auth::routes(&mut mount::Mounting::new(cfg, AUTH_PREFIX))),
+                .configure(|cfg| login_routes(&mut mount::Mounting::new(cfg, AUTH_PREFIX))),
         )
         .service(
             web::scope(ui::UI_PATH)
@@ -293,8 +316,14 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
     metrics::routes(cfg);
 }
 
-/// Where the login and logout routes live (see `auth::routes`).
+/// Where the login and logout routes live (see `login_routes`).
 const AUTH_PREFIX: &str = "/auth";
+
+/// The logins (the developer form, OpenID Connect) and the logout, below `/auth`.
+fn login_routes(cfg: &mut impl mount::Mount) {
+    auth::routes(cfg);
+    oidc::routes(cfg);
+}
 
 /// The routes no session guard stands before, besides the login and logout and the web
 /// view, which have scopes of their own.
@@ -312,7 +341,7 @@ pub fn served_routes() -> Vec<(String, Vec<String>)> {
     session_routes(&mut api);
     guarded_routes(&mut api);
     let mut login = mount::Listing::new(AUTH_PREFIX);
-    auth::routes(&mut login);
+    login_routes(&mut login);
     let mut web_view = mount::Listing::new(ui::UI_PATH);
     ui::routes(&mut web_view);
     let mut root = mount::Listing::new("");

@@ -5,7 +5,8 @@
 //! paths without the `/api` prefix and for GET only; this module derives the rest from
 //! it, so that the repeated parts cannot disagree: HEAD beside every GET, the `/api/`
 //! twin of every path marked `x-api-mirror`, the session guard's answers where the guard
-//! stands, and no developer login where it is off. The tests hold the document to the
+//! stands, no developer login where it is off, and no OpenID Connect login where no
+//! provider is configured. The tests hold the document to the
 //! routes the application registers (`crate::served_routes`).
 
 use actix_web::{web, HttpResponse};
@@ -61,6 +62,9 @@ pub fn document(settings: &Settings) -> Value {
         if !settings.developer_login && path.starts_with("/auth/developer") {
             continue;
         }
+        if settings.oidc.is_none() && path.starts_with("/auth/oidc/") {
+            continue;
+        }
         add_head(&mut item);
         if mirrored {
             let mut twin = item.clone();
@@ -76,6 +80,12 @@ pub fn document(settings: &Settings) -> Value {
     }
     link_heads(&mut out);
     document["paths"] = Value::Object(out);
+    if let Some(page) = settings.login_page() {
+        let location =
+            &mut document["components"]["responses"]["LoginRedirect"]["headers"]["Location"];
+        location["description"] = Value::String(page.into());
+        location["schema"]["const"] = Value::String(page.into());
+    }
     document
 }
 
@@ -164,7 +174,7 @@ fn guard(item: &mut Value, settings: &Settings, prefix: &str) {
             json!({"$ref": "#/components/responses/SessionRequired"})
         };
         responses.insert("403".into(), forbidden);
-        if settings.developer_login {
+        if settings.login_page().is_some() {
             responses.insert(
                 "302".into(),
                 json!({"$ref": "#/components/responses/LoginRedirect"}),
@@ -224,13 +234,51 @@ mod tests {
             .collect()
     }
 
+    /// An OpenID Connect login, never used: its provider is not asked anything.
+    fn oidc() -> Arc<crate::Oidc> {
+        let config = crate::OidcConfig {
+            issuer: "https://id.example.com".into(),
+            client_id: "sliced".into(),
+            client_secret: "secret".into(),
+            redirect_url: "https://sliced.example.com/auth/oidc/callback"
+                .parse()
+                .expect("a URL"),
+            scopes: None,
+            role_claim: "groups".into(),
+            roles: crate::RoleMapping::default(),
+        };
+        Arc::new(crate::Oidc::new(config).expect("a valid configuration"))
+    }
+
     #[test]
     fn the_document_names_exactly_the_paths_and_methods_the_application_registers() {
         for require_auth_for_slices in [false, true] {
             let mut settings = Settings::new(Key::generate());
             settings.require_auth_for_slices = require_auth_for_slices;
+            settings.oidc = Some(oidc());
             assert_eq!(documented(&document(&settings)), served());
         }
+    }
+
+    #[test]
+    fn the_oidc_login_is_documented_only_with_a_provider_and_then_guards_lead_to_it() {
+        let without = document(&Settings::new(Key::generate()));
+        let paths = without["paths"].as_object().expect("paths");
+        assert!(!paths.keys().any(|path| path.starts_with("/auth/oidc")));
+        let mut settings = Settings::new(Key::generate());
+        settings.developer_login = false;
+        settings.oidc = Some(oidc());
+        let with = document(&settings);
+        assert!(with["paths"]["/auth/oidc/callback"]["get"].is_object());
+        assert_eq!(
+            with["components"]["responses"]["LoginRedirect"]["headers"]["Location"]["schema"]
+                ["const"],
+            "/auth/oidc/login"
+        );
+        assert_eq!(
+            with["paths"]["/api/slices"]["get"]["responses"]["302"]["$ref"],
+            "#/components/responses/LoginRedirect"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
 use crate::body::{Body, DECLARATION_LIMIT};
 use crate::mount::Mount;
 use crate::read_cache::ReadCache;
+use crate::{audit, auth};
 use crate::{ApiError, Settings, APPLIES_AT_ONCE};
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
@@ -155,7 +156,20 @@ fn created<T: Serialize>(
 /// Carries out a durable write without holding the async worker while it waits for an
 /// fsync or a quorum: through the store's own writer when it has one, else on the
 /// blocking pool.
-async fn write(store: StoreData, write: Write) -> Result<Written, ApiError> {
+async fn write(req: &HttpRequest, store: StoreData, write: Write) -> Result<Written, ApiError> {
+    let operation = audit::Operation::of(&write);
+    let written = perform(store, write).await;
+    audit::record(
+        req,
+        &auth::requester_seen(req),
+        operation,
+        &written,
+        audit::outcome_of,
+    );
+    written
+}
+
+async fn perform(store: StoreData, write: Write) -> Result<Written, ApiError> {
     match store.queue() {
         Some(queue) => {
             let (done, outcome) = tokio::sync::oneshot::channel();
@@ -214,15 +228,16 @@ async fn create_slice(
     store: StoreData,
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
-    write(store, Write::CreateSlice(body.name.clone())).await?;
+    write(&req, store, Write::CreateSlice(body.name.clone())).await?;
     Ok(created(&req, "/slices".into(), body.name.as_str(), &body))
 }
 
 async fn delete_slice(
+    req: HttpRequest,
     store: StoreData,
     Body(body): Body<SliceBody>,
 ) -> Result<HttpResponse, ApiError> {
-    write(store, Write::DeleteSlice(body.name.clone())).await?;
+    write(&req, store, Write::DeleteSlice(body.name.clone())).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 
@@ -281,7 +296,7 @@ async fn apply(
         })
         .await??
     } else {
-        match write(store, Write::Apply(declared)).await? {
+        match write(&req, store, Write::Apply(declared)).await? {
             Written::Plan(plan) => plan,
             other => return Err(unexpected(other)),
         }
@@ -319,7 +334,7 @@ async fn add_port(
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
     let collection = format!("/slices/{slice}/ports");
-    write(store, Write::AddPort(slice, port)).await?;
+    write(&req, store, Write::AddPort(slice, port)).await?;
     Ok(created(
         &req,
         collection,
@@ -335,7 +350,7 @@ async fn delete_port(
 ) -> Result<HttpResponse, ApiError> {
     let slice = slice_of(&req)?;
     let port = PortId::new(body.dpid, body.port_no);
-    write(store, Write::DeletePort(slice, port)).await?;
+    write(&req, store, Write::DeletePort(slice, port)).await?;
     Ok(HttpResponse::Ok().json(PortBody::from(port)))
 }
 
@@ -373,7 +388,7 @@ async fn add_mac(
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
     let collection = format!("/slices/{slice}/ports/{port}/mac_addresses");
-    write(store, Write::AddMac(slice, port, mac)).await?;
+    write(&req, store, Write::AddMac(slice, port, mac)).await?;
     Ok(created(&req, collection, &mac.to_string(), &body))
 }
 
@@ -384,7 +399,7 @@ async fn delete_mac(
 ) -> Result<HttpResponse, ApiError> {
     let (slice, port) = slice_and_port(&req)?;
     let mac = body.name;
-    write(store, Write::DeleteMac(slice, port, mac)).await?;
+    write(&req, store, Write::DeleteMac(slice, port, mac)).await?;
     Ok(HttpResponse::Ok().json(body))
 }
 

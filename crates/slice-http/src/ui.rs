@@ -9,7 +9,7 @@ use actix_web::http::header::{self, ContentType};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
 
-use crate::auth::{self, LocalPeer};
+use crate::auth;
 use crate::mount::Mount;
 use crate::ApiError;
 
@@ -126,15 +126,14 @@ async fn page(
     req: HttpRequest,
     settings: web::Data<crate::Settings>,
 ) -> Result<HttpResponse, ApiError> {
-    let local = req.conn_data::<LocalPeer>().is_some();
-    if !local && auth::user_of(&req)?.is_none() {
-        if !settings.developer_login {
+    if auth::requester(&req)?.is_none() {
+        let Some(login) = settings.login_page() else {
             return Ok(HttpResponse::Forbidden().json(auth::Status {
                 status: "forbidden",
             }));
-        }
+        };
         return Ok(HttpResponse::Found()
-            .insert_header((header::LOCATION, auth::login_returning_to(UI_PATH)))
+            .insert_header((header::LOCATION, auth::login_returning_to(login, UI_PATH)))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish());
     }

@@ -83,6 +83,15 @@ impl Daemon {
         daemon
     }
 
+    /// Starts with `extra` arguments and `RUST_LOG=filter`, the daemon's log going to
+    /// `log`.
+    pub fn start_filtered_with(data_dir: &Path, extra: &[&str], filter: &str, log: &Path) -> Self {
+        let log = std::fs::File::create(log).expect("the log file can be created");
+        let mut daemon = Self::spawn(data_dir, free_port(), extra, true, log.into(), filter);
+        daemon.wait_until_ready();
+        daemon
+    }
+
     fn launch(
         data_dir: &Path,
         http: SocketAddr,

@@ -120,35 +120,49 @@ async fn the_indicator_leaves_live_when_the_stream_is_cut_and_returns_with_the_d
     browser.close().await.expect("the browser closes");
 }
 
-/// Asks chromedriver to run `source` in every page before the page's own scripts: the
-/// DevTools command chromedriver passes through (`goog/cdp/execute`).
-async fn before_every_page(driver: &Driver, browser: &fantoccini::Client, source: &str) {
+/// Sends the DevTools command `cmd` to the browser's page through chromedriver
+/// (`goog/cdp/execute`).
+async fn devtools(
+    driver: &Driver,
+    browser: &fantoccini::Client,
+    cmd: &str,
+    params: serde_json::Value,
+) {
     let session = browser
         .session_id()
         .await
         .expect("a session")
         .expect("a session id");
     let url = format!("{}/session/{session}/goog/cdp/execute", driver.url);
-    let body = json!({
-        "cmd": "Page.addScriptToEvaluateOnNewDocument",
-        "params": { "source": source },
-    });
+    let body = json!({ "cmd": cmd, "params": params });
     let (status, answer) =
         tokio::task::spawn_blocking(move || status_json(ureq::post(&url).send_json(body)))
             .await
             .expect("the request runs");
-    assert_eq!(status, 200, "goog/cdp/execute: {answer}");
+    assert_eq!(status, 200, "goog/cdp/execute {cmd}: {answer}");
 }
 
-/// The page of a viewer: the daemon's `/api/whoami` answering role "viewer" (here made to
-/// by the browser, so that this test does not depend on how a daemon assigns roles).
+/// The page of a viewer, whom an authenticating proxy names (the browser sends the
+/// proxy's headers from the proxy's address, loopback) with a group that the daemon's
+/// roles make a viewer: no control that changes anything, and a write the page would
+/// not offer is refused by the daemon anyway.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_gets_no_control_that_changes_anything() {
     let Some(driver) = Driver::start() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(dir.path());
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        "[auth.roles]\noperator = [\"net-admins\"]\ndefault = \"viewer\"\n\n\
+         [auth.proxy]\nuser_header = \"X-Forwarded-User\"\n\
+         email_header = \"X-Forwarded-Email\"\nrole_header = \"X-Forwarded-Groups\"\n\
+         trusted = [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let daemon = Daemon::start_with(&data, &["--config", config.to_str().unwrap()]);
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     let mut network = Network::new();
     network.connect(daemon.openflow, 1, Version::Of13, 3);
@@ -165,18 +179,23 @@ async fn a_viewer_gets_no_control_that_changes_anything() {
         "the host is learned"
     );
     let browser = driver.browser().await;
-    before_every_page(
+    devtools(&driver, &browser, "Network.enable", json!({})).await;
+    devtools(
         &driver,
         &browser,
-        "const realFetch = window.fetch.bind(window);
-         window.fetch = (input, init) => String(input) === '/api/whoami'
-           ? Promise.resolve(new Response(
-               JSON.stringify({name: 'Vera', email: 'vera@example.com', role: 'viewer'}),
-               {status: 200, headers: {'Content-Type': 'application/json'}}))
-           : realFetch(input, init);",
+        "Network.setExtraHTTPHeaders",
+        json!({"headers": {
+            "X-Forwarded-User": "Vera",
+            "X-Forwarded-Email": "vera@example.com",
+            "X-Forwarded-Groups": "staff",
+        }}),
     )
     .await;
-    log_in(&browser, &daemon).await;
+    // No login: the proxy's word is the login.
+    browser
+        .goto(&daemon.url("/ui"))
+        .await
+        .expect("the page opens");
     until(
         &browser,
         "document.querySelector('#slices [data-slice=\"blue\"] [data-mac]') !== null \
@@ -208,5 +227,14 @@ async fn a_viewer_gets_no_control_that_changes_anything() {
         page,
         json!({"role": "viewer", "note": true, "user": "Vera <vera@example.com>", "writes": []})
     );
+    let refused = script(
+        &browser,
+        "return fetch('/api/slices', {method: 'POST', credentials: 'same-origin',
+           headers: {'Content-Type': 'application/json', Accept: 'application/json'},
+           body: JSON.stringify({name: 'red'})})
+           .then(async r => [r.status, await r.json()]);",
+    )
+    .await;
+    assert_eq!(refused, json!([403, {"status": "forbidden"}]));
     browser.close().await.expect("the browser closes");
 }

@@ -1,0 +1,289 @@
+//! An authenticating proxy in front of the daemon (a real nginx with HTTP basic
+//! authentication) names the user and their groups in headers; the daemon believes them
+//! from the proxy's address alone, gives roles by the groups, and tells every write in
+//! its audit trail with the user.
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::common::{agent, free_port, slice, status_json, wait_with_timeout, Daemon};
+
+/// The address the proxy connects from: the only one the daemon trusts. The test itself
+/// connects from 127.0.0.1, so it can try the header without the proxy.
+const PROXY_SOURCE: &str = "127.0.0.2";
+
+/// A real nginx, stopped when dropped.
+struct Nginx {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// nginx on a free port in front of `upstream`, logging in `ada` (group `net-admins`)
+    /// and `bob` (group `staff`) with the password `secret`.
+    fn start(upstream: SocketAddr) -> Self {
+        let dir = tempfile::tempdir().expect("a directory for nginx");
+        let path = |name: &str| dir.path().join(name).display().to_string();
+        std::fs::write(
+            dir.path().join("htpasswd"),
+            "ada:{PLAIN}secret\nbob:{PLAIN}secret\n",
+        )
+        .expect("the password file is written");
+        let addr = free_port();
+        let config = format!(
+            r#"daemon off;
+pid {pid};
+error_log {error_log} warn;
+events {{}}
+http {{
+    access_log off;
+    client_body_temp_path {tmp};
+    proxy_temp_path {tmp};
+    map $remote_user $sliced_groups {{ ada net-admins; bob staff; default ""; }}
+    server {{
+        listen {addr};
+        auth_basic "sliced";
+        auth_basic_user_file {htpasswd};
+        location / {{
+            proxy_pass http://{upstream};
+            proxy_bind {PROXY_SOURCE};
+            proxy_buffering off;
+            proxy_set_header X-Forwarded-User $remote_user;
+            proxy_set_header X-Forwarded-Email $remote_user@example.com;
+            proxy_set_header X-Forwarded-Groups $sliced_groups;
+        }}
+    }}
+}}
+"#,
+            pid = path("nginx.pid"),
+            error_log = path("error.log"),
+            tmp = path("tmp"),
+            htpasswd = path("htpasswd"),
+        );
+        std::fs::write(dir.path().join("nginx.conf"), config).expect("the config is written");
+        let child = Command::new("nginx")
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-e")
+            .arg(path("error.log"))
+            .arg("-c")
+            .arg(path("nginx.conf"))
+            .stdin(Stdio::null())
+            // Its workers would hold the test's output open after it.
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts (apt-get install nginx-light)");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not come up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Nginx {
+    /// A fast shutdown (SIGTERM): the master stops its workers, which a SIGKILL of the
+    /// master alone would leave running.
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        if wait_with_timeout(&mut self.child, Duration::from_secs(10)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn basic(user: &str) -> String {
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:secret"));
+    format!("Basic {token}")
+}
+
+/// The daemon's configuration: every endpoint behind the guard, no developer login, the
+/// proxy trusted from its address alone, `net-admins` operators and everyone else viewers.
+fn config(dir: &Path) -> PathBuf {
+    let path = dir.join("sliced.toml");
+    let mut file = std::fs::File::create(&path).expect("the config file is created");
+    writeln!(
+        file,
+        r#"[auth]
+require_for_slices = true
+developer_login = false
+
+[auth.roles]
+operator = ["net-admins"]
+default = "viewer"
+
+[auth.proxy]
+user_header = "X-Forwarded-User"
+email_header = "X-Forwarded-Email"
+role_header = "X-Forwarded-Groups"
+trusted = ["{PROXY_SOURCE}"]
+"#
+    )
+    .expect("the config file is written");
+    path
+}
+
+/// The audit trail's lines in the daemon's log, as JSON.
+fn audit_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("sliced::audit"))
+        .filter_map(|line| line.find('{').map(|start| &line[start..]))
+        .map(|entry| serde_json::from_str(entry).expect("an audit line is JSON"))
+        .collect()
+}
+
+#[test]
+fn the_proxy_names_the_user_roles_limit_them_and_every_write_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("sliced.log");
+    let config = config(dir.path());
+    let daemon = Daemon::start_filtered_with(
+        &data,
+        &["--config", config.to_str().unwrap()],
+        "warn,sliced::audit=info",
+        &log,
+    );
+    let proxy = Nginx::start(daemon.http);
+    let http = agent();
+    let as_user = |user: &str, method: &str, path: &str, body: Option<Value>| {
+        let request = http
+            .request(method, &proxy.url(path))
+            .set("Authorization", &basic(user))
+            .set("Accept", "application/json");
+        status_json(match body {
+            Some(body) => request.send_json(body),
+            None => request.call(),
+        })
+    };
+
+    // The proxy's user, with the role their groups give.
+    let (status, me) = as_user("ada", "GET", "/api/session", None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        me,
+        json!({"name": "ada", "email": "ada@example.com", "role": "operator"})
+    );
+    let (status, _) = as_user("ada", "POST", "/slices", Some(json!({"name": "blue"})));
+    assert_eq!(status, 201, "an operator writes");
+    let (status, _) = as_user(
+        "ada",
+        "POST",
+        "/api/slices/blue/ports",
+        Some(json!({"dpid": 1, "port_no": 1})),
+    );
+    assert_eq!(status, 201);
+
+    // A viewer reads everything and writes nothing, with or without the prefix.
+    let (status, me) = as_user("bob", "GET", "/api/session", None);
+    assert_eq!((status, me["role"].clone()), (200, json!("viewer")));
+    let (status, slices) = as_user("bob", "GET", "/slices", None);
+    assert_eq!((status, slices), (200, json!([{"name": "blue"}])));
+    for (method, path, body) in [
+        ("POST", "/slices", json!({"name": "red"})),
+        ("POST", "/api/slices", json!({"name": "red"})),
+        ("DELETE", "/slices", json!({"name": "blue"})),
+        ("POST", "/api/slices:apply", json!({"slices": []})),
+    ] {
+        let (status, answer) = as_user("bob", method, path, Some(body));
+        assert_eq!(
+            (status, answer),
+            (403, json!({"status": "forbidden"})),
+            "{method} {path}"
+        );
+    }
+
+    // Without the proxy's word nobody gets in: the proxy refuses strangers itself, and
+    // the header from any other address than the proxy's is not believed.
+    let stranger = http.get(&proxy.url("/slices")).call();
+    assert_eq!(status_json(stranger).0, 401);
+    for path in ["/slices", "/api/session"] {
+        let forged = http
+            .get(&daemon.url(path))
+            .set("X-Forwarded-User", "ada")
+            .set("X-Forwarded-Groups", "net-admins")
+            .set("Accept", "application/json")
+            .call();
+        assert_eq!(
+            status_json(forged),
+            (403, json!({"status": "forbidden"})),
+            "{path} with a forged header"
+        );
+    }
+    let forged_write = http
+        .post(&daemon.url("/slices"))
+        .set("X-Forwarded-User", "ada")
+        .set("X-Forwarded-Groups", "net-admins")
+        .send_json(json!({"name": "mallory"}));
+    assert_eq!(status_json(forged_write).0, 403);
+
+    // The local socket's owner stays an operator.
+    let listed = slice(&data, &["add", "green"]);
+    assert!(listed.status.success(), "{listed:?}");
+
+    // Each accepted write told once, with its user, source and result; the refused ones
+    // (the viewer's, the forged header's) not at all.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let entries = loop {
+        let entries = audit_lines(&log);
+        if entries.len() >= 3 || Instant::now() > deadline {
+            break entries;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let summary: Vec<(String, String, String, String)> = entries
+        .iter()
+        .map(|entry| {
+            let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+            (text("user"), text("via"), text("operation"), text("result"))
+        })
+        .collect();
+    let expected = |user: &str, via: &str, operation: &str| {
+        (user.into(), via.into(), operation.into(), "ok".into())
+    };
+    assert_eq!(
+        summary,
+        vec![
+            expected("ada", "proxy", "create_slice"),
+            expected("ada", "proxy", "add_port"),
+            expected("local", "local_socket", "create_slice"),
+        ],
+        "{entries:#?}"
+    );
+    let first = &entries[0];
+    assert_eq!(first["target"], json!({"slice": "blue"}));
+    assert_eq!(first["email"], "ada@example.com");
+    assert!(
+        first["source"]
+            .as_str()
+            .is_some_and(|source| source.starts_with(&format!("{PROXY_SOURCE}:"))),
+        "{first}"
+    );
+    assert!(first["time"]
+        .as_str()
+        .is_some_and(|time| time.ends_with('Z')));
+    assert_eq!(entries[2]["source"], "local");
+}
