@@ -1,6 +1,7 @@
 //! Tidy checks in the style of rust-analyzer's: the documentation that describes the
-//! project as a whole must keep up with it. A new crate needs its paragraph in
-//! docs/ARCHITECTURE.md, a new flag of `sliced` or `slice` its mention in the README, and
+//! project as a whole must keep up with it. A new crate needs its heading in
+//! docs/ARCHITECTURE.md's code map, whose named files must exist and whose paragraphs stay
+//! short, a new flag of `sliced` or `slice` its mention in the README, and
 //! the README's set-up commands must stay the ones that CI and the tests run.
 
 use std::path::Path;
@@ -54,31 +55,181 @@ fn command_of(line: &str) -> &str {
         .trim()
 }
 
+/// The lines of `text` outside fenced blocks.
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut in_fence = false;
+    text.lines().filter(move |line| {
+        if line.starts_with("```") {
+            in_fence = !in_fence;
+            return false;
+        }
+        !in_fence
+    })
+}
+
+/// The text of the first code span of `line`, if it has one.
+fn first_code_span(line: &str) -> Option<&str> {
+    line.split('`').nth(1)
+}
+
+/// The headings of the architecture page's code map that name a path: `` ### `xtask` ``.
+fn code_map_headings(architecture: &str) -> Vec<&str> {
+    prose_lines(section(architecture, "## Code map"))
+        .filter_map(|line| line.strip_prefix("### "))
+        .filter_map(first_code_span)
+        .collect()
+}
+
 #[test]
-fn every_workspace_crate_has_its_paragraph_in_the_architecture_page() {
+fn every_workspace_crate_has_its_heading_in_the_architecture_page() {
     let manifest: toml::Table = read("Cargo.toml").parse().expect("Cargo.toml is TOML");
     let members = manifest["workspace"]["members"]
         .as_array()
         .expect("workspace.members is a list");
     let architecture = read("docs/ARCHITECTURE.md");
-    let crates = section(&architecture, "## Crates");
-    // The root package is described by its binary; the members by their directory.
+    let headings = code_map_headings(&architecture);
+    // The root package is described by its sources; the members by their directory.
+    let mut wanted = vec!["src/".to_owned()];
+    wanted.extend(
+        members
+            .iter()
+            .map(|member| member.as_str().expect("a member is a path").to_owned()),
+    );
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|path| {
+            !headings
+                .iter()
+                .any(|heading| heading.trim_end_matches('/') == path.trim_end_matches('/'))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md's \"Code map\" has no heading `### `PATH`` for {missing:?}"
+    );
+}
+
+/// Whether a code span names a file or directory: path characters only, and a slash or a
+/// file extension. A span that starts with `/` is a URL path, not a file.
+fn names_a_file(span: &str) -> bool {
+    let path_chars = span
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'));
+    let extension = [".rs", ".md", ".toml", ".json", ".py"]
+        .iter()
+        .any(|ext| span.ends_with(ext));
+    path_chars && !span.starts_with('/') && (span.contains('/') || extension)
+}
+
+/// Whether a code span names a module: `engine::link_guard`, `slice_core::wire`.
+fn names_a_module(span: &str) -> bool {
+    span.contains("::")
+        && span.split("::").all(|part| {
+            part.starts_with(|c: char| c.is_ascii_lowercase())
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+}
+
+/// Whether the module path `span` has a file, looked up from the crate of `base`, or from
+/// the crate it starts with.
+fn module_exists(span: &str, base: &Path) -> bool {
+    let mut parts: Vec<&str> = span.split("::").collect();
+    let first = parts[0];
+    let crate_dir = root().join("crates").join(first.replace('_', "-"));
+    let src = if crate_dir.is_dir() {
+        parts.remove(0);
+        crate_dir.join("src")
+    } else {
+        if first == "crate" {
+            parts.remove(0);
+        }
+        base.join("src")
+    };
+    let Some((last, dirs)) = parts.split_last() else {
+        return src.is_dir();
+    };
+    let dir = dirs.iter().fold(src, |dir, part| dir.join(part));
+    dir.join(format!("{last}.rs")).is_file() || dir.join(last).join("mod.rs").is_file()
+}
+
+#[test]
+fn every_path_the_architecture_page_names_exists() {
+    let architecture = read("docs/ARCHITECTURE.md");
+    let mut base = root().to_path_buf();
     let mut missing = Vec::new();
-    if !crates.contains("`src/main.rs`") {
-        missing.push("the root package (`src/main.rs`)".to_owned());
-    }
-    for member in members {
-        let path = member.as_str().expect("a member is a path");
-        let named = crates.lines().any(|line| {
-            line.starts_with(&format!("`{path}`")) || line.starts_with(&format!("`{path}/`"))
-        });
-        if !named {
-            missing.push(format!("`{path}`"));
+    for line in prose_lines(&architecture) {
+        if line.starts_with('#') {
+            // A file named under a crate's heading may be relative to the crate or to its
+            // `src/`; anywhere else, to the repository.
+            base = line
+                .strip_prefix("### ")
+                .and_then(first_code_span)
+                .map(|heading| root().join(heading))
+                .filter(|dir| dir.is_dir())
+                .unwrap_or_else(|| root().to_path_buf());
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            let found = if names_a_file(span) {
+                [root().to_path_buf(), base.clone(), base.join("src")]
+                    .iter()
+                    .any(|dir| dir.join(span).exists())
+            } else if names_a_module(span) {
+                module_exists(span, &base)
+            } else {
+                continue;
+            };
+            if !found {
+                missing.push(span.to_owned());
+            }
+        }
+        // Links to the other pages, which sit beside this one.
+        for rest in line.split("](").skip(1) {
+            let target = rest.split(')').next().unwrap_or(rest);
+            let file = target.split('#').next().unwrap_or(target);
+            if !file.is_empty() && !file.contains("://") && !root().join("docs").join(file).exists()
+            {
+                missing.push(target.to_owned());
+            }
         }
     }
     assert!(
         missing.is_empty(),
-        "docs/ARCHITECTURE.md's \"Crates\" section has no paragraph starting with {missing:?}"
+        "docs/ARCHITECTURE.md names files or modules that do not exist: {missing:?}"
+    );
+}
+
+/// The paragraphs of a Markdown page outside fenced blocks, as the blank lines part them
+/// (a list without blank lines counts as one).
+fn paragraphs(text: &str) -> Vec<String> {
+    let mut paragraphs = vec![String::new()];
+    for line in prose_lines(text) {
+        if line.trim().is_empty() {
+            paragraphs.push(String::new());
+        } else if let Some(last) = paragraphs.last_mut() {
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    paragraphs.retain(|paragraph| !paragraph.is_empty());
+    paragraphs
+}
+
+/// A map is read, not studied: no paragraph of it runs past 200 words.
+#[test]
+fn no_paragraph_of_the_architecture_page_is_over_200_words() {
+    const MAX_WORDS: usize = 200;
+    let architecture = read("docs/ARCHITECTURE.md");
+    let long: Vec<String> = paragraphs(&architecture)
+        .iter()
+        .filter(|paragraph| paragraph.split_whitespace().count() > MAX_WORDS)
+        .map(|paragraph| paragraph.chars().take(60).collect())
+        .collect();
+    assert!(
+        long.is_empty(),
+        "paragraphs of docs/ARCHITECTURE.md over {MAX_WORDS} words (mechanism belongs in the \
+         module docs): {long:?}"
     );
 }
 
