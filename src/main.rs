@@ -1,4 +1,14 @@
 //! The `sliced` daemon: wires the store, the REST application and the controller.
+//!
+//! This is the composition root: the one place that names the store's backend (sled, or
+//! slice-etcd with `--etcd`), handing it to the controller as a `MembershipSource` and to
+//! the REST application as an `Arc<dyn SliceStore>`. The order matters at both ends. At
+//! start: the SIGINT and SIGTERM handler first, then the store, the controller, the
+//! servers (TCP with its connection cap, and the Unix socket on a server of its own so
+//! that the cap never blocks it), and systemd's `READY=1` only once everything is bound.
+//! At a stop: not ready, the event streams closed, every server stopped at once (each
+//! giving open connections `serve::STOP_GRACE_SECS`), the controller, the election
+//! resigned, and the store's final flush last.
 
 mod allocator;
 mod cluster;
