@@ -98,31 +98,27 @@ impl Access {
 }
 
 impl Access {
-    /// `err`, met while opening, as an operator reads it: what etcd said without the
-    /// gRPC wrapping, and a hint where the likely cause is a setting. Errors that are not
-    /// refusals (timeouts, a lost quorum) pass unchanged.
-    pub(crate) fn refused(&self, endpoints: &[String], err: crate::Error) -> crate::Error {
-        let crate::Error::Etcd(etcd_client::Error::GRpcStatus(status)) = &err else {
-            return err;
-        };
-        let closed = std::error::Error::source(status).is_some();
+    /// The hint that goes with etcd's refusal to open, as far as these settings are the
+    /// likely cause; `connection_closed` when the status carries the transport error that
+    /// ended the connection. `None`: not a refusal to explain (a plain connection that
+    /// closed is a network fault, not a setting).
+    pub(crate) fn refusal_hint(
+        &self,
+        endpoints: &[String],
+        connection_closed: bool,
+    ) -> Option<&'static str> {
         let tls = Self::uses_tls(endpoints);
-        let hint = match (closed, tls, self.cert_file.is_some()) {
+        match (connection_closed, tls, self.cert_file.is_some()) {
             (true, true, false) => {
-                " (etcd may require a client certificate: --etcd-certfile and --etcd-keyfile)"
+                Some(" (etcd may require a client certificate: --etcd-certfile and --etcd-keyfile)")
             }
-            (true, true, true) => {
+            (true, true, true) => Some(
                 " (etcd may not accept this client certificate: is it signed by a CA etcd \
-                 trusts, with the client authentication usage?)"
-            }
-            (true, false, _) => return err,
-            (false, ..) => "",
-        };
-        let mut cause = status.message().to_owned();
-        if let Some(source) = std::error::Error::source(status) {
-            cause = format!("{cause}: {source}");
+                 trusts, with the client authentication usage?)",
+            ),
+            (true, false, _) => None,
+            (false, ..) => Some(""),
         }
-        crate::Error::Refused { cause, hint }
     }
 }
 

@@ -20,12 +20,17 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use parking_lot::Mutex;
 
+/// The longest any request to etcd may take, and the longest a write waits for its own
+/// revision to come back through the watch: a few seconds, so that a lost quorum is a
+/// prompt 503 rather than a hung request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long a member may take to accept a connection, and to answer the probe that
 /// decides whether to move to it: a member on a working network answers in milliseconds.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The longest one attempt of a request may take before it counts as lost and the
-/// connection moves on: under [`crate::REQUEST_TIMEOUT`], so that a member that accepts
+/// connection moves on: under [`REQUEST_TIMEOUT`], so that a member that accepts
 /// connections but never answers (stopped, partitioned) is left while the caller's
 /// request is still waiting, and the next request goes elsewhere.
 pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -33,7 +38,7 @@ pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a request that no member took is tried again: longer than etcd takes to
 /// elect a new leader after losing one (its default election timeout is 1 s; more on a
 /// loaded machine), and less
-/// than [`crate::REQUEST_TIMEOUT`], so that a cluster without a quorum is reported as such
+/// than [`REQUEST_TIMEOUT`], so that a cluster without a quorum is reported as such
 /// rather than as a timeout.
 const RETRY_WINDOW: Duration = Duration::from_secs(4);
 

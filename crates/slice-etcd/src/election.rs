@@ -40,9 +40,11 @@ use slice_core::Leadership;
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
 
-use crate::connection::{Connection, Retry};
+use crate::access::Access;
+use crate::connection::{Connection, Retry, REQUEST_TIMEOUT};
+use crate::error::Error;
 use crate::keys::Layout;
-use crate::{run, Error, OwnedRuntime, REQUEST_TIMEOUT};
+use crate::runtime::{connect, run, OwnedRuntime};
 
 /// The lease's time to live unless configured otherwise: a dead master is replaced within
 /// about this long.
@@ -76,7 +78,7 @@ pub struct ElectionConfig {
     /// Whole seconds, as etcd's leases have; etcd may raise a shorter one to its minimum.
     pub lease_ttl: Duration,
     /// TLS and credentials for a locked-down etcd.
-    pub access: crate::Access,
+    pub access: Access,
 }
 
 /// A running instance as it registered itself under `members/`.
@@ -129,8 +131,8 @@ impl MasterElection {
     /// [`REQUEST_TIMEOUT`]; an etcd lost later is waited out.
     pub fn start(config: ElectionConfig) -> Result<Self, Error> {
         let runtime = OwnedRuntime::new("slice-etcd-election")?;
-        let connection = crate::connect(runtime.get()?, &config.endpoints, &config.access)
-            .map_err(|err| config.access.refused(&config.endpoints, err))?;
+        let connection = connect(runtime.get()?, &config.endpoints, &config.access)
+            .map_err(|err| err.explain_refusal(&config.access, &config.endpoints))?;
         let (leadership_tx, leadership) = watch::channel(Leadership::UNDECIDED);
         let (switches, switches_rx) = watch::channel(Vec::new());
         let known = Arc::new(Mutex::new(Known {

@@ -1,19 +1,59 @@
 //! The watch that keeps each instance's copy of the store current: from the snapshot's
 //! revision on, every revision applied in order; after a disconnect it resumes from the
 //! last revision applied, and when etcd has compacted that one it reads a new snapshot.
+//! The copy and the signal that it moved on are a [`SharedMirror`], which the store reads.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::{EventType, GetOptions, KeyValue, WatchOptions};
+use parking_lot::{Condvar, Mutex};
 
-use crate::connection::{Connection, Retry};
+use crate::connection::{Connection, Retry, REQUEST_TIMEOUT};
+use crate::error::Error;
 use crate::keys::Layout;
 use crate::mirror::{self, Mirror, Snapshot};
-use crate::{Error, Shared, REQUEST_TIMEOUT};
 
 /// How long the watch waits before it tries etcd again after losing it.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
+
+/// The copy of the store and the signal that it has moved on: the watch writes it, the
+/// store reads it and waits on it.
+pub(crate) struct SharedMirror {
+    mirror: Mutex<Mirror>,
+    applied: Condvar,
+}
+
+impl SharedMirror {
+    pub(crate) fn new(mirror: Mirror) -> Self {
+        Self {
+            mirror: Mutex::new(mirror),
+            applied: Condvar::new(),
+        }
+    }
+
+    /// Reads from the copy.
+    pub(crate) fn read<T>(&self, look: impl FnOnce(&Mirror) -> T) -> T {
+        look(&self.mirror.lock())
+    }
+
+    /// Changes the copy outside the watch: a listener joins.
+    pub(crate) fn update<T>(&self, change: impl FnOnce(&mut Mirror) -> T) -> T {
+        change(&mut self.mirror.lock())
+    }
+
+    /// Waits until the copy has applied `revision`, for at most [`REQUEST_TIMEOUT`].
+    pub(crate) fn caught_up(&self, revision: i64) -> Result<(), Error> {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut mirror = self.mirror.lock();
+        while mirror.revision < revision {
+            if self.applied.wait_until(&mut mirror, deadline).timed_out() {
+                return Err(Error::NotSeen(revision));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Every record under the prefix, at one revision.
 pub(crate) async fn read_snapshot(
@@ -44,7 +84,7 @@ enum WatchEnd {
 }
 
 /// Keeps the copy current for as long as the store lives.
-pub(crate) async fn follow(connection: Arc<Connection>, layout: Layout, shared: Arc<Shared>) {
+pub(crate) async fn follow(connection: Arc<Connection>, layout: Layout, shared: Arc<SharedMirror>) {
     // While etcd stays away, one warning, not one per retry.
     let mut warned = false;
     loop {
@@ -77,7 +117,7 @@ pub(crate) async fn follow(connection: Arc<Connection>, layout: Layout, shared: 
 async fn watch_from(
     connection: &Arc<Connection>,
     layout: &Layout,
-    shared: &Shared,
+    shared: &SharedMirror,
     from: i64,
 ) -> WatchEnd {
     let options = WatchOptions::new().with_prefix().with_start_revision(from);
@@ -143,7 +183,7 @@ fn mod_revision(event: &etcd_client::Event) -> i64 {
 }
 
 /// Replaces the copy with a fresh snapshot, retrying until etcd answers.
-async fn resynchronise(connection: &Arc<Connection>, layout: &Layout, shared: &Shared) {
+async fn resynchronise(connection: &Arc<Connection>, layout: &Layout, shared: &SharedMirror) {
     loop {
         match tokio::time::timeout(REQUEST_TIMEOUT, read_snapshot(connection, layout)).await {
             Ok(Ok(snapshot)) => {
