@@ -22,6 +22,11 @@
 //! (HELLO to connected), `inbound` (messages of a known switch), `flow_read` (the
 //! flow-table read-back) and `outbound` (commands encoded, the meter setup's messages,
 //! the outbound bound).
+//!
+//! A PACKET_IN's payload is not copied on its way in: the session cuts each frame out of
+//! its read buffer as `Bytes`, the engine reads the packet as a slice of that buffer, and
+//! encoding the PACKET_OUT copies it once, into the bytes written. A routed packet touches
+//! the buffer's shared count twice, at the split and at the drop after writing.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
