@@ -1,7 +1,7 @@
 //! The operations every command is written against, whoever holds the database: this
 //! process ([`Direct`]) or a running daemon ([`crate::daemon::DaemonClient`]).
 //!
-//! [`Backend`] is narrower than slice-core's `SliceStore`, which `Direct` wraps: the
+//! [`SliceDatabase`] is narrower than slice-core's `SliceStore`, which `Direct` wraps: the
 //! daemon's REST API offers no change stream and no session revocations, and its
 //! refusals and protocol failures are errors of their own that a `StoreError` cannot
 //! carry without losing what they say. So the commands are written against the
@@ -15,7 +15,7 @@ use crate::CliError;
 
 /// Reads and writes of the slice database. Every write is durable when it returns and
 /// changes nothing when it fails.
-pub(crate) trait Backend {
+pub(crate) trait SliceDatabase {
     fn slices(&self) -> Result<Vec<SliceName>, CliError>;
     fn ports(&self, slice: &SliceName) -> Result<Vec<PortId>, CliError>;
     fn macs(&self, slice: &SliceName, port: PortId) -> Result<Vec<MacAddress>, CliError>;
@@ -83,7 +83,7 @@ impl Direct {
     }
 }
 
-impl Backend for Direct {
+impl SliceDatabase for Direct {
     fn slices(&self) -> Result<Vec<SliceName>, CliError> {
         self.check(self.store.slices())
     }
@@ -157,7 +157,7 @@ mod tests {
         calls: RefCell<usize>,
     }
 
-    impl Backend for Racing {
+    impl SliceDatabase for Racing {
         fn slices(&self) -> Result<Vec<SliceName>, CliError> {
             *self.calls.borrow_mut() += 1;
             Ok(self.tree.iter().map(|s| s.name.clone()).collect())

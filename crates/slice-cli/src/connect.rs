@@ -1,7 +1,7 @@
 //! Finding whoever may work on the database: sled admits one process, so either a running
 //! `sliced` holds it and takes commands on its socket, or this process opens it; with
 //! `--etcd`, the local daemon's socket when one answers, else the cluster's store opened
-//! here. The only module of the tool that names a backend; the commands get a `Backend`.
+//! here. The only module of the tool that names a backend; the commands get a `SliceDatabase`.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use slice_store::{Opened, Store};
 
 use crate::DataDir;
 
-use crate::backend::{Backend, Direct};
+use crate::backend::{Direct, SliceDatabase};
 use crate::daemon::DaemonClient;
 use crate::CliError;
 
@@ -44,7 +44,7 @@ pub(crate) fn open(
     etcd: Option<&EtcdTarget>,
     wait: Duration,
     missing: Missing,
-) -> Result<Box<dyn Backend>, CliError> {
+) -> Result<Box<dyn SliceDatabase>, CliError> {
     match etcd {
         Some(etcd) => open_etcd(data_dir, etcd),
         None => open_local(data_dir, wait, missing),
@@ -53,7 +53,7 @@ pub(crate) fn open(
 
 /// A local daemon serves the same cluster, and reads back its own writes at once, so it
 /// is asked first; etcd admits any number of clients, so there is nothing to wait for.
-fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn Backend>, CliError> {
+fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatabase>, CliError> {
     let socket = data_dir.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(Box::new(DaemonClient::new(socket, stream)));
@@ -72,7 +72,7 @@ fn open_local(
     data_dir: &DataDir,
     wait: Duration,
     missing: Missing,
-) -> Result<Box<dyn Backend>, CliError> {
+) -> Result<Box<dyn SliceDatabase>, CliError> {
     let socket = data_dir.socket_path();
     let store_path = data_dir.store_path();
     // sled makes a database wherever it is opened, so the look comes first. A daemon on

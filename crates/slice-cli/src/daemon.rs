@@ -1,4 +1,4 @@
-//! The daemon's side of [`Backend`]: the slice API of `sliced`, spoken over its owner-only
+//! The daemon's side of [`SliceDatabase`]: the slice API of `sliced`, spoken over its owner-only
 //! Unix socket, where no session is needed.
 
 use std::cell::Cell;
@@ -12,7 +12,7 @@ use slice_core::wire::{
 };
 use slice_core::{MacAddress, Plan, PortId, Slice, SliceName};
 
-use crate::backend::Backend;
+use crate::backend::SliceDatabase;
 use crate::http::{self, HttpError, Limits, Response};
 use crate::CliError;
 
@@ -136,7 +136,7 @@ fn port_path(slice: &SliceName, port: PortId) -> String {
     format!("/slices/{slice}/ports/{port}/mac_addresses")
 }
 
-impl Backend for DaemonClient {
+impl SliceDatabase for DaemonClient {
     fn slices(&self) -> Result<Vec<SliceName>, CliError> {
         let slices: Vec<SliceBody> = self.get("/slices")?;
         Ok(slices.into_iter().map(|slice| slice.name).collect())

@@ -4,9 +4,8 @@ use slice_store::Tightened;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Bytes of a session key: actix's cookie `Key` signs with one half of 64 bytes and
-/// encrypts with the other, and refuses fewer.
-pub const SESSION_KEY_LEN: usize = 64;
+/// One length for the key file here and the key shared in etcd.
+pub use slice_etcd::SESSION_KEY_LEN;
 
 /// The data directory of one sliced instance:
 ///

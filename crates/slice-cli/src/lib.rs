@@ -36,7 +36,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use slice_core::ParseError;
 
-use crate::backend::Backend;
+use crate::backend::SliceDatabase;
 pub use crate::cli::{Cli, Command};
 pub use crate::connect::EtcdTarget;
 use crate::connect::Missing;
@@ -148,7 +148,7 @@ fn read_file(path: &str) -> Result<String, CliError> {
     })
 }
 
-fn list(backend: &dyn Backend, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+fn list(backend: &dyn SliceDatabase, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     // Read everything before printing anything, so that a failure prints no partial tree.
     let tree = backend.tree()?;
     let printed = if json {

@@ -1,8 +1,10 @@
 //! The size of the key that signs login sessions, shared by every instance on a prefix:
 //! how long a new one is, and which lengths of one found in etcd are used.
 
-/// The length of a new shared session key, and the shortest one found in etcd that is
-/// used. The CLI's own session key file has the same length.
+/// Bytes of a session key: actix's cookie `Key` signs with one half of 64 bytes and
+/// encrypts with the other, and refuses fewer. A new shared key is this long, and so is
+/// the key file of an instance without etcd (slice-cli's `data_dir`); a shorter one found
+/// in etcd is not used.
 pub const SESSION_KEY_LEN: usize = 64;
 
 /// The longest session key found in etcd that is used.

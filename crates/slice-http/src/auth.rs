@@ -19,8 +19,8 @@ use crate::audit::{self, Operation};
 use crate::body::Body;
 pub use crate::identity::User;
 use crate::identity::{ProxyVerdict, Requester, Role, Via};
-use crate::mount::Mount;
-use crate::ui::UI_PATH;
+use crate::page::UI_PATH;
+use crate::routing::Mount;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
 
 /// The session entry that marks a client as logged in.
@@ -47,13 +47,13 @@ pub struct LocalPeer;
 /// The login and logout routes, below `/auth` (the scope that runs the session
 /// middleware for them).
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/developer", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(login_form))
+    cfg.mount("/developer", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(login_form))
     });
-    cfg.mount("/developer/callback", "POST", |r| {
+    cfg.mount("/developer/callback", crate::routing::POST, |r| {
         r.post(developer_callback)
     });
-    cfg.mount("/logout", "POST", |r| r.post(logout));
+    cfg.mount("/logout", crate::routing::POST, |r| r.post(logout));
 }
 
 async fn developer_callback(
@@ -284,7 +284,7 @@ async fn login_form(
                 .finish());
         }
     }
-    Ok(crate::ui::html_page().body(login_page()))
+    Ok(crate::page::html_page().body(login_page()))
 }
 
 /// The first `next` of a query, decoded as the page's script decodes it

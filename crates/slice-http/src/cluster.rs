@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpResponse};
 
-use crate::mount::Mount;
 use crate::network::ViewFuture;
+use crate::routing::Mount;
 use crate::ApiError;
 
 /// Something that can describe the cluster this instance belongs to (or, alone, itself).
@@ -22,8 +22,8 @@ pub trait ClusterView: Send + Sync + 'static {
 pub(crate) type ClusterData = web::Data<Option<Arc<dyn ClusterView>>>;
 
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/cluster", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(show))
+    cfg.mount("/cluster", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(show))
     });
 }
 

@@ -25,8 +25,8 @@ use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 use slice_core::SliceStore;
 
-use crate::mount::Mount;
-use crate::slices::readable;
+use crate::routing::readable;
+use crate::routing::Mount;
 use crate::Settings;
 
 /// How long one probe of the store answers for.
@@ -138,8 +138,12 @@ impl Health {
 }
 
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/healthz", "GET, HEAD", |r| r.route(readable(live)));
-    cfg.mount("/readyz", "GET, HEAD", |r| r.route(readable(ready)));
+    cfg.mount("/healthz", crate::routing::READ, |r| {
+        r.route(readable(live))
+    });
+    cfg.mount("/readyz", crate::routing::READ, |r| {
+        r.route(readable(ready))
+    });
 }
 
 async fn live() -> HttpResponse {

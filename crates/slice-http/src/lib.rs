@@ -22,7 +22,9 @@ mod mount;
 mod network;
 mod oidc;
 mod openapi;
+mod page;
 mod read_cache;
+mod routing;
 pub mod serve;
 mod slices;
 mod ui;
@@ -209,7 +211,7 @@ pub fn app(
         .app_data(web::Data::new(read_cache::ReadCache::default()))
         // The request counter's parts for requests no resource answers; each resource
         // carries its own (see `mount`), found before this one.
-        .app_data(metrics::RouteMetrics::new(mount::RoutePattern::UNMATCHED))
+        .app_data(metrics::RouteMetrics::new(routing::RoutePattern::UNMATCHED))
         .app_data(browser::AllowedHost::default())
         .app_data(web::Data::new(settings))
         .app_data(web::Data::new(network))
@@ -224,7 +226,7 @@ pub fn app(
     } else {
         // Without the guard the unprefixed routes sit on the application itself: a
         // scope around them would cost every request a second routing table.
-        app.configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "")))
+        app.configure(|cfg| twin_routes(&mut mount::Mounting::new(cfg, "")))
     };
     // Sessions cost a cookie parse and a map per request, so only the routes that use
     // them run the middleware: `/api/`, the login and logout, the web view, and the
@@ -235,7 +237,7 @@ pub fn app(
                 .wrap(middleware::from_fn(auth::require_session))
                 .wrap(sessions())
                 .configure(|cfg| session_routes(&mut mount::Mounting::new(cfg, "/api")))
-                .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, "/api")))
+                .configure(|cfg| twin_routes(&mut mount::Mounting::new(cfg, "/api")))
                 .default_service(web::to(api_fallback)),
         )
         .service(
@@ -244,9 +246,9 @@ pub fn app(
                 .configure(|cfg| login_routes(&mut mount::Mounting::new(cfg, AUTH_PREFIX))),
         )
         .service(
-            web::scope(ui::UI_PATH)
+            web::scope(page::UI_PATH)
                 .wrap(sessions())
-                .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, ui::UI_PATH))),
+                .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, page::UI_PATH))),
         )
         .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")));
     // The guarded scope takes every path, so it comes last.
@@ -255,7 +257,7 @@ pub fn app(
             web::scope("")
                 .wrap(middleware::from_fn(auth::require_session))
                 .wrap(sessions())
-                .configure(|cfg| guarded_routes(&mut mount::Mounting::new(cfg, ""))),
+                .configure(|cfg| twin_routes(&mut mount::Mounting::new(cfg, ""))),
         )
     } else {
         app
@@ -300,15 +302,15 @@ pub(crate) async fn front_door(
 }
 
 /// The routes that only exist under `/api/`.
-fn session_routes(cfg: &mut impl mount::Mount) {
-    cfg.mount("/session", "GET, HEAD", |r| {
-        r.route(slices::readable(auth::whoami))
+fn session_routes(cfg: &mut impl routing::Mount) {
+    cfg.mount("/session", crate::routing::READ, |r| {
+        r.route(routing::readable(auth::whoami))
     });
 }
 
-/// The routes served both under `/api/` and without the prefix, where `--require-auth`
-/// puts them behind the session guard.
-fn guarded_routes(cfg: &mut impl mount::Mount) {
+/// The routes served twice: under `/api/`, always behind the guard, and without the
+/// prefix, open as the specification says unless `--require-auth` guards them too.
+fn twin_routes(cfg: &mut impl routing::Mount) {
     slices::routes(cfg);
     network::routes(cfg);
     cluster::routes(cfg);
@@ -320,14 +322,14 @@ fn guarded_routes(cfg: &mut impl mount::Mount) {
 const AUTH_PREFIX: &str = "/auth";
 
 /// The logins (the developer form, OpenID Connect) and the logout, below `/auth`.
-fn login_routes(cfg: &mut impl mount::Mount) {
+fn login_routes(cfg: &mut impl routing::Mount) {
     auth::routes(cfg);
     oidc::routes(cfg);
 }
 
 /// The routes no session guard stands before, besides the login and logout and the web
 /// view, which have scopes of their own.
-fn open_routes(cfg: &mut impl mount::Mount) {
+fn open_routes(cfg: &mut impl routing::Mount) {
     openapi::routes(cfg);
     health::routes(cfg);
     ui::root_routes(cfg);
@@ -337,16 +339,16 @@ fn open_routes(cfg: &mut impl mount::Mount) {
 /// methods it answers there, as the `Allow` header of its 405 names them. The scopes are
 /// those of [`app`].
 pub fn served_routes() -> Vec<(String, Vec<String>)> {
-    let mut api = mount::Listing::new("/api");
+    let mut api = routing::Listing::new("/api");
     session_routes(&mut api);
-    guarded_routes(&mut api);
-    let mut login = mount::Listing::new(AUTH_PREFIX);
+    twin_routes(&mut api);
+    let mut login = routing::Listing::new(AUTH_PREFIX);
     login_routes(&mut login);
-    let mut web_view = mount::Listing::new(ui::UI_PATH);
+    let mut web_view = routing::Listing::new(page::UI_PATH);
     ui::routes(&mut web_view);
-    let mut root = mount::Listing::new("");
+    let mut root = routing::Listing::new("");
     open_routes(&mut root);
-    guarded_routes(&mut root);
+    twin_routes(&mut root);
     api.routes
         .into_iter()
         .chain(login.routes)

@@ -23,7 +23,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
-use crate::mount::RoutePattern;
+use crate::routing::RoutePattern;
 use crate::{ApiError, HostPolicy, Settings};
 
 /// The media type of the OpenMetrics text format, which Prometheus asks for first.
@@ -368,9 +368,9 @@ impl RouteMetrics {
     }
 }
 
-pub(crate) fn routes(cfg: &mut impl crate::mount::Mount) {
-    cfg.mount("/metrics", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(show))
+pub(crate) fn routes(cfg: &mut impl crate::routing::Mount) {
+    cfg.mount("/metrics", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(show))
     });
 }
 
@@ -406,10 +406,10 @@ pub fn metrics_server(
             .app_data(crate::browser::AllowedHost::default())
             .service(
                 web::resource("/metrics")
-                    .route(crate::slices::readable(
+                    .route(crate::routing::readable(
                         |metrics: web::Data<Metrics>| async move { answer(&metrics).await },
                     ))
-                    .default_service(crate::slices::method_not_allowed("GET, HEAD")),
+                    .default_service(crate::routing::method_not_allowed(crate::routing::READ)),
             )
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(ApiError::NoRoute)

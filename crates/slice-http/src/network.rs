@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpResponse};
 
-use crate::mount::Mount;
+use crate::routing::Mount;
 use crate::ApiError;
 
 /// Which view is asked for.
@@ -38,8 +38,8 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
         ("/topology/hosts", ViewKind::Hosts),
         ("/paths", ViewKind::Paths),
     ] {
-        cfg.mount(path, "GET, HEAD", |r| {
-            r.route(crate::slices::readable(move |network: NetworkData| {
+        cfg.mount(path, crate::routing::READ, |r| {
+            r.route(crate::routing::readable(move |network: NetworkData| {
                 show(network, kind)
             }))
         });

@@ -27,8 +27,8 @@ use url::Url;
 use crate::audit::{self, Operation};
 use crate::auth;
 use crate::identity::{Requester, Role, RoleMapping, User, Via};
-use crate::mount::Mount;
-use crate::ui::UI_PATH;
+use crate::page::UI_PATH;
+use crate::routing::Mount;
 use crate::{ApiError, Settings};
 
 /// Where a browser starts an OpenID Connect login.
@@ -193,11 +193,11 @@ impl From<LoginError> for ApiError {
 
 /// The login routes, below `/auth`.
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/oidc/login", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(login))
+    cfg.mount("/oidc/login", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(login))
     });
-    cfg.mount("/oidc/callback", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(callback))
+    cfg.mount("/oidc/callback", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(callback))
     });
 }
 
@@ -461,7 +461,7 @@ fn answer(req: &HttpRequest, err: ApiError) -> HttpResponse {
         log::info!("OpenID Connect login refused ({status}): {text}");
     }
     if auth::wants_html(req) {
-        crate::ui::html_page()
+        crate::page::html_page()
             .status(status)
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .body(error_page(&text))

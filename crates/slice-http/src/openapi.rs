@@ -12,7 +12,7 @@
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 
-use crate::mount::Mount;
+use crate::routing::Mount;
 use crate::Settings;
 
 /// The hand-kept part of the document.
@@ -26,8 +26,8 @@ const METHODS: [&str; 8] = [
 ];
 
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/openapi.json", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(serve))
+    cfg.mount("/openapi.json", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(serve))
     });
 }
 

@@ -6,41 +6,44 @@
 //! comes once the write is durable; reads run on the worker, which the `SliceStore`
 //! contract allows (they never wait on a peer).
 
-use actix_web::http::header::{ContentType, HeaderValue, ALLOW, LOCATION};
-use actix_web::http::Method;
-use actix_web::{guard, web, FromRequest, HttpRequest, HttpResponse};
+use actix_web::http::header::{ContentType, LOCATION};
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
 use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
 
 use crate::body::{Body, DECLARATION_LIMIT};
-use crate::mount::Mount;
 use crate::read_cache::ReadCache;
+use crate::routing::{readable, Mount};
 use crate::{audit, auth};
 use crate::{ApiError, Settings, APPLIES_AT_ONCE};
 
 /// Registers the slice routes on `cfg`; `prefix` is where they are mounted ("" or "/api"),
 /// used to build `Location` headers.
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("/slices", "GET, HEAD, POST, DELETE", |r| {
+    cfg.mount("/slices", crate::routing::READ_ADD_REMOVE, |r| {
         r.route(readable(list_slices))
             .post(create_slice)
             .delete(delete_slice)
     });
-    cfg.mount("/slices/{slice}", "GET, HEAD", |r| {
+    cfg.mount("/slices/{slice}", crate::routing::READ, |r| {
         r.route(readable(get_slice))
     });
-    cfg.mount("/slices/{slice}/ports", "GET, HEAD, POST, DELETE", |r| {
-        r.route(readable(list_ports))
-            .post(add_port)
-            .delete(delete_port)
-    });
-    cfg.mount("/slices/{slice}/ports/{port}", "GET, HEAD", |r| {
+    cfg.mount(
+        "/slices/{slice}/ports",
+        crate::routing::READ_ADD_REMOVE,
+        |r| {
+            r.route(readable(list_ports))
+                .post(add_port)
+                .delete(delete_port)
+        },
+    );
+    cfg.mount("/slices/{slice}/ports/{port}", crate::routing::READ, |r| {
         r.route(readable(get_port))
     });
     cfg.mount(
         "/slices/{slice}/ports/{port}/mac_addresses",
-        "GET, HEAD, POST, DELETE",
+        crate::routing::READ_ADD_REMOVE,
         |r| {
             r.route(readable(list_macs))
                 .post(add_mac)
@@ -49,46 +52,15 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
     );
     cfg.mount(
         "/slices/{slice}/ports/{port}/mac_addresses/{mac}",
-        "GET, HEAD",
+        crate::routing::READ,
         |r| r.route(readable(get_mac)),
     );
     // After the reads, which are tried first: no pattern above matches these two (none
     // has a colon right after `/slices`), nor they any path above.
-    cfg.mount("/slices:apply", "POST", |r| r.post(apply));
-    cfg.mount("/slices:export", "GET, HEAD", |r| r.route(readable(export)));
-}
-
-/// The route of a resource's GET, which answers HEAD too: HEAD is GET without the body
-/// (RFC 9110), and actix's encoder leaves the body out of a HEAD response.
-pub(crate) fn readable<F, Args>(handler: F) -> actix_web::Route
-where
-    F: actix_web::Handler<Args>,
-    Args: actix_web::FromRequest + 'static,
-    F::Output: actix_web::Responder + 'static,
-{
-    web::route().guard(GetOrHead).to(handler)
-}
-
-/// Passes GET and HEAD: one comparison, where `guard::Any` of two method guards makes
-/// two calls through boxes on every request.
-struct GetOrHead;
-
-impl guard::Guard for GetOrHead {
-    fn check(&self, ctx: &guard::GuardContext<'_>) -> bool {
-        matches!(ctx.head().method, Method::GET | Method::HEAD)
-    }
-}
-
-/// The answer to a method a resource does not have: 405 with the error body, and the
-/// `Allow` header that HTTP requires on a 405, naming the methods it does have.
-pub(crate) fn method_not_allowed(allow: &'static str) -> actix_web::Route {
-    web::to(move || async move {
-        let mut response = actix_web::ResponseError::error_response(&ApiError::MethodNotAllowed);
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static(allow));
-        response
-    })
+    cfg.mount("/slices:apply", crate::routing::POST, |r| r.post(apply));
+    cfg.mount("/slices:export", crate::routing::READ, |r| {
+        r.route(readable(export))
+    });
 }
 
 type StoreData = web::Data<dyn SliceStore>;

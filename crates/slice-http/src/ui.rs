@@ -5,35 +5,14 @@
 //! `/ui/` lead here, and the page carries the OpenFlow listeners for its empty-network
 //! hint (`data-openflow`).
 
-use actix_web::http::header::{self, ContentType};
+use actix_web::http::header;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse, HttpResponseBuilder};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth;
-use crate::mount::Mount;
+use crate::page::{html_page, UI_PATH};
+use crate::routing::Mount;
 use crate::ApiError;
-
-/// Where the page is served; the login sends the browser back here.
-pub const UI_PATH: &str = "/ui";
-
-/// Same-origin scripts, styles and requests only: no inline script or style can run even
-/// if some text were ever to slip into the page as markup, and no other site may frame it.
-const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-    connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
-    frame-ancestors 'none'";
-
-/// A 200 answer carrying an HTML page of the daemon's (the view, the login form), with the
-/// headers every such page needs: the policy above, no sniffing of another media type, and
-/// no `Referer` that would carry the page's URL (and its `?next=`) to another site.
-pub(crate) fn html_page() -> HttpResponseBuilder {
-    let mut response = HttpResponse::Ok();
-    response
-        .content_type(ContentType::html())
-        .insert_header((header::CONTENT_SECURITY_POLICY, PAGE_POLICY))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"));
-    response
-}
 
 /// A file of the page, with its media type.
 struct Asset {
@@ -106,16 +85,18 @@ fn page_naming(openflow: &[String]) -> String {
 /// The page and its files, below [`UI_PATH`] (the scope that runs the session middleware
 /// for them: the page shows the logged-in user).
 pub(crate) fn routes(cfg: &mut impl Mount) {
-    cfg.mount("", "GET, HEAD", |r| r.route(crate::slices::readable(page)));
+    cfg.mount("", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(page))
+    });
     // The view's one address is without the slash.
-    cfg.mount("/", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(|| {
+    cfg.mount("/", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(|| {
             redirect_to_view(StatusCode::PERMANENT_REDIRECT)
         }))
     });
     for asset in ASSETS {
-        cfg.mount(asset.path, "GET, HEAD", |r| {
-            r.route(crate::slices::readable(move || serve_asset(asset)))
+        cfg.mount(asset.path, crate::routing::READ, |r| {
+            r.route(crate::routing::readable(move || serve_asset(asset)))
         });
     }
 }
@@ -146,8 +127,8 @@ async fn page(
 /// `/`, on the application's root: the daemon's front page is the view. Temporary, so
 /// that no browser keeps it should the root ever serve something of its own.
 pub(crate) fn root_routes(cfg: &mut impl Mount) {
-    cfg.mount("/", "GET, HEAD", |r| {
-        r.route(crate::slices::readable(|| {
+    cfg.mount("/", crate::routing::READ, |r| {
+        r.route(crate::routing::readable(|| {
             redirect_to_view(StatusCode::FOUND)
         }))
     });
@@ -223,7 +204,7 @@ mod tests {
                 .headers()
                 .get(header::CONTENT_SECURITY_POLICY)
                 .unwrap(),
-            PAGE_POLICY
+            crate::page::PAGE_POLICY
         );
         for asset in ASSETS {
             let path = format!("{UI_PATH}{}", asset.path);

@@ -82,7 +82,9 @@ const QUIET: Duration = Duration::from_millis(300);
 /// At most this many PACKET_INs go into one write.
 const BATCH: usize = 64;
 
-struct Shared {
+/// What the emulated switches of one run share: the phase, the counters, and the
+/// first failure.
+struct RunState {
     phase: AtomicU8,
     epoch: Instant,
     /// Microseconds since `epoch` of the last message from the controller.
@@ -97,7 +99,7 @@ struct Shared {
     failure: Mutex<Option<String>>,
 }
 
-impl Shared {
+impl RunState {
     fn touch(&self) {
         let now = self.epoch.elapsed().as_micros() as u64;
         self.last_rx_us.store(now, Ordering::Relaxed);
@@ -139,7 +141,7 @@ pub fn run(config: &FlowConfig) -> anyhow::Result<FlowResult> {
 }
 
 async fn run_async(config: FlowConfig) -> anyhow::Result<FlowResult> {
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(RunState {
         phase: AtomicU8::new(HANDSHAKE),
         epoch: Instant::now(),
         last_rx_us: AtomicU64::new(0),
@@ -197,7 +199,7 @@ async fn run_async(config: FlowConfig) -> anyhow::Result<FlowResult> {
 
 async fn measure(
     config: &FlowConfig,
-    shared: &Arc<Shared>,
+    shared: &Arc<RunState>,
     switches: &[Arc<Switch>],
     phase: &watch::Sender<u8>,
 ) -> anyhow::Result<FlowResult> {
@@ -262,7 +264,7 @@ async fn measure(
 }
 
 async fn wait_until(
-    shared: &Shared,
+    shared: &RunState,
     limit: Duration,
     what: &str,
     mut done: impl FnMut() -> bool,
@@ -283,7 +285,7 @@ async fn wait_until(
 }
 
 /// Waits until the controller has said nothing for [`QUIET`].
-async fn settle(shared: &Shared) -> anyhow::Result<()> {
+async fn settle(shared: &RunState) -> anyhow::Result<()> {
     wait_until(
         shared,
         Duration::from_secs(20),
@@ -297,7 +299,7 @@ async fn reader(
     mut read: OwnedReadHalf,
     control: mpsc::UnboundedSender<Vec<u8>>,
     switch: Arc<Switch>,
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     config: FlowConfig,
 ) {
     let mut buffer: Vec<u8> = Vec::with_capacity(1 << 16);
@@ -344,7 +346,7 @@ fn handle(
     message: &[u8],
     control: &mpsc::UnboundedSender<Vec<u8>>,
     switch: &Switch,
-    shared: &Shared,
+    shared: &RunState,
     config: &FlowConfig,
 ) {
     let Some(header) = wire::Header::parse(message) else {
@@ -403,7 +405,7 @@ async fn writer(
     mut control: mpsc::UnboundedReceiver<Vec<u8>>,
     mut phase: watch::Receiver<u8>,
     switch: Arc<Switch>,
-    shared: Arc<Shared>,
+    shared: Arc<RunState>,
     config: FlowConfig,
 ) {
     let mut out = Vec::with_capacity(BATCH * 128);

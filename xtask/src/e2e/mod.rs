@@ -40,7 +40,7 @@ use self::net::{Mode, Net, Topo};
 use self::ovs::{OfVersion, Ovs};
 use self::scenarios::{Scenario, SCENARIOS};
 use self::sliced::Bins;
-use self::stage::{RandomRun, Shared, Stage};
+use self::stage::{Lab, RandomRun, Stage};
 
 /// `cargo xtask e2e [options]`; the task's description is on `Task::E2e` in main.rs.
 #[derive(Debug, Default, clap::Args)]
@@ -361,7 +361,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
         );
     }
     if let Some(bins) = &bins {
-        let shared = Shared {
+        let lab = Lab {
             ovs: &ovs,
             prefix: &prefix,
             bins,
@@ -375,14 +375,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
             for version in options.versions() {
                 for round in 1..=repeat {
                     let round = (repeat > 1).then_some(round);
-                    if run_one(
-                        &shared,
-                        &run_dir.path,
-                        scenario,
-                        version,
-                        round,
-                        options.keep,
-                    ) {
+                    if run_one(&lab, &run_dir.path, scenario, version, round, options.keep) {
                         passed += 1;
                     } else {
                         failed += 1;
@@ -437,7 +430,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
 /// result line and, when it fails, the error, the steps so far, sliced's log and the flow
 /// tables.
 fn run_one(
-    shared: &Shared,
+    lab: &Lab,
     run_dir: &Path,
     scenario: &Scenario,
     version: OfVersion,
@@ -451,12 +444,12 @@ fn run_one(
         label.push_str(&format!(" #{round}"));
         dir_name.push_str(&format!("-{round}"));
     }
-    if let Err(err) = shared.ovs.check_running() {
+    if let Err(err) = lab.ovs.check_running() {
         println!("FAIL  {label}: {err:#}");
         return false;
     }
     let dir = run_dir.join(dir_name);
-    let mut stage = match Stage::new(shared, version, dir) {
+    let mut stage = match Stage::new(lab, version, dir) {
         Ok(stage) => stage,
         Err(err) => {
             println!("FAIL  {label}: {err:#}");
@@ -493,13 +486,13 @@ fn run_one(
         }
     };
     if keep && !sys::interrupted() {
-        keep_up(&stage, shared);
+        keep_up(&stage, lab);
     }
     ok
 }
 
 /// `--keep`: says how to look at the stage, then waits for Enter.
-fn keep_up(stage: &Stage, shared: &Shared) {
+fn keep_up(stage: &Stage, lab: &Lab) {
     println!("\nlab kept up for inspection ({}):", stage.version.short());
     if let Ok(ctl) = stage.ctl() {
         println!(
@@ -529,7 +522,7 @@ fn keep_up(stage: &Stage, shared: &Shared) {
             );
         }
     }
-    println!("  {}", shared.ovs.env_lines());
+    println!("  {}", lab.ovs.env_lines());
     println!("press Enter to tear it down");
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);

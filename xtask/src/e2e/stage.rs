@@ -34,8 +34,9 @@ pub struct RandomRun {
     pub steps: usize,
 }
 
-/// What every stage shares: the private Open vSwitch and the binaries.
-pub struct Shared<'a> {
+/// The lab every stage runs in: the private Open vSwitch, the binaries and the run's
+/// choices.
+pub struct Lab<'a> {
     pub ovs: &'a Ovs,
     pub prefix: &'a str,
     pub bins: &'a Bins,
@@ -49,7 +50,7 @@ pub struct Shared<'a> {
 }
 
 pub struct Stage<'a> {
-    shared: &'a Shared<'a>,
+    lab: &'a Lab<'a>,
     pub version: OfVersion,
     dir: PathBuf,
     // Field order is drop order: the network goes first, then the controllers, then the
@@ -68,21 +69,21 @@ pub struct Stage<'a> {
 }
 
 impl<'a> Stage<'a> {
-    pub fn new(shared: &'a Shared<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
+    pub fn new(lab: &'a Lab<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let mut stage = Stage {
-            shared,
+            lab,
             version,
             dir,
             net: None,
             controllers: Vec::new(),
             etcd: None,
             steps: Vec::new(),
-            ovs_log_mark: shared.ovs.log_mark(),
+            ovs_log_mark: lab.ovs.log_mark(),
             tls: None,
         };
-        if shared.tls {
+        if lab.tls {
             stage.use_tls()?;
         }
         Ok(stage)
@@ -97,7 +98,7 @@ impl<'a> Stage<'a> {
         }
         let pki = LabPki::create(&self.dir.join("pki"))?;
         self.step("make a CA, certificates for sliced and Open vSwitch; ovs-vsctl set-ssl");
-        self.shared.ovs.vsctl(&pki.set_ssl_args())?;
+        self.lab.ovs.vsctl(&pki.set_ssl_args())?;
         self.tls = Some(pki);
         Ok(())
     }
@@ -108,18 +109,18 @@ impl<'a> Stage<'a> {
 
     /// The seed and length of the random scenario for this run.
     pub fn random_run(&self) -> RandomRun {
-        self.shared.random
+        self.lab.random
     }
 
     /// How often the failover scenario kills the master.
     pub fn failover_runs(&self) -> usize {
-        self.shared.failover_runs
+        self.lab.failover_runs
     }
 
     /// Whether sliced runs the proactive pipeline here: OpenFlow 1.3, slicing on, and
     /// per-pair flows not asked for (docs/controller.md, "The OpenFlow 1.3 pipeline").
     pub fn runs_pipeline(&self) -> bool {
-        let args = &self.shared.bins.sliced_args;
+        let args = &self.lab.bins.sliced_args;
         self.version == OfVersion::Of13
             && !args
                 .iter()
@@ -128,14 +129,14 @@ impl<'a> Stage<'a> {
 
     /// The binaries under test, for a controller the stage does not manage.
     pub fn shared_bins(&self) -> &Bins {
-        self.shared.bins
+        self.lab.bins
     }
 
     /// Notes what the scenario does next: printed with `--verbose`, and as the story so
     /// far when the scenario fails.
     pub fn step(&mut self, text: impl Into<String>) {
         let text = text.into();
-        if self.shared.verbose {
+        if self.lab.verbose {
             println!("      {text}");
         }
         self.steps.push(text);
@@ -155,14 +156,14 @@ impl<'a> Stage<'a> {
 
     /// The lab's private Open vSwitch, for a network the stage does not build itself.
     pub fn ovs(&self) -> &'a Ovs {
-        self.shared.ovs
+        self.lab.ovs
     }
 
     /// Starts sliced in the foreground (the lab's child).
     pub fn start_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced");
         self.controllers.push(Controller::start(
-            self.shared.bins,
+            self.lab.bins,
             &self.dir,
             self.tls.as_ref(),
         )?);
@@ -173,7 +174,7 @@ impl<'a> Stage<'a> {
     pub fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
         self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
         let (controller, pid) =
-            Controller::start_detached(self.shared.bins, &self.dir, pid_file, self.tls.as_ref())?;
+            Controller::start_detached(self.lab.bins, &self.dir, pid_file, self.tls.as_ref())?;
         self.controllers.push(controller);
         Ok(pid)
     }
@@ -226,7 +227,7 @@ impl<'a> Stage<'a> {
             ];
             let dir = self.dir.join(format!("c{at}"));
             let controller =
-                Controller::start_with(self.shared.bins, &dir, self.tls.as_ref(), &extra)?;
+                Controller::start_with(self.lab.bins, &dir, self.tls.as_ref(), &extra)?;
             self.controllers.push(controller);
         }
         self.etcd = Some(etcd);
@@ -294,8 +295,8 @@ impl<'a> Stage<'a> {
             self.version.short()
         ));
         let net = Net::build(
-            self.shared.ovs,
-            self.shared.prefix,
+            self.lab.ovs,
+            self.lab.prefix,
             &topo,
             Mode::Controlled {
                 version: self.version,
@@ -469,7 +470,7 @@ impl<'a> Stage<'a> {
     /// The flow table of one switch.
     pub fn flows(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
         let net = self.net()?;
-        let dump = self.shared.ovs.ofctl(
+        let dump = self.lab.ovs.ofctl(
             self.version,
             &["--no-stats", "dump-flows", &net.bridge(dpid)],
         )?;
@@ -480,7 +481,7 @@ impl<'a> Stage<'a> {
     pub fn flows_with_stats(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
         let net = self.net()?;
         let dump = self
-            .shared
+            .lab
             .ovs
             .ofctl(self.version, &["dump-flows", &net.bridge(dpid)])?;
         Ok(flows::parse(&dump))
@@ -489,7 +490,7 @@ impl<'a> Stage<'a> {
     /// The meter table of one switch as `ovs-ofctl dump-meters` prints it (1.3 only).
     pub fn meters(&self, dpid: u64) -> anyhow::Result<String> {
         let net = self.net()?;
-        self.shared
+        self.lab
             .ovs
             .ofctl(self.version, &["dump-meters", &net.bridge(dpid)])
     }
@@ -683,12 +684,12 @@ impl<'a> Stage<'a> {
         }
         out.push_str(&format!(
             "--- ovs-vswitchd warnings during this run (last 15):\n{}\n",
-            self.shared.ovs.vswitchd_warnings(self.ovs_log_mark, 15)
+            self.lab.ovs.vswitchd_warnings(self.ovs_log_mark, 15)
         ));
         if let Some(net) = &self.net {
             for (dpid, bridge) in net.bridges() {
                 let dump = self
-                    .shared
+                    .lab
                     .ovs
                     .ofctl(self.version, &["dump-flows", &bridge])
                     .unwrap_or_else(|err| format!("{err:#}"));

@@ -1,6 +1,6 @@
 //! The cluster as a stage sees it: which instance is master, the switches confirming
 //! the roles, the slices every cluster scenario starts with, and agreement among the
-//! instances. Shared by the cluster scenarios, `random-cluster` and the faults.
+//! instances. Lab by the cluster scenarios, `random-cluster` and the faults.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
