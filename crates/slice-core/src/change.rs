@@ -4,28 +4,47 @@
 use crate::{MacAddress, Membership, Port, PortId, Slice, SliceName};
 
 /// A committed change of slice membership, as a store tells it to its listeners.
+///
+/// Non-exhaustive so that a store may later tell of a new kind of record without breaking
+/// its listeners: a listener outside this crate keeps a wildcard arm, and the safe choice
+/// there is to rebuild its view from a [`crate::MembershipSource::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Change {
+    /// An empty slice of this name was created.
     SliceCreated(SliceName),
     /// The slice and everything it held, as it was just before the delete.
     SliceDeleted(Slice),
+    /// An empty port was added at the end of a slice's ports.
     PortAdded {
+        /// The slice that gained the port.
         slice: SliceName,
+        /// The port added.
         port: PortId,
     },
     /// The port and the MAC addresses it held.
     PortDeleted {
+        /// The slice that lost the port.
         slice: SliceName,
+        /// The port as it was just before the delete, with its MAC addresses.
         port: Port,
     },
+    /// A MAC address was admitted behind a port of a slice.
     MacAdded {
+        /// The slice that gained the host.
         slice: SliceName,
+        /// The port the host sits behind.
         port: PortId,
+        /// The host's address.
         mac: MacAddress,
     },
+    /// A MAC address was removed from a port of a slice; the port stays.
     MacDeleted {
+        /// The slice that lost the host.
         slice: SliceName,
+        /// The port the host sat behind.
         port: PortId,
+        /// The host's address.
         mac: MacAddress,
     },
 }

@@ -11,11 +11,16 @@ pub enum Leadership {
     /// This instance is master of the network. `generation` only grows, cluster-wide,
     /// from one master to the next: the switches refuse a master whose generation is
     /// older than one they have seen.
-    Master { generation: u64 },
+    Master {
+        /// This master's generation.
+        generation: u64,
+    },
     /// Another instance is master (`master`, with its `generation`), or none is known
     /// (no election result, or the election cannot be reached).
     Standby {
+        /// The id the master instance stands in the election under, when one is known.
         master: Option<String>,
+        /// The master's generation, when one is known.
         generation: Option<u64>,
     },
 }
@@ -27,6 +32,7 @@ impl Leadership {
         generation: None,
     };
 
+    /// Whether this instance is the master.
     pub fn is_master(&self) -> bool {
         matches!(self, Leadership::Master { .. })
     }

@@ -13,18 +13,28 @@ use crate::{MacAddress, PortId, SliceName};
 /// let err = SliceError::PortNotFound(PortId::new(0xab, 1));
 /// assert_eq!(err.to_string(), "Port 0xab:1 not found");
 /// ```
+///
+/// Non-exhaustive, like every error enum of this crate, so that a new kind of refusal is
+/// not a breaking change; [`SliceError::http_status`] covers every kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SliceError {
+    /// A slice of this name exists already.
     #[error("Slice {0} already exists")]
     SliceExists(SliceName),
+    /// No slice has this name.
     #[error("Slice {0} not found")]
     SliceNotFound(SliceName),
+    /// The slice holds this port already.
     #[error("Port {0} already exists")]
     PortExists(PortId),
+    /// The slice does not hold this port.
     #[error("Port {0} not found")]
     PortNotFound(PortId),
+    /// The port holds this MAC address already.
     #[error("MAC address {0} already exists")]
     MacExists(MacAddress),
+    /// The port does not hold this MAC address.
     #[error("MAC address {0} not found")]
     MacNotFound(MacAddress),
 }
@@ -105,13 +115,32 @@ impl SliceError {
 /// An identifier that does not have the required form. The message says what is wrong and
 /// quotes the offending input, so that it can be shown to a user as it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ParseError {
+    /// Not a [`SliceName`].
     #[error("invalid slice name {input:?}: {reason}")]
-    SliceName { input: String, reason: &'static str },
+    SliceName {
+        /// The text as given.
+        input: String,
+        /// What rule it breaks.
+        reason: &'static str,
+    },
+    /// Not a [`PortId`] in its text form.
     #[error("invalid port name {input:?}: {reason}")]
-    PortName { input: String, reason: &'static str },
+    PortName {
+        /// The text as given.
+        input: String,
+        /// What rule it breaks.
+        reason: &'static str,
+    },
+    /// Not a [`MacAddress`] in its text form.
     #[error("invalid MAC address {input:?}: {reason}")]
-    MacAddress { input: String, reason: &'static str },
+    MacAddress {
+        /// The text as given.
+        input: String,
+        /// What rule it breaks.
+        reason: &'static str,
+    },
 }
 
 #[cfg(test)]

@@ -28,10 +28,12 @@ pub const SLICE_NAME_MAX_LEN: usize = 64;
 pub struct SliceName(String);
 
 impl SliceName {
+    /// The name as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The name as an owned `String`, without copying it.
     pub fn into_string(self) -> String {
         self.0
     }
@@ -95,11 +97,14 @@ impl fmt::Display for SliceName {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PortId {
+    /// The datapath id of the switch, as OpenFlow reports it.
     pub dpid: u64,
+    /// The port's number on that switch.
     pub port_no: u32,
 }
 
 impl PortId {
+    /// The port numbered `port_no` on the switch whose datapath id is `dpid`.
     pub const fn new(dpid: u64, port_no: u32) -> Self {
         Self { dpid, port_no }
     }
@@ -154,10 +159,12 @@ impl fmt::Display for PortId {
 pub struct MacAddress([u8; 6]);
 
 impl MacAddress {
+    /// The address made of these six octets, in transmission order.
     pub const fn new(octets: [u8; 6]) -> Self {
         Self(octets)
     }
 
+    /// The six octets, in transmission order.
     pub const fn octets(&self) -> [u8; 6] {
         self.0
     }

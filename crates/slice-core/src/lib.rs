@@ -22,6 +22,8 @@
 //! # Ok::<(), slice_core::ParseError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod change;
 pub mod cluster;
 mod error;

@@ -8,7 +8,9 @@ use crate::{MacAddress, PortId, Slice, SliceName};
 /// A host as the network sees it: a MAC address behind a switch port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Host {
+    /// The switch port the host sits behind.
     pub port: PortId,
+    /// The host's Ethernet address.
     pub mac: MacAddress,
 }
 
@@ -64,10 +66,12 @@ impl Membership {
         index
     }
 
+    /// Adds an empty slice; a slice already there keeps what it holds.
     pub fn add_slice(&mut self, slice: &SliceName) {
         self.slices.entry(slice.clone()).or_default();
     }
 
+    /// Removes a slice and every host it held; an unknown slice is no change.
     pub fn remove_slice(&mut self, slice: &SliceName) {
         if let Some(ports) = self.slices.remove(slice) {
             for (port, macs) in ports {
@@ -89,6 +93,7 @@ impl Membership {
             .or_default();
     }
 
+    /// Removes a port and the hosts behind it from a slice; an unknown one is no change.
     pub fn remove_port(&mut self, slice: &SliceName, port: PortId) {
         let Some(macs) = self
             .slices
@@ -102,6 +107,8 @@ impl Membership {
         }
     }
 
+    /// Admits a MAC address behind a port of a slice, adding the slice and the port when
+    /// they are not there, for the same reason as [`Membership::add_port`].
     pub fn add_mac(&mut self, slice: &SliceName, port: PortId, mac: MacAddress) {
         let macs = self
             .slices
@@ -117,6 +124,8 @@ impl Membership {
         }
     }
 
+    /// Removes a MAC address from a port of a slice; the port stays. An unknown one is no
+    /// change.
     pub fn remove_mac(&mut self, slice: &SliceName, port: PortId, mac: MacAddress) {
         let removed = self
             .slices

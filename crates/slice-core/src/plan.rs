@@ -19,28 +19,45 @@ use crate::{Change, MacAddress, Port, PortId, Slice, SliceName};
 pub enum Step {
     /// The slice goes with every port and MAC address it holds.
     DeleteSlice {
+        /// The slice to delete.
         slice: SliceName,
     },
     /// The port goes with every MAC address it holds.
     DeletePort {
+        /// The slice that holds the port.
         slice: SliceName,
+        /// The port to delete.
         port: PortId,
     },
+    /// The MAC address goes; its port stays.
     DeleteMac {
+        /// The slice that holds the port.
         slice: SliceName,
+        /// The port that holds the address.
         port: PortId,
+        /// The address to delete.
         mac: MacAddress,
     },
+    /// An empty slice comes.
     CreateSlice {
+        /// The slice to create.
         slice: SliceName,
     },
+    /// An empty port comes, at the end of the slice's ports.
     AddPort {
+        /// The slice to add the port to.
         slice: SliceName,
+        /// The port to add.
         port: PortId,
     },
+    /// A MAC address comes, at the end of the port's; the port is there already (an
+    /// earlier step adds it when it was not).
     AddMac {
+        /// The slice that holds the port.
         slice: SliceName,
+        /// The port to add the address to.
         port: PortId,
+        /// The address to add.
         mac: MacAddress,
     },
 }
@@ -49,20 +66,34 @@ pub enum Step {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Plan {
+    /// The steps, in the order they are carried out.
     pub steps: Vec<Step>,
 }
 
-/// Why a declared state cannot be applied: it names something twice.
+/// Why a declared state cannot be applied: it names something twice, or is too large for
+/// the store to apply at once.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
+    /// Two declared slices have this name.
     #[error("slice {0} is declared twice")]
     DuplicateSlice(SliceName),
+    /// A declared slice lists this port twice.
     #[error("port {port} is declared twice in slice {slice}")]
-    DuplicatePort { slice: SliceName, port: PortId },
+    DuplicatePort {
+        /// The slice that lists it.
+        slice: SliceName,
+        /// The port listed twice.
+        port: PortId,
+    },
+    /// A declared port lists this MAC address twice.
     #[error("MAC address {mac} is declared twice on port {port} of slice {slice}")]
     DuplicateMac {
+        /// The slice that holds the port.
         slice: SliceName,
+        /// The port that lists it.
         port: PortId,
+        /// The address listed twice.
         mac: MacAddress,
     },
     /// The store cannot make this many changes in one atomic write (etcd's transactions
@@ -71,7 +102,12 @@ pub enum PlanError {
         "the plan needs {needed} operations in one transaction, more than the store takes \
          ({limit}); apply it in smaller files, or raise etcd's --max-txn-ops"
     )]
-    TooLarge { needed: usize, limit: usize },
+    TooLarge {
+        /// The operations the plan needs.
+        needed: usize,
+        /// The most the store takes in one write.
+        limit: usize,
+    },
 }
 
 /// How many records a state holds: its slices, their ports and the ports' MAC addresses.
@@ -156,6 +192,7 @@ impl Plan {
         Ok(Self { steps })
     }
 
+    /// Whether the plan has no step: the states are equal, and applying it writes nothing.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }

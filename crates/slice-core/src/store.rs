@@ -31,6 +31,7 @@ pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
 /// Why a store operation failed. Whatever the variant, a failed write changed nothing
 /// (with the one exception stated on [`StoreError::Unavailable`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The request broke the slice contract; the message is the specification's (HTTP 404
     /// or 409).
@@ -197,11 +198,17 @@ pub type WriteDone = Box<dyn FnOnce(Result<Written, StoreError>) + Send>;
 /// One write of [`SliceStore`], as data: what a queue carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
+    /// [`SliceStore::create_slice`].
     CreateSlice(SliceName),
+    /// [`SliceStore::delete_slice`].
     DeleteSlice(SliceName),
+    /// [`SliceStore::add_port`].
     AddPort(SliceName, PortId),
+    /// [`SliceStore::delete_port`].
     DeletePort(SliceName, PortId),
+    /// [`SliceStore::add_mac`].
     AddMac(SliceName, PortId, MacAddress),
+    /// [`SliceStore::delete_mac`].
     DeleteMac(SliceName, PortId, MacAddress),
     /// [`SliceStore::apply`] of a declared state.
     Apply(Vec<Slice>),
@@ -217,7 +224,10 @@ pub enum Written {
     /// `DeletePort`: what the port held.
     Port(Port),
     /// `AddMac`: whether the port was created with it.
-    MacAdded { port_created: bool },
+    MacAdded {
+        /// True when the port was not in the slice before.
+        port_created: bool,
+    },
     /// `Apply`: the plan carried out.
     Plan(Plan),
 }

@@ -24,6 +24,7 @@ use crate::{MacAddress, PortId, SliceError, SliceName};
 /// element of `GET /slices`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct SliceBody {
+    /// The slice's name.
     pub name: SliceName,
 }
 
@@ -32,8 +33,10 @@ pub struct SliceBody {
 /// Each number must be written as decimal digits and nothing else (see [`digits_only`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct PortRequest {
+    /// The switch's datapath id.
     #[serde(deserialize_with = "dpid")]
     pub dpid: u64,
+    /// The port's number on the switch.
     #[serde(deserialize_with = "port_no")]
     pub port_no: u32,
 }
@@ -166,8 +169,11 @@ impl From<PortRequest> for PortId {
 /// answers it; `name` is the form the port takes in a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct PortBody {
+    /// The port in its text form, `0x<dpid>:<port_no>`.
     pub name: PortId,
+    /// The switch's datapath id.
     pub dpid: u64,
+    /// The port's number on the switch.
     pub port_no: u32,
 }
 
@@ -192,13 +198,16 @@ impl From<PortBody> for PortId {
 /// address's GET.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct MacBody {
+    /// The MAC address.
     pub name: MacAddress,
 }
 
 /// The form of `POST /auth/developer/callback`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Credentials {
+    /// The name to log in as; the daemon trims it and takes 1 to 200 characters.
     pub name: String,
+    /// The e-mail address to log in with; the daemon checks its form.
     pub email: String,
 }
 
@@ -206,6 +215,7 @@ pub struct Credentials {
 /// specification fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct ErrorBody {
+    /// What went wrong; for a slice-contract error, the specification's message.
     pub error: String,
 }
 
@@ -418,21 +428,28 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declaration {
+    /// Every slice, in order.
     pub slices: Vec<DeclaredSlice>,
 }
 
+/// One slice of a [`Declaration`]; a missing `ports` means none.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredSlice {
+    /// The slice's name.
     pub name: SliceName,
+    /// The slice's ports, in order.
     #[serde(default)]
     pub ports: Vec<DeclaredPort>,
 }
 
+/// One port of a [`DeclaredSlice`]; a missing `mac_addresses` means none.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredPort {
+    /// The port in its text form, `0x<dpid>:<port_no>`.
     pub name: PortId,
+    /// The MAC addresses admitted behind the port, in order.
     #[serde(default)]
     pub mac_addresses: Vec<MacAddress>,
 }
@@ -441,11 +458,14 @@ pub struct DeclaredPort {
 /// dry run, nor when it is empty).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Applied {
+    /// Whether the plan was carried out.
     pub applied: bool,
+    /// The steps from the state before to the declared one.
     pub plan: crate::Plan,
 }
 
 impl Declaration {
+    /// The declaration of these slices, as `GET /slices:export` answers it.
     pub fn of(slices: &[crate::Slice]) -> Self {
         Self {
             slices: slices
@@ -465,6 +485,7 @@ impl Declaration {
         }
     }
 
+    /// The declared slices as the model's tree, for [`crate::Plan::between`].
     pub fn into_slices(self) -> Vec<crate::Slice> {
         self.slices
             .into_iter()

@@ -60,6 +60,9 @@ impl From<StoreError> for ApiError {
             StoreError::Plan(err) => Self::BadRequest(err.to_string()),
             StoreError::Unavailable(err) => Self::Unavailable(err.to_string()),
             StoreError::Failed(err) => Self::Internal(err.to_string()),
+            // A kind of failure slice-core may add later is the server's own until it has
+            // a status of its own here.
+            other => Self::Internal(other.to_string()),
         }
     }
 }
