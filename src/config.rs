@@ -12,13 +12,14 @@ use slice_cli::DataDir;
 use slice_controller::{Listeners, TlsFiles};
 
 use auth::{session_ttl, AuthFile};
+use listen::{parse_dpid, OPENFLOW_OFF};
+pub use listen::{Listen, ListenAddr};
 
 mod auth;
+mod listen;
 
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
-/// The `--openflow` value that turns plain TCP off.
-pub const OPENFLOW_OFF: &str = "none";
 pub const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
 
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
@@ -37,8 +38,8 @@ pub struct Args {
     pub metrics: Option<String>,
     /// Address where OpenFlow switches connect over plain TCP, unauthenticated, or
     /// "none" [default: 0.0.0.0:6653, or none when --openflow-tls is set]
-    #[arg(long, value_name = "ADDR")]
-    pub openflow: Option<String>,
+    #[arg(long, value_name = "ADDR", value_parser = Listen::parse)]
+    pub openflow: Option<Listen>,
     /// Address where OpenFlow switches connect over TLS with a client certificate
     /// [default: off]
     #[arg(long, value_name = "ADDR")]
@@ -239,7 +240,7 @@ struct FileConfig {
     db: Option<PathBuf>,
     http: Option<String>,
     metrics: Option<String>,
-    openflow: Option<String>,
+    openflow: Option<Listen>,
     openflow_tls: Option<String>,
     pid_file: Option<PathBuf>,
     log_file: Option<PathBuf>,
@@ -363,9 +364,9 @@ enum DpidEntry {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: DataDir,
-    pub http: String,
+    pub http: ListenAddr,
     /// The scraper's own listener, if any.
-    pub metrics: Option<String>,
+    pub metrics: Option<ListenAddr>,
     pub openflow: Listeners,
     pub allowed_dpids: Option<BTreeSet<u64>>,
     pub pid_file: Option<PathBuf>,
@@ -465,13 +466,22 @@ impl Config {
         let cluster = cluster(args, file.cluster, etcd.is_some(), &openflow)?;
         let session_key_shared = etcd.is_some() && file.auth.session_key_file.is_none();
         let oidc = file.auth.oidc()?;
+        let http = args
+            .http
+            .clone()
+            .or(file.http)
+            .unwrap_or(DEFAULT_HTTP.into());
+        let http = ListenAddr::resolve(http, "cannot resolve the HTTP address")?;
+        // The message a bind of the unresolved address gave, when metrics resolved there.
+        let metrics = args
+            .metrics
+            .clone()
+            .or(file.metrics)
+            .map(|addr| ListenAddr::resolve(addr, "cannot listen for metrics on"))
+            .transpose()?;
         Ok(Self {
-            http: args
-                .http
-                .clone()
-                .or(file.http)
-                .unwrap_or(DEFAULT_HTTP.into()),
-            metrics: args.metrics.clone().or(file.metrics),
+            http,
+            metrics,
             openflow,
             allowed_dpids,
             pid_file: args.pid_file.clone().or(file.pid_file),
@@ -661,8 +671,8 @@ fn openflow_listeners(args: &Args, file: &FileConfig) -> anyhow::Result<Listener
         ),
     };
     let plain = match args.openflow.clone().or(file.openflow.clone()) {
-        Some(addr) if addr == OPENFLOW_OFF => None,
-        Some(addr) => Some(addr),
+        Some(Listen::Off) => None,
+        Some(Listen::At(addr)) => Some(addr),
         None if tls.is_some() => None,
         None => Some(DEFAULT_OPENFLOW.into()),
     };
@@ -697,19 +707,6 @@ fn allowed_dpids(args: &Args, file: &FileConfig) -> anyhow::Result<Option<BTreeS
     Ok(Some(dpids))
 }
 
-/// A datapath id as `0x` and hex digits, the form the API shows, or decimal.
-fn parse_dpid(text: &str) -> Result<u64, String> {
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            u64::from_str_radix(hex, 16).ok()
-        }
-        Some(_) => None,
-        None if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => text.parse().ok(),
-        None => None,
-    };
-    parsed.ok_or_else(|| format!("{text:?} is not a datapath id (0x<hex> or decimal, 64 bits)"))
-}
-
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config file {}", path.display()))?;
@@ -723,16 +720,26 @@ mod tests {
     /// The commented settings file the Debian package installs as /etc/sliced/sliced.toml.
     const SHIPPED: &str = include_str!("../contrib/sliced.toml");
 
-    /// The shipped file with every "# key = value" line turned into a setting.
+    /// The shipped file with every "# key = value" line turned into a setting, and every
+    /// "# [table]" line into a table.
     fn uncommented() -> String {
         SHIPPED
             .lines()
             .map(|line| match line.strip_prefix("# ") {
-                Some(rest) if is_setting(rest) => rest,
+                Some(rest) if is_setting(rest) || is_table(rest) => rest,
                 _ => line,
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// A commented-out table such as `[auth.proxy]`, so that its keys land in it.
+    fn is_table(line: &str) -> bool {
+        line.strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|name| {
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'.')
+            })
     }
 
     fn is_setting(line: &str) -> bool {

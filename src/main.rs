@@ -33,7 +33,7 @@ use slice_store::{Opened, Store, LOCKED_WAIT};
 
 use slice_core::SliceStore;
 
-use crate::config::{Args, ClusterConfig, Config, EtcdConfig};
+use crate::config::{Args, ClusterConfig, Config, EtcdConfig, ListenAddr};
 
 fn main() -> ExitCode {
     // The access log (target sliced::http) is opt-in: a line per request costs throughput.
@@ -140,11 +140,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     }
     settings.request_timeout = config.request_timeout;
     settings.max_apply_records = config.max_apply_records;
-    let http_addrs = std::net::ToSocketAddrs::to_socket_addrs(config.http.as_str())
-        .with_context(|| format!("cannot resolve the HTTP address {}", config.http))?
-        .collect::<Vec<_>>();
+    let http = &config.http;
     settings.host_policy =
-        slice_http::HostPolicy::new(&http_addrs, Some(&config.http), &config.allowed_hosts);
+        slice_http::HostPolicy::new(&http.resolved, Some(&http.written), &config.allowed_hosts);
 
     let election = match (&config.etcd, &config.cluster) {
         (Some(etcd), Some(cluster)) => Some(Arc::new(start_election(&config, etcd, cluster)?)),
@@ -210,7 +208,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         }),
         _ => Arc::new(cluster::SingleInstance {
             name: config::default_name(&config.openflow),
-            http: config.http.clone(),
+            http: config.http.written.clone(),
             openflow: openflow_addrs.join(", "),
             controller: controller.handle(),
         }),
@@ -231,26 +229,26 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     };
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let http_connections = http_connection_cap(config.max_http_connections, fd_limit);
-    let listeners = slice_http::serve::bind_tcp(&http_addrs)
-        .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
+    let listeners = slice_http::serve::bind_tcp(&http.resolved)
+        .with_context(|| format!("cannot listen for HTTP on {}", http.written))?;
     let http_addrs = listeners
         .iter()
         .map(|listener| listener.local_addr().map(|addr| addr.to_string()))
         .collect::<std::io::Result<Vec<_>>>()?;
     let server = slice_http::serve::tcp_server(&parts, listeners, workers, http_connections)
-        .with_context(|| format!("cannot listen for HTTP on {}", config.http))?;
+        .with_context(|| format!("cannot listen for HTTP on {}", http.written))?;
     let local_server = slice_http::serve::local_server(&parts, local_listener)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     let metrics_server = match &config.metrics {
-        Some(addr) => {
-            let listener = std::net::TcpListener::bind(addr)
-                .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+        Some(ListenAddr { written, resolved }) => {
+            let listener = std::net::TcpListener::bind(&resolved[..])
+                .with_context(|| format!("cannot listen for metrics on {written}"))?;
             let bound = listener.local_addr()?;
             // The names of the API's listener are not the scraper's, but the names an
             // operator trusts for this machine are trusted here too.
-            let hosts = slice_http::HostPolicy::new(&[bound], Some(addr), &config.allowed_hosts);
+            let hosts = slice_http::HostPolicy::new(&[bound], Some(written), &config.allowed_hosts);
             let server = slice_http::metrics::metrics_server(metrics, listener, hosts)
-                .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+                .with_context(|| format!("cannot listen for metrics on {written}"))?;
             log::info!("metrics for the scraper on http://{bound}/metrics");
             let handle = server.handle();
             actix_web::rt::spawn(server);
@@ -450,7 +448,7 @@ fn start_election(
         endpoints: etcd.endpoints.clone(),
         prefix: etcd.prefix.clone(),
         id: cluster.name.clone(),
-        http: config.http.clone(),
+        http: config.http.written.clone(),
         openflow,
         lease_ttl: cluster.lease_ttl,
         access: etcd.access.clone(),
