@@ -1,7 +1,7 @@
 //! Project automation (`cargo xtask <task>`), in Rust rather than shell scripts.
 //!
-//! - `cargo xtask test`: formatting, clippy, and every test of the workspace, then the
-//!   end-to-end lab: the whole suite that CI runs.
+//! - `cargo xtask test`: formatting, clippy, every test of the workspace and slice-core's
+//!   examples, then the end-to-end lab: the whole suite that CI runs.
 //! - `cargo xtask e2e`: the end-to-end lab alone (real Open vSwitch, hosts in network
 //!   namespaces); see docs/testing.md.
 //! - `cargo xtask soak`: the lab's random scenario, 1000 steps; `cargo xtask failover`:
@@ -138,12 +138,43 @@ fn test() -> anyhow::Result<()> {
     ])?;
     cargo(&["test", "--workspace", "--all-targets"])?;
     cargo(&["test", "--workspace", "--doc"])?;
+    run_examples("slice-core")?;
     eprintln!("$ cargo xtask e2e");
     e2e::from_test()?;
     // After the lab, whose release build the package reuses.
     eprintln!("$ cargo xtask package-test");
     deb::from_test()?;
     Ok(())
+}
+
+/// Runs every example of the crate in `crates/<krate>/examples/`: `cargo test` builds
+/// examples but never runs them, and an example that no longer does what its comments say
+/// misleads the embedders it is written for. Each asserts what it shows.
+fn run_examples(krate: &str) -> anyhow::Result<()> {
+    for name in example_names(krate)? {
+        cargo(&["run", "--quiet", "-p", krate, "--example", &name])?;
+    }
+    Ok(())
+}
+
+/// The examples of `crates/<krate>`, by name, sorted; an error when there are none, so
+/// that a moved directory does not pass as a run of nothing.
+fn example_names(krate: &str) -> anyhow::Result<Vec<String>> {
+    let dir = workspace_root().join("crates").join(krate).join("examples");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot list {dir:?}"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            if let Some(name) = path.file_stem().and_then(|stem| stem.to_str()) {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    if names.is_empty() {
+        bail!("{dir:?} holds no example");
+    }
+    names.sort();
+    Ok(names)
 }
 
 /// The benchmarks live in crates/sliced-bench (load generators, the switch emulator and
@@ -192,6 +223,13 @@ mod tests {
         let matches = fuzz::describe_targets(Cli::command())
             .try_get_matches_from(std::iter::once("xtask").chain(args.iter().copied()))?;
         Cli::from_arg_matches(&matches)
+    }
+
+    #[test]
+    fn the_suite_finds_slice_cores_examples() {
+        let names = example_names("slice-core").unwrap();
+        assert_eq!(names, ["membership", "plan"]);
+        assert!(example_names("no-such-crate").is_err());
     }
 
     #[test]
