@@ -158,7 +158,6 @@ impl slice_store::CommitObserver for StoreMetrics {
     fn committed(&self, writes: u64, took: Duration) {
         self.latency.observe(took.as_secs_f64());
         // Precision is lost only past 2^53 writes in one flush.
-        #[allow(clippy::cast_precision_loss)]
         self.batch.observe(writes as f64);
     }
 }
@@ -227,9 +226,7 @@ impl ProcessGauges {
     fn read(&self) -> procfs::ProcResult<()> {
         let process = procfs::process::Process::myself()?;
         let stat = process.stat()?;
-        #[allow(clippy::cast_precision_loss)]
         let ticks = procfs::ticks_per_second() as f64;
-        #[allow(clippy::cast_precision_loss)]
         let cpu = (stat.utime + stat.stime) as f64 / ticks;
         {
             let mut counted = self.cpu_counted.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,7 +247,6 @@ impl ProcessGauges {
             self.max_fds.set(i64::try_from(max).unwrap_or(i64::MAX));
         }
         let boot = procfs::boot_time_secs()?;
-        #[allow(clippy::cast_precision_loss)]
         self.start_time
             .set(boot as f64 + stat.starttime as f64 / ticks);
         Ok(())

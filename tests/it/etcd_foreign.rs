@@ -104,7 +104,6 @@ fn rest_counts(served: &Value) -> [Option<f64>; 3] {
     let macs: usize = ports()
         .map(|port| port["macs"].as_array().unwrap().len())
         .sum();
-    #[allow(clippy::cast_precision_loss)]
     [slices.len(), ports().count(), macs].map(|count| Some(count as f64))
 }
 
