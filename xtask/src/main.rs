@@ -139,6 +139,9 @@ fn test() -> anyhow::Result<()> {
     cargo(&["test", "--workspace", "--all-targets"])?;
     cargo(&["test", "--workspace", "--doc"])?;
     run_examples("slice-core")?;
+    // slice-core's features are on by default everywhere in the workspace, so nothing
+    // else would notice a build without them break.
+    cargo(&["test", "-p", "slice-core", "--no-default-features"])?;
     eprintln!("$ cargo xtask e2e");
     e2e::from_test()?;
     // After the lab, whose release build the package reuses.

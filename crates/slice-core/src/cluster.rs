@@ -2,11 +2,10 @@
 //! backend), what acts on it (the controller) and what reports it (`GET /cluster`), none
 //! of which depends on another.
 
-use serde::Serialize;
-
 /// This instance's place in the master election.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase", tag = "state")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase", tag = "state"))]
 pub enum Leadership {
     /// This instance is master of the network. `generation` only grows, cluster-wide,
     /// from one master to the next: the switches refuse a master whose generation is

@@ -6,9 +6,18 @@
 //! slice ([`Slice`], [`Port`]), the errors of the slice contract ([`SliceError`]), the
 //! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
-//! [`wire`] holds the JSON bodies of the REST API, shared by the daemon and the tool.
+//! `wire` holds the JSON bodies of the REST API, shared by the daemon and the tool.
 //! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them,
 //! with its error [`StoreError`]; the controller needs only its [`MembershipSource`] part.
+//!
+//!
+//! # Features
+//!
+//! Both are on by default.
+//!
+//! - `serde`: `Serialize` and `Deserialize` for the identifiers (as their canonical text),
+//!   [`Plan`], [`Step`] and [`Leadership`].
+//! - `wire` (implies `serde`): the `wire` module of REST bodies.
 //!
 //! ```
 //! use slice_core::{MacAddress, PortId, SliceName};
@@ -32,6 +41,7 @@ mod membership;
 mod model;
 pub mod plan;
 mod store;
+#[cfg(feature = "wire")]
 pub mod wire;
 
 pub use change::Change;

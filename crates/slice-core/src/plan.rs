@@ -9,13 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
-
 use crate::{Change, MacAddress, Port, PortId, Slice, SliceName};
 
 /// One step of a plan. Serialized as `{"op": "delete_slice", "slice": ...}` and so on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "op", rename_all = "snake_case"))]
 pub enum Step {
     /// The slice goes with every port and MAC address it holds.
     DeleteSlice {
@@ -63,8 +62,9 @@ pub enum Step {
 }
 
 /// The steps from one state to another; see the module documentation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Plan {
     /// The steps, in the order they are carried out.
     pub steps: Vec<Step>,
@@ -319,6 +319,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "serde")]
     fn ops(plan: &Plan) -> Vec<String> {
         plan.steps
             .iter()
@@ -351,6 +352,8 @@ mod tests {
         assert!(Plan::between(&state, &state).unwrap().is_empty());
     }
 
+    // The steps are compared in their JSON form, which is also the API's.
+    #[cfg(feature = "serde")]
     #[test]
     fn removals_come_first_then_additions_in_the_declared_order() {
         let current = [

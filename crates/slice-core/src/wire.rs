@@ -30,7 +30,7 @@ pub struct SliceBody {
 
 /// `{"dpid": ..., "port_no": ...}`: the body of POST and DELETE `/slices/<s>/ports`.
 ///
-/// Each number must be written as decimal digits and nothing else (see [`digits_only`]).
+/// Each number must be written as plain decimal digits: no sign, fraction or exponent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub struct PortRequest {
     /// The switch's datapath id.
