@@ -32,6 +32,7 @@
 
 mod holder;
 mod integrity;
+mod job;
 mod journal;
 mod keys;
 mod model;
@@ -54,12 +55,12 @@ use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, S
 use slice_core::{Write, WriteDone, WriteQueue, Written};
 
 pub use crate::holder::LockHolder;
+use crate::job::{Job, Op, Reply};
 use crate::keys::Key;
 use crate::model::Model;
 pub use crate::permissions::{make_private_dir, Tightened};
 pub use crate::private_file::write_private_durably;
 pub use crate::writer::CommitObserver;
-use crate::writer::{Job, Op, Reply};
 
 /// Why an operation of the sled store failed. Through [`SliceStore`] it is a
 /// [`StoreError`]: a contract error stays one, `Locked` is `Unavailable`, the rest `Failed`.

@@ -10,7 +10,7 @@
 
 use slice_core::MAX_REVOKED_SESSIONS;
 
-use crate::writer::Op;
+use crate::job::Op;
 use crate::{Error, Inner, Store};
 
 pub(crate) const TREE: &str = "revoked_sessions";

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use slice_core::{Change, Plan, Port, SliceError, SliceName, Step, Write, Written};
 
+use crate::job::{Job, Op, Reply};
 use crate::journal::{self, Records};
 use crate::keys::{encode_port, Key, Tag};
 use crate::model::{Edit, Model};
@@ -41,27 +42,6 @@ pub trait CommitObserver: Send + Sync {
 /// The most jobs one round takes: enough to cover every client a server holds waiting at
 /// once, few enough that one batch stays a few hundred kilobytes.
 const MAX_GROUP: usize = 1024;
-
-/// What the writer is asked to do.
-pub(crate) enum Op {
-    Write(Write),
-    /// Record a logged-out session (see the sessions module).
-    Revoke {
-        id: Vec<u8>,
-        expires_at: u64,
-        now: u64,
-    },
-    /// Make everything so far durable, with a flush of its own even when nothing waits.
-    Flush,
-}
-
-/// Told the outcome of a job, once, on the writer thread.
-pub(crate) type Reply = Box<dyn FnOnce(Result<Written, Error>) + Send>;
-
-pub(crate) struct Job {
-    pub(crate) op: Op,
-    pub(crate) reply: Reply,
-}
 
 /// Runs until every sender of `jobs` is gone.
 pub(crate) fn run(inner: &Inner, jobs: Receiver<Job>) {
