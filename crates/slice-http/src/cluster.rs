@@ -32,10 +32,5 @@ async fn show(cluster: ClusterData) -> Result<HttpResponse, ApiError> {
         Some(cluster) => cluster.view().await,
         None => None,
     };
-    match view {
-        Some(json) => Ok(HttpResponse::Ok().json(json)),
-        None => Err(ApiError::Unavailable(
-            "the controller is not running".into(),
-        )),
-    }
+    crate::network::answer_view(view)
 }

@@ -51,6 +51,12 @@ async fn show(network: NetworkData, kind: ViewKind) -> Result<HttpResponse, ApiE
         Some(network) => network.view(kind).await,
         None => None,
     };
+    answer_view(view)
+}
+
+/// A view of the controller's as an answer: 200 with its JSON, or 503 while no
+/// controller runs to give one. The cluster view answers the same way.
+pub(crate) fn answer_view(view: Option<serde_json::Value>) -> Result<HttpResponse, ApiError> {
     match view {
         Some(json) => Ok(HttpResponse::Ok().json(json)),
         None => Err(ApiError::Unavailable(
