@@ -26,7 +26,7 @@ const OPTIONS: &[u8] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_
 /// jemalloc reads this C string (`const char *`) before its first allocation.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: Option<&'static c_char> = Some(
+pub(crate) static malloc_conf: Option<&'static c_char> = Some(
     // SAFETY: OPTIONS is a static, NUL-terminated byte string, so the pointer is valid
     // for the whole run and points at a C string; u8 and c_char have one layout.
     unsafe { &*OPTIONS.as_ptr().cast::<c_char>() },

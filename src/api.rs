@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::store::Backend;
 
 /// The settings before the controller runs.
-pub fn settings(config: &Config, backend: &Backend) -> anyhow::Result<slice_http::Settings> {
+pub(crate) fn settings(config: &Config, backend: &Backend) -> anyhow::Result<slice_http::Settings> {
     let mut settings = slice_http::Settings::new(session_key(config, backend)?);
     if let Some(required) = config.require_auth {
         settings.require_auth_for_slices = required;

@@ -11,7 +11,7 @@ use slice_etcd::{EtcdStore, MasterElection, MemberRecord};
 use slice_http::{ClusterView, ViewFuture};
 
 /// One instance of a cluster on etcd.
-pub struct EtcdCluster {
+pub(crate) struct EtcdCluster {
     pub election: Arc<MasterElection>,
     pub store: Arc<EtcdStore>,
 }
@@ -62,7 +62,7 @@ fn member(record: &MemberRecord) -> Value {
 
 /// A single instance on sled: the one member, and master, of its own network; its
 /// switches give it the role every controller has by default, equal.
-pub struct SingleInstance {
+pub(crate) struct SingleInstance {
     pub name: String,
     pub http: String,
     pub openflow: String,
@@ -100,6 +100,6 @@ impl ClusterView for SingleInstance {
 }
 
 /// The roles as the election's member record lists them.
-pub fn switch_roles(roles: &BTreeMap<u64, Role>) -> Vec<slice_etcd::SwitchRole> {
+pub(crate) fn switch_roles(roles: &BTreeMap<u64, Role>) -> Vec<slice_etcd::SwitchRole> {
     slice_etcd::election::switch_roles(roles.iter().map(|(dpid, role)| (*dpid, role.describe())))
 }

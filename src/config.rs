@@ -13,19 +13,19 @@ use slice_controller::{Listeners, TlsFiles};
 
 use auth::{session_ttl, AuthFile};
 use listen::{parse_dpid, OPENFLOW_OFF};
-pub use listen::{Listen, ListenAddr};
+pub(crate) use listen::{Listen, ListenAddr};
 
 mod auth;
 mod listen;
 
-pub const DEFAULT_HTTP: &str = "127.0.0.1:9292";
-pub const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
-pub const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
+pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:9292";
+pub(crate) const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
+pub(crate) const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
 
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
 #[derive(Debug, Parser)]
 #[command(version, about, after_help = EXAMPLES)]
-pub struct Args {
+pub(crate) struct Args {
     /// Data directory (database, local socket, session key) [default: per-user data dir]
     #[arg(long, env = "SLICED_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -134,7 +134,7 @@ pub struct Args {
 
 /// What one switch (or the hosts behind it) may make the controller hold or do.
 #[derive(Debug, Default, Clone, clap::Args)]
-pub struct SwitchLimitArgs {
+pub(crate) struct SwitchLimitArgs {
     /// File with the secret that signs LLDP probes (share it within a cluster)
     /// [default: a random secret per start]
     #[arg(long, value_name = "FILE")]
@@ -268,7 +268,7 @@ struct ClusterFile {
 
 /// This instance in a cluster (with etcd).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterConfig {
+pub(crate) struct ClusterConfig {
     /// Unique in the cluster; also what `GET /cluster` calls it.
     pub name: String,
     pub lease_ttl: Duration,
@@ -292,7 +292,7 @@ struct StoreFile {
 
 /// TLS and credentials for an etcd that is locked down (docs/cluster.md).
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct EtcdAccessArgs {
+pub(crate) struct EtcdAccessArgs {
     /// CA certificates (PEM) etcd's certificate must chain to, for https:// endpoints
     /// [default: the system's roots]
     #[arg(long, env = "SLICED_ETCD_CAFILE", value_name = "FILE")]
@@ -319,7 +319,7 @@ pub struct EtcdAccessArgs {
 
 /// Where the slices live when not in the data directory: an etcd cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdConfig {
+pub(crate) struct EtcdConfig {
     pub endpoints: Vec<String>,
     /// The prefix of every key of the store (`slice_etcd::DEFAULT_PREFIX` unless set).
     pub prefix: String,
@@ -362,7 +362,7 @@ enum DpidEntry {
 
 /// Everything the daemon needs to know, resolved.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     pub data_dir: DataDir,
     pub http: ListenAddr,
     /// The scraper's own listener, if any.
@@ -406,7 +406,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn resolve(args: &Args) -> anyhow::Result<Self> {
+    pub(crate) fn resolve(args: &Args) -> anyhow::Result<Self> {
         let file = match &args.config {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
@@ -566,7 +566,7 @@ fn cluster(
 
 /// `<host name>:<OpenFlow port>`: unique as long as instances on one machine listen on
 /// different ports, which they must anyway.
-pub fn default_name(openflow: &Listeners) -> String {
+pub(crate) fn default_name(openflow: &Listeners) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|name| name.trim().to_owned())

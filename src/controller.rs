@@ -13,7 +13,7 @@ use crate::store::Backend;
 use crate::{cluster, config, events, metrics, network};
 
 /// The running controller and what the servers take of it.
-pub struct Running {
+pub(crate) struct Running {
     pub controller: slice_controller::Controller,
     /// With etcd: resigned at a stop, so that the network is handed over at once.
     pub election: Option<Arc<MasterElection>>,
@@ -25,7 +25,7 @@ pub struct Running {
 
 /// Joins the election (with etcd), starts the controller, and completes `settings` with
 /// what the REST application shows of it.
-pub fn start(
+pub(crate) fn start(
     config: &Config,
     backend: &Backend,
     settings: &mut slice_http::Settings,

@@ -14,7 +14,7 @@ use crate::config::Config;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn spawn_background(config: &Config) -> anyhow::Result<()> {
+pub(crate) fn spawn_background(config: &Config) -> anyhow::Result<()> {
     let root = config.data_dir.root();
     // Owner-only before the log file goes in; the daemon reports any tightening itself.
     config

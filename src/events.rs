@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 /// Publishes the controller's notices to `hub` for as long as the controller runs. Call
 /// [`EventHub::recording`] with `false` before anyone can open a stream, so that streams
 /// wait for this task to follow the controller before they start.
-pub async fn publish_network_changes(hub: Arc<EventHub>, controller: ControllerHandle) {
+pub(crate) async fn publish_network_changes(hub: Arc<EventHub>, controller: ControllerHandle) {
     let mut open_streams = hub.open_streams();
     loop {
         if open_streams.wait_for(|open| *open > 0).await.is_err() {

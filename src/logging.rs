@@ -11,7 +11,7 @@ use log::{Level, Log, Metadata, Record};
 const DISPATCHER_TARGET: &str = "actix_http::h1::dispatcher";
 
 /// Installs the logger; `default_filter` applies when RUST_LOG is not set.
-pub fn init(default_filter: &str) {
+pub(crate) fn init(default_filter: &str) {
     let inner =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_filter))
             .build();

@@ -17,7 +17,7 @@ const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 
 /// Writes `DIR/man/*.1` (a page per program and per subcommand of slice) and
 /// `DIR/completions/` (`NAME.bash`, `_NAME` for zsh, `NAME.fish`).
-pub fn write(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn write(dir: &Path) -> anyhow::Result<()> {
     let man = dir.join("man");
     let completions = dir.join("completions");
     for path in [&man, &completions] {

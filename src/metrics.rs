@@ -15,7 +15,7 @@ use slice_controller::{ControllerHandle, ControllerMetrics, Engine};
 
 /// Every metric of ours is named `sliced_*`; the process metrics keep their standard
 /// `process_*` names.
-pub const PREFIX: &str = "sliced";
+pub(crate) const PREFIX: &str = "sliced";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabel {
@@ -127,7 +127,7 @@ impl NetworkGauges {
 }
 
 /// The store's group commits: how long each flush took and how many writes it covered.
-pub struct StoreMetrics {
+pub(crate) struct StoreMetrics {
     latency: Histogram,
     batch: Histogram,
 }
@@ -254,7 +254,7 @@ impl ProcessGauges {
 }
 
 /// Everything measured, before the HTTP application adds its own.
-pub struct Measured {
+pub(crate) struct Measured {
     pub registry: Registry,
     pub controller: Arc<ControllerMetrics>,
     pub store: Arc<StoreMetrics>,
@@ -266,7 +266,7 @@ pub struct Measured {
 
 impl Measured {
     /// The metrics of the daemon, with those of the event streams `events` serves.
-    pub fn new(events: &slice_http::EventHub) -> Self {
+    pub(crate) fn new(events: &slice_http::EventHub) -> Self {
         let mut registry = Registry::default();
         let process = Arc::new(ProcessGauges::default());
         process.register(&mut registry);
@@ -293,7 +293,7 @@ impl Measured {
 
     /// Shows `sliced_etcd_foreign_keys`: the keys under the prefix in etcd that `etcd`
     /// skips, so that what another writer put there is seen without reading the log.
-    pub fn count_skipped_keys(&mut self, etcd: Arc<slice_etcd::EtcdStore>) {
+    pub(crate) fn count_skipped_keys(&mut self, etcd: Arc<slice_etcd::EtcdStore>) {
         let gauge = Gauge::default();
         self.registry.sub_registry_with_prefix(PREFIX).register(
             "etcd_foreign_keys",
@@ -306,7 +306,7 @@ impl Measured {
 
     /// The metrics `GET /metrics` renders, the gauges read from `controller` and the
     /// process at each scrape.
-    pub fn into_metrics(self, controller: ControllerHandle) -> slice_http::metrics::Metrics {
+    pub(crate) fn into_metrics(self, controller: ControllerHandle) -> slice_http::metrics::Metrics {
         let (network, process) = (self.network, self.process);
         let skipped_keys = self.skipped_keys;
         let refresh: slice_http::metrics::Refresh = Box::new(move || {

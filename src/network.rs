@@ -3,12 +3,12 @@
 use slice_controller::ControllerHandle;
 use slice_http::{NetworkView, ViewFuture, ViewKind};
 
-pub struct ControllerView {
+pub(crate) struct ControllerView {
     handle: ControllerHandle,
 }
 
 impl ControllerView {
-    pub fn new(handle: ControllerHandle) -> Self {
+    pub(crate) fn new(handle: ControllerHandle) -> Self {
         Self { handle }
     }
 }

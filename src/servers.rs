@@ -15,7 +15,7 @@ use crate::controller::Running;
 use crate::stop::Stopping;
 
 /// The servers, bound and not yet awaited.
-pub struct Servers {
+pub(crate) struct Servers {
     http: Server,
     local: Server,
     metrics: Option<ServerHandle>,
@@ -29,7 +29,7 @@ pub struct Servers {
 
 impl Servers {
     /// Binds every listener; nothing is served before the returned servers are awaited.
-    pub fn start(
+    pub(crate) fn start(
         config: &Config,
         settings: slice_http::Settings,
         store: Arc<dyn SliceStore>,
@@ -73,7 +73,7 @@ impl Servers {
     }
 
     /// What a stop ends.
-    pub fn stopping(&self) -> Stopping {
+    pub(crate) fn stopping(&self) -> Stopping {
         Stopping {
             servers: [self.http.handle(), self.local.handle()]
                 .into_iter()
@@ -85,7 +85,7 @@ impl Servers {
     }
 
     /// Serves until the API's two servers have stopped.
-    pub async fn serve(self) -> Served {
+    pub(crate) async fn serve(self) -> Served {
         let (http, local) = futures_util::future::join(self.http, self.local).await;
         Served {
             http,
@@ -96,7 +96,7 @@ impl Servers {
 }
 
 /// How the API's servers ended, and the scraper's server, still to stop.
-pub struct Served {
+pub(crate) struct Served {
     pub http: std::io::Result<()>,
     pub local: std::io::Result<()>,
     pub metrics: Option<ServerHandle>,
@@ -138,7 +138,7 @@ fn metrics_server(
 /// Every connection costs a descriptor, and the usual soft limit of 1024 is soon reached;
 /// the hard limit is what the administrator granted. (rlimit wraps getrlimit and
 /// setrlimit, and knows macOS's extra cap.)
-pub fn raise_fd_limit() -> u64 {
+pub(crate) fn raise_fd_limit() -> u64 {
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => {
             log::debug!("open files limit: {limit}");

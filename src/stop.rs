@@ -6,13 +6,13 @@ use std::sync::Arc;
 /// SIGINT and SIGTERM, handled once for both HTTP servers: each actix server would
 /// otherwise register its own handler when it first runs, and a signal between the two
 /// registrations would stop one of them only.
-pub struct StopSignal {
+pub(crate) struct StopSignal {
     interrupt: actix_web::rt::signal::unix::Signal,
     terminate: actix_web::rt::signal::unix::Signal,
 }
 
 impl StopSignal {
-    pub fn register() -> std::io::Result<Self> {
+    pub(crate) fn register() -> std::io::Result<Self> {
         use actix_web::rt::signal::unix::{signal, SignalKind};
         Ok(Self {
             interrupt: signal(SignalKind::interrupt())?,
@@ -21,7 +21,7 @@ impl StopSignal {
     }
 
     /// Waits for either signal, then stops.
-    pub async fn stop_on_signal(mut self, stopping: Stopping) {
+    pub(crate) async fn stop_on_signal(mut self, stopping: Stopping) {
         let interrupt = Box::pin(self.interrupt.recv());
         let terminate = Box::pin(self.terminate.recv());
         let name = match futures_util::future::select(interrupt, terminate).await {
@@ -36,7 +36,7 @@ impl StopSignal {
 
 /// What a stop ends: the servers, and before them what would keep them waiting.
 #[derive(Clone)]
-pub struct Stopping {
+pub(crate) struct Stopping {
     pub servers: Vec<actix_web::dev::ServerHandle>,
     pub events: Arc<slice_http::EventHub>,
     pub health: Arc<slice_http::Health>,
@@ -47,7 +47,7 @@ impl Stopping {
     /// sends every server its graceful stop at once: the servers wait for their
     /// connections together, each at most `serve::STOP_GRACE_SECS`, not one after another.
     /// The returned future reports when all have stopped.
-    pub fn begin(&self) -> impl std::future::Future<Output = ()> {
+    pub(crate) fn begin(&self) -> impl std::future::Future<Output = ()> {
         self.health.stopping();
         self.events.close();
         let stops: Vec<_> = self
@@ -62,7 +62,7 @@ impl Stopping {
 }
 
 /// A failure to reach systemd is worth a warning, not a stop: the daemon serves either way.
-pub fn notify_systemd(state: sd_notify::NotifyState) {
+pub(crate) fn notify_systemd(state: sd_notify::NotifyState) {
     if let Err(err) = sd_notify::notify(false, &[state]) {
         log::warn!("cannot notify systemd: {err}");
     }

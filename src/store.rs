@@ -13,14 +13,14 @@ use crate::config::{Config, EtcdConfig};
 use crate::stop::Stopping;
 
 /// The store the daemon serves, by backend, for what is one backend's alone.
-pub enum Backend {
+pub(crate) enum Backend {
     Sled(Arc<Store>),
     Etcd(Arc<slice_etcd::EtcdStore>),
 }
 
 impl Backend {
     /// Makes the data directory owner-only, then opens the configured store.
-    pub fn open(config: &Config) -> anyhow::Result<Self> {
+    pub(crate) fn open(config: &Config) -> anyhow::Result<Self> {
         let data_dir = &config.data_dir;
         let tightened = data_dir.make_private().with_context(|| {
             format!(
@@ -37,7 +37,7 @@ impl Backend {
         })
     }
 
-    pub fn shared(&self) -> Arc<dyn SliceStore> {
+    pub(crate) fn shared(&self) -> Arc<dyn SliceStore> {
         match self {
             Backend::Sled(sled) => sled.clone(),
             Backend::Etcd(etcd) => etcd.clone(),
@@ -45,7 +45,7 @@ impl Backend {
     }
 
     /// The controller follows the store through its concrete type.
-    pub fn start_controller(
+    pub(crate) fn start_controller(
         &self,
         listeners: &slice_controller::Listeners,
         config: slice_controller::ControllerConfig,
@@ -63,7 +63,7 @@ impl Backend {
 
     /// A failed flush leaves changes in memory that are not on disk; serving on would show
     /// them, and a retried fsync could falsely succeed. Stop instead, as PostgreSQL does.
-    pub fn stop_on_flush_failure(&self, stopping: Stopping) {
+    pub(crate) fn stop_on_flush_failure(&self, stopping: Stopping) {
         if let Backend::Sled(sled) = self {
             sled.on_failure(move |reason| {
                 log::error!(
@@ -78,7 +78,7 @@ impl Backend {
 
     /// The final flush, and the reason of an earlier failed one that stopped the daemon.
     /// etcd has nothing to flush: each write returned once committed.
-    pub fn final_flush(&self) -> (Result<(), slice_store::Error>, Option<String>) {
+    pub(crate) fn final_flush(&self) -> (Result<(), slice_store::Error>, Option<String>) {
         match self {
             Backend::Sled(sled) => (sled.flush(), sled.failure().map(str::to_owned)),
             Backend::Etcd(_) => (Ok(()), None),

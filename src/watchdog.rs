@@ -13,14 +13,14 @@ use slice_http::Health;
 
 /// The watchdog's time when systemd set one for this process (`WATCHDOG_USEC`, with
 /// `WATCHDOG_PID` naming it).
-pub fn interval() -> Option<Duration> {
+pub(crate) fn interval() -> Option<Duration> {
     let mut usec = 0;
     sd_notify::watchdog_enabled(false, &mut usec).then(|| Duration::from_micros(usec))
 }
 
 /// Sends `WATCHDOG=1` every half `interval` (as sd_watchdog_enabled(3) advises) while
 /// readiness holds, and says in the log when it stops and starts again.
-pub async fn feed_while_ready(interval: Duration, health: Arc<Health>, store: Arc<dyn SliceStore>) {
+pub(crate) async fn feed_while_ready(interval: Duration, health: Arc<Health>, store: Arc<dyn SliceStore>) {
     let mut ticks = tokio::time::interval(interval / 2);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fed = true;

@@ -8,12 +8,12 @@ use anyhow::Context;
 use serde::Deserialize;
 
 /// The `--openflow` value that turns plain TCP off.
-pub const OPENFLOW_OFF: &str = "none";
+pub(super) const OPENFLOW_OFF: &str = "none";
 
 /// A listener that the settings may turn off with [`OPENFLOW_OFF`].
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(from = "String")]
-pub enum Listen {
+pub(crate) enum Listen {
     Off,
     /// As written: the controller binds it, and a name is allowed.
     At(String),
@@ -21,7 +21,7 @@ pub enum Listen {
 
 impl Listen {
     /// For clap, which takes any error; this parse cannot fail.
-    pub fn parse(text: &str) -> Result<Self, Infallible> {
+    pub(crate) fn parse(text: &str) -> Result<Self, Infallible> {
         Ok(Self::from(text.to_owned()))
     }
 }
@@ -38,7 +38,7 @@ impl From<String> for Listen {
 
 /// A TCP listener's address, resolved once: `localhost:9292` is as good as `127.0.0.1:9292`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListenAddr {
+pub(crate) struct ListenAddr {
     /// As written, for messages, for what the cluster shows, and because its host part is
     /// a name clients may use in `Host`.
     pub written: String,
@@ -47,7 +47,7 @@ pub struct ListenAddr {
 
 impl ListenAddr {
     /// Resolves `written`; `failure` says what could not be done, as the start-up error.
-    pub fn resolve(written: String, failure: &str) -> anyhow::Result<Self> {
+    pub(crate) fn resolve(written: String, failure: &str) -> anyhow::Result<Self> {
         let resolved = written
             .to_socket_addrs()
             .with_context(|| format!("{failure} {written}"))?
@@ -58,7 +58,7 @@ impl ListenAddr {
 
 /// A text that is no datapath id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DpidError(String);
+pub(super) struct DpidError(String);
 
 impl std::fmt::Display for DpidError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,7 +73,7 @@ impl std::fmt::Display for DpidError {
 impl std::error::Error for DpidError {}
 
 /// A datapath id as `0x` and hex digits, the form the API shows, or decimal.
-pub fn parse_dpid(text: &str) -> Result<u64, DpidError> {
+pub(super) fn parse_dpid(text: &str) -> Result<u64, DpidError> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
             u64::from_str_radix(hex, 16).ok()

@@ -31,7 +31,7 @@ const INSTALLED_FILES: [&str; 7] = [
 
 /// Builds the release binaries, their man pages and completions, then the package;
 /// returns the .deb's path (under target/debian/).
-pub fn build() -> anyhow::Result<PathBuf> {
+pub(crate) fn build() -> anyhow::Result<PathBuf> {
     ensure_cargo_deb()?;
     // The same command as the end-to-end lab's, so that `cargo xtask test` builds once.
     cargo(&["build", "--release", "-p", "sliced", "--bins"])?;
@@ -83,7 +83,7 @@ fn ensure_cargo_deb() -> anyhow::Result<()> {
 
 /// From `cargo xtask test`: in CI the package test must run; elsewhere it needs root
 /// (dpkg installs system-wide) and is skipped, loudly, without it.
-pub fn from_test() -> anyhow::Result<()> {
+pub(crate) fn from_test() -> anyhow::Result<()> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     match prerequisites() {
         Ok(()) => package_test(),
@@ -132,7 +132,7 @@ fn on_path(program: &str) -> bool {
 }
 
 /// Installs the package, checks what it installed works, and purges it, even on failure.
-pub fn package_test() -> anyhow::Result<()> {
+pub(crate) fn package_test() -> anyhow::Result<()> {
     if let Err(reason) = prerequisites() {
         bail!("the package test cannot run: {reason}");
     }

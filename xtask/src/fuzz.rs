@@ -14,7 +14,7 @@ use anyhow::{bail, Context};
 /// `cargo xtask fuzz TARGET [--time SECONDS] [--execs N]`; the task's description is on
 /// `Task::Fuzz` in main.rs.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// The harness: a binary of crates/sliced-fuzz (its src/bin/TARGET.rs)
     #[arg(value_parser = parse_target)]
     pub(crate) target: String,
@@ -40,7 +40,7 @@ fn parse_target(name: &str) -> Result<String, String> {
 
 /// The targets come from the repository at run time, so `cargo xtask fuzz --help` lists
 /// them the way the derive cannot.
-pub fn describe_targets(command: clap::Command) -> clap::Command {
+pub(crate) fn describe_targets(command: clap::Command) -> clap::Command {
     let Ok(targets) = sliced_fuzz_targets() else {
         // The listing's own error surfaces when a target is checked.
         return command;
@@ -50,7 +50,7 @@ pub fn describe_targets(command: clap::Command) -> clap::Command {
     })
 }
 
-pub fn main(options: &Options) -> anyhow::Result<()> {
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let root = crate::workspace_root();
     let corpus = root.join("crates/sliced-fuzz/corpus").join(&options.target);
     let findings = root.join("target/fuzz").join(&options.target);

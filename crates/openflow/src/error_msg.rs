@@ -5,9 +5,9 @@ use crate::Error;
 
 /// Byte offsets of `ofp_error_msg`, header included.
 mod field {
-    pub const TYPE: usize = 8;
-    pub const CODE: usize = 10;
-    pub const DATA: usize = 12;
+    pub(super) const TYPE: usize = 8;
+    pub(super) const CODE: usize = 10;
+    pub(super) const DATA: usize = 12;
 }
 
 /// Length of `ofp_error_msg` before its data.

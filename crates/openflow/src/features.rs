@@ -8,16 +8,16 @@ use crate::Error;
 
 /// Byte offsets of `ofp_switch_features`, header included.
 mod field {
-    pub const DATAPATH_ID: usize = 8;
-    pub const N_BUFFERS: usize = 16;
-    pub const N_TABLES: usize = 20;
+    pub(super) const DATAPATH_ID: usize = 8;
+    pub(super) const N_BUFFERS: usize = 16;
+    pub(super) const N_TABLES: usize = 20;
     /// 1.3 only; padding on 1.0.
-    pub const AUXILIARY_ID: usize = 21;
-    pub const CAPABILITIES: usize = 24;
+    pub(super) const AUXILIARY_ID: usize = 21;
+    pub(super) const CAPABILITIES: usize = 24;
     /// 1.0's supported-actions bitmap; reserved on 1.3.
-    pub const ACTIONS: usize = 28;
+    pub(super) const ACTIONS: usize = 28;
     /// 1.0 only.
-    pub const PORTS: usize = 32;
+    pub(super) const PORTS: usize = 32;
 }
 
 /// Length of `ofp_switch_features`, header included.

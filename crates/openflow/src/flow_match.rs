@@ -50,19 +50,19 @@ const VID_MASK: u16 = 0x0fff;
 
 /// Byte offsets of 1.0's `ofp_match`.
 mod field_v10 {
-    pub const WILDCARDS: usize = 0;
-    pub const IN_PORT: usize = 4;
-    pub const DL_SRC: usize = 6;
-    pub const DL_DST: usize = 12;
-    pub const DL_VLAN: usize = 18;
-    pub const DL_VLAN_PCP: usize = 20;
-    pub const DL_TYPE: usize = 22;
-    pub const NW_TOS: usize = 24;
-    pub const NW_PROTO: usize = 25;
-    pub const NW_SRC: usize = 28;
-    pub const NW_DST: usize = 32;
-    pub const TP_SRC: usize = 36;
-    pub const TP_DST: usize = 38;
+    pub(super) const WILDCARDS: usize = 0;
+    pub(super) const IN_PORT: usize = 4;
+    pub(super) const DL_SRC: usize = 6;
+    pub(super) const DL_DST: usize = 12;
+    pub(super) const DL_VLAN: usize = 18;
+    pub(super) const DL_VLAN_PCP: usize = 20;
+    pub(super) const DL_TYPE: usize = 22;
+    pub(super) const NW_TOS: usize = 24;
+    pub(super) const NW_PROTO: usize = 25;
+    pub(super) const NW_SRC: usize = 28;
+    pub(super) const NW_DST: usize = 32;
+    pub(super) const TP_SRC: usize = 36;
+    pub(super) const TP_DST: usize = 38;
 }
 
 /// Length of 1.0's `ofp_match`.
@@ -114,9 +114,9 @@ pub const MATCH_TYPE_OXM: u16 = 1;
 
 /// Byte offsets of 1.3's `ofp_match` header.
 mod field_v13 {
-    pub const TYPE: usize = 0;
-    pub const LENGTH: usize = 2;
-    pub const OXM_FIELDS: usize = 4;
+    pub(super) const TYPE: usize = 0;
+    pub(super) const LENGTH: usize = 2;
+    pub(super) const OXM_FIELDS: usize = 4;
 }
 
 view! {

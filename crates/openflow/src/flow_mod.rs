@@ -9,16 +9,16 @@ use crate::{port, Error, Version};
 
 /// Byte offsets of 1.0's `ofp_flow_mod`, header included.
 mod field_v10 {
-    pub const MATCH: usize = 8;
-    pub const COOKIE: usize = 48;
-    pub const COMMAND: usize = 56;
-    pub const IDLE_TIMEOUT: usize = 58;
-    pub const HARD_TIMEOUT: usize = 60;
-    pub const PRIORITY: usize = 62;
-    pub const BUFFER_ID: usize = 64;
-    pub const OUT_PORT: usize = 68;
-    pub const FLAGS: usize = 70;
-    pub const ACTIONS: usize = 72;
+    pub(super) const MATCH: usize = 8;
+    pub(super) const COOKIE: usize = 48;
+    pub(super) const COMMAND: usize = 56;
+    pub(super) const IDLE_TIMEOUT: usize = 58;
+    pub(super) const HARD_TIMEOUT: usize = 60;
+    pub(super) const PRIORITY: usize = 62;
+    pub(super) const BUFFER_ID: usize = 64;
+    pub(super) const OUT_PORT: usize = 68;
+    pub(super) const FLAGS: usize = 70;
+    pub(super) const ACTIONS: usize = 72;
 }
 
 /// `OFPTT_ALL`: the table id of a 1.3 delete that empties every table.
@@ -29,18 +29,18 @@ pub const FLOW_MOD_V10_LEN: usize = field_v10::ACTIONS;
 
 /// Byte offsets of 1.3's `ofp_flow_mod`, header included (2 pad bytes after the flags).
 mod field_v13 {
-    pub const COOKIE: usize = 8;
-    pub const COOKIE_MASK: usize = 16;
-    pub const TABLE_ID: usize = 24;
-    pub const COMMAND: usize = 25;
-    pub const IDLE_TIMEOUT: usize = 26;
-    pub const HARD_TIMEOUT: usize = 28;
-    pub const PRIORITY: usize = 30;
-    pub const BUFFER_ID: usize = 32;
-    pub const OUT_PORT: usize = 36;
-    pub const OUT_GROUP: usize = 40;
-    pub const FLAGS: usize = 44;
-    pub const MATCH: usize = 48;
+    pub(super) const COOKIE: usize = 8;
+    pub(super) const COOKIE_MASK: usize = 16;
+    pub(super) const TABLE_ID: usize = 24;
+    pub(super) const COMMAND: usize = 25;
+    pub(super) const IDLE_TIMEOUT: usize = 26;
+    pub(super) const HARD_TIMEOUT: usize = 28;
+    pub(super) const PRIORITY: usize = 30;
+    pub(super) const BUFFER_ID: usize = 32;
+    pub(super) const OUT_PORT: usize = 36;
+    pub(super) const OUT_GROUP: usize = 40;
+    pub(super) const FLAGS: usize = 44;
+    pub(super) const MATCH: usize = 48;
 }
 
 /// Length of 1.3's `ofp_flow_mod` before the match (header included). The

@@ -6,15 +6,15 @@ use crate::Error;
 
 /// Byte offsets of 1.0's `ofp_flow_removed`, header included.
 mod field_v10 {
-    pub const MATCH: usize = 8;
-    pub const COOKIE: usize = 48;
-    pub const PRIORITY: usize = 56;
-    pub const REASON: usize = 58;
-    pub const DURATION_SEC: usize = 60;
-    pub const DURATION_NSEC: usize = 64;
-    pub const IDLE_TIMEOUT: usize = 68;
-    pub const PACKET_COUNT: usize = 72;
-    pub const BYTE_COUNT: usize = 80;
+    pub(super) const MATCH: usize = 8;
+    pub(super) const COOKIE: usize = 48;
+    pub(super) const PRIORITY: usize = 56;
+    pub(super) const REASON: usize = 58;
+    pub(super) const DURATION_SEC: usize = 60;
+    pub(super) const DURATION_NSEC: usize = 64;
+    pub(super) const IDLE_TIMEOUT: usize = 68;
+    pub(super) const PACKET_COUNT: usize = 72;
+    pub(super) const BYTE_COUNT: usize = 80;
 }
 
 enum_with_unknown! {
@@ -36,17 +36,17 @@ pub const FLOW_REMOVED_V10_LEN: usize = 88;
 
 /// Byte offsets of 1.3's `ofp_flow_removed`, header included.
 mod field_v13 {
-    pub const COOKIE: usize = 8;
-    pub const PRIORITY: usize = 16;
-    pub const REASON: usize = 18;
-    pub const TABLE_ID: usize = 19;
-    pub const DURATION_SEC: usize = 20;
-    pub const DURATION_NSEC: usize = 24;
-    pub const IDLE_TIMEOUT: usize = 28;
-    pub const HARD_TIMEOUT: usize = 30;
-    pub const PACKET_COUNT: usize = 32;
-    pub const BYTE_COUNT: usize = 40;
-    pub const MATCH: usize = 48;
+    pub(super) const COOKIE: usize = 8;
+    pub(super) const PRIORITY: usize = 16;
+    pub(super) const REASON: usize = 18;
+    pub(super) const TABLE_ID: usize = 19;
+    pub(super) const DURATION_SEC: usize = 20;
+    pub(super) const DURATION_NSEC: usize = 24;
+    pub(super) const IDLE_TIMEOUT: usize = 28;
+    pub(super) const HARD_TIMEOUT: usize = 30;
+    pub(super) const PACKET_COUNT: usize = 32;
+    pub(super) const BYTE_COUNT: usize = 40;
+    pub(super) const MATCH: usize = 48;
 }
 
 /// Length of 1.3's `ofp_flow_removed` before the match, header included.

@@ -23,9 +23,9 @@ pub const STATS_FLOW: u16 = 1;
 
 /// Byte offsets of 1.0's `ofp_stats_request` / `ofp_stats_reply`, header included.
 mod stats_v10 {
-    pub const TYPE: usize = 8;
-    pub const FLAGS: usize = 10;
-    pub const BODY: usize = 12;
+    pub(super) const TYPE: usize = 8;
+    pub(super) const FLAGS: usize = 10;
+    pub(super) const BODY: usize = 12;
 }
 
 /// Length of 1.0's stats header, OpenFlow header included.
@@ -85,18 +85,18 @@ pub(crate) fn emit_request_body(version: Version, body: &mut [u8]) -> Result<(),
 
 /// Byte offsets of 1.0's `ofp_flow_stats`.
 mod entry_v10 {
-    pub const LENGTH: usize = 0;
-    pub const TABLE_ID: usize = 2;
-    pub const MATCH: usize = 4;
-    pub const DURATION_SEC: usize = 44;
-    pub const DURATION_NSEC: usize = 48;
-    pub const PRIORITY: usize = 52;
-    pub const IDLE_TIMEOUT: usize = 54;
-    pub const HARD_TIMEOUT: usize = 56;
-    pub const COOKIE: usize = 64;
-    pub const PACKET_COUNT: usize = 72;
-    pub const BYTE_COUNT: usize = 80;
-    pub const ACTIONS: usize = 88;
+    pub(super) const LENGTH: usize = 0;
+    pub(super) const TABLE_ID: usize = 2;
+    pub(super) const MATCH: usize = 4;
+    pub(super) const DURATION_SEC: usize = 44;
+    pub(super) const DURATION_NSEC: usize = 48;
+    pub(super) const PRIORITY: usize = 52;
+    pub(super) const IDLE_TIMEOUT: usize = 54;
+    pub(super) const HARD_TIMEOUT: usize = 56;
+    pub(super) const COOKIE: usize = 64;
+    pub(super) const PACKET_COUNT: usize = 72;
+    pub(super) const BYTE_COUNT: usize = 80;
+    pub(super) const ACTIONS: usize = 88;
 }
 
 /// Length of 1.0's `ofp_flow_stats` before its actions.
@@ -104,18 +104,18 @@ pub const FLOW_STATS_V10_LEN: usize = entry_v10::ACTIONS;
 
 /// Byte offsets of 1.3's `ofp_flow_stats`.
 mod entry_v13 {
-    pub const LENGTH: usize = 0;
-    pub const TABLE_ID: usize = 2;
-    pub const DURATION_SEC: usize = 4;
-    pub const DURATION_NSEC: usize = 8;
-    pub const PRIORITY: usize = 12;
-    pub const IDLE_TIMEOUT: usize = 14;
-    pub const HARD_TIMEOUT: usize = 16;
-    pub const FLAGS: usize = 18;
-    pub const COOKIE: usize = 24;
-    pub const PACKET_COUNT: usize = 32;
-    pub const BYTE_COUNT: usize = 40;
-    pub const MATCH: usize = 48;
+    pub(super) const LENGTH: usize = 0;
+    pub(super) const TABLE_ID: usize = 2;
+    pub(super) const DURATION_SEC: usize = 4;
+    pub(super) const DURATION_NSEC: usize = 8;
+    pub(super) const PRIORITY: usize = 12;
+    pub(super) const IDLE_TIMEOUT: usize = 14;
+    pub(super) const HARD_TIMEOUT: usize = 16;
+    pub(super) const FLAGS: usize = 18;
+    pub(super) const COOKIE: usize = 24;
+    pub(super) const PACKET_COUNT: usize = 32;
+    pub(super) const BYTE_COUNT: usize = 40;
+    pub(super) const MATCH: usize = 48;
 }
 
 /// Length of 1.3's `ofp_flow_stats` before its match.

@@ -6,10 +6,10 @@ use crate::{Error, Version};
 
 /// Byte offsets of `ofp_header`.
 mod field {
-    pub const VERSION: usize = 0;
-    pub const TYPE: usize = 1;
-    pub const LENGTH: usize = 2;
-    pub const XID: usize = 4;
+    pub(super) const VERSION: usize = 0;
+    pub(super) const TYPE: usize = 1;
+    pub(super) const LENGTH: usize = 2;
+    pub(super) const XID: usize = 4;
 }
 
 /// Length of `ofp_header`.

@@ -6,10 +6,10 @@ use crate::Error;
 
 /// Byte offsets of `ofp_meter_mod`, header included.
 mod field {
-    pub const COMMAND: usize = 8;
-    pub const FLAGS: usize = 10;
-    pub const METER_ID: usize = 12;
-    pub const BANDS: usize = 16;
+    pub(super) const COMMAND: usize = 8;
+    pub(super) const FLAGS: usize = 10;
+    pub(super) const METER_ID: usize = 12;
+    pub(super) const BANDS: usize = 16;
 }
 
 /// Length of `ofp_meter_mod` before its bands, header included.
@@ -17,14 +17,14 @@ pub const METER_MOD_LEN: usize = field::BANDS;
 
 /// Byte offsets of `ofp_meter_band_header` and the type-specific part after it.
 mod band_field {
-    pub const TYPE: usize = 0;
-    pub const LEN: usize = 2;
-    pub const RATE: usize = 4;
-    pub const BURST_SIZE: usize = 8;
+    pub(super) const TYPE: usize = 0;
+    pub(super) const LEN: usize = 2;
+    pub(super) const RATE: usize = 4;
+    pub(super) const BURST_SIZE: usize = 8;
     /// `prec_level` of `ofp_meter_band_dscp_remark` (3 pad bytes follow).
-    pub const PREC_LEVEL: usize = 12;
+    pub(super) const PREC_LEVEL: usize = 12;
     /// Where the type-specific part starts.
-    pub const BODY: usize = 12;
+    pub(super) const BODY: usize = 12;
 }
 
 /// Length of `ofp_meter_band_drop` and `ofp_meter_band_dscp_remark`, and the least any
@@ -327,11 +327,11 @@ impl MeterMod {
 
 /// Byte offsets of `ofp_meter_features` (2 pad bytes at the end).
 mod features_field {
-    pub const MAX_METER: usize = 0;
-    pub const BAND_TYPES: usize = 4;
-    pub const CAPABILITIES: usize = 8;
-    pub const MAX_BANDS: usize = 12;
-    pub const MAX_COLOR: usize = 13;
+    pub(super) const MAX_METER: usize = 0;
+    pub(super) const BAND_TYPES: usize = 4;
+    pub(super) const CAPABILITIES: usize = 8;
+    pub(super) const MAX_BANDS: usize = 12;
+    pub(super) const MAX_COLOR: usize = 13;
 }
 
 /// Length of `ofp_meter_features`.

@@ -8,9 +8,9 @@ use crate::Error;
 /// Byte offsets of `ofp_multipart_request` / `ofp_multipart_reply`, header included
 /// (4 pad bytes after the flags).
 mod field {
-    pub const TYPE: usize = 8;
-    pub const FLAGS: usize = 10;
-    pub const BODY: usize = 16;
+    pub(super) const TYPE: usize = 8;
+    pub(super) const FLAGS: usize = 10;
+    pub(super) const BODY: usize = 16;
 }
 
 /// Length of the multipart header, OpenFlow header included.

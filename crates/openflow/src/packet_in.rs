@@ -17,11 +17,11 @@ pub(crate) fn buffer_id_to_wire(id: Option<u32>) -> u32 {
 
 /// Byte offsets of 1.0's `ofp_packet_in`, header included.
 mod field_v10 {
-    pub const BUFFER_ID: usize = 8;
-    pub const TOTAL_LEN: usize = 12;
-    pub const IN_PORT: usize = 14;
-    pub const REASON: usize = 16;
-    pub const DATA: usize = 18;
+    pub(super) const BUFFER_ID: usize = 8;
+    pub(super) const TOTAL_LEN: usize = 12;
+    pub(super) const IN_PORT: usize = 14;
+    pub(super) const REASON: usize = 16;
+    pub(super) const DATA: usize = 18;
 }
 
 enum_with_unknown! {
@@ -72,13 +72,13 @@ impl<T: AsRef<[u8]>> PacketInV10<T> {
 /// Byte offsets of 1.3's `ofp_packet_in`, header included. The match is followed by 2
 /// pad bytes, so that an Ethernet frame's IP header lands 4-byte aligned.
 mod field_v13 {
-    pub const BUFFER_ID: usize = 8;
-    pub const TOTAL_LEN: usize = 12;
-    pub const REASON: usize = 14;
-    pub const TABLE_ID: usize = 15;
-    pub const COOKIE: usize = 16;
-    pub const MATCH: usize = 24;
-    pub const PAD_AFTER_MATCH: usize = 2;
+    pub(super) const BUFFER_ID: usize = 8;
+    pub(super) const TOTAL_LEN: usize = 12;
+    pub(super) const REASON: usize = 14;
+    pub(super) const TABLE_ID: usize = 15;
+    pub(super) const COOKIE: usize = 16;
+    pub(super) const MATCH: usize = 24;
+    pub(super) const PAD_AFTER_MATCH: usize = 2;
 }
 
 view! {

@@ -8,19 +8,19 @@ use crate::{port, Error, Version};
 
 /// Byte offsets of 1.0's `ofp_packet_out`, header included.
 mod field_v10 {
-    pub const BUFFER_ID: usize = 8;
-    pub const IN_PORT: usize = 12;
-    pub const ACTIONS_LEN: usize = 14;
-    pub const ACTIONS: usize = 16;
+    pub(super) const BUFFER_ID: usize = 8;
+    pub(super) const IN_PORT: usize = 12;
+    pub(super) const ACTIONS_LEN: usize = 14;
+    pub(super) const ACTIONS: usize = 16;
 }
 
 /// Byte offsets of 1.3's `ofp_packet_out`, header included (6 pad bytes after the
 /// actions length).
 mod field_v13 {
-    pub const BUFFER_ID: usize = 8;
-    pub const IN_PORT: usize = 12;
-    pub const ACTIONS_LEN: usize = 16;
-    pub const ACTIONS: usize = 24;
+    pub(super) const BUFFER_ID: usize = 8;
+    pub(super) const IN_PORT: usize = 12;
+    pub(super) const ACTIONS_LEN: usize = 16;
+    pub(super) const ACTIONS: usize = 24;
 }
 
 /// Length of 1.0's `ofp_packet_out` before the actions.

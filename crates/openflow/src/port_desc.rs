@@ -13,15 +13,15 @@ pub const STATE_LINK_DOWN: u32 = 1 << 0;
 
 /// Byte offsets of 1.0's `ofp_phy_port`.
 mod field_v10 {
-    pub const PORT_NO: usize = 0;
-    pub const HW_ADDR: usize = 2;
-    pub const NAME: usize = 8;
-    pub const CONFIG: usize = 24;
-    pub const STATE: usize = 28;
-    pub const CURR: usize = 32;
-    pub const ADVERTISED: usize = 36;
-    pub const SUPPORTED: usize = 40;
-    pub const PEER: usize = 44;
+    pub(super) const PORT_NO: usize = 0;
+    pub(super) const HW_ADDR: usize = 2;
+    pub(super) const NAME: usize = 8;
+    pub(super) const CONFIG: usize = 24;
+    pub(super) const STATE: usize = 28;
+    pub(super) const CURR: usize = 32;
+    pub(super) const ADVERTISED: usize = 36;
+    pub(super) const SUPPORTED: usize = 40;
+    pub(super) const PEER: usize = 44;
 }
 
 /// Length of 1.0's `ofp_phy_port`.
@@ -30,17 +30,17 @@ pub const PHY_PORT_V10_LEN: usize = 48;
 /// Byte offsets of 1.3's `ofp_port` (4 pad bytes after the port number, 2 after the
 /// address).
 mod field_v13 {
-    pub const PORT_NO: usize = 0;
-    pub const HW_ADDR: usize = 8;
-    pub const NAME: usize = 16;
-    pub const CONFIG: usize = 32;
-    pub const STATE: usize = 36;
-    pub const CURR: usize = 40;
-    pub const ADVERTISED: usize = 44;
-    pub const SUPPORTED: usize = 48;
-    pub const PEER: usize = 52;
-    pub const CURR_SPEED: usize = 56;
-    pub const MAX_SPEED: usize = 60;
+    pub(super) const PORT_NO: usize = 0;
+    pub(super) const HW_ADDR: usize = 8;
+    pub(super) const NAME: usize = 16;
+    pub(super) const CONFIG: usize = 32;
+    pub(super) const STATE: usize = 36;
+    pub(super) const CURR: usize = 40;
+    pub(super) const ADVERTISED: usize = 44;
+    pub(super) const SUPPORTED: usize = 48;
+    pub(super) const PEER: usize = 52;
+    pub(super) const CURR_SPEED: usize = 56;
+    pub(super) const MAX_SPEED: usize = 60;
 }
 
 /// Length of 1.3's `ofp_port`.

@@ -6,8 +6,8 @@ use crate::Error;
 
 /// Byte offsets of `ofp_port_status`, header included.
 mod field {
-    pub const REASON: usize = 8;
-    pub const DESC: usize = 16;
+    pub(super) const REASON: usize = 8;
+    pub(super) const DESC: usize = 16;
 }
 
 /// Length of `ofp_port_status` before the port description.

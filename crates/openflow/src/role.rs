@@ -11,17 +11,17 @@ use crate::Error;
 
 /// Byte offsets of `ofp_role_request` (1.3), header included (4 pad bytes after the role).
 mod field {
-    pub const ROLE: usize = 8;
-    pub const GENERATION_ID: usize = 16;
-    pub const END: usize = 24;
+    pub(super) const ROLE: usize = 8;
+    pub(super) const GENERATION_ID: usize = 16;
+    pub(super) const END: usize = 24;
 }
 
 /// Byte offsets of `nicira_header` and `nx_role_request`, header included.
 mod nx_field {
-    pub const VENDOR: usize = 8;
-    pub const SUBTYPE: usize = 12;
-    pub const ROLE: usize = 16;
-    pub const END: usize = 20;
+    pub(super) const VENDOR: usize = 8;
+    pub(super) const SUBTYPE: usize = 12;
+    pub(super) const ROLE: usize = 16;
+    pub(super) const END: usize = 20;
 }
 
 /// Length of a 1.3 ROLE_REQUEST or ROLE_REPLY, header included.
@@ -148,10 +148,10 @@ impl<T: AsRef<[u8]>> NiciraHeader<T> {
 
 /// Byte offsets of `nx_vendor_error`, relative to the ERROR message's data.
 mod nx_error_field {
-    pub const VENDOR: usize = 0;
-    pub const TYPE: usize = 4;
-    pub const CODE: usize = 6;
-    pub const END: usize = 8;
+    pub(super) const VENDOR: usize = 0;
+    pub(super) const TYPE: usize = 4;
+    pub(super) const CODE: usize = 6;
+    pub(super) const END: usize = 8;
 }
 
 /// Length of `nx_vendor_error`, which opens the data of a [`crate::ErrorType::NiciraVendor`]

@@ -8,14 +8,14 @@ use slice_core::{MacAddress, PortId};
 
 /// How many hosts a port and a switch may hold.
 #[derive(Debug, Clone, Copy)]
-pub struct HostLimits {
+pub(crate) struct HostLimits {
     pub per_port: usize,
     pub per_switch: usize,
 }
 
 /// What learning a host did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Learned {
+pub(crate) enum Learned {
     New,
     /// Already known here; its clock restarted.
     Known,
@@ -32,24 +32,24 @@ struct Entry {
 }
 
 #[derive(Debug, Default)]
-pub struct HostTable {
+pub(crate) struct HostTable {
     by_mac: HashMap<MacAddress, Entry>,
     per_port: HashMap<PortId, usize>,
     per_switch: HashMap<u64, usize>,
 }
 
 impl HostTable {
-    pub fn get(&self, mac: &MacAddress) -> Option<PortId> {
+    pub(crate) fn get(&self, mac: &MacAddress) -> Option<PortId> {
         self.by_mac.get(mac).map(|entry| entry.port)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (MacAddress, PortId)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (MacAddress, PortId)> + '_ {
         self.by_mac.iter().map(|(mac, entry)| (*mac, entry.port))
     }
 
     /// Learns `mac` at `port`, unless the port or switch is full; `exempt` hosts (those
     /// an operator bound in a slice) are learned regardless of the caps.
-    pub fn learn(
+    pub(crate) fn learn(
         &mut self,
         mac: MacAddress,
         port: PortId,
@@ -87,7 +87,7 @@ impl HostTable {
         }
     }
 
-    pub fn remove(&mut self, mac: &MacAddress) -> Option<PortId> {
+    pub(crate) fn remove(&mut self, mac: &MacAddress) -> Option<PortId> {
         let entry = self.by_mac.remove(mac)?;
         decrement(&mut self.per_port, entry.port);
         decrement(&mut self.per_switch, entry.port.dpid);
@@ -95,7 +95,7 @@ impl HostTable {
     }
 
     /// The hosts at ports for which `at` holds.
-    pub fn at(&self, at: impl Fn(PortId) -> bool) -> Vec<MacAddress> {
+    pub(crate) fn at(&self, at: impl Fn(PortId) -> bool) -> Vec<MacAddress> {
         self.by_mac
             .iter()
             .filter(|(_, entry)| at(entry.port))
@@ -104,14 +104,14 @@ impl HostTable {
     }
 
     /// Forgets the hosts at ports for which `doomed` holds.
-    pub fn remove_at(&mut self, doomed: impl Fn(PortId) -> bool) {
+    pub(crate) fn remove_at(&mut self, doomed: impl Fn(PortId) -> bool) {
         for mac in self.at(doomed) {
             self.remove(&mac);
         }
     }
 
     /// The hosts last heard before `oldest`.
-    pub fn idle_since(&self, oldest: Instant) -> Vec<(MacAddress, PortId)> {
+    pub(crate) fn idle_since(&self, oldest: Instant) -> Vec<(MacAddress, PortId)> {
         self.by_mac
             .iter()
             .filter(|(_, entry)| entry.last_heard < oldest)
@@ -120,7 +120,7 @@ impl HostTable {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_mac.len()
     }
 }

@@ -17,7 +17,7 @@ use url::Url;
 
 use crate::audit::{self, Operation};
 use crate::body::Body;
-pub use crate::identity::User;
+pub(crate) use crate::identity::User;
 use crate::identity::{ProxyVerdict, Requester, Role, Via};
 use crate::page::UI_PATH;
 use crate::routing::Mount;

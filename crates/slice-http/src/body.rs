@@ -19,11 +19,11 @@ use crate::{ApiError, Settings, DEFAULT_REQUEST_TIMEOUT};
 pub const BODY_LIMIT: usize = 16 * 1024;
 
 /// The most bytes the body of `POST /slices:apply` may have: a whole declared state.
-pub const DECLARATION_LIMIT: usize = 8 * 1024 * 1024;
+pub(crate) const DECLARATION_LIMIT: usize = 8 * 1024 * 1024;
 
 /// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`, of at
 /// most `LIMIT` bytes.
-pub struct Body<T, const LIMIT: usize = BODY_LIMIT>(pub T);
+pub(crate) struct Body<T, const LIMIT: usize = BODY_LIMIT>(pub T);
 
 /// Decodes `bytes` as the body of a request with this Content-Type from a script (not a
 /// browser), as the handlers do once the body has arrived: everything but the I/O.

@@ -39,7 +39,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 
 /// A connection's byte stream, which records when its client hung up.
-pub struct HangupWatch<T> {
+pub(crate) struct HangupWatch<T> {
     io: T,
     hung_up: watch::Sender<bool>,
 }
@@ -49,7 +49,7 @@ pub struct HangupWatch<T> {
 pub(crate) struct Hangup(watch::Receiver<bool>);
 
 impl<T> HangupWatch<T> {
-    pub fn new(io: T) -> Self {
+    pub(crate) fn new(io: T) -> Self {
         Self {
             io,
             hung_up: watch::Sender::new(false),

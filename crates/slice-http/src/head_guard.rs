@@ -38,7 +38,7 @@ const MAX_URI_LEN: usize = u16::MAX as usize - 1;
 const MAX_DRAIN: usize = 256 * 1024;
 
 /// A connection's byte stream, with every request head checked before it is handed on.
-pub struct HeadGuard<T> {
+pub(crate) struct HeadGuard<T> {
     io: T,
     framing: Framing,
     stage: Stage,
@@ -78,7 +78,7 @@ enum Stage {
 
 /// Why a head is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub status: StatusCode,
     pub message: String,
 }
@@ -113,7 +113,7 @@ impl Refusal {
 }
 
 impl<T> HeadGuard<T> {
-    pub fn new(io: T) -> Self {
+    pub(crate) fn new(io: T) -> Self {
         Self {
             io,
             framing: Framing::Head,

@@ -52,7 +52,7 @@ pub struct User {
 
 /// How a request proved who it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
+pub(crate) enum Via {
     /// The owner-only local socket: the daemon's owner, the `slice` tool.
     LocalSocket,
     /// A login session's cookie.
@@ -67,7 +67,7 @@ pub enum Via {
 /// The requester of a request that the guard let through, kept in its extensions for
 /// the handlers and the audit trail.
 #[derive(Debug, Clone)]
-pub struct Requester {
+pub(crate) struct Requester {
     /// `None` for the local socket's owner and for anonymous requests.
     pub user: Option<User>,
     pub via: Via,
@@ -76,12 +76,12 @@ pub struct Requester {
 impl Requester {
     /// What one may do: the user's role; the local socket's owner and anonymous callers
     /// of the open endpoints are operators (the specification's defaults).
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         self.user.as_ref().map_or(Role::Operator, |user| user.role)
     }
 
     /// The name the audit trail gives the requester.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match (&self.user, self.via) {
             (Some(user), _) => &user.name,
             (None, Via::LocalSocket) => "local",

@@ -6,7 +6,7 @@ use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpResponse, HttpResponseBuilder};
 
 /// Where the page is served; the login sends the browser back here.
-pub const UI_PATH: &str = "/ui";
+pub(crate) const UI_PATH: &str = "/ui";
 
 /// Same-origin scripts, styles and requests only: no inline script or style can run even
 /// if some text were ever to slip into the page as markup, and no other site may frame it.

@@ -26,21 +26,21 @@ use crate::machine;
 use crate::measure::Outcome;
 use crate::sliced::Sliced;
 use probes::{post, settled_rss, wait_for_slices, RssSampler};
-pub use probes::{Answer, ReadTally, Reader};
-pub use section::{in_place, section};
+pub(crate) use probes::{Answer, ReadTally, Reader};
+pub(crate) use section::{in_place, section};
 
 /// The part as the report and the other-work watcher name it.
-pub const PART: &str = "applying a whole state";
+pub(crate) const PART: &str = "applying a whole state";
 
 /// The body limit of `POST /slices:apply` (`DECLARATION_LIMIT`, crates/slice-http/src/body.rs,
 /// not exported by slice-http): the dry runs send the largest declaration within it. A size
 /// over it is sent all the same and reported as refused.
-pub const DECLARATION_LIMIT_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const DECLARATION_LIMIT_BYTES: usize = 8 * 1024 * 1024;
 /// How often the daemon's resident memory is sampled during a request.
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(20);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// The reader's pace: one read at least this long after the start of the previous one, so
 /// that it sees every stall without taking a core from the daemon on this 2-core machine.
-pub const READ_EVERY: Duration = Duration::from_millis(5);
+pub(crate) const READ_EVERY: Duration = Duration::from_millis(5);
 /// The slowest apply waited for (an empty apply after 419,429 slices once took 154.6 s).
 const APPLY_TIMEOUT: Duration = Duration::from_secs(900);
 /// How long a single read may hang before it counts as failed.
@@ -56,12 +56,12 @@ const SETTLE_PERIOD: Duration = Duration::from_millis(250);
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 /// The issue's goals, read as numbers: an apply "in seconds", reads "answered throughout",
 /// memory after repeated applies "within twice what its data needs".
-pub const APPLY_GOAL: Duration = Duration::from_secs(10);
-pub const READ_GOAL: Duration = Duration::from_secs(1);
-pub const MEMORY_GOAL: f64 = 2.0;
+pub(crate) const APPLY_GOAL: Duration = Duration::from_secs(10);
+pub(crate) const READ_GOAL: Duration = Duration::from_secs(1);
+pub(crate) const MEMORY_GOAL: f64 = 2.0;
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Slices declared by each apply of the apply part, comma-separated; each apply is
     /// followed by the empty one
     #[arg(
@@ -85,13 +85,13 @@ pub struct Options {
 
 // ---- the declarations ------------------------------------------------------------------
 
-pub fn slice_name(index: usize) -> String {
+pub(crate) fn slice_name(index: usize) -> String {
     format!("a{index}")
 }
 
 /// The declaration of slices `a0` .. `a<slices-1>`, without ports; no slices is the empty
 /// declaration `{"slices":[]}`.
-pub fn declaration(slices: usize) -> String {
+pub(crate) fn declaration(slices: usize) -> String {
     let mut body = String::with_capacity(declaration_bytes(slices));
     body.push_str(r#"{"slices":["#);
     for index in 0..slices {
@@ -105,7 +105,7 @@ pub fn declaration(slices: usize) -> String {
 }
 
 /// The length of [`declaration`]`(slices)`, without building it.
-pub fn declaration_bytes(slices: usize) -> usize {
+pub(crate) fn declaration_bytes(slices: usize) -> usize {
     const ENVELOPE: usize = r#"{"slices":[]}"#.len();
     const ENTRY: usize = r#"{"name":"a"}"#.len();
     let digit_count: usize = (0..slices).map(digits).sum();
@@ -122,7 +122,7 @@ fn digits(mut value: usize) -> usize {
 }
 
 /// The most slices whose declaration fits in `limit` bytes.
-pub fn largest_within(limit: usize) -> usize {
+pub(crate) fn largest_within(limit: usize) -> usize {
     // Each slice costs at least 13 bytes, so the answer lies below limit / 13 + 1.
     let (mut low, mut high) = (0, limit / 13 + 1);
     while low < high {
@@ -140,7 +140,7 @@ pub fn largest_within(limit: usize) -> usize {
 
 /// One `POST /slices:apply` and what it cost the daemon.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub(crate) struct Step {
     // Part of the record (and of its Debug form), not quoted on the page; it went unflagged
     // while the results lived in the crate root.
     #[allow(dead_code)]
@@ -205,18 +205,18 @@ fn step(sliced: &Sliced, reader: &Reader, slices: usize) -> anyhow::Result<Step>
 // ---- the part ----------------------------------------------------------------------------
 
 /// Each size in, then out.
-pub struct SizeRow {
+pub(crate) struct SizeRow {
     pub slices: usize,
     pub into: Outcome<Step>,
     pub out: Outcome<Step>,
 }
 
-pub struct Swap {
+pub(crate) struct Swap {
     pub into: Step,
     pub out: Step,
 }
 
-pub struct Swaps {
+pub(crate) struct Swaps {
     pub slices: usize,
     pub rows: Vec<Swap>,
     /// What a daemon restarted on the swaps' data directory, emptied by the last swap,
@@ -225,7 +225,7 @@ pub struct Swaps {
 }
 
 /// A daemon (re)started on a data directory holding `slices` slices.
-pub struct DataNeed {
+pub(crate) struct DataNeed {
     // Part of the record (and of its Debug form), not quoted on the page; it went unflagged
     // while the results lived in the crate root.
     #[allow(dead_code)]
@@ -239,14 +239,14 @@ pub struct DataNeed {
 
 /// How many dry runs got one answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusCount {
+pub(crate) struct StatusCount {
     pub label: String,
     pub count: usize,
     /// The error the first of them stated.
     pub example: Option<String>,
 }
 
-pub struct DryRuns {
+pub(crate) struct DryRuns {
     pub clients: usize,
     pub declared: usize,
     pub body_bytes: usize,
@@ -263,7 +263,7 @@ pub struct DryRuns {
 }
 
 impl DryRuns {
-    pub fn count(&self, wanted: impl Fn(&str) -> bool) -> usize {
+    pub(crate) fn count(&self, wanted: impl Fn(&str) -> bool) -> usize {
         self.statuses
             .iter()
             .filter(|s| wanted(&s.label))
@@ -273,7 +273,7 @@ impl DryRuns {
 }
 
 /// The answers grouped by status, in order of status ("no answer" last).
-pub fn count_statuses(answers: &[Answer]) -> Vec<StatusCount> {
+pub(crate) fn count_statuses(answers: &[Answer]) -> Vec<StatusCount> {
     let mut counts: Vec<StatusCount> = Vec::new();
     let mut sorted: Vec<&Answer> = answers.iter().collect();
     sorted.sort_by_key(|answer| answer.status.unwrap_or(u16::MAX));
@@ -291,7 +291,7 @@ pub fn count_statuses(answers: &[Answer]) -> Vec<StatusCount> {
     counts
 }
 
-pub struct Applies {
+pub(crate) struct Applies {
     pub sizes: Vec<SizeRow>,
     pub swaps: Option<Outcome<Swaps>>,
     /// Sorted by slices, from an empty data directory up.
@@ -302,14 +302,14 @@ pub struct Applies {
 
 impl Applies {
     /// The resident memory of a daemon restarted on `slices` slices, if measured.
-    pub fn need_kib(&self, slices: usize) -> Option<u64> {
+    pub(crate) fn need_kib(&self, slices: usize) -> Option<u64> {
         let needs = self.needs.as_ref().ok()?;
         let (_, need) = needs.iter().find(|(n, _)| *n == slices)?;
         need.as_ref().ok().map(|need| need.rss_kib)
     }
 }
 
-pub fn run(
+pub(crate) fn run(
     binary: &Path,
     tmp: &Path,
     options: &Options,

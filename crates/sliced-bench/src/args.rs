@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use crate::applies;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Part {
+pub(crate) enum Part {
     Reads,
     Writes,
     Flows,
@@ -19,7 +19,7 @@ pub enum Part {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Where to write the report [default: <workspace>/docs/benchmarks.md]
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

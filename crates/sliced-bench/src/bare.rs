@@ -15,7 +15,7 @@ use anyhow::Context;
 
 /// Serves `routes` (request path -> file holding the response body) on `addr` until
 /// SIGINT or SIGTERM.
-pub fn serve(addr: &str, routes: &[(String, PathBuf)]) -> anyhow::Result<()> {
+pub(crate) fn serve(addr: &str, routes: &[(String, PathBuf)]) -> anyhow::Result<()> {
     let mut bodies = HashMap::new();
     for (path, file) in routes {
         let body = std::fs::read(file)
@@ -62,7 +62,7 @@ async fn answer(
 }
 
 /// Parses a `PATH=FILE` route argument.
-pub fn parse_route(text: &str) -> Result<(String, PathBuf), String> {
+pub(crate) fn parse_route(text: &str) -> Result<(String, PathBuf), String> {
     let (path, file) = text
         .split_once('=')
         .ok_or_else(|| format!("expected PATH=FILE, got {text:?}"))?;

@@ -20,7 +20,7 @@ use crate::procs::Server;
 use crate::wrk::{self, WrkResult};
 
 /// One bulk load.
-pub struct Load<'a> {
+pub(crate) struct Load<'a> {
     /// Any URL of the server: the script's requests carry their own paths.
     pub url: &'a str,
     pub connections: usize,
@@ -42,7 +42,7 @@ pub struct Load<'a> {
 /// Runs `load` until `complete` says sliced shows every write; fails unless each write
 /// was answered 201. Returns the time from starting wrk until `complete` held, and
 /// wrk's figures (which include the fillers).
-pub fn run(
+pub(crate) fn run(
     load: &Load<'_>,
     mut complete: impl FnMut() -> anyhow::Result<bool>,
 ) -> anyhow::Result<(Duration, WrkResult)> {
@@ -196,7 +196,7 @@ end
 
 /// Creates slices `<prefix>-<k>`, k zero-padded to `width` digits. Arguments: prefix,
 /// width.
-pub const CREATE_NUMBERED_SLICES_LUA: &str = r#"-- POST /slices, one new name each.
+pub(crate) const CREATE_NUMBERED_SLICES_LUA: &str = r#"-- POST /slices, one new name each.
 function job_init(args)
   name_format = '{"name":"' .. args[4] .. '-%0' .. tonumber(args[5]) .. 'd"}'
 end
@@ -209,7 +209,7 @@ end
 /// Binds MAC addresses in the million-binding layout: request k binds MAC k / slices to
 /// the port of slice k % slices (`million-<s>` with port `0x<s+1>:1`), so that concurrent
 /// requests spread over the slices. Argument: slices.
-pub const BIND_MACS_LUA: &str = r#"-- POST .../mac_addresses, one binding each.
+pub(crate) const BIND_MACS_LUA: &str = r#"-- POST .../mac_addresses, one binding each.
 function job_init(args)
   slices = tonumber(args[4])
 end

@@ -33,7 +33,7 @@ use crate::wire;
 
 /// How a flow-setup run goes.
 #[derive(Debug, Clone)]
-pub struct FlowConfig {
+pub(crate) struct FlowConfig {
     pub controller: SocketAddr,
     pub version: u8,
     pub switches: u64,
@@ -46,7 +46,7 @@ pub struct FlowConfig {
 
 /// What a run measured.
 #[derive(Debug, Clone)]
-pub struct FlowResult {
+pub(crate) struct FlowResult {
     pub elapsed: Duration,
     /// PACKET_INs sent during the measurement.
     // Part of the record (and of its Debug form), not quoted on the page; it went unflagged
@@ -63,11 +63,11 @@ pub struct FlowResult {
 }
 
 impl FlowResult {
-    pub fn answers_per_sec(&self) -> f64 {
+    pub(crate) fn answers_per_sec(&self) -> f64 {
         self.answered as f64 / self.elapsed.as_secs_f64()
     }
 
-    pub fn flow_mods_per_sec(&self) -> f64 {
+    pub(crate) fn flow_mods_per_sec(&self) -> f64 {
         self.flow_mods as f64 / self.elapsed.as_secs_f64()
     }
 }
@@ -132,7 +132,7 @@ struct Switch {
 }
 
 /// Runs one flow-setup measurement on a thread of its own.
-pub fn run(config: &FlowConfig) -> anyhow::Result<FlowResult> {
+pub(crate) fn run(config: &FlowConfig) -> anyhow::Result<FlowResult> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

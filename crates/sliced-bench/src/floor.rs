@@ -16,7 +16,7 @@ use anyhow::Context;
 use openflow::{action::WHOLE_PACKET, port, Action, FlowMod, Match, Message, Version};
 
 /// Accepts switches on `addr` until killed, each served by a thread of its own.
-pub fn serve(addr: &str) -> anyhow::Result<()> {
+pub(crate) fn serve(addr: &str) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
     for stream in listener.incoming() {
         let stream = stream.context("accept")?;

@@ -13,7 +13,7 @@ use crate::plan::{SLICED_FLOW_ARGS, SWITCH_COUNTS};
 use crate::sliced::Sliced;
 use crate::{emulator, round_trips, sliced, wire};
 
-pub struct FlowRow {
+pub(crate) struct FlowRow {
     pub controller: String,
     pub version: u8,
     pub switches: u64,
@@ -21,7 +21,7 @@ pub struct FlowRow {
     pub latency: Outcome<FlowResult>,
 }
 
-pub struct Flows {
+pub(crate) struct Flows {
     pub rows: Vec<FlowRow>,
     /// Controllers that could not be measured at all, with why.
     pub skipped: Vec<(String, String)>,
@@ -33,7 +33,7 @@ pub struct Flows {
 
 impl Flows {
     /// The controllers measured besides sliced, in the order they ran.
-    pub fn peer_names(&self) -> Vec<String> {
+    pub(crate) fn peer_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for row in &self.rows {
             if row.controller != "sliced" && !names.contains(&row.controller) {
@@ -44,7 +44,7 @@ impl Flows {
     }
 
     /// The row of one controller at one version and switch count.
-    pub fn find(&self, controller: &str, version: u8, switches: u64) -> Option<&FlowRow> {
+    pub(crate) fn find(&self, controller: &str, version: u8, switches: u64) -> Option<&FlowRow> {
         self.rows
             .iter()
             .find(|r| r.controller == controller && r.version == version && r.switches == switches)
@@ -52,7 +52,7 @@ impl Flows {
 }
 
 /// Part 3: the emulator against sliced, ovs-testcontroller and the os-ken learning switch.
-pub fn flows(
+pub(crate) fn flows(
     args: &RunArgs,
     binary: &Path,
     tmp: &Path,

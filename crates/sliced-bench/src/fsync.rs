@@ -24,7 +24,7 @@ use crate::stats::Percentiles;
 
 /// How each block is made durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flush {
+pub(crate) enum Flush {
     Fdatasync,
     SyncFileRange,
     /// sled batch + `Db::flush` + fdatasync of its log: sliced's store with nothing around it.
@@ -32,7 +32,7 @@ pub enum Flush {
 }
 
 impl Flush {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Flush::Fdatasync => "fdatasync",
             Flush::SyncFileRange => "sync_file_range",
@@ -43,7 +43,7 @@ impl Flush {
 
 /// What the loop measured.
 #[derive(Debug, Clone)]
-pub struct FsyncResult {
+pub(crate) struct FsyncResult {
     pub flush: Flush,
     pub per_sec: f64,
     /// Latency of one write + flush, in microseconds.
@@ -53,7 +53,7 @@ pub struct FsyncResult {
 
 /// Appends `block` bytes and flushes them, over and over for `duration`, on a new file
 /// in `dir` (the file system the database lives on), then removes the file.
-pub fn measure(
+pub(crate) fn measure(
     dir: &Path,
     flush: Flush,
     duration: Duration,

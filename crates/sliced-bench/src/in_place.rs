@@ -2,14 +2,14 @@
 //! it was: what a run of the apply or table parts alone does.
 
 /// Whether `doc` is a benchmarks page this tool wrote.
-pub fn is_benchmarks_page(doc: &str) -> bool {
+pub(crate) fn is_benchmarks_page(doc: &str) -> bool {
     doc.starts_with("# Benchmarks")
 }
 
 /// `doc` with the section whose heading starts with `heading_number` (`"## 7. "`)
 /// replaced by `section`, or `section` inserted before the heading `next_heading` (at the
 /// end without one).
-pub fn splice(doc: &str, heading_number: &str, next_heading: &str, section: &str) -> String {
+pub(crate) fn splice(doc: &str, heading_number: &str, next_heading: &str, section: &str) -> String {
     let lines: Vec<&str> = doc.split_inclusive('\n').collect();
     let (start, end) = match lines.iter().position(|l| l.starts_with(heading_number)) {
         Some(start) => {

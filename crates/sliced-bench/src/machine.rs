@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// The facts the report starts with.
 #[derive(Debug, Clone)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub nproc: usize,
     pub cpu: String,
     pub memory_mib: u64,
@@ -16,7 +16,7 @@ pub struct Machine {
 }
 
 impl Machine {
-    pub fn describe(tmp: &Path) -> Self {
+    pub(crate) fn describe(tmp: &Path) -> Self {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu = cpuinfo
             .lines()
@@ -66,7 +66,7 @@ fn fs_type(path: &Path) -> String {
 }
 
 /// The 1-minute load average.
-pub fn load_average() -> f64 {
+pub(crate) fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next()?.parse().ok())
@@ -99,7 +99,7 @@ fn read_stat(pid: u32) -> Option<Stat> {
 
 /// The user plus system time a process has used so far, to a clock tick (10 ms on
 /// Linux's usual `USER_HZ`).
-pub fn cpu_time(pid: u32) -> Option<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> Option<Duration> {
     let ticks = read_stat(pid)?.ticks;
     Some(Duration::from_secs_f64(ticks as f64 / ticks_per_sec()))
 }
@@ -128,20 +128,20 @@ fn all_stats() -> HashMap<u32, Stat> {
 /// Measures the CPU used by processes that are neither this one, its ancestors (cargo
 /// run, xtask) nor its descendants (sliced, the peers, wrk, cargo bench): other work on
 /// the machine while the benchmark runs.
-pub struct OtherCpu {
+pub(crate) struct OtherCpu {
     previous: HashMap<u32, u64>,
     at: Instant,
     ticks_per_sec: f64,
 }
 
 /// One reading: cores used by others since the previous one, and the busiest of them.
-pub struct OtherCpuSample {
+pub(crate) struct OtherCpuSample {
     pub cores: f64,
     pub busiest: Vec<(String, f64)>,
 }
 
 impl OtherCpu {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut sampler = Self {
             previous: HashMap::new(),
             at: Instant::now(),
@@ -151,7 +151,7 @@ impl OtherCpu {
         sampler
     }
 
-    pub fn sample(&mut self) -> OtherCpuSample {
+    pub(crate) fn sample(&mut self) -> OtherCpuSample {
         let stats = all_stats();
         let me = std::process::id();
         let mut ours: HashSet<u32> = HashSet::from([me]);

@@ -6,9 +6,9 @@ use std::path::Path;
 use crate::procs::Server;
 
 /// A measurement that may not have happened; the reason goes into the report.
-pub type Outcome<T> = Result<T, String>;
+pub(crate) type Outcome<T> = Result<T, String>;
 
-pub fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
+pub(crate) fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
     result.map_err(|err| {
         let text = format!("{err:#}");
         eprintln!("sliced-bench: {what} not measured: {text}");
@@ -16,7 +16,7 @@ pub fn outcome<T>(result: anyhow::Result<T>, what: &str) -> Outcome<T> {
     })
 }
 
-pub fn record_peak(
+pub(crate) fn record_peak(
     memory: &mut Vec<(String, String, u64)>,
     run: &str,
     name: &str,
@@ -28,7 +28,7 @@ pub fn record_peak(
     }
 }
 
-pub fn dir_size(path: &Path) -> u64 {
+pub(crate) fn dir_size(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {
         return 0;
     };

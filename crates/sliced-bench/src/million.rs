@@ -32,15 +32,15 @@ use crate::wire::{self, FlowMod};
 use crate::wrk::{self, Load, WrkResult};
 
 /// Concurrent keep-alive clients of the bulk load.
-pub const CLIENTS: usize = 64;
+pub(crate) const CLIENTS: usize = 64;
 /// The issue's goals at a million bindings.
-pub const RESTART_GOAL: Duration = Duration::from_secs(3);
-pub const RSS_GOAL_KIB: u64 = 1024 * 1024;
-pub const CHANGE_GOAL: Duration = Duration::from_millis(10);
+pub(crate) const RESTART_GOAL: Duration = Duration::from_secs(3);
+pub(crate) const RSS_GOAL_KIB: u64 = 1024 * 1024;
+pub(crate) const CHANGE_GOAL: Duration = Duration::from_millis(10);
 /// Delete, re-add cycles of the change test.
-pub const CHANGE_CYCLES: usize = 50;
+pub(crate) const CHANGE_CYCLES: usize = 50;
 /// The emulated switch of the change test; its dpid is outside the bulk ports' range.
-pub const CHANGE_DPID: u64 = 0xbe_0001;
+pub(crate) const CHANGE_DPID: u64 = 0xbe_0001;
 /// The slice that holds the change test's hosts.
 const CHANGE_SLICE: usize = 0;
 /// The slowest bulk load waited for before giving up, in bindings per second.
@@ -50,15 +50,15 @@ const STEP_LIMIT: Duration = Duration::from_secs(5);
 /// How long the controller must stay silent before the switch counts as settled.
 const QUIET: Duration = Duration::from_millis(300);
 
-pub fn slice_name(index: usize) -> String {
+pub(crate) fn slice_name(index: usize) -> String {
     format!("million-{index:05}")
 }
 
-pub fn port_name(slice: usize) -> String {
+pub(crate) fn port_name(slice: usize) -> String {
     format!("{:#x}:1", slice + 1)
 }
 
-pub fn bulk_mac(slice: usize, mac: usize) -> String {
+pub(crate) fn bulk_mac(slice: usize, mac: usize) -> String {
     let (s, m) = (slice as u16, mac as u16);
     format!(
         "02:01:{:02x}:{:02x}:{:02x}:{:02x}",
@@ -71,7 +71,7 @@ pub fn bulk_mac(slice: usize, mac: usize) -> String {
 
 /// The median, 99th percentile and maximum of a set of timings, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
+pub(crate) struct Spread {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
@@ -79,7 +79,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    pub fn of(samples: &[Duration]) -> Self {
+    pub(crate) fn of(samples: &[Duration]) -> Self {
         let p = crate::stats::Percentiles::of_durations(samples);
         let max = samples.iter().max().copied().unwrap_or_default();
         Self {
@@ -92,20 +92,20 @@ impl Spread {
 }
 
 /// The change test's timings, each from sending the REST request.
-pub struct Change {
+pub(crate) struct Change {
     pub delete_answer: Spread,
     pub delete_flow_mod: Spread,
     pub add_answer: Spread,
     pub add_flow_mod: Spread,
 }
 
-pub struct PointRead {
+pub(crate) struct PointRead {
     pub endpoint: String,
     pub body_bytes: usize,
     pub result: WrkResult,
 }
 
-pub struct Million {
+pub(crate) struct Million {
     pub slices: usize,
     pub macs: usize,
     pub create_slices: Duration,
@@ -136,12 +136,12 @@ pub struct Million {
 }
 
 impl Million {
-    pub fn bindings(&self) -> usize {
+    pub(crate) fn bindings(&self) -> usize {
         self.slices * self.macs
     }
 
     /// One line of the figures, for the log of a run.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let change = match &self.change {
             Ok(c) => format!(
                 "delete -> FLOW_MOD p50 {:.2} p99 {:.2} max {:.2} ms (answer p50 {:.2} ms), \
@@ -184,7 +184,7 @@ impl Million {
 }
 
 /// Runs the part on a fresh sliced in `tmp/million`.
-pub fn run(
+pub(crate) fn run(
     binary: &Path,
     tmp: &Path,
     slices: usize,
@@ -394,7 +394,7 @@ fn index_memory(slices: usize, macs: usize) -> anyhow::Result<u64> {
 /// The `membership-index` subcommand: builds a [`slice_core::Membership`] with the bulk
 /// layout, the way the controller builds it from the store, and prints the growth of
 /// this process's resident memory in KiB and the bindings it holds.
-pub fn print_index_memory(slices: usize, macs: usize) -> anyhow::Result<()> {
+pub(crate) fn print_index_memory(slices: usize, macs: usize) -> anyhow::Result<()> {
     use slice_core::{MacAddress, Membership, PortId, SliceName};
     let pid = std::process::id();
     let before = crate::procs::proc_status_kib(pid, "VmRSS")?;

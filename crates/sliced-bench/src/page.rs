@@ -9,7 +9,7 @@ use crate::wire;
 
 /// When and how a run was made, and what else ran meanwhile: what a section quotes
 /// besides its own figures.
-pub struct Stamp<'a> {
+pub(crate) struct Stamp<'a> {
     pub started: &'a str,
     pub args: &'a [String],
     pub other_work: &'a [OtherWork],
@@ -114,7 +114,7 @@ pub(crate) fn display_args(args: &[String]) -> String {
 }
 
 /// An OpenFlow version as the page writes it.
-pub fn version_text(version: u8) -> &'static str {
+pub(crate) fn version_text(version: u8) -> &'static str {
     match version {
         wire::OFP10 => "1.0",
         wire::OFP13 => "1.3",

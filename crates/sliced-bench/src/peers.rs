@@ -12,18 +12,18 @@ use crate::procs::{self, Server};
 use crate::wire;
 
 /// The os-ken app, kept as a data file of this crate.
-pub const LEARNING_SWITCH_PY: &str = include_str!("../peers/learning_switch.py");
+pub(crate) const LEARNING_SWITCH_PY: &str = include_str!("../peers/learning_switch.py");
 
 /// A controller the emulator can measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peer {
+pub(crate) enum Peer {
     OvsTestController,
     OsKen,
     Floor,
 }
 
 impl Peer {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Peer::OvsTestController => "ovs-testcontroller",
             Peer::OsKen => "os-ken learning switch",
@@ -32,7 +32,7 @@ impl Peer {
     }
 
     /// The OpenFlow versions it is measured with.
-    pub fn versions(self) -> &'static [u8] {
+    pub(crate) fn versions(self) -> &'static [u8] {
         match self {
             Peer::OvsTestController => &[wire::OFP13, wire::OFP10],
             // The app declares OpenFlow 1.3 only.
@@ -42,7 +42,7 @@ impl Peer {
     }
 
     /// The most switches it serves at once, with where that limit comes from.
-    pub fn max_switches(self) -> Option<(u64, &'static str)> {
+    pub(crate) fn max_switches(self) -> Option<(u64, &'static str)> {
         match self {
             // utilities/ovs-testcontroller.c: `#define MAX_SWITCHES 16`; it stops
             // accepting connections at that count.
@@ -55,7 +55,7 @@ impl Peer {
     }
 
     /// Starts the peer on a free loopback port and waits until it listens.
-    pub fn start(self, dir: &Path) -> anyhow::Result<(Server, SocketAddr)> {
+    pub(crate) fn start(self, dir: &Path) -> anyhow::Result<(Server, SocketAddr)> {
         std::fs::create_dir_all(dir)?;
         let addr = procs::free_addr()?;
         let (mut server, limit) = match self {
@@ -113,7 +113,7 @@ impl Peer {
 
 /// The programs the whole run needs, with the package that provides each; an error that
 /// names every missing one.
-pub fn check_prerequisites(need_peers: bool, need_wrk: bool) -> anyhow::Result<()> {
+pub(crate) fn check_prerequisites(need_peers: bool, need_wrk: bool) -> anyhow::Result<()> {
     let mut wanted = Vec::new();
     if need_wrk {
         wanted.push(("wrk", "apt-get install -y wrk"));

@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 /// The REST connection count of the read runs.
-pub const READ_CONNECTIONS: usize = 64;
+pub(crate) const READ_CONNECTIONS: usize = 64;
 /// Concurrent clients of the durable-write runs.
-pub const WRITE_CLIENTS: [usize; 3] = [1, 16, 64];
+pub(crate) const WRITE_CLIENTS: [usize; 3] = [1, 16, 64];
 /// Emulated switch counts of the flow-setup runs.
-pub const SWITCH_COUNTS: [u64; 3] = [1, 16, 64];
+pub(crate) const SWITCH_COUNTS: [u64; 3] = [1, 16, 64];
 
 /// sliced's flags for the flow-setup runs (see `flows`); the report quotes them.
-pub const SLICED_FLOW_ARGS: [&str; 8] = [
+pub(crate) const SLICED_FLOW_ARGS: [&str; 8] = [
     "--lldp-interval-ms",
     "60000",
     "--packet-in-rate",
@@ -22,20 +22,20 @@ pub const SLICED_FLOW_ARGS: [&str; 8] = [
     "100000000",
 ];
 /// How long each raw flush loop runs.
-pub const RAW_FLUSH_TIME: Duration = Duration::from_secs(2);
+pub(crate) const RAW_FLUSH_TIME: Duration = Duration::from_secs(2);
 /// Concurrent REST clients that create the scale test's slices.
-pub const SCALE_CLIENTS: usize = 64;
+pub(crate) const SCALE_CLIENTS: usize = 64;
 /// Digits of the scale test's slice numbers (`scale-00000`).
-pub const SCALE_NAME_WIDTH: usize = 5;
+pub(crate) const SCALE_NAME_WIDTH: usize = 5;
 
 /// The parts as the report and the other-work watcher name them.
-pub const PART_REST: &str = "REST reads and writes";
-pub const PART_FLOWS: &str = "flow setup";
-pub const PART_SCALE: &str = "scale";
-pub const PART_MILLION: &str = "a million bindings";
-pub const PART_ROUTING: &str = "routing (criterion)";
+pub(crate) const PART_REST: &str = "REST reads and writes";
+pub(crate) const PART_FLOWS: &str = "flow setup";
+pub(crate) const PART_SCALE: &str = "scale";
+pub(crate) const PART_MILLION: &str = "a million bindings";
+pub(crate) const PART_ROUTING: &str = "routing (criterion)";
 
 /// A benchmark slice's name: `prefix` and `index` in `width` digits (`scale-00000`).
-pub fn slice_name(prefix: &str, index: usize, width: usize) -> String {
+pub(crate) fn slice_name(prefix: &str, index: usize, width: usize) -> String {
     format!("{prefix}-{index:0width$}")
 }

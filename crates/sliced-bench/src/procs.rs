@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 /// A server process that is stopped (SIGTERM, then SIGKILL) when dropped.
-pub struct Server {
+pub(crate) struct Server {
     name: String,
     child: Child,
     log: PathBuf,
@@ -17,7 +17,7 @@ pub struct Server {
 
 impl Server {
     /// Starts `command` with its stdout and stderr going to `log`.
-    pub fn spawn(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn spawn(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
         let out = std::fs::File::create(log)
             .with_context(|| format!("cannot create the log {}", log.display()))?;
         let err = out.try_clone()?;
@@ -27,7 +27,7 @@ impl Server {
 
     /// [`Server::spawn`] for a command whose output the caller has already directed
     /// to `log`.
-    pub fn spawn_command(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn spawn_command(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {name} ({command:?})"))?;
@@ -39,12 +39,12 @@ impl Server {
     }
 
     /// Whether the process has ended.
-    pub fn exited(&mut self) -> anyhow::Result<bool> {
+    pub(crate) fn exited(&mut self) -> anyhow::Result<bool> {
         Ok(self.child.try_wait()?.is_some())
     }
 
     /// Sends SIGINT (wrk's "stop and report") and waits; SIGKILL after `limit`.
-    pub fn interrupt_and_wait(&mut self, limit: Duration) -> anyhow::Result<ExitStatus> {
+    pub(crate) fn interrupt_and_wait(&mut self, limit: Duration) -> anyhow::Result<ExitStatus> {
         if let Some(status) = self.child.try_wait()? {
             return Ok(status);
         }
@@ -71,12 +71,12 @@ impl Server {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Waits until `addr` accepts TCP connections; fails if the process exits first.
-    pub fn wait_for_port(&mut self, addr: SocketAddr, limit: Duration) -> anyhow::Result<()> {
+    pub(crate) fn wait_for_port(&mut self, addr: SocketAddr, limit: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait()? {
@@ -104,17 +104,17 @@ impl Server {
     }
 
     /// Peak resident set size so far (VmHWM), in KiB.
-    pub fn peak_rss_kib(&self) -> anyhow::Result<u64> {
+    pub(crate) fn peak_rss_kib(&self) -> anyhow::Result<u64> {
         proc_status_kib(self.pid(), "VmHWM")
     }
 
     /// Current resident set size (VmRSS), in KiB.
-    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+    pub(crate) fn rss_kib(&self) -> anyhow::Result<u64> {
         proc_status_kib(self.pid(), "VmRSS")
     }
 
     /// Asks the process to stop (SIGTERM) and waits for it; SIGKILL after 10 s.
-    pub fn stop(mut self) -> anyhow::Result<ExitStatus> {
+    pub(crate) fn stop(mut self) -> anyhow::Result<ExitStatus> {
         self.terminate()
     }
 
@@ -149,14 +149,14 @@ impl Drop for Server {
 }
 
 /// The last lines of a log, for error messages.
-pub fn tail(log: &Path) -> String {
+pub(crate) fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// A field of /proc/<pid>/status given in kB.
-pub fn proc_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+pub(crate) fn proc_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
     parse_status_kib(&status, field).with_context(|| format!("no {field} in {path}"))
@@ -170,13 +170,13 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
 }
 
 /// A loopback address with a port that was free a moment ago.
-pub fn free_addr() -> anyhow::Result<SocketAddr> {
+pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
     Ok(listener.local_addr()?)
 }
 
 /// Runs a command to completion and returns its stdout; fails with its stderr.
-pub fn output(command: &mut Command) -> anyhow::Result<String> {
+pub(crate) fn output(command: &mut Command) -> anyhow::Result<String> {
     let output = command
         .stdin(Stdio::null())
         .output()
@@ -193,7 +193,7 @@ pub fn output(command: &mut Command) -> anyhow::Result<String> {
 }
 
 /// Is `program` on the PATH?
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| {
             let candidate = dir.join(program);

@@ -21,7 +21,7 @@ use crate::wrk::{self, Load, WrkResult};
 
 /// One wrk run against one server.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Run {
+pub(crate) struct Run {
     pub wrk: WrkResult,
     /// The server process's user and system time during the run, divided by the
     /// requests answered; `None` when /proc could not be read.
@@ -30,18 +30,18 @@ pub struct Run {
 
 /// One server's runs of one endpoint, in round order; never empty.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Runs(Vec<Run>);
+pub(crate) struct Runs(Vec<Run>);
 
 impl Runs {
     /// The run with the median request rate (the upper median for an even count).
-    pub fn median(&self) -> &Run {
+    pub(crate) fn median(&self) -> &Run {
         let mut order: Vec<&Run> = self.0.iter().collect();
         order.sort_by(|a, b| a.wrk.requests_per_sec.total_cmp(&b.wrk.requests_per_sec));
         order[order.len() / 2]
     }
 
     /// The median of the runs' CPU time per request, if every run has one.
-    pub fn median_cpu_per_request(&self) -> Option<Duration> {
+    pub(crate) fn median_cpu_per_request(&self) -> Option<Duration> {
         let mut cpu = self
             .0
             .iter()
@@ -51,14 +51,14 @@ impl Runs {
         cpu.get(cpu.len() / 2).copied()
     }
 
-    pub fn runs(&self) -> &[Run] {
+    pub(crate) fn runs(&self) -> &[Run] {
         &self.0
     }
 }
 
 /// Both servers' runs of one endpoint.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReadRow {
+pub(crate) struct ReadRow {
     pub endpoint: String,
     pub body_bytes: usize,
     pub sliced: Runs,
@@ -67,7 +67,7 @@ pub struct ReadRow {
 
 impl ReadRow {
     /// The median of the rounds' ratios (the upper median for an even count).
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         let mut ratios = self.each_round();
         ratios.sort_by(f64::total_cmp);
         ratios[ratios.len() / 2]
@@ -75,7 +75,7 @@ impl ReadRow {
 
     /// The lowest and highest ratio of a single round: how far one round alone could be
     /// trusted.
-    pub fn round_ratios(&self) -> (f64, f64) {
+    pub(crate) fn round_ratios(&self) -> (f64, f64) {
         self.each_round()
             .into_iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), r| {
@@ -96,13 +96,13 @@ impl ReadRow {
 }
 
 /// A server under load: where to send requests and which process to charge.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub base: &'a str,
     pub pid: u32,
 }
 
 /// How the rounds run.
-pub struct Rounds {
+pub(crate) struct Rounds {
     pub rounds: usize,
     pub connections: usize,
     pub duration: Duration,
@@ -110,7 +110,7 @@ pub struct Rounds {
 
 /// Runs `rounds` rounds of `endpoint` against both servers; in even rounds sliced goes
 /// first, in odd rounds the bare server does.
-pub fn measure(
+pub(crate) fn measure(
     endpoint: &str,
     body_bytes: usize,
     sliced: &Target<'_>,

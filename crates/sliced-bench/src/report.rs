@@ -12,9 +12,9 @@ mod rest;
 mod scale;
 
 /// The commands xtask and people run.
-pub const RUN_COMMAND: &str = "cargo run --release -p sliced-bench";
+pub(crate) const RUN_COMMAND: &str = "cargo run --release -p sliced-bench";
 
-pub fn render(results: &Results) -> String {
+pub(crate) fn render(results: &Results) -> String {
     let mut doc = String::new();
     header::header(&mut doc, results);
     header::headlines(&mut doc, results);

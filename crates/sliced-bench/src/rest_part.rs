@@ -15,7 +15,7 @@ use crate::sliced::Sliced;
 use crate::wrk::{Load, WrkResult};
 use crate::{fsync, procs, reads, sliced, wrk};
 
-pub struct Reads {
+pub(crate) struct Reads {
     pub slices: usize,
     /// Rounds per endpoint, and the length of each wrk run in them.
     pub rounds: usize,
@@ -26,7 +26,7 @@ pub struct Reads {
     pub access_log_lines: usize,
 }
 
-pub struct Writes {
+pub(crate) struct Writes {
     /// The raw flush loops, measured before and after the sliced runs.
     pub fdatasync: [FsyncResult; 2],
     pub sync_file_range: [FsyncResult; 2],
@@ -39,7 +39,7 @@ pub struct Writes {
 
 impl Writes {
     /// The store's commits during the run with `clients` clients.
-    pub fn commits_of(&self, clients: usize) -> Option<&sliced::Commits> {
+    pub(crate) fn commits_of(&self, clients: usize) -> Option<&sliced::Commits> {
         self.commits
             .iter()
             .find(|(c, _)| *c == clients)
@@ -47,23 +47,23 @@ impl Writes {
     }
 
     /// The raw fdatasync rate: the mean of the loops before and after.
-    pub fn fdatasync_per_sec(&self) -> f64 {
+    pub(crate) fn fdatasync_per_sec(&self) -> f64 {
         (self.fdatasync[0].per_sec + self.fdatasync[1].per_sec) / 2.0
     }
 
     /// sled's own commit rate: the mean of the loops before and after.
-    pub fn sled_commit_per_sec(&self) -> f64 {
+    pub(crate) fn sled_commit_per_sec(&self) -> f64 {
         (self.sled_commit[0].per_sec + self.sled_commit[1].per_sec) / 2.0
     }
 
-    pub fn sync_file_range_per_sec(&self) -> f64 {
+    pub(crate) fn sync_file_range_per_sec(&self) -> f64 {
         (self.sync_file_range[0].per_sec + self.sync_file_range[1].per_sec) / 2.0
     }
 }
 
 /// Parts 1 and 2 on one sliced: reads with `--slices` slices against the bare server,
 /// then durable writes against raw fdatasync.
-pub fn rest(
+pub(crate) fn rest(
     args: &RunArgs,
     binary: &Path,
     tmp: &Path,

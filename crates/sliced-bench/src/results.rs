@@ -10,7 +10,7 @@ use crate::watcher::OtherWork;
 use crate::{applies, machine, million, page, routing, tables};
 
 /// Everything one run measured.
-pub struct Results {
+pub(crate) struct Results {
     pub machine: machine::Machine,
     pub args: Vec<String>,
     pub started: String,
@@ -37,7 +37,7 @@ pub struct Results {
 
 impl Results {
     /// What a section quotes of the run besides its own figures.
-    pub fn stamp(&self) -> page::Stamp<'_> {
+    pub(crate) fn stamp(&self) -> page::Stamp<'_> {
         page::Stamp {
             started: &self.started,
             args: &self.args,

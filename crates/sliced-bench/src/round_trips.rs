@@ -14,14 +14,14 @@ use std::time::Duration;
 use crate::emulator::{self, FlowConfig};
 
 /// A controller in the rounds: its name, where it listens, the versions it speaks.
-pub struct Contender<'a> {
+pub(crate) struct Contender<'a> {
     pub name: &'a str,
     pub addr: SocketAddr,
     pub versions: &'a [u8],
 }
 
 /// How the rounds run.
-pub struct Rounds {
+pub(crate) struct Rounds {
     pub rounds: usize,
     pub hosts: u16,
     pub duration: Duration,
@@ -29,7 +29,7 @@ pub struct Rounds {
 
 /// One version's rounds: each controller's p50 round trip (µs) per round, in round order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RoundTripRow {
+pub(crate) struct RoundTripRow {
     pub version: u8,
     /// The first is sliced; the others are its peers.
     pub controllers: Vec<(String, Vec<f64>)>,
@@ -44,13 +44,13 @@ impl RoundTripRow {
     }
 
     /// The median of `controller`'s rounds.
-    pub fn median(&self, controller: &str) -> Option<f64> {
+    pub(crate) fn median(&self, controller: &str) -> Option<f64> {
         median(self.p50s(controller)?.to_vec())
     }
 
     /// The median of the rounds' ratios of `ours` over `theirs`, and the lowest and
     /// highest of them.
-    pub fn ratio(&self, ours: &str, theirs: &str) -> Option<(f64, f64, f64)> {
+    pub(crate) fn ratio(&self, ours: &str, theirs: &str) -> Option<(f64, f64, f64)> {
         let ratios: Vec<f64> = self
             .p50s(ours)?
             .iter()
@@ -71,7 +71,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 
 /// Runs the rounds, for each version the first contender speaks, with every contender
 /// that speaks it.
-pub fn measure(contenders: &[Contender<'_>], rounds: &Rounds) -> anyhow::Result<Vec<RoundTripRow>> {
+pub(crate) fn measure(contenders: &[Contender<'_>], rounds: &Rounds) -> anyhow::Result<Vec<RoundTripRow>> {
     let Some(first) = contenders.first() else {
         return Ok(Vec::new());
     };

@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::procs;
 
-pub const GRAPHS: [&str; 2] = ["fat_tree_k16", "random_1000"];
-pub const BENCHES: [&str; 4] = [
+pub(crate) const GRAPHS: [&str; 2] = ["fat_tree_k16", "random_1000"];
+pub(crate) const BENCHES: [&str; 4] = [
     "shortest_path",
     "route",
     "link_failure_withdraw",
@@ -18,7 +18,7 @@ pub const BENCHES: [&str; 4] = [
 
 /// One criterion estimate, in nanoseconds.
 #[derive(Debug, Clone)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     pub graph: String,
     pub bench: String,
     pub median_ns: f64,
@@ -31,7 +31,7 @@ pub struct Estimate {
 }
 
 #[derive(Debug, Clone)]
-pub struct RoutingResult {
+pub(crate) struct RoutingResult {
     pub estimates: Vec<Estimate>,
     /// The `routing-info:` lines the bench printed, without the prefix.
     pub info: Vec<String>,
@@ -39,7 +39,7 @@ pub struct RoutingResult {
 
 impl RoutingResult {
     /// A field (`key=value`) of the bench's info line about `graph`.
-    pub fn info_field(&self, graph: &str, field: &str) -> Option<String> {
+    pub(crate) fn info_field(&self, graph: &str, field: &str) -> Option<String> {
         let line = self.info.iter().find(|l| l.starts_with(graph))?;
         line.split_whitespace().find_map(|word| {
             let (key, value) = word.split_once('=')?;
@@ -48,10 +48,10 @@ impl RoutingResult {
     }
 }
 
-pub const COMMAND: &str = "cargo bench -p slice-controller --bench routing -- --noplot";
+pub(crate) const COMMAND: &str = "cargo bench -p slice-controller --bench routing -- --noplot";
 
 /// Runs the bench and reads its estimates.
-pub fn run(workspace: &Path) -> anyhow::Result<RoutingResult> {
+pub(crate) fn run(workspace: &Path) -> anyhow::Result<RoutingResult> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("sliced-bench: {COMMAND}");
     let stdout = procs::output(

@@ -17,7 +17,7 @@ use crate::scale::scale;
 use crate::watcher::Watcher;
 use crate::{applies, machine, million, peers, procs, report, routing, sliced, tables};
 
-pub fn run(args: &RunArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let parts: Vec<Part> = if args.only.is_empty() {
         Part::value_variants().to_vec()

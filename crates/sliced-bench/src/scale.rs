@@ -13,7 +13,7 @@ use crate::sliced::Sliced;
 use crate::wrk::{Load, WrkResult};
 use crate::{bulk, sliced, wrk};
 
-pub struct Scale {
+pub(crate) struct Scale {
     pub slices: usize,
     /// From spawning sliced on an empty database until it serves.
     pub empty_start: Duration,
@@ -30,7 +30,7 @@ pub struct Scale {
 }
 
 /// Part 4: 65,536 slices through the REST API, reading one back, listing all, restarting.
-pub fn scale(
+pub(crate) fn scale(
     args: &RunArgs,
     binary: &Path,
     tmp: &Path,

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use crate::procs::{self, Server};
 
 /// Builds `sliced` in release mode and returns the path of the binary.
-pub fn build(workspace: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn build(workspace: &Path) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("sliced-bench: cargo build --release --bin sliced");
     let stdout = procs::output(
@@ -34,7 +34,7 @@ fn artifact_path(messages: &str, name: &str) -> Option<PathBuf> {
 }
 
 /// A running sliced on a data directory of its own, on loopback ports.
-pub struct Sliced {
+pub(crate) struct Sliced {
     pub server: Server,
     /// Where its stdout and stderr go.
     pub log: PathBuf,
@@ -44,12 +44,12 @@ pub struct Sliced {
 
 impl Sliced {
     /// Starts sliced on `dir` (created fresh) and waits until its REST API answers.
-    pub fn start(binary: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
+    pub(crate) fn start(binary: &Path, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
         Self::start_within(binary, dir, extra, Duration::from_secs(30))
     }
 
     /// [`Sliced::start`], giving up when it does not serve within `limit`.
-    pub fn start_within(
+    pub(crate) fn start_within(
         binary: &Path,
         dir: &Path,
         extra: &[&str],
@@ -102,11 +102,11 @@ fn agent() -> ureq::Agent {
 }
 
 /// GET a path; the body of a 200.
-pub fn get(base: &str, path: &str) -> anyhow::Result<String> {
+pub(crate) fn get(base: &str, path: &str) -> anyhow::Result<String> {
     get_with(&agent(), base, path)
 }
 
-pub fn get_with(agent: &ureq::Agent, base: &str, path: &str) -> anyhow::Result<String> {
+pub(crate) fn get_with(agent: &ureq::Agent, base: &str, path: &str) -> anyhow::Result<String> {
     let response = agent
         .get(&format!("{base}{path}"))
         .call()
@@ -115,7 +115,7 @@ pub fn get_with(agent: &ureq::Agent, base: &str, path: &str) -> anyhow::Result<S
 }
 
 /// POST a JSON body and expect 201.
-pub fn post(agent: &ureq::Agent, base: &str, path: &str, body: &str) -> anyhow::Result<()> {
+pub(crate) fn post(agent: &ureq::Agent, base: &str, path: &str, body: &str) -> anyhow::Result<()> {
     let response = agent
         .post(&format!("{base}{path}"))
         .set("Content-Type", "application/json")
@@ -132,13 +132,13 @@ pub fn post(agent: &ureq::Agent, base: &str, path: &str, body: &str) -> anyhow::
 }
 
 /// Creates slice `name`.
-pub fn create_slice(agent: &ureq::Agent, base: &str, name: &str) -> anyhow::Result<()> {
+pub(crate) fn create_slice(agent: &ureq::Agent, base: &str, name: &str) -> anyhow::Result<()> {
     post(agent, base, "/slices", &format!(r#"{{"name":"{name}"}}"#))
 }
 
 /// Adds MAC address `mac` to port `port` (`0x<dpid>:<port_no>`) of `slice`, creating the
 /// port when needed.
-pub fn add_mac(
+pub(crate) fn add_mac(
     agent: &ureq::Agent,
     base: &str,
     slice: &str,
@@ -163,14 +163,14 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 
 /// Entries of the controller's membership index, from `GET /metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IndexEntries {
+pub(crate) struct IndexEntries {
     pub slices: u64,
     pub bound_ports: u64,
     pub bound_macs: u64,
 }
 
 impl IndexEntries {
-    pub fn read(base: &str) -> anyhow::Result<Self> {
+    pub(crate) fn read(base: &str) -> anyhow::Result<Self> {
         let text = get(base, "/metrics")?;
         Self::parse(&text).context("GET /metrics has no sliced_slices or sliced_bound_* gauges")
     }
@@ -188,7 +188,7 @@ impl IndexEntries {
 
 /// The store's group commits so far, from sliced's own histograms in `GET /metrics`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Commits {
+pub(crate) struct Commits {
     /// Group commits (rounds of the writer thread).
     pub rounds: f64,
     /// Writes those rounds made durable.
@@ -198,7 +198,7 @@ pub struct Commits {
 }
 
 impl Commits {
-    pub fn read(base: &str) -> anyhow::Result<Self> {
+    pub(crate) fn read(base: &str) -> anyhow::Result<Self> {
         let text = get(base, "/metrics")?;
         Self::parse(&text).context("GET /metrics has no sliced_store_commit_* histograms")
     }
@@ -212,7 +212,7 @@ impl Commits {
     }
 
     /// The commits between `self` and a later reading.
-    pub fn until(&self, later: &Commits) -> Commits {
+    pub(crate) fn until(&self, later: &Commits) -> Commits {
         Commits {
             rounds: later.rounds - self.rounds,
             writes: later.writes - self.writes,
@@ -221,19 +221,19 @@ impl Commits {
     }
 
     /// The mean time of one round, in microseconds.
-    pub fn mean_round_us(&self) -> f64 {
+    pub(crate) fn mean_round_us(&self) -> f64 {
         1e6 * self.seconds / self.rounds
     }
 
     /// The mean writes per round.
-    pub fn writes_per_round(&self) -> f64 {
+    pub(crate) fn writes_per_round(&self) -> f64 {
         self.writes / self.rounds
     }
 }
 
 /// Runs `jobs` over `clients` threads, each with its own keep-alive connection; returns
 /// the wall time. Job i goes to thread i % clients, in order.
-pub fn parallel<J>(
+pub(crate) fn parallel<J>(
     base: &str,
     jobs: Vec<J>,
     clients: usize,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// The median and the 99th percentile of a set of samples, in the samples' unit.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     pub p50: f64,
     pub p99: f64,
     pub count: usize,
@@ -12,7 +12,7 @@ pub struct Percentiles {
 
 impl Percentiles {
     /// Nearest-rank percentiles; sorts `samples`. All zero for no samples.
-    pub fn of_micros(samples: &mut [u32]) -> Self {
+    pub(crate) fn of_micros(samples: &mut [u32]) -> Self {
         if samples.is_empty() {
             return Self::default();
         }
@@ -28,7 +28,7 @@ impl Percentiles {
         }
     }
 
-    pub fn of_durations(samples: &[Duration]) -> Self {
+    pub(crate) fn of_durations(samples: &[Duration]) -> Self {
         let mut micros: Vec<u32> = samples
             .iter()
             .map(|d| d.as_micros().min(u128::from(u32::MAX)) as u32)

@@ -27,7 +27,7 @@ use crate::page::{display_args, disturbed, ms, not_measured, thousands, Stamp};
 use crate::stats::Percentiles;
 
 /// The part as the report and the other-work watcher name it.
-pub const PART: &str = "flow tables against hosts";
+pub(crate) const PART: &str = "flow tables against hosts";
 /// This part's heading; `--only tables` rewrites the section under it in place.
 const HEADING: &str = "## 8. Flow tables against hosts";
 /// What a heading of this section starts with, whatever its title became.
@@ -36,7 +36,7 @@ const HEADING_NUMBER: &str = "## 8. ";
 const NEXT_HEADING: &str = "## Method notes";
 
 /// The trees measured: 10, 100 and 1,000 hosts (the middle one is the lab's Mininet tree).
-pub const TREES: [Tree; 3] = [
+pub(crate) const TREES: [Tree; 3] = [
     Tree {
         leaves: 2,
         hosts_per_leaf: 5,
@@ -51,7 +51,7 @@ pub const TREES: [Tree; 3] = [
     },
 ];
 /// The hosts are bound in one slice, then spread over this many.
-pub const SPREAD_SLICES: usize = 10;
+pub(crate) const SPREAD_SLICES: usize = 10;
 /// Spreading needs this many hosts: 10 hosts in 10 slices would talk to nobody.
 const SPREAD_FROM_HOSTS: usize = 100;
 
@@ -73,13 +73,13 @@ const BROADCAST: MacAddress = MacAddress::new([0xff; 6]);
 /// A root switch cabled to `leaves` leaf switches (root port i+1 to leaf i's port 1),
 /// `hosts_per_leaf` hosts on each leaf (ports 2 on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tree {
+pub(crate) struct Tree {
     pub leaves: u32,
     pub hosts_per_leaf: u32,
 }
 
 impl Tree {
-    pub fn hosts(&self) -> usize {
+    pub(crate) fn hosts(&self) -> usize {
         self.leaves as usize * self.hosts_per_leaf as usize
     }
 
@@ -289,7 +289,7 @@ impl Tally {
 
 /// The entries the switches hold, the table-miss flow included.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TableSizes {
+pub(crate) struct TableSizes {
     pub root: usize,
     pub largest_leaf: usize,
     /// Over every switch.
@@ -298,7 +298,7 @@ pub struct TableSizes {
 
 /// The pipeline, written once every table was read back.
 #[derive(Debug, Clone)]
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     pub sizes: TableSizes,
     /// The FLOW_MODs that wrote it, over every switch.
     pub flow_mods: usize,
@@ -308,7 +308,7 @@ pub struct Pipeline {
 
 /// Per-pair flows once every pair that shares a slice has sent its first packet.
 #[derive(Debug, Clone)]
-pub struct PerPair {
+pub(crate) struct PerPair {
     pub sizes: TableSizes,
     /// Ordered pairs that talked.
     pub pairs: usize,
@@ -326,19 +326,19 @@ pub struct PerPair {
     pub elapsed: Duration,
 }
 
-pub struct Row {
+pub(crate) struct Row {
     pub tree: Tree,
     pub slices: usize,
     pub pipeline: Outcome<Pipeline>,
     pub per_pair: Outcome<PerPair>,
 }
 
-pub struct Tables {
+pub(crate) struct Tables {
     pub rows: Vec<Row>,
     pub elapsed: Duration,
 }
 
-pub fn run() -> anyhow::Result<Tables> {
+pub(crate) fn run() -> anyhow::Result<Tables> {
     let started = Instant::now();
     let mut rows = Vec::new();
     for slices in [1, SPREAD_SLICES] {
@@ -479,7 +479,7 @@ fn per_pair(tree: &Tree, slices: usize) -> anyhow::Result<PerPair> {
 
 /// docs/benchmarks.md with this part's section written in place of the one there (or
 /// before the method notes), the rest untouched; none when `doc` is not a benchmarks page.
-pub fn in_place(doc: &str, tables: &Outcome<Tables>, stamp: &Stamp) -> Option<String> {
+pub(crate) fn in_place(doc: &str, tables: &Outcome<Tables>, stamp: &Stamp) -> Option<String> {
     if !crate::in_place::is_benchmarks_page(doc) {
         return None;
     }
@@ -549,7 +549,7 @@ fn cell_text(why: &str) -> String {
 }
 
 /// The part's section of docs/benchmarks.md.
-pub fn section(doc: &mut String, tables: &Outcome<Tables>, stamp: &Stamp) {
+pub(crate) fn section(doc: &mut String, tables: &Outcome<Tables>, stamp: &Stamp) {
     let _ = writeln!(doc, "{HEADING}\n");
     disturbed(doc, stamp.other_work, PART);
     let _ = writeln!(
@@ -691,7 +691,7 @@ fn new_pairs_table(doc: &mut String, tables: &Tables) {
 }
 
 /// The section's conclusion, from the largest network measured in one slice.
-pub fn reading(tables: &Tables) -> String {
+pub(crate) fn reading(tables: &Tables) -> String {
     let measured: Vec<(&Row, &Pipeline, &PerPair)> = tables
         .rows
         .iter()

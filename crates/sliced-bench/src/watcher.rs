@@ -9,7 +9,7 @@ use crate::machine;
 
 /// Other work seen during one part of the benchmark.
 #[derive(Debug, Clone)]
-pub struct OtherWork {
+pub(crate) struct OtherWork {
     pub part: String,
     /// Mean and highest one-second share of the machine's cores used by other processes.
     pub mean_cores: f64,
@@ -28,7 +28,7 @@ struct PartTally {
 }
 
 /// Samples, once a second, the CPU that other processes use, per part of the benchmark.
-pub struct Watcher {
+pub(crate) struct Watcher {
     part: Arc<Mutex<String>>,
     tallies: Arc<Mutex<Vec<PartTally>>>,
     done: Arc<AtomicBool>,
@@ -36,7 +36,7 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let part = Arc::new(Mutex::new(String::from("setup")));
         let tallies: Arc<Mutex<Vec<PartTally>>> = Arc::default();
         let done = Arc::new(AtomicBool::new(false));
@@ -80,14 +80,14 @@ impl Watcher {
         }
     }
 
-    pub fn enter(&self, part: &str) {
+    pub(crate) fn enter(&self, part: &str) {
         eprintln!("sliced-bench: {part}");
         *self.part.lock().unwrap_or_else(|e| e.into_inner()) = part.to_owned();
     }
 
     /// Stops sampling; the parts during which other processes used a noticeable share of
     /// the machine (a tenth of a core on average, or a whole core at some moment).
-    pub fn stop(mut self) -> Vec<OtherWork> {
+    pub(crate) fn stop(mut self) -> Vec<OtherWork> {
         self.done.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

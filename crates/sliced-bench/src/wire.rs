@@ -5,23 +5,23 @@
 //! what the controller sends, plus the data of a PACKET_OUT. This keeps the emulator's
 //! cost per message small and keeps a codec bug from hiding on both sides of the wire.
 
-pub const OFP10: u8 = 0x01;
-pub const OFP13: u8 = 0x04;
+pub(crate) const OFP10: u8 = 0x01;
+pub(crate) const OFP13: u8 = 0x04;
 
-pub const HEADER_LEN: usize = 8;
+pub(crate) const HEADER_LEN: usize = 8;
 
 // Message types with the same number in 1.0 and 1.3.
-pub const HELLO: u8 = 0;
-pub const ERROR: u8 = 1;
-pub const ECHO_REQUEST: u8 = 2;
-pub const ECHO_REPLY: u8 = 3;
-pub const FEATURES_REQUEST: u8 = 5;
-pub const FEATURES_REPLY: u8 = 6;
-pub const GET_CONFIG_REQUEST: u8 = 7;
-pub const GET_CONFIG_REPLY: u8 = 8;
-pub const PACKET_IN: u8 = 10;
-pub const PACKET_OUT: u8 = 13;
-pub const FLOW_MOD: u8 = 14;
+pub(crate) const HELLO: u8 = 0;
+pub(crate) const ERROR: u8 = 1;
+pub(crate) const ECHO_REQUEST: u8 = 2;
+pub(crate) const ECHO_REPLY: u8 = 3;
+pub(crate) const FEATURES_REQUEST: u8 = 5;
+pub(crate) const FEATURES_REPLY: u8 = 6;
+pub(crate) const GET_CONFIG_REQUEST: u8 = 7;
+pub(crate) const GET_CONFIG_REPLY: u8 = 8;
+pub(crate) const PACKET_IN: u8 = 10;
+pub(crate) const PACKET_OUT: u8 = 13;
+pub(crate) const FLOW_MOD: u8 = 14;
 
 // 1.0 only.
 const V10_STATS_REQUEST: u8 = 16;
@@ -45,13 +45,13 @@ const MULTIPART_METER_FEATURES: u16 = 11;
 
 /// The ethertype of the emulator's frames (IEEE 802 local experimental), so that no
 /// controller tries to parse them as IP and none mistakes them for LLDP.
-pub const PROBE_ETHERTYPE: u16 = 0x88b5;
+pub(crate) const PROBE_ETHERTYPE: u16 = 0x88b5;
 /// Length of an emulated host's frame: the 60-byte minimum Ethernet frame.
-pub const PROBE_LEN: usize = 60;
+pub(crate) const PROBE_LEN: usize = 60;
 
 /// The header of an OpenFlow message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub version: u8,
     pub kind: u8,
     pub length: u16,
@@ -59,7 +59,7 @@ pub struct Header {
 }
 
 impl Header {
-    pub fn parse(bytes: &[u8]) -> Option<Header> {
+    pub(crate) fn parse(bytes: &[u8]) -> Option<Header> {
         if bytes.len() < HEADER_LEN {
             return None;
         }
@@ -74,7 +74,7 @@ impl Header {
 
 /// The length of the first whole message in `buffer`, if it is all there. A length field
 /// below the header's size is an error: the stream cannot be framed any more.
-pub fn frame_len(buffer: &[u8]) -> Result<Option<usize>, String> {
+pub(crate) fn frame_len(buffer: &[u8]) -> Result<Option<usize>, String> {
     let Some(header) = Header::parse(buffer) else {
         return Ok(None);
     };
@@ -102,7 +102,7 @@ fn finish(out: &mut [u8], at: usize) {
 }
 
 /// HELLO offering only `version` (with a version bitmap on 1.3).
-pub fn hello(out: &mut Vec<u8>, version: u8) {
+pub(crate) fn hello(out: &mut Vec<u8>, version: u8) {
     let at = start(out, version, HELLO, 1);
     if version >= OFP13 {
         out.extend_from_slice(&1u16.to_be_bytes()); // OFPHET_VERSIONBITMAP
@@ -125,7 +125,7 @@ fn port_mac(dpid: u64, port_no: u16) -> [u8; 6] {
 }
 
 /// FEATURES_REPLY; on 1.0 it lists ports 1..=ports, on 1.3 ports come by PORT_DESC.
-pub fn features_reply(out: &mut Vec<u8>, version: u8, xid: u32, dpid: u64, ports: u16) {
+pub(crate) fn features_reply(out: &mut Vec<u8>, version: u8, xid: u32, dpid: u64, ports: u16) {
     let at = start(out, version, FEATURES_REPLY, xid);
     out.extend_from_slice(&dpid.to_be_bytes());
     out.extend_from_slice(&0u32.to_be_bytes()); // n_buffers: whole packets come up
@@ -208,7 +208,7 @@ fn stats_reply(out: &mut Vec<u8>, version: u8, xid: u32, kind: u16, dpid: u64, p
 
 /// What a switch answers to a controller's request, appended to `out`; None for a
 /// message that needs no answer.
-pub fn answer(out: &mut Vec<u8>, message: &[u8], dpid: u64, ports: u16) -> Option<()> {
+pub(crate) fn answer(out: &mut Vec<u8>, message: &[u8], dpid: u64, ports: u16) -> Option<()> {
     let header = Header::parse(message)?;
     let (version, xid) = (header.version, header.xid);
     let body = &message[HEADER_LEN..];
@@ -254,12 +254,12 @@ pub fn answer(out: &mut Vec<u8>, message: &[u8], dpid: u64, ports: u16) -> Optio
 
 /// The MAC address of emulated host `port_no` of switch `dpid`: unique across switches,
 /// locally administered, unicast.
-pub fn host_mac(dpid: u64, port_no: u16) -> [u8; 6] {
+pub(crate) fn host_mac(dpid: u64, port_no: u16) -> [u8; 6] {
     let d = dpid.to_be_bytes();
     [0x02, 0, d[5], d[6], d[7], port_no as u8]
 }
 
-pub fn mac_text(mac: [u8; 6]) -> String {
+pub(crate) fn mac_text(mac: [u8; 6]) -> String {
     mac.iter()
         .map(|octet| format!("{octet:02x}"))
         .collect::<Vec<_>>()
@@ -267,7 +267,7 @@ pub fn mac_text(mac: [u8; 6]) -> String {
 }
 
 /// A host's frame from `src` to `dst` carrying a sequence number.
-pub fn probe_frame(dst: [u8; 6], src: [u8; 6], seq: u64) -> [u8; PROBE_LEN] {
+pub(crate) fn probe_frame(dst: [u8; 6], src: [u8; 6], seq: u64) -> [u8; PROBE_LEN] {
     let mut frame = [0u8; PROBE_LEN];
     frame[0..6].copy_from_slice(&dst);
     frame[6..12].copy_from_slice(&src);
@@ -277,7 +277,7 @@ pub fn probe_frame(dst: [u8; 6], src: [u8; 6], seq: u64) -> [u8; PROBE_LEN] {
 }
 
 /// The sequence number of a probe frame, None for any other frame (LLDP, say).
-pub fn probe_seq(frame: &[u8]) -> Option<u64> {
+pub(crate) fn probe_seq(frame: &[u8]) -> Option<u64> {
     if frame.len() < 22 || frame[12..14] != PROBE_ETHERTYPE.to_be_bytes() {
         return None;
     }
@@ -287,7 +287,7 @@ pub fn probe_seq(frame: &[u8]) -> Option<u64> {
 }
 
 /// A PACKET_IN of a whole frame (no buffer) that arrived on `in_port`.
-pub fn packet_in(out: &mut Vec<u8>, version: u8, xid: u32, in_port: u16, frame: &[u8]) {
+pub(crate) fn packet_in(out: &mut Vec<u8>, version: u8, xid: u32, in_port: u16, frame: &[u8]) {
     let at = start(out, version, PACKET_IN, xid);
     out.extend_from_slice(&u32::MAX.to_be_bytes()); // buffer_id: none
     out.extend_from_slice(&(frame.len() as u16).to_be_bytes()); // total_len
@@ -312,7 +312,7 @@ pub fn packet_in(out: &mut Vec<u8>, version: u8, xid: u32, in_port: u16, frame: 
 }
 
 /// The frame a PACKET_OUT carries, if it carries one.
-pub fn packet_out_data(message: &[u8]) -> Option<&[u8]> {
+pub(crate) fn packet_out_data(message: &[u8]) -> Option<&[u8]> {
     let header = Header::parse(message)?;
     let (actions_len_at, actions_at) = if header.version >= OFP13 {
         (16, 24)
@@ -328,7 +328,7 @@ pub fn packet_out_data(message: &[u8]) -> Option<&[u8]> {
 
 /// What the membership-change test needs to know about an OpenFlow 1.3 FLOW_MOD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlowMod {
+pub(crate) struct FlowMod {
     pub command: u8,
     pub eth_src: Option<[u8; 6]>,
     pub eth_dst: Option<[u8; 6]>,
@@ -336,17 +336,17 @@ pub struct FlowMod {
     pub outputs: bool,
 }
 
-pub const FLOW_MOD_ADD: u8 = 0;
-pub const FLOW_MOD_DELETE: u8 = 3;
-pub const FLOW_MOD_DELETE_STRICT: u8 = 4;
+pub(crate) const FLOW_MOD_ADD: u8 = 0;
+pub(crate) const FLOW_MOD_DELETE: u8 = 3;
+pub(crate) const FLOW_MOD_DELETE_STRICT: u8 = 4;
 
 impl FlowMod {
-    pub fn deletes(&self) -> bool {
+    pub(crate) fn deletes(&self) -> bool {
         matches!(self.command, FLOW_MOD_DELETE | FLOW_MOD_DELETE_STRICT)
     }
 
     /// Whether it is about traffic from `src` to `dst`.
-    pub fn between(&self, src: [u8; 6], dst: [u8; 6]) -> bool {
+    pub(crate) fn between(&self, src: [u8; 6], dst: [u8; 6]) -> bool {
         self.eth_src == Some(src) && self.eth_dst == Some(dst)
     }
 }
@@ -363,7 +363,7 @@ const ACTION_OUTPUT: u16 = 0;
 
 /// Reads an OpenFlow 1.3 FLOW_MOD: its command, the Ethernet addresses of its match and
 /// whether it outputs; None for anything else or a message too short for its lengths.
-pub fn flow_mod_13(message: &[u8]) -> Option<FlowMod> {
+pub(crate) fn flow_mod_13(message: &[u8]) -> Option<FlowMod> {
     let header = Header::parse(message)?;
     if header.version != OFP13 || header.kind != FLOW_MOD {
         return None;

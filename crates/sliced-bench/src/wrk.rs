@@ -10,7 +10,7 @@ use crate::procs;
 
 /// What one wrk run reported.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WrkResult {
+pub(crate) struct WrkResult {
     pub requests_per_sec: f64,
     pub requests: u64,
     pub p50_ms: f64,
@@ -23,7 +23,7 @@ pub struct WrkResult {
 
 impl WrkResult {
     /// Requests that got a 2xx or 3xx answer, per second.
-    pub fn ok_per_sec(&self) -> f64 {
+    pub(crate) fn ok_per_sec(&self) -> f64 {
         if self.requests == 0 {
             return 0.0;
         }
@@ -33,7 +33,7 @@ impl WrkResult {
 }
 
 /// How wrk should load a server.
-pub struct Load<'a> {
+pub(crate) struct Load<'a> {
     pub url: &'a str,
     pub connections: usize,
     pub duration: Duration,
@@ -43,7 +43,7 @@ pub struct Load<'a> {
 
 /// Runs wrk with `--latency` and parses its report. wrk gets two threads (or one for a
 /// single connection): it shares the machine with the server under test.
-pub fn run(load: &Load<'_>) -> anyhow::Result<WrkResult> {
+pub(crate) fn run(load: &Load<'_>) -> anyhow::Result<WrkResult> {
     let threads = threads(load.connections);
     let mut command = Command::new("wrk");
     command
@@ -65,12 +65,12 @@ pub fn run(load: &Load<'_>) -> anyhow::Result<WrkResult> {
 }
 
 /// The wrk threads of a run with `connections` connections.
-pub fn threads(connections: usize) -> usize {
+pub(crate) fn threads(connections: usize) -> usize {
     connections.clamp(1, 2)
 }
 
 /// Parses wrk's text report.
-pub fn parse(report: &str) -> anyhow::Result<WrkResult> {
+pub(crate) fn parse(report: &str) -> anyhow::Result<WrkResult> {
     let mut result = WrkResult {
         requests_per_sec: f64::NAN,
         requests: 0,
@@ -140,7 +140,7 @@ fn millis(value: &str) -> anyhow::Result<f64> {
 
 /// The wrk script of the durable-write runs: every request creates a new slice, named
 /// `<prefix>-<thread>-<counter>` so that no two requests of any run collide.
-pub const CREATE_SLICES_LUA: &str = r#"-- sliced-bench: POST /slices with a new name every request.
+pub(crate) const CREATE_SLICES_LUA: &str = r#"-- sliced-bench: POST /slices with a new name every request.
 local threads = 0
 function setup(thread)
   threads = threads + 1

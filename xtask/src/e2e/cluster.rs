@@ -24,7 +24,7 @@ use super::stage::Stage;
 use super::sys;
 
 /// A pair that never talked talks within this of the master's death (issue 11, point 9).
-pub const NEW_PAIR_DEADLINE: Duration = Duration::from_secs(3);
+pub(super) const NEW_PAIR_DEADLINE: Duration = Duration::from_secs(3);
 /// Every etcd request of sliced is bounded by 3 s (docs/cluster.md, `REQUEST_TIMEOUT`);
 /// a write without a quorum answers 503 within that and the round trip.
 const UNAVAILABLE_DEADLINE: Duration = Duration::from_secs(5);
@@ -49,7 +49,7 @@ fn epoch_seconds() -> f64 {
 
 /// What one failover cost.
 #[derive(Debug, Clone, Copy)]
-pub struct Failover {
+pub(super) struct Failover {
     /// None while sliced has no `GET /cluster` to say who is master.
     pub new_master: Duration,
     pub sent: u32,
@@ -160,7 +160,7 @@ fn failover(stage: &mut Stage, round: usize) -> anyhow::Result<(Failover, Contro
 }
 
 /// The `cluster` scenario.
-pub fn cluster(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn cluster(stage: &mut Stage) -> anyhow::Result<()> {
     cluster_with_slices(stage)?;
 
     // Writes on one instance are visible on the others; racing creates admit one.
@@ -304,7 +304,7 @@ fn race(stage: &Stage, name: &str) -> anyhow::Result<Vec<u16>> {
 /// The `failover` scenario (not in the default run; `cargo xtask failover`): the kill
 /// repeated `runs` times, each time with the killed instance restarted and reconnected
 /// before the next, then the REST latency of creates on etcd and on sled.
-pub fn failover_report(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn failover_report(stage: &mut Stage) -> anyhow::Result<()> {
     let runs = stage.failover_runs();
     cluster_with_slices(stage)?;
     let mut rounds = Vec::new();

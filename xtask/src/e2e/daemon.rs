@@ -10,7 +10,7 @@ use super::topologies::SINGLE;
 /// Scenario 6, what an operator does: `sliced -d --pid-file`, slices with the tool, traffic,
 /// then SIGTERM to the pid in the pid file. The daemon exits, removes its pid file and
 /// socket, and the slices are still in the database (read by the tool without daemon).
-pub fn daemon(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn daemon(stage: &mut Stage) -> anyhow::Result<()> {
     let pid_file = stage.dir().join("sliced.pid");
     let printed = stage.start_daemon(&pid_file)?;
     let recorded = std::fs::read_to_string(&pid_file)

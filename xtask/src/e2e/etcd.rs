@@ -26,7 +26,7 @@ struct Member {
 }
 
 /// The members of one etcd cluster. Dropping it stops them all.
-pub struct EtcdCluster {
+pub(super) struct EtcdCluster {
     members: Vec<Member>,
     /// `--initial-cluster`: every member's name and peer URL.
     initial_cluster: String,
@@ -34,7 +34,7 @@ pub struct EtcdCluster {
 
 impl EtcdCluster {
     /// Starts `size` members named e1, e2, ... in `dir` and waits until each is healthy.
-    pub fn start(dir: &Path, size: usize) -> anyhow::Result<EtcdCluster> {
+    pub(super) fn start(dir: &Path, size: usize) -> anyhow::Result<EtcdCluster> {
         ensure!(size > 0, "an etcd cluster needs a member");
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         // Every listener is held until all ports are chosen, so that they differ.
@@ -74,7 +74,7 @@ impl EtcdCluster {
     }
 
     /// The client endpoints, comma-separated, as `sliced --etcd` takes them.
-    pub fn endpoints(&self) -> String {
+    pub(super) fn endpoints(&self) -> String {
         self.members
             .iter()
             .map(|m| format!("http://{}", m.client))
@@ -83,21 +83,21 @@ impl EtcdCluster {
     }
 
     /// Each member's client address.
-    pub fn clients(&self) -> Vec<std::net::SocketAddr> {
+    pub(super) fn clients(&self) -> Vec<std::net::SocketAddr> {
         self.members.iter().map(|m| m.client).collect()
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.members.len()
     }
 
-    pub fn name(&self, at: usize) -> &str {
+    pub(super) fn name(&self, at: usize) -> &str {
         &self.members[at].name
     }
 
     /// Kills member `at` (SIGKILL, as a crash or a pulled cable would) and waits until
     /// it is gone.
-    pub fn stop(&mut self, at: usize) {
+    pub(super) fn stop(&mut self, at: usize) {
         if let Some(mut daemon) = self.members[at].daemon.take() {
             daemon.stop(libc::SIGKILL, Duration::from_secs(5));
         }
@@ -105,12 +105,12 @@ impl EtcdCluster {
 
     /// Starts member `at` again on its data (after [`EtcdCluster::stop`]); returns at
     /// once: it is healthy only when a quorum runs, see [`EtcdCluster::wait_healthy`].
-    pub fn restart(&mut self, at: usize) -> anyhow::Result<()> {
+    pub(super) fn restart(&mut self, at: usize) -> anyhow::Result<()> {
         self.spawn(at)
     }
 
     /// Whether member `at` says it has a leader and serves (etcd's `/health`).
-    pub fn healthy(&self, at: usize) -> bool {
+    pub(super) fn healthy(&self, at: usize) -> bool {
         let url = format!("http://{}/health", self.members[at].client);
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(2))
@@ -125,7 +125,7 @@ impl EtcdCluster {
 
     /// Whether member `at` is etcd's leader now, as its own status says (the gRPC
     /// gateway's `/v3/maintenance/status`).
-    pub fn is_leader(&self, at: usize) -> anyhow::Result<bool> {
+    pub(super) fn is_leader(&self, at: usize) -> anyhow::Result<bool> {
         let url = format!("http://{}/v3/maintenance/status", self.members[at].client);
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(2))
@@ -141,7 +141,7 @@ impl EtcdCluster {
     }
 
     /// A member that is not etcd's leader: losing it elects nobody.
-    pub fn a_follower(&self) -> anyhow::Result<usize> {
+    pub(super) fn a_follower(&self) -> anyhow::Result<usize> {
         for at in (0..self.members.len()).rev() {
             if self.members[at].daemon.is_some() && !self.is_leader(at)? {
                 return Ok(at);
@@ -151,7 +151,7 @@ impl EtcdCluster {
     }
 
     /// Waits until member `at` is healthy.
-    pub fn wait_healthy(&mut self, at: usize) -> anyhow::Result<()> {
+    pub(super) fn wait_healthy(&mut self, at: usize) -> anyhow::Result<()> {
         let started = Instant::now();
         loop {
             if let Some(daemon) = &mut self.members[at].daemon {

@@ -33,7 +33,7 @@ const PINGS: u32 = 1000;
 /// deadline a kill has, the established pair loses no packet, writes through a standby
 /// succeed meanwhile and are all there after, the woken instance stands by (every switch
 /// confirms it as slave: what it writes, a switch refuses), and the slices stay apart.
-pub fn pause_master(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn pause_master(stage: &mut Stage) -> anyhow::Result<()> {
     cluster_with_slices(stage)?;
     let switches = stage.net()?.topo.switches.iter().copied().collect();
     let master = wait_master(stage, Duration::from_secs(10))?;
@@ -129,7 +129,7 @@ fn stands_by(ctl: &Controller) -> bool {
 /// switches (every switch confirms it as slave), its writes answer 503 while the others'
 /// succeed; no packet of the established pair is lost; once restored it stands by and
 /// takes writes again, and every acknowledged write is listed everywhere.
-pub fn etcd_cut(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn etcd_cut(stage: &mut Stage) -> anyhow::Result<()> {
     let mut proxies: Vec<Vec<Proxy>> = Vec::new();
     stage.start_cluster_with(3, 3, |etcd, _| {
         let mine = etcd

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 /// One flow entry: its priority, its match and settings (`in_port=1`, `dl_src=...`,
 /// `idle_timeout=60`, bare words such as `arp`), and its actions as printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flow {
+pub(super) struct Flow {
     pub priority: u32,
     pub fields: BTreeMap<String, String>,
     pub actions: String,
@@ -16,22 +16,22 @@ pub struct Flow {
 const DEFAULT_PRIORITY: u32 = 32768;
 
 impl Flow {
-    pub fn field(&self, name: &str) -> Option<&str> {
+    pub(super) fn field(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
     }
 
     /// Matches `mac` as source or destination.
-    pub fn mentions(&self, mac: &str) -> bool {
+    pub(super) fn mentions(&self, mac: &str) -> bool {
         self.field("dl_src") == Some(mac) || self.field("dl_dst") == Some(mac)
     }
 
     /// Drops what it matches (no actions).
-    pub fn drops(&self) -> bool {
+    pub(super) fn drops(&self) -> bool {
         self.actions == "drop" || self.actions.is_empty()
     }
 
     /// The ports it outputs to.
-    pub fn outputs(&self) -> Vec<u32> {
+    pub(super) fn outputs(&self) -> Vec<u32> {
         self.actions
             .split(',')
             .filter_map(|action| action.strip_prefix("output:"))
@@ -41,19 +41,19 @@ impl Flow {
 
     /// How long the flow has been in the switch, from a dump with statistics
     /// (`duration=12.345s`).
-    pub fn duration(&self) -> Option<std::time::Duration> {
+    pub(super) fn duration(&self) -> Option<std::time::Duration> {
         let seconds: f64 = self.field("duration")?.strip_suffix('s')?.parse().ok()?;
         std::time::Duration::try_from_secs_f64(seconds).ok()
     }
 
     /// The path flow from `src` to `dst` entering at `in_port`, if this is one.
-    pub fn is_path(&self, src: &str, dst: &str) -> bool {
+    pub(super) fn is_path(&self, src: &str, dst: &str) -> bool {
         self.field("dl_src") == Some(src) && self.field("dl_dst") == Some(dst) && !self.drops()
     }
 }
 
 /// Parses a dump; lines that are not flows (the reply header) are skipped.
-pub fn parse(dump: &str) -> Vec<Flow> {
+pub(super) fn parse(dump: &str) -> Vec<Flow> {
     dump.lines().filter_map(parse_line).collect()
 }
 

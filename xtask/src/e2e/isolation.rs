@@ -57,7 +57,7 @@ fn add_member(stage: &mut Stage, slice: &str, host: u8) -> anyhow::Result<()> {
 
 /// Scenario 1, no slices: nobody reaches anybody, and nothing of one host arrives at another,
 /// although the controller does see the hosts (it learned them from their packets).
-pub fn no_slices(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn no_slices(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(LINE3)?;
     let hosts = [1, 2, 3];
@@ -100,7 +100,7 @@ pub fn no_slices(stage: &mut Stage) -> anyhow::Result<()> {
 /// Scenario 2, a slice made with the `slice` tool while the daemon runs: its two hosts reach each
 /// other both ways over the whole line (with the path flows on every switch), the host
 /// outside reaches neither and is reached by neither.
-pub fn slice_tool(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn slice_tool(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(LINE3)?;
     let (p1, p3) = (stage.port_of(1)?, stage.port_of(3)?);
@@ -133,7 +133,7 @@ pub fn slice_tool(stage: &mut Stage) -> anyhow::Result<()> {
 /// Scenario 3, two slices made over REST (one port added on its own, the others with their MAC
 /// address): each pair talks, no pair across, and no frame of one slice, ARP broadcasts
 /// included, reaches a host of the other, while the own slice does see them.
-pub fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(SINGLE)?;
     for (slice, hosts) in [("red", [1u8, 2]), ("blue", [3, 4])] {
@@ -190,7 +190,7 @@ pub fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
 /// Scenario 3 again over an authenticated channel: sliced listens for TLS only and every
 /// bridge connects with `ssl:` and the certificate `set-ssl` gave it, so the isolation
 /// holds with real Open vSwitch speaking TLS.
-pub fn tls(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn tls(stage: &mut Stage) -> anyhow::Result<()> {
     stage.use_tls()?;
     rest_isolation(stage)?;
     let log = std::fs::read_to_string(stage.ctl()?.log_path()).unwrap_or_default();
@@ -209,7 +209,7 @@ pub fn tls(stage: &mut Stage) -> anyhow::Result<()> {
 /// red's traffic would be routed to the attackers. Asserted: sliced knows only the
 /// cable, counted the forgeries, still knows h1, routes h1 <-> h2 over the cable, and the
 /// slices stay isolated, broadcasts included (tcpdump).
-pub fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(PAIR)?;
     for (slice, hosts) in [("red", [1u8, 2]), ("blue", [3, 4])] {

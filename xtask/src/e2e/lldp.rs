@@ -20,7 +20,7 @@ const ETH_P_ALL: u16 = 0x0003;
 /// `xtask lldp ...`: the scenarios build these command lines (scenarios.rs), so the
 /// positional interface is fixed.
 #[derive(Debug, clap::Subcommand)]
-pub enum Lldp {
+pub(crate) enum Lldp {
     /// Send COUNT old-style (unsigned) probes claiming to come from DPID's PORT
     Forge {
         iface: String,
@@ -47,7 +47,7 @@ fn parse_hex_dpid(text: &str) -> Result<u64, String> {
         .map_err(|err| format!("DPID in hex: {err}"))
 }
 
-pub fn main(command: Lldp) -> anyhow::Result<()> {
+pub(crate) fn main(command: Lldp) -> anyhow::Result<()> {
     match command {
         Lldp::Forge {
             iface,

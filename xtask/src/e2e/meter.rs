@@ -13,7 +13,7 @@ use super::topologies::SINGLE;
 /// 2000) in front of the table-miss flow, which `dump-meters` and `dump-flows` show and
 /// `GET /topology/switches` reports; 1.0 has no meters and keeps its plain behaviour.
 /// Either way the misses still reach sliced: a slice's hosts ping each other.
-pub fn packet_in_meter(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn packet_in_meter(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(SINGLE)?;
     let metered = stage.version == OfVersion::Of13;

@@ -29,7 +29,7 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 const LINK_CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One Mininet topology and what the scenario does on it.
-pub struct Plan {
+pub(super) struct Plan {
     /// As `mn --topo` takes it.
     topo: &'static str,
     hosts: usize,
@@ -44,7 +44,7 @@ pub struct Plan {
 }
 
 /// 11 switches, 100 hosts: the root s1, leaves s2 to s11 with ten hosts each.
-pub const TREE: Plan = Plan {
+pub(super) const TREE: Plan = Plan {
     topo: "tree,depth=2,fanout=10",
     hosts: 100,
     host_name: numbered,
@@ -56,7 +56,7 @@ pub const TREE: Plan = Plan {
 };
 
 /// s1 to s20 in a row, one host each.
-pub const LINEAR: Plan = Plan {
+pub(super) const LINEAR: Plan = Plan {
     topo: "linear,20",
     hosts: 20,
     host_name: numbered,
@@ -67,7 +67,7 @@ pub const LINEAR: Plan = Plan {
 };
 
 /// A 3x3 torus: every switch cabled to four others, so every cable has a way around.
-pub const TORUS: Plan = Plan {
+pub(super) const TORUS: Plan = Plan {
     topo: "torus,3,3",
     hosts: 9,
     host_name: torus_name,
@@ -87,15 +87,15 @@ fn torus_name(n: usize) -> String {
     format!("h{}x{}", (n - 1) / 3 + 1, (n - 1) % 3 + 1)
 }
 
-pub fn tree(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn tree(stage: &mut Stage) -> anyhow::Result<()> {
     run(stage, &TREE)
 }
 
-pub fn linear(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn linear(stage: &mut Stage) -> anyhow::Result<()> {
     run(stage, &LINEAR)
 }
 
-pub fn torus(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn torus(stage: &mut Stage) -> anyhow::Result<()> {
     run(stage, &TORUS)
 }
 

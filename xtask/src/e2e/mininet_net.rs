@@ -14,7 +14,7 @@ use super::stage::Stage;
 use super::sys::{self, Daemon};
 
 /// The script under test, from the workspace root.
-pub const SCRIPT: &str = "contrib/mininet/sliced_mininet.py";
+pub(super) const SCRIPT: &str = "contrib/mininet/sliced_mininet.py";
 /// Mininet takes the network down within this once its stdin closes.
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Rounds of fping for the pairs a slice holds that did not answer yet: the first
@@ -32,22 +32,22 @@ const FPING_TIMEOUT_MS: &str = "800";
 const SHOWN_PAIRS: usize = 30;
 
 /// Directed links as sliced names them: (`0x1:2`, `0x2:3`).
-pub type Links = BTreeSet<(String, String)>;
+pub(super) type Links = BTreeSet<(String, String)>;
 
 /// What the script wrote with `--describe`.
-pub struct Description {
+pub(super) struct Description {
     pub switches: Vec<Switch>,
     /// In Mininet's numbering: host n at n - 1.
     pub hosts: Vec<Host>,
     pub links: Vec<(End, End)>,
 }
 
-pub struct Switch {
+pub(super) struct Switch {
     pub name: String,
     pub dpid: u64,
 }
 
-pub struct Host {
+pub(super) struct Host {
     pub name: String,
     pid: u64,
     pub mac: String,
@@ -58,14 +58,14 @@ pub struct Host {
 }
 
 impl Host {
-    pub fn port_name(&self) -> String {
+    pub(super) fn port_name(&self) -> String {
         format!("{:#x}:{}", self.dpid, self.port_no)
     }
 }
 
 /// One end of a cable between two switches.
 #[derive(Clone)]
-pub struct End {
+pub(super) struct End {
     pub switch: String,
     dpid: u64,
     port_no: u64,
@@ -74,23 +74,23 @@ pub struct End {
 }
 
 impl End {
-    pub fn port_no(&self) -> u32 {
+    pub(super) fn port_no(&self) -> u32 {
         u32::try_from(self.port_no).unwrap_or(u32::MAX)
     }
 
-    pub fn port_name(&self) -> String {
+    pub(super) fn port_name(&self) -> String {
         format!("{:#x}:{}", self.dpid, self.port_no)
     }
 }
 
 impl Description {
-    pub fn read(path: &Path) -> anyhow::Result<Description> {
+    pub(super) fn read(path: &Path) -> anyhow::Result<Description> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         Description::parse(&text).with_context(|| format!("in {}", path.display()))
     }
 
-    pub fn parse(text: &str) -> anyhow::Result<Description> {
+    pub(super) fn parse(text: &str) -> anyhow::Result<Description> {
         let value: Value = serde_json::from_str(text).context("not JSON")?;
         let list = |key: &str| -> anyhow::Result<&Vec<Value>> {
             value
@@ -136,7 +136,7 @@ impl Description {
     }
 
     /// Every cable in both directions, as sliced names the ports.
-    pub fn directed_links(&self) -> Links {
+    pub(super) fn directed_links(&self) -> Links {
         self.links
             .iter()
             .flat_map(|(a, b)| {
@@ -176,7 +176,7 @@ fn number_field(value: &Value, key: &str) -> anyhow::Result<u64> {
 }
 
 /// The script's process and its network. Dropping it stops the network.
-pub struct Mininet {
+pub(super) struct Mininet {
     process: Option<Daemon>,
     stdin: Option<ChildStdin>,
     log: PathBuf,
@@ -188,7 +188,7 @@ impl Mininet {
     /// Runs the script with these arguments and the OVS_* environment of the lab's Open
     /// vSwitch (so that Mininet's ovs-vsctl goes there), its output in the stage's
     /// directory.
-    pub fn start(stage: &mut Stage, args: &[String]) -> anyhow::Result<Mininet> {
+    pub(super) fn start(stage: &mut Stage, args: &[String]) -> anyhow::Result<Mininet> {
         let script = crate::workspace_root().join(SCRIPT);
         let log = stage.dir().join("mininet.log");
         stage.step(format!(
@@ -214,7 +214,7 @@ impl Mininet {
     }
 
     /// An error, with the end of the script's output, when it has exited.
-    pub fn check_running(&mut self) -> anyhow::Result<()> {
+    pub(super) fn check_running(&mut self) -> anyhow::Result<()> {
         if let Some(status) = self.process.as_mut().and_then(Daemon::exited) {
             bail!(
                 "{SCRIPT} exited ({status}); the end of its output:\n{}",
@@ -224,7 +224,7 @@ impl Mininet {
         Ok(())
     }
 
-    pub fn log_tail(&self, lines: usize) -> String {
+    pub(super) fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
@@ -232,7 +232,7 @@ impl Mininet {
 
     /// Closes the script's stdin, which makes it stop the network, and checks that no
     /// interface of a switch of it is left.
-    pub fn stop(&mut self, stage: &mut Stage) -> anyhow::Result<()> {
+    pub(super) fn stop(&mut self, stage: &mut Stage) -> anyhow::Result<()> {
         stage.step("close the script's stdin: Mininet stops the network");
         let started = Instant::now();
         let status = self.shut_down();
@@ -317,7 +317,7 @@ impl std::fmt::Display for Family {
 /// Pings from each host of `rows` to every other host, over IPv4 and over IPv6: a reply
 /// where `allowed` says no fails at once; a pair it allows must answer within
 /// `PING_ROUNDS` rounds. Reports how long it took.
-pub fn check_pairs(
+pub(super) fn check_pairs(
     stage: &mut Stage,
     net: &Description,
     rows: &[usize],

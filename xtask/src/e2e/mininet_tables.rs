@@ -65,7 +65,7 @@ fn entries(tables: &[(String, Vec<Flow>)]) -> BTreeSet<(String, String)> {
 /// when `enforce` (its network, the tree). A host in two slices adds a forwarding entry
 /// per tag that may reach it, which a network of nine hosts (the torus) feels; there the
 /// sizes are only shown.
-pub fn check_table_bound(
+pub(super) fn check_table_bound(
     stage: &mut Stage,
     net: &Description,
     bound_hosts: usize,
@@ -133,7 +133,7 @@ fn wait_quiet(stage: &mut Stage, net: &Description) -> anyhow::Result<()> {
 /// with `enforce` (the pipeline): no switch's table changes (no FLOW_MOD), and the
 /// table-miss flows send the controller next to nothing (a tenth of a packet per pair at
 /// most, for chatter the quiet wait missed). The figures are printed either way.
-pub fn check_new_pairs_cost_nothing(
+pub(super) fn check_new_pairs_cost_nothing(
     stage: &mut Stage,
     net: &Description,
     rows: &[usize],

@@ -10,7 +10,7 @@ mod etcd;
 mod faults;
 mod flows;
 mod isolation;
-pub mod lldp;
+pub(crate) mod lldp;
 mod meter;
 mod mininet;
 mod mininet_net;
@@ -44,7 +44,7 @@ use self::stage::{Lab, RandomRun, Stage};
 
 /// `cargo xtask e2e [options]`; the task's description is on `Task::E2e` in main.rs.
 #[derive(Debug, Default, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Run only this scenario (repeatable, or comma-separated)
     #[arg(
         short = 's',
@@ -100,7 +100,7 @@ pub struct Options {
 
 /// `cargo xtask soak`: the random scenario, long.
 #[derive(Debug, clap::Args)]
-pub struct SoakOptions {
+pub(crate) struct SoakOptions {
     /// Steps of the random scenario
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
@@ -124,7 +124,7 @@ pub struct SoakOptions {
 
 /// `cargo xtask failover`: the cluster's failover, measured.
 #[derive(Debug, clap::Args)]
-pub struct FailoverOptions {
+pub(crate) struct FailoverOptions {
     /// How often to kill the master
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     runs: u64,
@@ -140,7 +140,7 @@ pub struct FailoverOptions {
 }
 
 /// `cargo xtask soak`: the lab's runner on the random scenario alone.
-pub fn soak(options: &SoakOptions) -> anyhow::Result<()> {
+pub(crate) fn soak(options: &SoakOptions) -> anyhow::Result<()> {
     let scenario = if options.cluster {
         "random-cluster"
     } else {
@@ -158,7 +158,7 @@ pub fn soak(options: &SoakOptions) -> anyhow::Result<()> {
 }
 
 /// `cargo xtask failover`: the lab's runner on the failover scenario alone.
-pub fn failover(options: &FailoverOptions) -> anyhow::Result<()> {
+pub(crate) fn failover(options: &FailoverOptions) -> anyhow::Result<()> {
     main(&Options {
         scenarios: vec!["failover".into()],
         version: options.version,
@@ -219,7 +219,7 @@ impl Options {
 }
 
 /// `cargo xtask e2e [options]`: missing prerequisites are an error here.
-pub fn main(options: &Options) -> anyhow::Result<()> {
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     if options.list {
         for scenario in SCENARIOS {
             println!("{:<16} {}", scenario.name, scenario.about);
@@ -235,7 +235,7 @@ pub fn main(options: &Options) -> anyhow::Result<()> {
 
 /// The lab as the last step of `cargo xtask test`. In CI (CI=true) it must run; elsewhere
 /// a machine without root or Open vSwitch skips it, loudly.
-pub fn from_test() -> anyhow::Result<()> {
+pub(crate) fn from_test() -> anyhow::Result<()> {
     sys::add_sbin_to_path();
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     match prerequisites(&Options::default()) {

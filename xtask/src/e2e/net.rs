@@ -26,14 +26,14 @@ use super::sys::{self, Daemon};
 
 /// A switch port: datapath id and OpenFlow port number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Port {
+pub(super) struct Port {
     pub dpid: u64,
     pub port: u32,
 }
 
 impl Port {
     /// The name slices use: `0x<hex dpid>:<port>`.
-    pub fn slice_name(self) -> String {
+    pub(super) fn slice_name(self) -> String {
         format!("{:#x}:{}", self.dpid, self.port)
     }
 }
@@ -45,7 +45,7 @@ impl std::fmt::Display for Port {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Topo {
+pub(super) struct Topo {
     pub switches: BTreeSet<u64>,
     /// Host number to the port it is plugged into.
     pub hosts: BTreeMap<u8, Port>,
@@ -124,17 +124,17 @@ fn parse_port(word: &str) -> anyhow::Result<Port> {
     })
 }
 
-pub fn mac(host: u8) -> String {
+pub(super) fn mac(host: u8) -> String {
     format!("00:00:00:00:00:{host:02x}")
 }
 
-pub fn ipv4(host: u8) -> String {
+pub(super) fn ipv4(host: u8) -> String {
     format!("10.0.0.{host}")
 }
 
 /// How the bridges are run.
 #[derive(Debug, Clone)]
-pub enum Mode {
+pub(super) enum Mode {
     /// `fail-mode=secure`, one OpenFlow version, controlled by sliced on these ports (one
     /// per instance of a cluster, each switch connected to all of them), over TLS
     /// (`ssl:`, with the certificates of `set-ssl`) or plain TCP.
@@ -148,7 +148,7 @@ pub enum Mode {
 }
 
 /// A topology built for real. Dropping it removes bridges, veths and namespaces.
-pub struct Net<'o> {
+pub(super) struct Net<'o> {
     ovs: &'o Ovs,
     prefix: String,
     pub topo: Topo,
@@ -158,7 +158,7 @@ pub struct Net<'o> {
 }
 
 impl<'o> Net<'o> {
-    pub fn build(ovs: &'o Ovs, prefix: &str, topo: &Topo, mode: Mode) -> anyhow::Result<Net<'o>> {
+    pub(super) fn build(ovs: &'o Ovs, prefix: &str, topo: &Topo, mode: Mode) -> anyhow::Result<Net<'o>> {
         let mut net = Net {
             ovs,
             prefix: prefix.to_owned(),
@@ -177,26 +177,26 @@ impl<'o> Net<'o> {
         Ok(net)
     }
 
-    pub fn bridge(&self, dpid: u64) -> String {
+    pub(super) fn bridge(&self, dpid: u64) -> String {
         format!("{}s{dpid}", self.prefix)
     }
 
-    pub fn interface(&self, port: Port) -> String {
+    pub(super) fn interface(&self, port: Port) -> String {
         format!("{}s{}p{}", self.prefix, port.dpid, port.port)
     }
 
-    pub fn namespace(&self, host: u8) -> String {
+    pub(super) fn namespace(&self, host: u8) -> String {
         format!("{}h{host}", self.prefix)
     }
 
-    pub fn bridges(&self) -> impl Iterator<Item = (u64, String)> + '_ {
+    pub(super) fn bridges(&self) -> impl Iterator<Item = (u64, String)> + '_ {
         self.topo
             .switches
             .iter()
             .map(|&dpid| (dpid, self.bridge(dpid)))
     }
 
-    pub fn host_port(&self, host: u8) -> anyhow::Result<Port> {
+    pub(super) fn host_port(&self, host: u8) -> anyhow::Result<Port> {
         self.topo
             .hosts
             .get(&host)
@@ -348,12 +348,12 @@ impl<'o> Net<'o> {
     }
 
     /// `ping -c 1 -W 1` from one host to another: true when a reply came back.
-    pub fn ping(&self, from: u8, to: u8) -> anyhow::Result<bool> {
+    pub(super) fn ping(&self, from: u8, to: u8) -> anyhow::Result<bool> {
         sys::succeeds(&mut self.ping_command(from, to))
     }
 
     /// One ping for each pair, all at once; true where a reply came back.
-    pub fn ping_all(&self, pairs: &[(u8, u8)]) -> anyhow::Result<Vec<bool>> {
+    pub(super) fn ping_all(&self, pairs: &[(u8, u8)]) -> anyhow::Result<Vec<bool>> {
         let mut children = Vec::new();
         sys::park_if_interrupted();
         for &(from, to) in pairs {
@@ -387,7 +387,7 @@ impl<'o> Net<'o> {
 
     /// `count` pings from one host to another, one every `interval`, in the background,
     /// their summary written to `output`: [`ping_summary`] reads it once it exits.
-    pub fn ping_stream(
+    pub(super) fn ping_stream(
         &self,
         from: u8,
         to: u8,
@@ -418,7 +418,7 @@ impl<'o> Net<'o> {
     }
 
     /// A permanent ARP entry in `host` for `other`, so that traffic to it is unicast.
-    pub fn pin_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
+    pub(super) fn pin_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);
         ip(&[
             "-n",
@@ -437,7 +437,7 @@ impl<'o> Net<'o> {
 
     /// Permanent ARP entries in `host` for each of `others` (with `pin`), or none at all
     /// for them (without): one `ip -batch` per host, through a file in `scratch`.
-    pub fn set_neighbours(
+    pub(super) fn set_neighbours(
         &self,
         host: u8,
         others: &[u8],
@@ -480,14 +480,14 @@ impl<'o> Net<'o> {
 
     /// Forgets every neighbour `host` knows, so that its next packet to anyone starts
     /// with an ARP request.
-    pub fn flush_neighbours(&self, host: u8) -> anyhow::Result<()> {
+    pub(super) fn flush_neighbours(&self, host: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);
         ip(&["-n", &ns, "neigh", "flush", "dev", "eth0"])
     }
 
     /// How long `host` waits before it asks again for an address ARP did not resolve
     /// (Linux's default is a second).
-    pub fn set_arp_retransmit(&self, host: u8, every: Duration) -> anyhow::Result<()> {
+    pub(super) fn set_arp_retransmit(&self, host: u8, every: Duration) -> anyhow::Result<()> {
         let ns = self.namespace(host);
         let millis = every.as_millis().to_string();
         ip(&[
@@ -505,7 +505,7 @@ impl<'o> Net<'o> {
     }
 
     /// Forgets what `host` knows of `other`'s MAC address.
-    pub fn forget_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
+    pub(super) fn forget_neighbour(&self, host: u8, other: u8) -> anyhow::Result<()> {
         let ns = self.namespace(host);
         // Nothing to forget is fine.
         sys::output(&mut sys::command(
@@ -517,13 +517,13 @@ impl<'o> Net<'o> {
 
     /// Sets the switch-side interface of a port up or down (a cut cable on a veth link:
     /// its peer loses carrier too).
-    pub fn set_port(&self, port: Port, up: bool) -> anyhow::Result<()> {
+    pub(super) fn set_port(&self, port: Port, up: bool) -> anyhow::Result<()> {
         let interface = self.interface(port);
         ip(&["link", "set", &interface, if up { "up" } else { "down" }])
     }
 
     /// The other end of the link at `port`, if a link is there.
-    pub fn peer(&self, port: Port) -> Option<Port> {
+    pub(super) fn peer(&self, port: Port) -> Option<Port> {
         self.topo.links.iter().find_map(|&(a, b)| {
             if a == port {
                 Some(b)
@@ -536,7 +536,7 @@ impl<'o> Net<'o> {
     }
 
     /// Starts tcpdump on a host's interface, capturing what the host receives.
-    pub fn capture(&self, host: u8, dir: &Path) -> anyhow::Result<Capture> {
+    pub(super) fn capture(&self, host: u8, dir: &Path) -> anyhow::Result<Capture> {
         Capture::start(&self.namespace(host), host, dir)
     }
 }
@@ -570,7 +570,7 @@ impl Drop for Net<'_> {
 }
 
 /// A packet capture in a host's namespace (tcpdump), stopped when dropped.
-pub struct Capture {
+pub(super) struct Capture {
     daemon: Daemon,
     file: PathBuf,
     stderr: Option<std::thread::JoinHandle<String>>,
@@ -579,7 +579,7 @@ pub struct Capture {
 
 /// One frame seen by a capture, as tcpdump prints it with `-e -n -t`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seen {
+pub(super) struct Seen {
     pub src: String,
     pub dst: String,
     pub line: String,
@@ -642,7 +642,7 @@ impl Capture {
     }
 
     /// Stops the capture and returns the frames it saw.
-    pub fn finish(mut self) -> anyhow::Result<Vec<Seen>> {
+    pub(super) fn finish(mut self) -> anyhow::Result<Vec<Seen>> {
         // Let frames in flight land before stopping.
         std::thread::sleep(Duration::from_millis(100));
         self.daemon.stop(libc::SIGINT, Duration::from_secs(2));
@@ -673,7 +673,7 @@ fn parse_seen(line: &str) -> Option<Seen> {
 /// Runs `ip` with these arguments.
 /// (transmitted, received) from ping's summary line
 /// (`500 packets transmitted, 500 received, 0% packet loss, time 9980ms`).
-pub fn ping_summary(output: &str) -> Option<(u32, u32)> {
+pub(super) fn ping_summary(output: &str) -> Option<(u32, u32)> {
     let line = output
         .lines()
         .find(|line| line.contains("packets transmitted"))?;

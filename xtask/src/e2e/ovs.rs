@@ -15,16 +15,16 @@ const PKGDATADIR: &str = "/usr/share/openvswitch";
 
 /// The OpenFlow version a bridge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OfVersion {
+pub(super) enum OfVersion {
     Of10,
     Of13,
 }
 
 impl OfVersion {
-    pub const ALL: [OfVersion; 2] = [OfVersion::Of10, OfVersion::Of13];
+    pub(super) const ALL: [OfVersion; 2] = [OfVersion::Of10, OfVersion::Of13];
 
     /// The name Open vSwitch uses (`protocols=`, `ovs-ofctl -O`).
-    pub fn ovs_name(self) -> &'static str {
+    pub(super) fn ovs_name(self) -> &'static str {
         match self {
             OfVersion::Of10 => "OpenFlow10",
             OfVersion::Of13 => "OpenFlow13",
@@ -32,21 +32,21 @@ impl OfVersion {
     }
 
     /// The version byte on the wire.
-    pub fn wire(self) -> u64 {
+    pub(super) fn wire(self) -> u64 {
         match self {
             OfVersion::Of10 => 1,
             OfVersion::Of13 => 4,
         }
     }
 
-    pub fn short(self) -> &'static str {
+    pub(super) fn short(self) -> &'static str {
         match self {
             OfVersion::Of10 => "OF1.0",
             OfVersion::Of13 => "OF1.3",
         }
     }
 
-    pub fn parse(text: &str) -> Option<OfVersion> {
+    pub(super) fn parse(text: &str) -> Option<OfVersion> {
         match text.to_ascii_lowercase().as_str() {
             "10" | "1.0" | "of10" | "of1.0" | "openflow10" => Some(OfVersion::Of10),
             "13" | "1.3" | "of13" | "of1.3" | "openflow13" => Some(OfVersion::Of13),
@@ -56,7 +56,7 @@ impl OfVersion {
 }
 
 /// The programs and files a private Open vSwitch needs.
-pub fn missing_parts() -> Vec<String> {
+pub(super) fn missing_parts() -> Vec<String> {
     let mut missing: Vec<String> = ["ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"]
         .into_iter()
         .chain(["ovs-ofctl", "ovs-appctl"])
@@ -71,7 +71,7 @@ pub fn missing_parts() -> Vec<String> {
 }
 
 /// A running private Open vSwitch. Dropping it stops both daemons.
-pub struct Ovs {
+pub(super) struct Ovs {
     dir: PathBuf,
     // Field order is drop order: the switch daemon goes before its database.
     vswitchd: Daemon,
@@ -80,7 +80,7 @@ pub struct Ovs {
 
 impl Ovs {
     /// Creates a database in `dir` and starts both daemons on it.
-    pub fn start(dir: &Path) -> anyhow::Result<Ovs> {
+    pub(super) fn start(dir: &Path) -> anyhow::Result<Ovs> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let db_file = dir.join("conf.db");
         let schema = Path::new(PKGDATADIR).join("vswitch.ovsschema");
@@ -196,7 +196,7 @@ impl Ovs {
 
     /// `ovs-vsctl` on this instance's database; waits (10 s at most) until ovs-vswitchd
     /// has applied the change.
-    pub fn vsctl<S: AsRef<str>>(&self, args: &[S]) -> anyhow::Result<String> {
+    pub(super) fn vsctl<S: AsRef<str>>(&self, args: &[S]) -> anyhow::Result<String> {
         let db = format!("--db=unix:{}", self.dir.join("db.sock").display());
         let mut all = vec![db, "--timeout=10".to_owned()];
         all.extend(args.iter().map(|a| a.as_ref().to_owned()));
@@ -205,19 +205,19 @@ impl Ovs {
 
     /// `ovs-ofctl -O <version>` on one bridge of this instance (through its management
     /// socket in the run directory), plain numbers rather than port names.
-    pub fn ofctl(&self, version: OfVersion, args: &[&str]) -> anyhow::Result<String> {
+    pub(super) fn ofctl(&self, version: OfVersion, args: &[&str]) -> anyhow::Result<String> {
         let mut all = vec!["-O", version.ovs_name(), "--no-names"];
         all.extend_from_slice(args);
         sys::run(&mut self.command("ovs-ofctl", &all))
     }
 
     /// A command with this instance's environment.
-    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, program: &str, args: &[S]) -> Command {
+    pub(super) fn command<S: AsRef<std::ffi::OsStr>>(&self, program: &str, args: &[S]) -> Command {
         with_env(&self.dir, sys::command(program, args))
     }
 
     /// Shell lines that point the OVS tools at this instance, for an operator.
-    pub fn env_lines(&self) -> String {
+    pub(super) fn env_lines(&self) -> String {
         let dir = self.dir.display();
         format!(
             "export OVS_RUNDIR={dir} OVS_DBDIR={dir} OVS_LOGDIR={dir} OVS_SYSCONFDIR={dir} \
@@ -227,7 +227,7 @@ impl Ovs {
     }
 
     /// How long ovs-vswitchd's log is now, to read only what comes after.
-    pub fn log_mark(&self) -> usize {
+    pub(super) fn log_mark(&self) -> usize {
         std::fs::metadata(self.dir.join("ovs-vswitchd.log"))
             .map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX))
             .unwrap_or(0)
@@ -235,7 +235,7 @@ impl Ovs {
 
     /// The last `lines` warnings and errors ovs-vswitchd logged after `mark` (a stalled
     /// main loop shows here as "Unreasonably long ...ms poll interval").
-    pub fn vswitchd_warnings(&self, mark: usize, lines: usize) -> String {
+    pub(super) fn vswitchd_warnings(&self, mark: usize, lines: usize) -> String {
         let log = self.dir.join("ovs-vswitchd.log");
         match std::fs::read(&log) {
             Ok(bytes) => {
@@ -253,7 +253,7 @@ impl Ovs {
         }
     }
 
-    pub fn pids(&self) -> [(u32, &str); 2] {
+    pub(super) fn pids(&self) -> [(u32, &str); 2] {
         [
             (self.ovsdb.pid(), self.ovsdb.label()),
             (self.vswitchd.pid(), self.vswitchd.label()),
@@ -261,7 +261,7 @@ impl Ovs {
     }
 
     /// An error when a daemon of this instance has died.
-    pub fn check_running(&self) -> anyhow::Result<()> {
+    pub(super) fn check_running(&self) -> anyhow::Result<()> {
         for daemon in [&self.ovsdb, &self.vswitchd] {
             if !sys::alive(daemon.pid()) {
                 bail!(

@@ -11,7 +11,7 @@ use rcgen::{
 
 /// The PEM files of one stage's PKI.
 #[derive(Debug, Clone)]
-pub struct LabPki {
+pub(super) struct LabPki {
     pub ca: PathBuf,
     pub controller_cert: PathBuf,
     pub controller_key: PathBuf,
@@ -20,7 +20,7 @@ pub struct LabPki {
 }
 
 impl LabPki {
-    pub fn create(dir: &Path) -> anyhow::Result<LabPki> {
+    pub(super) fn create(dir: &Path) -> anyhow::Result<LabPki> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let ca_key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
@@ -64,7 +64,7 @@ impl LabPki {
     }
 
     /// sliced's flags for TLS only, on `port`.
-    pub fn sliced_args(&self, port: u16) -> Vec<String> {
+    pub(super) fn sliced_args(&self, port: u16) -> Vec<String> {
         let path = |p: &Path| p.display().to_string();
         vec![
             "--openflow".into(),
@@ -82,7 +82,7 @@ impl LabPki {
 
     /// `ovs-vsctl set-ssl`: the key and certificate every bridge shows, and the CA that
     /// must have signed the controller's.
-    pub fn set_ssl_args(&self) -> Vec<String> {
+    pub(super) fn set_ssl_args(&self) -> Vec<String> {
         vec![
             "set-ssl".into(),
             self.switch_key.display().to_string(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub struct Proxy {
+pub(super) struct Proxy {
     pub addr: SocketAddr,
     cut: Arc<AtomicBool>,
     stopped: Arc<AtomicBool>,
@@ -21,7 +21,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// A proxy to `target` on a free loopback port, forwarding until cut.
-    pub fn start(target: SocketAddr) -> anyhow::Result<Proxy> {
+    pub(super) fn start(target: SocketAddr) -> anyhow::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").context("a proxy port")?;
         listener.set_nonblocking(true)?;
         let proxy = Proxy {
@@ -40,13 +40,13 @@ impl Proxy {
     }
 
     /// From now on nothing gets through, either way.
-    pub fn cut(&self) {
+    pub(super) fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
     }
 
     /// Lets traffic through again. The connections made or used during the cut are
     /// ended, as a partition's would be by the time it heals (their peers timed out).
-    pub fn restore(&self) {
+    pub(super) fn restore(&self) {
         self.end_all();
         self.cut.store(false, Ordering::SeqCst);
     }

@@ -29,7 +29,7 @@ mod draw;
 mod model;
 
 /// Steps of the scenario in the ordinary lab run; `cargo xtask soak` runs more.
-pub const DEFAULT_STEPS: usize = 30;
+pub(super) const DEFAULT_STEPS: usize = 30;
 
 /// A long run (a soak) says how far it got this often.
 const PROGRESS_EVERY: usize = 50;
@@ -44,7 +44,7 @@ const TOPOLOGY_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The `random` scenario: [`DEFAULT_STEPS`] steps (or `--steps`) from the run's seed,
 /// on one sliced.
-pub fn random(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn random(stage: &mut Stage) -> anyhow::Result<()> {
     let run = stage.random_run();
     stage.start_controller()?;
     stage.build(MESH4X2)?;
@@ -54,7 +54,7 @@ pub fn random(stage: &mut Stage) -> anyhow::Result<()> {
 /// The `random-cluster` scenario: the same on three `sliced --etcd` (three etcd members),
 /// every switch connected to all three, with `kill -9` of the master among the
 /// operations. Not in the default run: a long run, `cargo xtask soak --cluster`.
-pub fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     let run = stage.random_run();
     stage.start_cluster(3, 3)?;
     stage.build(MESH4X2)?;
@@ -63,7 +63,7 @@ pub fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
 
 /// Runs the steps on the stage's network (built from [`MESH4X2`]); `cluster` allows the
 /// operations that need more than one controller.
-pub fn run_steps(stage: &mut Stage, run: RandomRun, cluster: bool) -> anyhow::Result<()> {
+pub(super) fn run_steps(stage: &mut Stage, run: RandomRun, cluster: bool) -> anyhow::Result<()> {
     let topo = stage.net()?.topo.clone();
     let mut model = Model::new(topo);
     let mut rng = StdRng::seed_from_u64(run.seed);

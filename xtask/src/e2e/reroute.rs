@@ -9,7 +9,7 @@ use super::topologies::MESH4;
 /// Scenario 5, reroute: on the full mesh, h1 and h2 talk over the direct link s1-s2; cutting that link
 /// (whichever one the path uses) moves the traffic to another path within a few pings,
 /// and the new flows avoid the cut port.
-pub fn reroute(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn reroute(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(MESH4)?;
     let (p1, p2) = (stage.port_of(1)?, stage.port_of(2)?);

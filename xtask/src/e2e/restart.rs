@@ -25,7 +25,7 @@ const PINGS_AFTER_RESTART: Duration = Duration::from_secs(2);
 /// on the same data directory. Asserted: the ping lost nothing; the path flows of h1 and
 /// h2 on every switch are older than the restart (kept, not flushed and installed
 /// again); the flows of h1 and h3 are gone and the pair no longer reaches.
-pub fn restart(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn restart(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(LINE3)?;
     let (p1, p2, p3) = (stage.port_of(1)?, stage.port_of(2)?, stage.port_of(3)?);

@@ -6,7 +6,7 @@
 
 use super::stage::Stage;
 
-pub struct Scenario {
+pub(super) struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
     pub run: fn(&mut Stage) -> anyhow::Result<()>,
@@ -19,7 +19,7 @@ pub struct Scenario {
     pub needs_mininet: bool,
 }
 
-pub const SCENARIOS: &[Scenario] = &[
+pub(super) const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "no-slices",
         about: "without slices no host reaches another (line of three)",

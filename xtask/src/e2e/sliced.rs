@@ -13,11 +13,11 @@ use super::pki::LabPki;
 use super::sys::{self, Adopted, Daemon};
 
 /// LLDP goes out this often in the lab, so that links are known within a second.
-pub const LLDP_INTERVAL_MS: &str = "200";
+pub(super) const LLDP_INTERVAL_MS: &str = "200";
 
 /// The binaries under test.
 #[derive(Debug, Clone)]
-pub struct Bins {
+pub(super) struct Bins {
     pub sliced: PathBuf,
     pub slice: PathBuf,
     /// Extra arguments for every sliced started (`--sliced-arg`).
@@ -31,7 +31,7 @@ enum Process {
     Detached(Adopted),
 }
 
-pub struct Controller {
+pub(super) struct Controller {
     bins: Bins,
     /// Every argument it was started with, to start it again the same way.
     args: Vec<String>,
@@ -48,12 +48,12 @@ pub struct Controller {
 impl Controller {
     /// Starts `sliced` as a child and waits until its REST API answers; with `tls`, its
     /// switches connect over TLS only.
-    pub fn start(bins: &Bins, dir: &Path, tls: Option<&LabPki>) -> anyhow::Result<Controller> {
+    pub(super) fn start(bins: &Bins, dir: &Path, tls: Option<&LabPki>) -> anyhow::Result<Controller> {
         Self::start_with(bins, dir, tls, &[])
     }
 
     /// [`Controller::start`] with more arguments for sliced (a cluster member's `--etcd`).
-    pub fn start_with(
+    pub(super) fn start_with(
         bins: &Bins,
         dir: &Path,
         tls: Option<&LabPki>,
@@ -78,7 +78,7 @@ impl Controller {
     }
 
     /// Stops this sliced with `signal` (SIGKILL: a crash) and waits until it is gone.
-    pub fn kill(&mut self, signal: libc::c_int) {
+    pub(super) fn kill(&mut self, signal: libc::c_int) {
         match &mut self.process {
             Process::Child(daemon) => {
                 daemon.stop(signal, Duration::from_secs(10));
@@ -92,14 +92,14 @@ impl Controller {
 
     /// Stops this sliced with `signal`, then starts it again on the same data directory,
     /// ports and arguments (its log goes on in the same file), and waits until it serves.
-    pub fn restart(&mut self, signal: libc::c_int) -> anyhow::Result<()> {
+    pub(super) fn restart(&mut self, signal: libc::c_int) -> anyhow::Result<()> {
         self.kill(signal);
         self.start_again()
     }
 
     /// Starts `sliced -d --pid-file <pid_file>` as an operator would: the command returns
     /// once the daemon serves and prints its pid. Returns the controller and that pid.
-    pub fn start_detached(
+    pub(super) fn start_detached(
         bins: &Bins,
         dir: &Path,
         pid_file: &Path,
@@ -167,7 +167,7 @@ impl Controller {
     }
 
     /// The daemon's process id.
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         match &self.process {
             Process::Child(daemon) => daemon.pid(),
             Process::Detached(adopted) => adopted.pid(),
@@ -175,7 +175,7 @@ impl Controller {
     }
 
     /// An error when the daemon has exited.
-    pub fn check_running(&mut self) -> anyhow::Result<()> {
+    pub(super) fn check_running(&mut self) -> anyhow::Result<()> {
         match &mut self.process {
             Process::Child(daemon) => {
                 if let Some(status) = daemon.exited() {
@@ -194,7 +194,7 @@ impl Controller {
     /// Starts a killed daemon again on the same data directory, ports and arguments
     /// (the switches are configured with its OpenFlow port), its log appended to the
     /// first one's, and waits until it serves.
-    pub fn start_again(&mut self) -> anyhow::Result<()> {
+    pub(super) fn start_again(&mut self) -> anyhow::Result<()> {
         ensure!(
             !self.args.is_empty(),
             "only a sliced the lab started in the foreground can be started again"
@@ -203,12 +203,12 @@ impl Controller {
         self.wait_serving()
     }
 
-    pub fn data_dir(&self) -> &Path {
+    pub(super) fn data_dir(&self) -> &Path {
         &self.data
     }
 
     /// One REST call: the status and the body, whatever the status.
-    pub fn request(
+    pub(super) fn request(
         &self,
         method: &str,
         path: &str,
@@ -235,7 +235,7 @@ impl Controller {
     }
 
     /// A REST call that must answer `expected`; returns the body.
-    pub fn rest(
+    pub(super) fn rest(
         &self,
         method: &str,
         path: &str,
@@ -254,14 +254,14 @@ impl Controller {
     }
 
     /// A GET that must answer 200 with JSON.
-    pub fn view(&self, path: &str) -> anyhow::Result<Value> {
+    pub(super) fn view(&self, path: &str) -> anyhow::Result<Value> {
         let text = self.rest("GET", path, None, 200)?;
         serde_json::from_str(&text).with_context(|| format!("GET {path} is not JSON: {text}"))
     }
 
     /// The datapath ids of the switches connected at OpenFlow version `wire` (the
     /// version byte: 1 or 4).
-    pub fn switches_at(&self, wire: u64) -> anyhow::Result<std::collections::BTreeSet<u64>> {
+    pub(super) fn switches_at(&self, wire: u64) -> anyhow::Result<std::collections::BTreeSet<u64>> {
         Ok(self
             .view("/topology/switches")?
             .as_array()
@@ -273,7 +273,7 @@ impl Controller {
     }
 
     /// The links the controller knows, as (source, destination) port names in lowercase.
-    pub fn links(&self) -> anyhow::Result<std::collections::BTreeSet<(String, String)>> {
+    pub(super) fn links(&self) -> anyhow::Result<std::collections::BTreeSet<(String, String)>> {
         let links = self.view("/topology/links")?;
         Ok(links
             .as_array()
@@ -288,18 +288,18 @@ impl Controller {
     }
 
     /// Runs the `slice` tool on this daemon's data directory; returns what it printed.
-    pub fn tool(&self, args: &[&str]) -> anyhow::Result<String> {
+    pub(super) fn tool(&self, args: &[&str]) -> anyhow::Result<String> {
         let mut command = sys::command(&self.bins.slice.display().to_string(), &["--db"]);
         command.arg(&self.data).args(args);
         sys::run(&mut command)
     }
 
-    pub fn log_path(&self) -> &Path {
+    pub(super) fn log_path(&self) -> &Path {
         &self.log
     }
 
     /// The last `lines` lines of its log.
-    pub fn log_tail(&self, lines: usize) -> String {
+    pub(super) fn log_tail(&self, lines: usize) -> String {
         match std::fs::read_to_string(&self.log) {
             Ok(text) => {
                 let all: Vec<&str> = text.lines().collect();

@@ -15,8 +15,8 @@ use super::ovs::{OfVersion, Ovs};
 use super::pki::LabPki;
 use super::sliced::{Bins, Controller};
 
-pub mod cluster;
-pub mod ping;
+pub(super) mod cluster;
+pub(super) mod ping;
 
 /// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
 /// the path, so one lost ping is no failure).
@@ -25,18 +25,18 @@ const PING_ATTEMPTS: u32 = 5;
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 /// The controller deletes the flows of a withdrawn host within 1 s (docs/controller.md);
 /// the extra half second covers ovs-ofctl itself on a busy machine.
-pub const WITHDRAW_DEADLINE: Duration = Duration::from_millis(1500);
+pub(super) const WITHDRAW_DEADLINE: Duration = Duration::from_millis(1500);
 
 /// How one run of the random scenario is chosen: the seed replays it.
 #[derive(Debug, Clone, Copy)]
-pub struct RandomRun {
+pub(super) struct RandomRun {
     pub seed: u64,
     pub steps: usize,
 }
 
 /// The lab every stage runs in: the private Open vSwitch, the binaries and the run's
 /// choices.
-pub struct Lab<'a> {
+pub(super) struct Lab<'a> {
     pub ovs: &'a Ovs,
     pub prefix: &'a str,
     pub bins: &'a Bins,
@@ -49,7 +49,7 @@ pub struct Lab<'a> {
     pub failover_runs: usize,
 }
 
-pub struct Stage<'a> {
+pub(super) struct Stage<'a> {
     lab: &'a Lab<'a>,
     pub version: OfVersion,
     dir: PathBuf,
@@ -69,7 +69,7 @@ pub struct Stage<'a> {
 }
 
 impl<'a> Stage<'a> {
-    pub fn new(lab: &'a Lab<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
+    pub(super) fn new(lab: &'a Lab<'a>, version: OfVersion, dir: PathBuf) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let mut stage = Stage {
@@ -92,7 +92,7 @@ impl<'a> Stage<'a> {
     /// Runs this stage over TLS: makes a CA with certificates for sliced and for Open
     /// vSwitch, and gives Open vSwitch its own (`set-ssl`, global to the instance; a
     /// later plain-TCP stage ignores it). Call before the controller starts.
-    pub fn use_tls(&mut self) -> anyhow::Result<()> {
+    pub(super) fn use_tls(&mut self) -> anyhow::Result<()> {
         if self.tls.is_some() {
             return Ok(());
         }
@@ -103,23 +103,23 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(super) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The seed and length of the random scenario for this run.
-    pub fn random_run(&self) -> RandomRun {
+    pub(super) fn random_run(&self) -> RandomRun {
         self.lab.random
     }
 
     /// How often the failover scenario kills the master.
-    pub fn failover_runs(&self) -> usize {
+    pub(super) fn failover_runs(&self) -> usize {
         self.lab.failover_runs
     }
 
     /// Whether sliced runs the proactive pipeline here: OpenFlow 1.3, slicing on, and
     /// per-pair flows not asked for (docs/controller.md, "The OpenFlow 1.3 pipeline").
-    pub fn runs_pipeline(&self) -> bool {
+    pub(super) fn runs_pipeline(&self) -> bool {
         let args = &self.lab.bins.sliced_args;
         self.version == OfVersion::Of13
             && !args
@@ -128,13 +128,13 @@ impl<'a> Stage<'a> {
     }
 
     /// The binaries under test, for a controller the stage does not manage.
-    pub fn shared_bins(&self) -> &Bins {
+    pub(super) fn shared_bins(&self) -> &Bins {
         self.lab.bins
     }
 
     /// Notes what the scenario does next: printed with `--verbose`, and as the story so
     /// far when the scenario fails.
-    pub fn step(&mut self, text: impl Into<String>) {
+    pub(super) fn step(&mut self, text: impl Into<String>) {
         let text = text.into();
         if self.lab.verbose {
             println!("      {text}");
@@ -142,25 +142,25 @@ impl<'a> Stage<'a> {
         self.steps.push(text);
     }
 
-    pub fn steps(&self) -> &[String] {
+    pub(super) fn steps(&self) -> &[String] {
         &self.steps
     }
 
     /// A step whose line is a result of the run (a measurement): printed whatever
     /// `--verbose` says.
-    pub fn report(&mut self, text: impl Into<String>) {
+    pub(super) fn report(&mut self, text: impl Into<String>) {
         let text = text.into();
         println!("      {text}");
         self.steps.push(text);
     }
 
     /// The lab's private Open vSwitch, for a network the stage does not build itself.
-    pub fn ovs(&self) -> &'a Ovs {
+    pub(super) fn ovs(&self) -> &'a Ovs {
         self.lab.ovs
     }
 
     /// Starts sliced in the foreground (the lab's child).
-    pub fn start_controller(&mut self) -> anyhow::Result<()> {
+    pub(super) fn start_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced");
         self.controllers.push(Controller::start(
             self.lab.bins,
@@ -171,7 +171,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Starts sliced with `-d --pid-file`; returns the pid it printed.
-    pub fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
+    pub(super) fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
         self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
         let (controller, pid) =
             Controller::start_detached(self.lab.bins, &self.dir, pid_file, self.tls.as_ref())?;
@@ -180,7 +180,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Kills sliced with SIGKILL (the switches keep their flows and reconnect).
-    pub fn kill_controller(&mut self) -> anyhow::Result<()> {
+    pub(super) fn kill_controller(&mut self) -> anyhow::Result<()> {
         self.step("kill -9 sliced");
         self.ctl_mut()?.kill(libc::SIGKILL);
         Ok(())
@@ -188,7 +188,7 @@ impl<'a> Stage<'a> {
 
     /// Starts the killed sliced again on its data directory and ports, and waits until
     /// it knows every switch and link of the network again.
-    pub fn restart_controller(&mut self) -> anyhow::Result<()> {
+    pub(super) fn restart_controller(&mut self) -> anyhow::Result<()> {
         self.step("start sliced again on the same data directory");
         self.ctl_mut()?.start_again()?;
         let topo = self.net()?.topo.clone();
@@ -199,13 +199,13 @@ impl<'a> Stage<'a> {
     /// it, each with a data directory, HTTP and OpenFlow port of its own and the LLDP
     /// secret they share (so that each accepts the others' probes, as docs/controller.md
     /// asks of controllers sharing switches).
-    pub fn start_cluster(&mut self, etcd_members: usize, instances: usize) -> anyhow::Result<()> {
+    pub(super) fn start_cluster(&mut self, etcd_members: usize, instances: usize) -> anyhow::Result<()> {
         self.start_cluster_with(etcd_members, instances, |etcd, _| Ok(etcd.endpoints()))
     }
 
     /// [`Stage::start_cluster`], each instance (numbered from 1) reaching etcd at the
     /// endpoints `endpoints` gives it (a proxy in between, to cut it off).
-    pub fn start_cluster_with(
+    pub(super) fn start_cluster_with(
         &mut self,
         etcd_members: usize,
         instances: usize,
@@ -235,32 +235,32 @@ impl<'a> Stage<'a> {
     }
 
     /// The cluster's etcd.
-    pub fn etcd_mut(&mut self) -> anyhow::Result<&mut EtcdCluster> {
+    pub(super) fn etcd_mut(&mut self) -> anyhow::Result<&mut EtcdCluster> {
         self.etcd
             .as_mut()
             .context("the scenario started no cluster")
     }
 
-    pub fn ctl(&self) -> anyhow::Result<&Controller> {
+    pub(super) fn ctl(&self) -> anyhow::Result<&Controller> {
         self.controllers
             .first()
             .context("the scenario started no controller")
     }
 
-    pub fn ctl_mut(&mut self) -> anyhow::Result<&mut Controller> {
+    pub(super) fn ctl_mut(&mut self) -> anyhow::Result<&mut Controller> {
         self.controllers
             .first_mut()
             .context("the scenario started no controller")
     }
 
     /// Every controller still running, in the order they were started.
-    pub fn controllers(&self) -> &[Controller] {
+    pub(super) fn controllers(&self) -> &[Controller] {
         &self.controllers
     }
 
     /// Takes a controller out of the stage (to kill it); the network keeps pointing at
     /// its port.
-    pub fn take_controller(&mut self, at: usize) -> anyhow::Result<Controller> {
+    pub(super) fn take_controller(&mut self, at: usize) -> anyhow::Result<Controller> {
         ensure!(
             at < self.controllers.len(),
             "there is no controller number {}",
@@ -270,22 +270,22 @@ impl<'a> Stage<'a> {
     }
 
     /// Puts a (restarted) controller back at the end of the list.
-    pub fn add_controller(&mut self, controller: Controller) {
+    pub(super) fn add_controller(&mut self, controller: Controller) {
         self.controllers.push(controller);
     }
 
-    pub fn net(&self) -> anyhow::Result<&Net<'a>> {
+    pub(super) fn net(&self) -> anyhow::Result<&Net<'a>> {
         self.net.as_ref().context("the scenario built no network")
     }
 
     /// The slice port name of a host's port (`0x1:2`), as REST and the slice tool take it.
-    pub fn port_of(&self, host: u8) -> anyhow::Result<String> {
+    pub(super) fn port_of(&self, host: u8) -> anyhow::Result<String> {
         Ok(self.net()?.host_port(host)?.slice_name())
     }
 
     /// Builds the topology, its bridges controlled by this stage's sliced, and waits
     /// until sliced knows every switch (at this stage's OpenFlow version) and every link.
-    pub fn build(&mut self, description: &str) -> anyhow::Result<()> {
+    pub(super) fn build(&mut self, description: &str) -> anyhow::Result<()> {
         let topo: Topo = description.parse().context("bad topology description")?;
         let tls = self.ctl()?.tls;
         let ports: Vec<u16> = self.controllers.iter().map(|c| c.openflow_port).collect();
@@ -312,7 +312,7 @@ impl<'a> Stage<'a> {
     /// link of the topology. In a cluster that is the master, the one instance that
     /// sends LLDP; the standbys must know every switch, which confirms each instance in
     /// its role.
-    pub fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
+    pub(super) fn wait_ready(&mut self, topo: &Topo) -> anyhow::Result<()> {
         if self.etcd.is_none() {
             for at in 0..self.controllers.len() {
                 self.wait_ready_at(at, topo)?;
@@ -325,7 +325,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Whether the stage runs a cluster (controllers on etcd, one of them master).
-    pub fn is_cluster(&self) -> bool {
+    pub(super) fn is_cluster(&self) -> bool {
         self.etcd.is_some()
     }
 
@@ -385,13 +385,13 @@ impl<'a> Stage<'a> {
     }
 
     /// Runs the `slice` tool against this stage's daemon.
-    pub fn tool(&mut self, args: &[&str]) -> anyhow::Result<String> {
+    pub(super) fn tool(&mut self, args: &[&str]) -> anyhow::Result<String> {
         self.step(format!("slice {}", args.join(" ")));
         self.ctl()?.tool(args)
     }
 
     /// A REST call that must answer `expected`.
-    pub fn rest(
+    pub(super) fn rest(
         &mut self,
         method: &str,
         path: &str,
@@ -406,7 +406,7 @@ impl<'a> Stage<'a> {
     }
 
     /// `from` gets a reply from `to` within a few attempts.
-    pub fn reach(&mut self, from: u8, to: u8) -> anyhow::Result<()> {
+    pub(super) fn reach(&mut self, from: u8, to: u8) -> anyhow::Result<()> {
         let net = self.net()?;
         for attempt in 1..=PING_ATTEMPTS {
             if net.ping(from, to)? {
@@ -418,7 +418,7 @@ impl<'a> Stage<'a> {
     }
 
     /// `a` and `b` reach each other, both ways.
-    pub fn reach_both(&mut self, a: u8, b: u8) -> anyhow::Result<()> {
+    pub(super) fn reach_both(&mut self, a: u8, b: u8) -> anyhow::Result<()> {
         self.reach(a, b)?;
         self.reach(b, a)
     }
@@ -427,7 +427,7 @@ impl<'a> Stage<'a> {
     /// must go unanswered), then with permanent ARP entries on both sides (so that the
     /// ICMP is unicast and meets the controller's drop rules). The entries are removed
     /// afterwards.
-    pub fn isolated(&mut self, pairs: &[(u8, u8)]) -> anyhow::Result<()> {
+    pub(super) fn isolated(&mut self, pairs: &[(u8, u8)]) -> anyhow::Result<()> {
         let shown: Vec<String> = pairs.iter().map(|(a, b)| format!("h{a}->h{b}")).collect();
         let shown = shown.join(" ");
         let net = self.net()?;
@@ -468,7 +468,7 @@ impl<'a> Stage<'a> {
     }
 
     /// The flow table of one switch.
-    pub fn flows(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
+    pub(super) fn flows(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
         let net = self.net()?;
         let dump = self.lab.ovs.ofctl(
             self.version,
@@ -478,7 +478,7 @@ impl<'a> Stage<'a> {
     }
 
     /// The flow table of one switch with each flow's statistics (its age).
-    pub fn flows_with_stats(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
+    pub(super) fn flows_with_stats(&self, dpid: u64) -> anyhow::Result<Vec<Flow>> {
         let net = self.net()?;
         let dump = self
             .lab
@@ -488,7 +488,7 @@ impl<'a> Stage<'a> {
     }
 
     /// The meter table of one switch as `ovs-ofctl dump-meters` prints it (1.3 only).
-    pub fn meters(&self, dpid: u64) -> anyhow::Result<String> {
+    pub(super) fn meters(&self, dpid: u64) -> anyhow::Result<String> {
         let net = self.net()?;
         self.lab
             .ovs
@@ -496,7 +496,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Every switch's flows, with its dpid.
-    pub fn all_flows(&self) -> anyhow::Result<Vec<(u64, Flow)>> {
+    pub(super) fn all_flows(&self) -> anyhow::Result<Vec<(u64, Flow)>> {
         let mut all = Vec::new();
         for dpid in self.net()?.topo.switches.clone() {
             all.extend(self.flows(dpid)?.into_iter().map(|f| (dpid, f)));
@@ -507,7 +507,7 @@ impl<'a> Stage<'a> {
     /// The flow of `flows` (one switch's) that carries `src`'s traffic to `dst` arriving
     /// at `in_port`: a path flow matching in port and both MACs, or on the pipeline the
     /// forwarding entry toward `dst` (table 2), which every sender sharing a slice uses.
-    pub fn path_flow<'f>(
+    pub(super) fn path_flow<'f>(
         &self,
         flows: &'f [Flow],
         src: u8,
@@ -531,7 +531,7 @@ impl<'a> Stage<'a> {
     /// with an idle timeout, that outputs to the out port. On the pipeline: an entry
     /// that admits `src` at its port (the first hop) or what arrives at the link's port
     /// (the others), and a forwarding entry toward `dst` that outputs to the out port.
-    pub fn expect_path(
+    pub(super) fn expect_path(
         &mut self,
         src: u8,
         dst: u8,
@@ -587,7 +587,7 @@ impl<'a> Stage<'a> {
 
     /// Within the withdrawal deadline, no switch holds any flow for these hosts' MACs but
     /// drop flows (the controller's answer to a withdrawn host that keeps sending).
-    pub fn expect_no_flows(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
+    pub(super) fn expect_no_flows(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
         let macs: Vec<String> = hosts.iter().map(|h| net::mac(*h)).collect();
         let started = Instant::now();
         loop {
@@ -621,7 +621,7 @@ impl<'a> Stage<'a> {
 
     /// No switch forwards anything for these MACs (drop flows are allowed: they are how
     /// the controller silences a sender that shares no slice with the receiver).
-    pub fn expect_no_forwarding(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
+    pub(super) fn expect_no_forwarding(&mut self, hosts: &[u8]) -> anyhow::Result<()> {
         let macs: Vec<String> = hosts.iter().map(|h| net::mac(*h)).collect();
         let forwarding: Vec<String> = self
             .all_flows()?
@@ -640,7 +640,7 @@ impl<'a> Stage<'a> {
     }
 
     /// Starts tcpdump in a host.
-    pub fn capture(&mut self, host: u8) -> anyhow::Result<Capture> {
+    pub(super) fn capture(&mut self, host: u8) -> anyhow::Result<Capture> {
         self.step(format!("tcpdump in h{host}"));
         let dir = self.dir.clone();
         self.net()?.capture(host, &dir)
@@ -648,7 +648,7 @@ impl<'a> Stage<'a> {
 
     /// Runs this xtask's `lldp` command (see `lldp.rs`) inside host `host`'s namespace,
     /// as an attacker on that host would send or capture frames; returns its output.
-    pub fn attack(&mut self, host: u8, args: &[&str]) -> anyhow::Result<String> {
+    pub(super) fn attack(&mut self, host: u8, args: &[&str]) -> anyhow::Result<String> {
         self.step(format!("h{host} attacks: lldp {}", args.join(" ")));
         let exe = std::env::current_exe().context("the xtask binary's path")?;
         let ns = self.net()?.namespace(host);
@@ -659,13 +659,13 @@ impl<'a> Stage<'a> {
     }
 
     /// Cuts (or restores) the cable at a switch port.
-    pub fn set_port(&mut self, port: Port, up: bool) -> anyhow::Result<()> {
+    pub(super) fn set_port(&mut self, port: Port, up: bool) -> anyhow::Result<()> {
         self.step(format!("set {port} {}", if up { "up" } else { "down" }));
         self.net()?.set_port(port, up)
     }
 
     /// What a failing scenario prints: sliced's log tail and every bridge's flows.
-    pub fn diagnose(&self) -> String {
+    pub(super) fn diagnose(&self) -> String {
         let mut out = String::new();
         for ctl in &self.controllers {
             out.push_str(&format!(

@@ -42,7 +42,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 }
 
 /// Records the run's prefix and directory and installs the SIGINT/SIGTERM handler.
-pub fn install_cleanup(prefix: &str, run_dir: &Path) -> anyhow::Result<()> {
+pub(super) fn install_cleanup(prefix: &str, run_dir: &Path) -> anyhow::Result<()> {
     {
         let mut registry = registry();
         registry.prefix = Some(prefix.to_owned());
@@ -99,27 +99,27 @@ fn emergency_cleanup(registry: &Registry) {
 /// The userspace datapath's own tap, `ovs-netdev`, has a fixed name. An ovs-vswitchd
 /// killed with bridges still configured leaves it behind; with no ovs-vswitchd running
 /// at all it belongs to nobody and is removed.
-pub fn remove_orphan_datapath() {
+pub(super) fn remove_orphan_datapath() {
     if processes_named("ovs-vswitchd").is_empty() && link_exists(NETDEV_TAP) {
         let _ = output_always(&mut command("ip", &["link", "del", NETDEV_TAP]));
     }
 }
 
 /// The tap device of the userspace datapath (one per network namespace).
-pub const NETDEV_TAP: &str = "ovs-netdev";
+pub(super) const NETDEV_TAP: &str = "ovs-netdev";
 
-pub fn link_exists(name: &str) -> bool {
+pub(super) fn link_exists(name: &str) -> bool {
     Path::new("/sys/class/net").join(name).exists()
 }
 
 /// The pid of an ovs-vswitchd that the lab did not start, if one runs (call it before
 /// starting the lab's own).
-pub fn other_vswitchd() -> Option<u32> {
+pub(super) fn other_vswitchd() -> Option<u32> {
     processes_named("ovs-vswitchd").into_iter().next()
 }
 
 /// Live processes whose command name is `name`.
-pub fn processes_named(name: &str) -> Vec<u32> {
+pub(super) fn processes_named(name: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -134,25 +134,25 @@ pub fn processes_named(name: &str) -> Vec<u32> {
 }
 
 /// Forgets the run directory once it is removed normally.
-pub fn forget_run() {
+pub(super) fn forget_run() {
     let mut registry = registry();
     registry.prefix = None;
     registry.run_dir = None;
 }
 
 /// Records (or forgets) the control socket of the lab's ovs-vswitchd.
-pub fn set_vswitchd_ctl(ctl: Option<PathBuf>) {
+pub(super) fn set_vswitchd_ctl(ctl: Option<PathBuf>) {
     registry().vswitchd_ctl = ctl;
 }
 
-pub fn interrupted() -> bool {
+pub(super) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// After a signal the handler thread owns the clean-up and ends the process; the main
 /// thread stops at its next command (or teardown) and waits for that, so that the two
 /// never work on the same things.
-pub fn park_if_interrupted() {
+pub(super) fn park_if_interrupted() {
     if interrupted() {
         park();
     }
@@ -165,7 +165,7 @@ fn park() -> ! {
 }
 
 /// Sends a signal. Errors (the process is gone already) are of no interest here.
-pub fn signal(pid: u32, sig: libc::c_int) {
+pub(super) fn signal(pid: u32, sig: libc::c_int) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
     };
@@ -179,7 +179,7 @@ pub fn signal(pid: u32, sig: libc::c_int) {
 }
 
 /// True while the process exists and is not a zombie.
-pub fn alive(pid: u32) -> bool {
+pub(super) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command name, which is in parentheses and may hold spaces.
         Ok(stat) => stat
@@ -191,7 +191,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// Waits until the process is gone; false when it is still there at the deadline.
-pub fn wait_gone(pid: u32, timeout: Duration) -> bool {
+pub(super) fn wait_gone(pid: u32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     while alive(pid) {
         if Instant::now() > deadline {
@@ -203,7 +203,7 @@ pub fn wait_gone(pid: u32, timeout: Duration) -> bool {
 }
 
 /// The command line of a process, its arguments joined by spaces.
-pub fn cmdline(pid: u32) -> Option<String> {
+pub(super) fn cmdline(pid: u32) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     Some(
         raw.split(|b| *b == 0)
@@ -214,14 +214,14 @@ pub fn cmdline(pid: u32) -> Option<String> {
 }
 
 /// The effective uid, from /proc (no libc call needed).
-pub fn effective_uid() -> Option<u32> {
+pub(super) fn effective_uid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|line| line.starts_with("Uid:"))?;
     line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// Whether a program is on PATH.
-pub fn on_path(program: &str) -> bool {
+pub(super) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| {
             let file = dir.join(program);
@@ -234,7 +234,7 @@ pub fn on_path(program: &str) -> bool {
 }
 
 /// Root's tools live in the sbin directories, which a user's PATH may lack.
-pub fn add_sbin_to_path() {
+pub(super) fn add_sbin_to_path() {
     let current = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs: Vec<PathBuf> = std::env::split_paths(&current).collect();
     for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
@@ -248,14 +248,14 @@ pub fn add_sbin_to_path() {
 }
 
 /// A command ready to run, built from a program and its arguments.
-pub fn command<S: AsRef<std::ffi::OsStr>>(program: &str, args: &[S]) -> Command {
+pub(super) fn command<S: AsRef<std::ffi::OsStr>>(program: &str, args: &[S]) -> Command {
     let mut command = Command::new(program);
     command.args(args);
     command
 }
 
 /// How a command is shown in errors.
-pub fn describe(command: &Command) -> String {
+pub(super) fn describe(command: &Command) -> String {
     let mut words = vec![command.get_program().to_string_lossy().into_owned()];
     words.extend(command.get_args().map(|a| a.to_string_lossy().into_owned()));
     words.join(" ")
@@ -263,7 +263,7 @@ pub fn describe(command: &Command) -> String {
 
 /// Runs a command to completion and returns what it printed; an error names the command
 /// and carries its stderr when it fails.
-pub fn run(command: &mut Command) -> anyhow::Result<String> {
+pub(super) fn run(command: &mut Command) -> anyhow::Result<String> {
     let output = output(command)?;
     if !output.status.success() {
         bail!(
@@ -278,13 +278,13 @@ pub fn run(command: &mut Command) -> anyhow::Result<String> {
 
 /// Runs a command to completion, whatever its status. Once a signal came, no command
 /// starts any more (except those of the clean-up, [`output_always`]).
-pub fn output(command: &mut Command) -> anyhow::Result<Output> {
+pub(super) fn output(command: &mut Command) -> anyhow::Result<Output> {
     park_if_interrupted();
     output_always(command)
 }
 
 /// Runs a command to completion even after a signal: for the clean-up.
-pub fn output_always(command: &mut Command) -> anyhow::Result<Output> {
+pub(super) fn output_always(command: &mut Command) -> anyhow::Result<Output> {
     command
         .stdin(Stdio::null())
         .output()
@@ -292,7 +292,7 @@ pub fn output_always(command: &mut Command) -> anyhow::Result<Output> {
 }
 
 /// Runs a command, true when it succeeds. Its output is discarded.
-pub fn succeeds(command: &mut Command) -> anyhow::Result<bool> {
+pub(super) fn succeeds(command: &mut Command) -> anyhow::Result<bool> {
     Ok(output(command)?.status.success())
 }
 
@@ -300,13 +300,13 @@ pub fn succeeds(command: &mut Command) -> anyhow::Result<bool> {
 ///
 /// It runs in a process group of its own, so that a Ctrl-C on the terminal reaches only
 /// the lab, which then stops its daemons in order.
-pub struct Daemon {
+pub(super) struct Daemon {
     child: Child,
     label: String,
 }
 
 impl Daemon {
-    pub fn spawn(command: &mut Command, label: &str) -> anyhow::Result<Daemon> {
+    pub(super) fn spawn(command: &mut Command, label: &str) -> anyhow::Result<Daemon> {
         use std::os::unix::process::CommandExt;
         // Spawned under the registry lock: the signal handler either sees this pid or
         // runs before the process exists.
@@ -327,29 +327,29 @@ impl Daemon {
         })
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn label(&self) -> &str {
+    pub(super) fn label(&self) -> &str {
         &self.label
     }
 
     /// Its exit status when it has exited already.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
+    pub(super) fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
-    pub fn stderr(&mut self) -> Option<std::process::ChildStderr> {
+    pub(super) fn stderr(&mut self) -> Option<std::process::ChildStderr> {
         self.child.stderr.take()
     }
 
-    pub fn stdin(&mut self) -> Option<std::process::ChildStdin> {
+    pub(super) fn stdin(&mut self) -> Option<std::process::ChildStdin> {
         self.child.stdin.take()
     }
 
     /// Sends `sig`, waits up to `grace` for the exit, then kills. Returns the status.
-    pub fn stop(&mut self, sig: libc::c_int, grace: Duration) -> Option<ExitStatus> {
+    pub(super) fn stop(&mut self, sig: libc::c_int, grace: Duration) -> Option<ExitStatus> {
         if let Some(status) = self.exited() {
             return Some(status);
         }
@@ -378,13 +378,13 @@ impl Drop for Daemon {
 /// A process the lab did not spawn itself (the `sliced -d` daemon), recorded for the
 /// emergency clean-up and killed when dropped if it still runs. `marker` is a string its
 /// command line must contain, so that a reused pid is never signalled.
-pub struct Adopted {
+pub(super) struct Adopted {
     pid: u32,
     marker: String,
 }
 
 impl Adopted {
-    pub fn new(pid: u32, marker: &str, label: &str) -> Adopted {
+    pub(super) fn new(pid: u32, marker: &str, label: &str) -> Adopted {
         registry().pids.push((pid, label.to_owned()));
         Adopted {
             pid,
@@ -392,12 +392,12 @@ impl Adopted {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.pid
     }
 
     /// Still running, and still the process we adopted.
-    pub fn alive(&self) -> bool {
+    pub(super) fn alive(&self) -> bool {
         alive(self.pid) && cmdline(self.pid).is_some_and(|c| c.contains(&self.marker))
     }
 }
@@ -419,14 +419,14 @@ impl Drop for Adopted {
 
 /// True when `name` was made by the lab run with this prefix: the prefix, then a letter
 /// (prefixes have a fixed width, so `sl0012` never matches `sl0123s1`).
-pub fn has_prefix(name: &str, prefix: &str) -> bool {
+pub(super) fn has_prefix(name: &str, prefix: &str) -> bool {
     name.strip_prefix(prefix)
         .and_then(|rest| rest.chars().next())
         .is_some_and(|c| c.is_ascii_lowercase())
 }
 
 /// Network namespaces whose name carries the prefix.
-pub fn namespaces_with(prefix: &str) -> Vec<String> {
+pub(super) fn namespaces_with(prefix: &str) -> Vec<String> {
     let Ok(listing) = listing(&["netns", "list"]) else {
         return Vec::new();
     };
@@ -439,7 +439,7 @@ pub fn namespaces_with(prefix: &str) -> Vec<String> {
 }
 
 /// Interfaces of the root namespace whose name carries the prefix.
-pub fn links_with(prefix: &str) -> Vec<String> {
+pub(super) fn links_with(prefix: &str) -> Vec<String> {
     let Ok(listing) = listing(&["-o", "link", "show"]) else {
         return Vec::new();
     };
@@ -454,7 +454,7 @@ pub fn links_with(prefix: &str) -> Vec<String> {
 }
 
 /// Removes every namespace and interface carrying the prefix; returns what it could not.
-pub fn sweep(prefix: &str) -> Vec<String> {
+pub(super) fn sweep(prefix: &str) -> Vec<String> {
     let mut problems = Vec::new();
     for link in links_with(prefix) {
         // Deleting one end of a veth removes its peer, so a later name may be gone already.
@@ -486,7 +486,7 @@ fn listing(args: &[&str]) -> anyhow::Result<String> {
 }
 
 /// Polls `check` every `every` until it yields a value or `timeout` passes.
-pub fn poll<T>(
+pub(super) fn poll<T>(
     timeout: Duration,
     every: Duration,
     mut check: impl FnMut() -> anyhow::Result<Option<T>>,

@@ -62,7 +62,7 @@ fn table_full_count(stage: &Stage, dpid: u64) -> anyhow::Result<u64> {
 /// s1's forwarding table holds fewer entries than the slices need: the refusals are
 /// counted, red and blue stay apart (broadcast and unicast), and once the limit is lifted
 /// every pair of a slice reaches the other without anyone touching the controller.
-pub fn table_full(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn table_full(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(PAIR)?;
     let limit = 1;

@@ -2,19 +2,19 @@
 //! switch's port, `s1:2-s2:2` a cable). A leaf: scenarios and the fixture both use it.
 
 /// One switch, four hosts.
-pub const SINGLE: &str = "h1=s1:1 h2=s1:2 h3=s1:3 h4=s1:4";
+pub(super) const SINGLE: &str = "h1=s1:1 h2=s1:2 h3=s1:3 h4=s1:4";
 /// Three switches in a row, a host on each end and one in the middle:
 /// h1 - s1 - s2 - s3 - h3, with h2 on s2.
-pub const LINE3: &str = "h1=s1:1 h2=s2:1 h3=s3:1  s1:2-s2:2 s2:3-s3:2";
+pub(super) const LINE3: &str = "h1=s1:1 h2=s2:1 h3=s3:1  s1:2-s2:2 s2:3-s3:2";
 /// Four switches, each cabled to every other, one host per switch (port 1).
-pub const MESH4: &str = "h1=s1:1 h2=s2:1 h3=s3:1 h4=s4:1  \
+pub(super) const MESH4: &str = "h1=s1:1 h2=s2:1 h3=s3:1 h4=s4:1  \
                          s1:2-s2:2 s1:3-s3:2 s1:4-s4:2 s2:3-s3:3 s2:4-s4:3 s3:4-s4:4";
 
 /// Two switches with one cable; h1 and h2 (one per switch) will share a slice, h3 and
 /// h4 (likewise) play the attackers.
-pub const PAIR: &str = "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2  s1:3-s2:3";
+pub(super) const PAIR: &str = "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2  s1:3-s2:3";
 
 /// Four switches, each cabled to every other, two hosts on each (ports 1 and 5): 8 hosts,
 /// 56 ordered pairs, and more than one path between any two switches.
-pub const MESH4X2: &str = "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4:1 h8=s4:5  \
+pub(super) const MESH4X2: &str = "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4:1 h8=s4:5  \
                            s1:2-s2:2 s1:3-s3:2 s1:4-s4:2 s2:3-s3:3 s2:4-s4:3 s3:4-s4:4";

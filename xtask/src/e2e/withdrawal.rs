@@ -10,7 +10,7 @@ use super::topologies::LINE3;
 /// port (slice tool), the slice (REST). Each time the flows for the withdrawn host
 /// vanish from every switch within the deadline, pings fail, and no switch forwards for
 /// it afterwards; re-adding it makes the pair talk again.
-pub fn withdrawal(stage: &mut Stage) -> anyhow::Result<()> {
+pub(super) fn withdrawal(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_controller()?;
     stage.build(LINE3)?;
     let (p1, p3) = (stage.port_of(1)?, stage.port_of(3)?);

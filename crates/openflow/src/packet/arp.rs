@@ -22,15 +22,15 @@ enum_with_unknown! {
 }
 
 mod field {
-    pub const HTYPE: usize = 0;
-    pub const PTYPE: usize = 2;
-    pub const HLEN: usize = 4;
-    pub const PLEN: usize = 5;
-    pub const OPER: usize = 6;
-    pub const SHA: usize = 8;
-    pub const SPA: usize = 14;
-    pub const THA: usize = 18;
-    pub const TPA: usize = 24;
+    pub(super) const HTYPE: usize = 0;
+    pub(super) const PTYPE: usize = 2;
+    pub(super) const HLEN: usize = 4;
+    pub(super) const PLEN: usize = 5;
+    pub(super) const OPER: usize = 6;
+    pub(super) const SHA: usize = 8;
+    pub(super) const SPA: usize = 14;
+    pub(super) const THA: usize = 18;
+    pub(super) const TPA: usize = 24;
 }
 
 view! {

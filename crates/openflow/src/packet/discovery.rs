@@ -14,7 +14,7 @@ use super::EtherType;
 use crate::wire::{grow, tail_mut};
 
 /// The nearest-bridge LLDP group address, which no bridge forwards.
-pub const LLDP_MULTICAST: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e];
+pub(super) const LLDP_MULTICAST: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e];
 /// Seconds a receiver may keep the information.
 const TTL_SECONDS: u16 = 120;
 const DPID_PREFIX: &[u8] = b"dpid:";

@@ -9,16 +9,16 @@ use crate::Error;
 pub const MIN_HEADER_LEN: usize = 20;
 
 mod field {
-    pub const VERSION_IHL: usize = 0;
-    pub const DSCP_ECN: usize = 1;
-    pub const TOTAL_LEN: usize = 2;
-    pub const IDENT: usize = 4;
-    pub const FLAGS_FRAGMENT: usize = 6;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: usize = 10;
-    pub const SRC: usize = 12;
-    pub const DST: usize = 16;
+    pub(super) const VERSION_IHL: usize = 0;
+    pub(super) const DSCP_ECN: usize = 1;
+    pub(super) const TOTAL_LEN: usize = 2;
+    pub(super) const IDENT: usize = 4;
+    pub(super) const FLAGS_FRAGMENT: usize = 6;
+    pub(super) const TTL: usize = 8;
+    pub(super) const PROTOCOL: usize = 9;
+    pub(super) const CHECKSUM: usize = 10;
+    pub(super) const SRC: usize = 12;
+    pub(super) const DST: usize = 16;
 }
 
 view! {

@@ -13,11 +13,11 @@ use crate::topology::Link;
 
 /// Genuine probes, each newer than the last, that a link needs between two ends when
 /// one of them heard chatter: a round of LLDP makes one, so about three intervals.
-pub const PROBES_OVER_CHATTER: u8 = 3;
+pub(super) const PROBES_OVER_CHATTER: u8 = 3;
 
 /// What one frame arriving at an edge port says about what is behind that port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameClass {
+pub(super) enum FrameClass {
     /// A multicast source address: no host sends one, so the frame is nobody's.
     NoSender,
     /// Addressed to a link-local control group (802.1D's reserved block: STP, LACP,
@@ -44,7 +44,7 @@ const CISCO_LINK_LOCAL: [[u8; 6]; 2] = [
 
 /// Sorts a frame by its addresses; `bound_here` says whether a slice binds its source
 /// address at the port it arrived at.
-pub fn classify(src: MacAddress, dst: MacAddress, bound_here: bool) -> FrameClass {
+pub(super) fn classify(src: MacAddress, dst: MacAddress, bound_here: bool) -> FrameClass {
     let dst_octets = dst.octets();
     if is_group(src) {
         FrameClass::NoSender
@@ -60,13 +60,13 @@ pub fn classify(src: MacAddress, dst: MacAddress, bound_here: bool) -> FrameClas
 }
 
 /// Whether the address is a group (multicast or broadcast) one.
-pub fn is_group(mac: MacAddress) -> bool {
+pub(super) fn is_group(mac: MacAddress) -> bool {
     mac.octets()[0] & 1 == 1
 }
 
 /// How a probe between two ends stands before its proof is even checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Standing {
+pub(super) enum Standing {
     /// Neither end has heard anything, or the two were a link lately.
     Clear,
     /// An end heard chatter only: a link after [`PROBES_OVER_CHATTER`] genuine probes.
@@ -95,7 +95,7 @@ struct Candidate {
 /// engine removes a port's entries when it goes down and a switch's when it goes), so
 /// each is bounded by the ports the engine accepts.
 #[derive(Debug, Default)]
-pub struct LinkGuard {
+pub(super) struct LinkGuard {
     /// Live edge ports and what their traffic showed since they last came up.
     evidence: HashMap<PortId, Evidence>,
     /// Ends of links that went lately (expired, a switch or port went down), with the
@@ -110,7 +110,7 @@ pub struct LinkGuard {
 impl LinkGuard {
     /// A frame of `class` arrived at the edge port `at`. Host evidence is never
     /// weakened by chatter after it.
-    pub fn saw(&mut self, at: PortId, class: FrameClass) {
+    pub(super) fn saw(&mut self, at: PortId, class: FrameClass) {
         let evidence = match class {
             FrameClass::Host => Evidence::Host,
             FrameClass::Chatter => Evidence::Chatter,
@@ -125,7 +125,7 @@ impl LinkGuard {
 
     /// How a probe from `from` arriving at `at` stands: the worse of its two ends, each
     /// cleared by a recent link between exactly these two.
-    pub fn standing(&self, from: PortId, at: PortId, now: Instant) -> Standing {
+    pub(super) fn standing(&self, from: PortId, at: PortId, now: Instant) -> Standing {
         let mut standing = Standing::Clear;
         for (port, other) in [(at, from), (from, at)] {
             if self.were_linked(port, other, now) {
@@ -145,7 +145,7 @@ impl LinkGuard {
     /// [`PROBES_OVER_CHATTER`]. A probe
     /// more than `max_age` newer than the last counted one starts the count over, as one
     /// from another sender does.
-    pub fn count_probe(&mut self, from: PortId, at: PortId, nonce: u64, max_age: Duration) -> u8 {
+    pub(super) fn count_probe(&mut self, from: PortId, at: PortId, nonce: u64, max_age: Duration) -> u8 {
         let max_age_ms = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
         match self.candidates.get_mut(&at) {
             Some(candidate)
@@ -172,7 +172,7 @@ impl LinkGuard {
 
     /// The probe from `from` at `at` made (or confirmed) a link: both ends are link
     /// ends now. Returns the ends that had heard traffic, whose hosts were passing.
-    pub fn link_made(&mut self, from: PortId, at: PortId) -> Vec<PortId> {
+    pub(super) fn link_made(&mut self, from: PortId, at: PortId) -> Vec<PortId> {
         self.candidates.remove(&at);
         [from, at]
             .into_iter()
@@ -181,27 +181,27 @@ impl LinkGuard {
     }
 
     /// A link went at `now`; its ends may have it back until `until`.
-    pub fn link_went(&mut self, link: &Link, until: Instant) {
+    pub(super) fn link_went(&mut self, link: &Link, until: Instant) {
         self.former_link_ends.insert(link.src, (link.dst, until));
         self.former_link_ends.insert(link.dst, (link.src, until));
     }
 
     /// The port went down or was deleted: whatever is plugged in next starts afresh.
-    pub fn port_gone(&mut self, port: PortId) {
+    pub(super) fn port_gone(&mut self, port: PortId) {
         self.evidence.remove(&port);
         self.candidates.remove(&port);
     }
 
     /// The switch disconnected: its ports start afresh when it is back. The link ends
     /// it had stay remembered (its neighbours' ends are in them too).
-    pub fn switch_gone(&mut self, dpid: u64) {
+    pub(super) fn switch_gone(&mut self, dpid: u64) {
         self.evidence.retain(|port, _| port.dpid != dpid);
         self.candidates
             .retain(|port, candidate| port.dpid != dpid && candidate.from.dpid != dpid);
     }
 
     /// Forgets the link ends whose grace is over.
-    pub fn expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant) {
         self.former_link_ends.retain(|_, (_, until)| *until > now);
     }
 

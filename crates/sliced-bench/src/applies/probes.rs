@@ -19,20 +19,20 @@ use crate::sliced::IndexEntries;
 /// The answer to one apply: its status (none when the connection closed first), the bytes
 /// of its body, and the error it states.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: Option<u16>,
     pub bytes: u64,
     pub error: Option<String>,
 }
 
 impl Answer {
-    pub fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         self.status
             .is_some_and(|status| (200..300).contains(&status))
     }
 
     /// The status as the tables count it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.status
             .map_or_else(|| "no answer".to_owned(), |status| status.to_string())
     }
@@ -46,7 +46,7 @@ impl Answer {
 }
 
 /// The `error` of a `{"error": "..."}` body, or the start of any other body.
-pub fn error_text(body: &str) -> String {
+pub(super) fn error_text(body: &str) -> String {
     let stated = serde_json::from_str::<serde_json::Value>(body)
         .ok()
         .and_then(|value| value.get("error")?.as_str().map(str::to_owned));
@@ -55,7 +55,7 @@ pub fn error_text(body: &str) -> String {
 
 /// Point reads during one step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadTally {
+pub(crate) struct ReadTally {
     /// Answered 200 (the slice read exists) or 404 (it comes and goes with the applies).
     pub found: u64,
     pub not_found: u64,
@@ -66,7 +66,7 @@ pub struct ReadTally {
 }
 
 impl ReadTally {
-    pub fn answered(&self) -> u64 {
+    pub(crate) fn answered(&self) -> u64 {
         self.found + self.not_found
     }
 }
@@ -105,13 +105,13 @@ impl ReadState {
 }
 
 /// A thread reading one URL on a keep-alive connection of its own, every [`READ_EVERY`].
-pub struct Reader {
+pub(crate) struct Reader {
     state: Arc<Mutex<ReadState>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Reader {
-    pub fn start(url: String) -> Self {
+    pub(crate) fn start(url: String) -> Self {
         let state: Arc<Mutex<ReadState>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (shared, stopped) = (Arc::clone(&state), Arc::clone(&stop));
@@ -137,7 +137,7 @@ impl Reader {
         Self { state, stop }
     }
 
-    pub fn take(&self) -> ReadTally {
+    pub(crate) fn take(&self) -> ReadTally {
         lock(&self.state).take(Instant::now())
     }
 }
@@ -258,7 +258,7 @@ pub(super) fn wait_for_slices(base: &str, slices: u64) -> Option<Duration> {
 }
 
 /// Whether two successive readings of resident memory are within 1 % of each other.
-pub fn holds_still(before_kib: u64, after_kib: u64) -> bool {
+pub(super) fn holds_still(before_kib: u64, after_kib: u64) -> bool {
     before_kib.abs_diff(after_kib) * 100 <= before_kib.max(after_kib)
 }
 

@@ -19,7 +19,7 @@ const NEXT_HEADING: &str = "## Method notes";
 
 /// docs/benchmarks.md with this part's section written in place of the one there (or
 /// before the method notes), the rest untouched; none when `doc` is not a benchmarks page.
-pub fn in_place(doc: &str, applies: &Outcome<Applies>, stamp: &Stamp) -> Option<String> {
+pub(crate) fn in_place(doc: &str, applies: &Outcome<Applies>, stamp: &Stamp) -> Option<String> {
     if !crate::in_place::is_benchmarks_page(doc) {
         return None;
     }
@@ -115,7 +115,7 @@ const STEP_COLUMNS: &str = "| body | answer | time (+ until the controller's ind
 const STEP_RULE: &str = "|---:|---|---:|---:|---:|---:|---:|---:|";
 
 /// The part's section of docs/benchmarks.md.
-pub fn section(doc: &mut String, applies: &Outcome<Applies>, stamp: &Stamp) {
+pub(crate) fn section(doc: &mut String, applies: &Outcome<Applies>, stamp: &Stamp) {
     let _ = writeln!(doc, "{HEADING}\n");
     disturbed(doc, stamp.other_work, PART);
     let _ = writeln!(
@@ -305,7 +305,7 @@ fn dry_runs_table(doc: &mut String, applies: &Applies) {
 }
 
 /// What the figures say against the issue's goals.
-pub fn reading(applies: &Applies) -> String {
+pub(super) fn reading(applies: &Applies) -> String {
     let mut text = String::from("**Reading.**");
     for row in &applies.sizes {
         let (Ok(into), Ok(out)) = (&row.into, &row.out) else {

@@ -12,7 +12,7 @@ use crate::rest_part::{Reads, Writes};
 use crate::routing::RoutingResult;
 use crate::scale::Scale;
 
-pub fn reads(reads: &Reads) -> String {
+pub(super) fn reads(reads: &Reads) -> String {
     let point = reads
         .rows
         .iter()
@@ -100,7 +100,7 @@ pub fn reads(reads: &Reads) -> String {
     )
 }
 
-pub fn writes(writes: &Writes) -> String {
+pub(super) fn writes(writes: &Writes) -> String {
     let single = writes.rows.iter().find(|(c, _)| *c == 1);
     let most = writes.rows.iter().max_by_key(|(c, _)| *c);
     let (Some((_, single)), Some((clients, most))) = (single, most) else {
@@ -146,7 +146,7 @@ pub fn writes(writes: &Writes) -> String {
     )
 }
 
-pub fn flows(flows: &Flows) -> String {
+pub(super) fn flows(flows: &Flows) -> String {
     let rates: Vec<String> = flows
         .rows
         .iter()
@@ -247,7 +247,7 @@ fn us_delta(delta: f64) -> String {
     }
 }
 
-pub fn scale(scale: &Scale, small: Option<(usize, &crate::wrk::WrkResult)>) -> String {
+pub(super) fn scale(scale: &Scale, small: Option<(usize, &crate::wrk::WrkResult)>) -> String {
     let read = match small {
         Some((slices, small)) => format!(
             " Reading one slice among {} runs at {:.0} % of the rate with {} (a hash \
@@ -288,7 +288,7 @@ fn verdict(met: bool) -> &'static str {
     }
 }
 
-pub fn million_headline(m: &Million) -> String {
+pub(super) fn million_headline(m: &Million) -> String {
     let change = match &m.change {
         Ok(change) => format!(
             "; a deleted binding's FLOW_MOD reaches the switch in {} (p99 {}, goal < 10 ms)",
@@ -311,7 +311,7 @@ pub fn million_headline(m: &Million) -> String {
     )
 }
 
-pub fn million(m: &Million) -> String {
+pub(super) fn million(m: &Million) -> String {
     use crate::million::{CHANGE_GOAL, RESTART_GOAL, RSS_GOAL_KIB};
     let rss = [
         m.rss_kib,
@@ -378,7 +378,7 @@ pub fn million(m: &Million) -> String {
     text
 }
 
-pub fn routing(routing: &RoutingResult) -> String {
+pub(super) fn routing(routing: &RoutingResult) -> String {
     let get = |graph: &str, bench: &str| {
         routing
             .estimates

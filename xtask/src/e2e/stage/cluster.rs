@@ -16,7 +16,7 @@ use crate::e2e::topologies::MESH4;
 
 /// The election's lease lives 2 s by default (issue 11); a standby must be master within
 /// the lease's time to live plus a second.
-pub const NEW_MASTER_DEADLINE: Duration = Duration::from_secs(3);
+pub(crate) const NEW_MASTER_DEADLINE: Duration = Duration::from_secs(3);
 /// Every switch confirms the roles it was asked for within this of the master and the
 /// standbys knowing it; their member records reach the master's view within a third of
 /// the lease.
@@ -26,20 +26,20 @@ const ROLES_DEADLINE: Duration = Duration::from_secs(10);
 const PROPAGATION: Duration = Duration::from_secs(10);
 
 /// The pair that talks throughout a failover, and the pair that starts after the kill.
-pub const TALKING: (u8, u8) = (1, 2);
-pub const NEW_PAIR: (u8, u8) = (3, 4);
+pub(crate) const TALKING: (u8, u8) = (1, 2);
+pub(crate) const NEW_PAIR: (u8, u8) = (3, 4);
 /// How often the new pair's hosts repeat an unanswered ARP request.
 const NEW_PAIR_ARP_RETRANSMIT: Duration = Duration::from_millis(100);
 
 /// The index of the live controller that the live instances report as master in
 /// `GET /cluster`.
-pub fn master(stage: &Stage) -> anyhow::Result<usize> {
+pub(crate) fn master(stage: &Stage) -> anyhow::Result<usize> {
     reported_master(stage)
         .context("no live instance is master: GET /cluster names none, or one that is not live")
 }
 
 /// Waits until a live instance is master (an election at start takes a moment).
-pub fn wait_master(stage: &Stage, timeout: Duration) -> anyhow::Result<usize> {
+pub(crate) fn wait_master(stage: &Stage, timeout: Duration) -> anyhow::Result<usize> {
     let found = sys::poll(timeout, Duration::from_millis(50), || {
         Ok(reported_master(stage))
     })?;
@@ -71,7 +71,7 @@ fn addresses(controllers: &[Controller]) -> Vec<(String, u16)> {
 /// confirmed the master as master and every standby as slave. A standby sends no LLDP
 /// and ignores PACKET_INs (only the master writes to switches), so it knows the
 /// switches and their ports but discovers no link: the roles are what it must show.
-pub fn wait_roles(
+pub(crate) fn wait_roles(
     stage: &mut Stage,
     master: usize,
     switches: &BTreeSet<u64>,
@@ -127,7 +127,7 @@ pub fn wait_roles(
 }
 
 /// `GET /cluster` of one instance, when it answers 200 with JSON.
-pub fn cluster_view(ctl: &Controller) -> Option<Value> {
+pub(crate) fn cluster_view(ctl: &Controller) -> Option<Value> {
     match ctl.request("GET", "/cluster", None) {
         Ok((200, body)) => serde_json::from_str(&body).ok(),
         _ => None,
@@ -168,7 +168,7 @@ fn member_index(member: &Value, instances: &[(String, u16)]) -> Option<usize> {
 /// Waits until a live instance reports itself master (the killed one is out of the
 /// stage's list already); returns how long that took from `killed_at`. Gives up at
 /// twice the deadline, so that the figure is still shown when it is late.
-pub fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Duration> {
+pub(crate) fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Duration> {
     loop {
         if reported_master(stage).is_some() {
             return Ok(killed_at.elapsed());
@@ -185,7 +185,7 @@ pub fn wait_new_master(stage: &Stage, killed_at: Instant) -> anyhow::Result<Dura
 
 /// The random scenario's cluster hook: `kill -9` of the master, then its restart on the
 /// same data directory and ports.
-pub fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
+pub(crate) fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
     let master = master(stage)?;
     let mut killed = stage.take_controller(master)?;
     stage.step(format!("kill -9 the master (sliced at {})", killed.http));
@@ -204,13 +204,13 @@ pub fn kill_master_and_restart(stage: &mut Stage) -> anyhow::Result<()> {
 
 /// Starts the cluster on MESH4 with slices `talk` (h1, h2) and `fresh` (h3, h4), made on
 /// the first instance; h1 and h2 have talked, h3 and h4 not.
-pub fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
+pub(crate) fn cluster_with_slices(stage: &mut Stage) -> anyhow::Result<()> {
     stage.start_cluster(3, 3)?;
     slices_on_cluster(stage)
 }
 
 /// The mesh built for a cluster already started, and the scenarios' slices made.
-pub fn slices_on_cluster(stage: &mut Stage) -> anyhow::Result<()> {
+pub(crate) fn slices_on_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     stage.build(MESH4)?;
     for (slice, hosts) in [("talk", TALKING), ("fresh", NEW_PAIR)] {
         stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;
@@ -238,7 +238,7 @@ pub fn slices_on_cluster(stage: &mut Stage) -> anyhow::Result<()> {
 }
 
 /// Waits until every instance lists the same slices as the first.
-pub fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
+pub(crate) fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
     let wanted = stage.ctl()?.view("/slices")?;
     let agreed = sys::poll(PROPAGATION, Duration::from_millis(50), || {
         for ctl in stage.controllers() {
@@ -267,7 +267,7 @@ pub fn wait_everywhere(stage: &mut Stage, what: &str) -> anyhow::Result<()> {
 }
 
 /// Creates a slice on one instance; returns its status and body.
-pub fn create(ctl: &Controller, name: &str) -> anyhow::Result<(u16, String)> {
+pub(crate) fn create(ctl: &Controller, name: &str) -> anyhow::Result<(u16, String)> {
     ctl.request("POST", "/slices", Some(&json!({ "name": name })))
 }
 

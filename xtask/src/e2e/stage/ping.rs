@@ -15,7 +15,7 @@ use crate::e2e::sys::{self, Daemon};
 const PING_INTERVAL: &str = "0.02";
 
 /// A `ping` running in a host's namespace, its output in a file.
-pub struct PingRun {
+pub(crate) struct PingRun {
     daemon: Daemon,
     output: PathBuf,
     label: String,
@@ -23,7 +23,7 @@ pub struct PingRun {
 
 impl PingRun {
     /// `ping -D -i INTERVAL -c COUNT` from one host to another (timestamps on each reply).
-    pub fn start(stage: &Stage, (from, to): (u8, u8), count: u32) -> anyhow::Result<PingRun> {
+    pub(crate) fn start(stage: &Stage, (from, to): (u8, u8), count: u32) -> anyhow::Result<PingRun> {
         let ns = stage.net()?.namespace(from);
         let output = stage.dir().join(format!("ping-h{from}-h{to}.txt"));
         let file = std::fs::File::create(&output)
@@ -59,12 +59,12 @@ impl PingRun {
         })
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         std::fs::read_to_string(&self.output).unwrap_or_default()
     }
 
     /// The time of the first reply, in seconds since the epoch (ping's `-D` stamp).
-    pub fn first_reply(&self) -> Option<f64> {
+    pub(crate) fn first_reply(&self) -> Option<f64> {
         self.text()
             .lines()
             .find(|line| line.contains("bytes from"))
@@ -72,7 +72,7 @@ impl PingRun {
     }
 
     /// Waits until a reply came; false at the deadline.
-    pub fn wait_reply(&self, timeout: Duration) -> anyhow::Result<bool> {
+    pub(crate) fn wait_reply(&self, timeout: Duration) -> anyhow::Result<bool> {
         Ok(sys::poll(timeout, Duration::from_millis(20), || {
             Ok(self.first_reply().map(|_| ()))
         })?
@@ -80,7 +80,7 @@ impl PingRun {
     }
 
     /// Waits until ping ends; returns (transmitted, received).
-    pub fn finish(mut self, timeout: Duration) -> anyhow::Result<(u32, u32)> {
+    pub(crate) fn finish(mut self, timeout: Duration) -> anyhow::Result<(u32, u32)> {
         let ended = sys::poll(timeout, Duration::from_millis(50), || {
             Ok(self.daemon.exited())
         })?;
