@@ -7,7 +7,8 @@
 //! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
 //! `wire` holds the JSON bodies of the REST API, shared by the daemon and the tool.
-//! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them,
+//! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them, by
+//! role ([`SliceRead`], [`SliceWrite`], [`SessionRevocations`], [`MembershipSource`]),
 //! with its error [`StoreError`]; the controller needs only its [`MembershipSource`] part.
 //!
 //!
@@ -52,6 +53,6 @@ pub use membership::{Host, Membership};
 pub use model::{Port, Slice};
 pub use plan::{Plan, PlanError, Step};
 pub use store::{
-    BackendError, ChangeListener, MembershipSource, SliceStore, StoreError, Write, WriteDone,
-    WriteQueue, Written, MAX_REVOKED_SESSIONS,
+    BackendError, ChangeListener, MembershipSource, SessionRevocations, SliceRead, SliceStore,
+    SliceWrite, StoreError, Write, WriteDone, WriteQueue, Written, MAX_REVOKED_SESSIONS,
 };

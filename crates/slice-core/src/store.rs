@@ -15,7 +15,7 @@
 //! future per call, and ties slice-core to no async runtime. A backend whose client is
 //! async (etcd's is built on Tokio) blocks on a runtime of its own inside each call. The
 //! REST application, whose workers must not block, hands its writes to the store's own
-//! writer when it has one ([`SliceStore::queue`]: a callback tells the outcome) and to
+//! writer when it has one ([`SliceWrite::queue`]: a callback tells the outcome) and to
 //! actix's blocking pool otherwise.
 //!
 //! Reads are called on the REST application's async workers, so they must not wait on a
@@ -54,19 +54,32 @@ pub enum StoreError {
     Failed(BackendError),
 }
 
-/// The reads and writes of slices, ports and MAC addresses, the session revocation list,
-/// and the change stream, as the REST application and the `slice` tool use them. Every
-/// method may be called from any thread, concurrently.
+/// A store of slices in whole: the three roles below, and the change stream the
+/// controller follows. `Arc<dyn SliceStore>` is what the REST application, the `slice`
+/// tool and the daemon hold. Every method may be called from any thread, concurrently.
+///
+/// The roles are separate traits so that code needing one asks for that one alone
+/// (`&dyn SliceRead` for a report, `impl SliceWrite` for [`Write::perform`]), and a test
+/// double for it implements only that; a store implements all of them, then this trait,
+/// whose one method has a default.
+pub trait SliceStore:
+    SliceRead + SliceWrite + SessionRevocations + MembershipSource + Send + Sync
+{
+    /// Whether the store can serve and take writes now, as far as a cheap check can tell:
+    /// asked by readiness probes (`GET /readyz`, the systemd watchdog), so it must cost
+    /// little, change nothing a read can see, and end within about a second; it may block
+    /// (callers run it on a thread they can spare). `Unavailable` or `Failed` says why
+    /// not. The default has nothing to check.
+    fn probe(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// The reads of slices, ports and MAC addresses.
 ///
 /// Reads check the parts of their path in the specification's order: the slice, then the
-/// port, then the MAC address; the first one missing is the error. Writes check the same
-/// way before the check that makes them conflict. A write is atomic and durable when it
-/// returns `Ok`; once it has, every later read (in any process using the same data) sees
-/// it, and the listeners have been told of it (see [`MembershipSource`]). A failed write
-/// changes nothing and is told to nobody.
-pub trait SliceStore: MembershipSource + Send + Sync {
-    // ---- reads -------------------------------------------------------------------------
-
+/// port, then the MAC address; the first one missing is the error.
+pub trait SliceRead: Send + Sync {
     /// Runs `look` once on the names of all slices, in creation order, without copying
     /// the list; an `Ok` means it ran. Writers may wait while it runs: keep it short.
     /// An iterator rather than a slice, so that a backend may keep the names in whatever
@@ -105,9 +118,16 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// Fails with the first of `SliceNotFound`, `PortNotFound`, `MacNotFound` that applies.
     fn check_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress)
         -> Result<(), StoreError>;
+}
 
-    // ---- writes: each returns once the change is durable --------------------------------
-
+/// The writes of slices, ports and MAC addresses.
+///
+/// Writes check the parts of their path in the specification's order (the slice, then the
+/// port, then the MAC address) before the check that makes them conflict. A write is
+/// atomic and durable when it returns `Ok`; once it has, every later read (in any process
+/// using the same data) sees it, and the listeners have been told of it (see
+/// [`MembershipSource`]). A failed write changes nothing and is told to nobody.
+pub trait SliceWrite: Send + Sync {
     /// Fails with `SliceExists` when a slice of that name exists.
     fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError>;
 
@@ -145,8 +165,19 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// the plan's order.
     fn apply(&self, declared: &[Slice]) -> Result<Plan, StoreError>;
 
-    // ---- revoked login sessions ----------------------------------------------------------
+    /// The store's own queue of writes, when it has one: a caller that must not block (an
+    /// async worker) hands its write there and is told of the outcome, instead of parking
+    /// a thread on the blocking methods above. `None` (the default) means the store has no
+    /// writer of its own; such a caller then runs [`Write::perform`] on a thread it can
+    /// spare.
+    fn queue(&self) -> Option<&dyn WriteQueue> {
+        None
+    }
+}
 
+/// The list of ended login sessions, kept with the slices so that every instance serving
+/// the same data refuses a session one of them ended, also after a restart.
+pub trait SessionRevocations: Send + Sync {
     /// Records that the login session `id`, valid until `expires_at`, was ended; durable
     /// when it returns, like any write. Times are seconds since the epoch, `now` the
     /// current one. The list is bounded by [`MAX_REVOKED_SESSIONS`]: entries past their
@@ -159,31 +190,9 @@ pub trait SliceStore: MembershipSource + Send + Sync {
     /// before a cut-off). Every instance serving the same data gives the same answer once
     /// the revocation has returned.
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError>;
-
-    // ---- writes that do not hold the caller's thread ------------------------------------
-
-    /// The store's own queue of writes, when it has one: a caller that must not block (an
-    /// async worker) hands its write there and is told of the outcome, instead of parking
-    /// a thread on the blocking methods above. `None` (the default) means the store has no
-    /// writer of its own; such a caller then runs [`Write::perform`] on a thread it can
-    /// spare.
-    fn queue(&self) -> Option<&dyn WriteQueue> {
-        None
-    }
-
-    // ---- health ---------------------------------------------------------------------------
-
-    /// Whether the store can serve and take writes now, as far as a cheap check can tell:
-    /// asked by readiness probes (`GET /readyz`, the systemd watchdog), so it must cost
-    /// little, change nothing a read can see, and end within about a second; it may block
-    /// (callers run it on a thread they can spare). `Unavailable` or `Failed` says why
-    /// not. The default has nothing to check.
-    fn probe(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
 }
 
-/// A store's writer, which takes writes without waiting for them (see [`SliceStore::queue`]).
+/// A store's writer, which takes writes without waiting for them (see [`SliceWrite::queue`]).
 pub trait WriteQueue: Send + Sync {
     /// Queues `write` and returns at once. `done` is called exactly once, on another
     /// thread, with what the blocking method of the same write would have returned, and
@@ -195,22 +204,22 @@ pub trait WriteQueue: Send + Sync {
 /// Told the outcome of a queued write.
 pub type WriteDone = Box<dyn FnOnce(Result<Written, StoreError>) + Send>;
 
-/// One write of [`SliceStore`], as data: what a queue carries.
+/// One write of [`SliceWrite`], as data: what a queue carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
-    /// [`SliceStore::create_slice`].
+    /// [`SliceWrite::create_slice`].
     CreateSlice(SliceName),
-    /// [`SliceStore::delete_slice`].
+    /// [`SliceWrite::delete_slice`].
     DeleteSlice(SliceName),
-    /// [`SliceStore::add_port`].
+    /// [`SliceWrite::add_port`].
     AddPort(SliceName, PortId),
-    /// [`SliceStore::delete_port`].
+    /// [`SliceWrite::delete_port`].
     DeletePort(SliceName, PortId),
-    /// [`SliceStore::add_mac`].
+    /// [`SliceWrite::add_mac`].
     AddMac(SliceName, PortId, MacAddress),
-    /// [`SliceStore::delete_mac`].
+    /// [`SliceWrite::delete_mac`].
     DeleteMac(SliceName, PortId, MacAddress),
-    /// [`SliceStore::apply`] of a declared state.
+    /// [`SliceWrite::apply`] of a declared state.
     Apply(Vec<Slice>),
 }
 
@@ -234,7 +243,8 @@ pub enum Written {
 
 impl Write {
     /// Carries the write out through `store`'s blocking methods, on the calling thread.
-    pub fn perform(self, store: &dyn SliceStore) -> Result<Written, StoreError> {
+    /// Any store will do, `&dyn SliceStore` included.
+    pub fn perform<S: SliceWrite + ?Sized>(self, store: &S) -> Result<Written, StoreError> {
         Ok(match self {
             Write::CreateSlice(slice) => store.create_slice(&slice).map(|()| Written::Done)?,
             Write::DeleteSlice(slice) => Written::Slice(store.delete_slice(&slice)?),

@@ -24,7 +24,7 @@ const NAMED_PER_BATCH: usize = 8;
 pub(crate) struct Mirror {
     /// Every change up to this etcd revision is applied.
     pub(crate) revision: i64,
-    /// `SliceStore::content_version`: grows with every revision that changes a slice, a
+    /// `SliceRead::content_version`: grows with every revision that changes a slice, a
     /// port or a MAC address, and with every resynchronisation.
     pub(crate) content_version: u64,
     /// Slice names in creation order.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use etcd_client::{Compare, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use slice_core::{
-    ChangeListener, MacAddress, MembershipSource, Plan, PlanError, Port, PortId, Slice, SliceError,
-    SliceName, SliceStore, StoreError, MAX_REVOKED_SESSIONS,
+    ChangeListener, MacAddress, MembershipSource, Plan, PlanError, Port, PortId,
+    SessionRevocations, Slice, SliceError, SliceName, SliceRead, SliceStore, SliceWrite,
+    StoreError, MAX_REVOKED_SESSIONS,
 };
 
 use crate::access::Access;
@@ -212,7 +213,7 @@ impl EtcdStore {
     }
 }
 
-impl SliceStore for EtcdStore {
+impl SliceRead for EtcdStore {
     fn read_slices(
         &self,
         look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
@@ -271,7 +272,9 @@ impl SliceStore for EtcdStore {
             Err(SliceError::MacNotFound(mac).into())
         }
     }
+}
 
+impl SliceWrite for EtcdStore {
     fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
         let layout = &self.layout;
         let key = layout.slice(slice);
@@ -491,7 +494,9 @@ impl SliceStore for EtcdStore {
             .into(),
         ))
     }
+}
 
+impl SessionRevocations for EtcdStore {
     fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
         let layout = &self.layout;
         let (expired, live) = self.read(|mirror| {
@@ -534,7 +539,9 @@ impl SliceStore for EtcdStore {
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
         Ok(self.read(|mirror| issued_at < mirror.not_before || mirror.revoked.contains_key(id)))
     }
+}
 
+impl SliceStore for EtcdStore {
     /// A linearizable read of one key nobody writes, on the member in use: it answers
     /// only with a leader, so it proves a quorum without a write (a write would be a
     /// revision for every instance's watch, once a second from each).

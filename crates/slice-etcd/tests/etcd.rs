@@ -5,7 +5,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use slice_core::{
-    Change, MacAddress, MembershipSource, PortId, SliceError, SliceName, SliceStore, StoreError,
+    Change, MacAddress, MembershipSource, PortId, SessionRevocations, SliceError, SliceName,
+    SliceRead, SliceStore, SliceWrite, StoreError,
 };
 use slice_etcd::test_server::LocalEtcd;
 use slice_etcd::{EtcdStore, DEFAULT_PREFIX};

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use slice_core::{Leadership, SliceName, SliceStore};
+use slice_core::{Leadership, SliceName, SliceRead, SliceWrite};
 use slice_etcd::test_server::{poll, LocalEtcd};
 use slice_etcd::{ElectionConfig, EtcdStore, MasterElection, DEFAULT_LEASE_TTL, DEFAULT_PREFIX};
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use slice_core::{
     Change, Host, MacAddress, Membership, MembershipSource, Port, PortId, Slice, SliceError,
-    SliceName, SliceStore, StoreError,
+    SliceName, SliceRead, SliceWrite, StoreError,
 };
 use slice_etcd::test_server::{poll, LocalEtcd};
 use slice_etcd::{ElectionConfig, EtcdStore, MasterElection, DEFAULT_LEASE_TTL, DEFAULT_PREFIX};

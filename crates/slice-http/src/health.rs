@@ -176,7 +176,7 @@ mod tests {
     use actix_web::cookie::Key;
     use actix_web::test;
     use slice_core::{ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice};
-    use slice_core::{SliceName, StoreError};
+    use slice_core::{SessionRevocations, SliceName, SliceRead, SliceWrite, StoreError};
 
     /// A store whose probe counts its calls, takes `delay` and fails while `failing`.
     #[derive(Default)]
@@ -197,7 +197,7 @@ mod tests {
         StoreError::Failed("not a store for this".into())
     }
 
-    impl SliceStore for Probed {
+    impl SliceRead for Probed {
         fn read_slices(
             &self,
             look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
@@ -223,6 +223,9 @@ mod tests {
         fn check_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
             Err(nothing())
         }
+    }
+
+    impl SliceWrite for Probed {
         fn create_slice(&self, _: &SliceName) -> Result<(), StoreError> {
             Err(nothing())
         }
@@ -244,12 +247,18 @@ mod tests {
         fn apply(&self, _: &[Slice]) -> Result<slice_core::Plan, StoreError> {
             Err(nothing())
         }
+    }
+
+    impl SessionRevocations for Probed {
         fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
             Err(nothing())
         }
         fn session_revoked(&self, _: &[u8], _: u64) -> Result<bool, StoreError> {
             Ok(false)
         }
+    }
+
+    impl SliceStore for Probed {
         fn probe(&self) -> Result<(), StoreError> {
             self.probes.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(self.delay);

@@ -380,6 +380,7 @@ mod tests {
     use slice_core::{
         ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice, SliceName, StoreError,
     };
+    use slice_core::{SessionRevocations, SliceRead, SliceWrite};
 
     /// A backend that cannot serve anything, in the way `make` says: unavailable (a
     /// cluster without a quorum) or failed.
@@ -394,7 +395,7 @@ mod tests {
         }
     }
 
-    impl SliceStore for Refusing {
+    impl SliceRead for Refusing {
         fn read_slices(
             &self,
             _: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
@@ -419,6 +420,9 @@ mod tests {
         fn check_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
             Err((self.make)())
         }
+    }
+
+    impl SliceWrite for Refusing {
         fn create_slice(&self, _: &SliceName) -> Result<(), StoreError> {
             Err((self.make)())
         }
@@ -437,16 +441,21 @@ mod tests {
         fn delete_mac(&self, _: &SliceName, _: PortId, _: MacAddress) -> Result<(), StoreError> {
             Err((self.make)())
         }
-        fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
+        fn apply(&self, _: &[Slice]) -> Result<slice_core::Plan, StoreError> {
             Err((self.make)())
         }
-        fn apply(&self, _: &[Slice]) -> Result<slice_core::Plan, StoreError> {
+    }
+
+    impl SessionRevocations for Refusing {
+        fn revoke_session(&self, _: &[u8], _: u64, _: u64) -> Result<(), StoreError> {
             Err((self.make)())
         }
         fn session_revoked(&self, _: &[u8], _: u64) -> Result<bool, StoreError> {
             Err((self.make)())
         }
     }
+
+    impl SliceStore for Refusing {}
 
     /// The status and error message of each request of the slice API against `store`.
     async fn answers(store: Refusing) -> Vec<(StatusCode, String)> {

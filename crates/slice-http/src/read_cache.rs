@@ -3,8 +3,9 @@
 //! same.
 //!
 //! For a read, working out and encoding the answer is most of what sliced adds to the
-//! framework's own cost of a request; for the list of many slices, by far. An answer is kept under its request path with
-//! the store's [`SliceStore::content_version`] taken before it was worked out; any change
+//! framework's own cost of a request; for the list of many slices, by far. An answer is
+//! kept under its request path with the store's content version
+//! ([`slice_core::SliceRead::content_version`]) taken before it was worked out; any change
 //! to the store moves that version on and so drops every answer kept. Only successful
 //! answers are kept, and only up to [`READ_CACHE_BYTES`] per worker, or one answer alone
 //! when it is larger: whatever paths a client asks for, the cache stays that small.

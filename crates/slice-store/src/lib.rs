@@ -50,8 +50,9 @@ use std::thread::JoinHandle;
 use parking_lot::RwLock;
 use std::time::{Duration, Instant};
 
-use slice_core::{Change, ChangeListener, MembershipSource, SliceStore, StoreError};
+use slice_core::{Change, ChangeListener, MembershipSource, StoreError};
 use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName};
+use slice_core::{SessionRevocations, SliceRead, SliceStore, SliceWrite};
 use slice_core::{Write, WriteDone, WriteQueue, Written};
 
 pub use crate::holder::LockHolder;
@@ -158,7 +159,7 @@ pub(crate) struct Inner {
     /// What is committed, for every read; only the writer thread changes it, after the
     /// flush that makes the change durable.
     model: RwLock<Model>,
-    /// [`SliceStore::content_version`]: counts the writer's changes to `model`, each
+    /// [`SliceRead::content_version`]: counts the writer's changes to `model`, each
     /// counted while the writer still holds the model's lock. An atomic of its own, so
     /// that checking a cached answer takes no lock.
     content_version: AtomicU64,
@@ -622,7 +623,7 @@ impl From<Error> for StoreError {
 
 /// The store as slice-http, slice-cli and the controller use it: the methods above, with
 /// their errors widened to the interface's.
-impl SliceStore for Store {
+impl SliceRead for Store {
     fn read_slices(
         &self,
         look: &mut dyn FnMut(&mut dyn Iterator<Item = &SliceName>),
@@ -662,7 +663,9 @@ impl SliceStore for Store {
     ) -> Result<(), StoreError> {
         Ok(Store::check_mac(self, slice, port, mac)?)
     }
+}
 
+impl SliceWrite for Store {
     fn create_slice(&self, slice: &SliceName) -> Result<(), StoreError> {
         Ok(Store::create_slice(self, slice)?)
     }
@@ -697,22 +700,26 @@ impl SliceStore for Store {
         Ok(Store::delete_mac(self, slice, port, mac)?)
     }
 
-    fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
-        Ok(Store::revoke_session(self, id, expires_at, now)?)
-    }
-
     fn apply(&self, declared: &[Slice]) -> Result<Plan, StoreError> {
         Ok(Store::apply(self, declared)?)
-    }
-
-    fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
-        Ok(Store::session_revoked(self, id, issued_at)?)
     }
 
     fn queue(&self) -> Option<&dyn WriteQueue> {
         Some(self)
     }
+}
 
+impl SessionRevocations for Store {
+    fn revoke_session(&self, id: &[u8], expires_at: u64, now: u64) -> Result<(), StoreError> {
+        Ok(Store::revoke_session(self, id, expires_at, now)?)
+    }
+
+    fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
+        Ok(Store::session_revoked(self, id, issued_at)?)
+    }
+}
+
+impl SliceStore for Store {
     fn probe(&self) -> Result<(), StoreError> {
         Ok(Store::probe(self)?)
     }

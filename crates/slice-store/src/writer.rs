@@ -214,7 +214,7 @@ impl Round {
             );
             if changed {
                 // Counted under the lock, after the change: a reader that sees the new
-                // count reads the new model (see `SliceStore::content_version`).
+                // count reads the new model (see `SliceRead::content_version`).
                 inner.content_version.fetch_add(1, Ordering::Release);
             }
         }
