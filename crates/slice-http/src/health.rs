@@ -30,15 +30,15 @@ use crate::routing::Mount;
 use crate::Settings;
 
 /// How long one probe of the store answers for.
-pub const READINESS_CACHE: Duration = Duration::from_secs(1);
+pub(crate) const READINESS_CACHE: Duration = Duration::from_secs(1);
 
 /// The longest a probe of the store may take before it counts as failed: a store that
 /// takes longer cannot serve writes in time either.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A check of a part of the daemon that slice-http does not know (the controller): `Ok`,
 /// or why not. Cheap and non-blocking: it runs on an HTTP worker.
-pub type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub(crate) type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// What readiness is made of; one per daemon, shared by every worker (in [`Settings`])
 /// and by whoever else asks (the watchdog).

@@ -23,7 +23,7 @@ impl std::fmt::Display for LockHolder {
 
 /// The process holding a lock on `file`, when the system says (Linux); `None` elsewhere,
 /// or when nobody holds it.
-pub fn lock_holder(file: &Path) -> Option<LockHolder> {
+pub(crate) fn lock_holder(file: &Path) -> Option<LockHolder> {
     let metadata = std::fs::metadata(file).ok()?;
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     let pid = holder_in(&locks, metadata.dev(), metadata.ino())?;
