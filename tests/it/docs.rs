@@ -88,12 +88,21 @@ fn every_flag_in_the_security_page_is_a_flag_of_sliced() {
 /// Where a test named `file::test` may live: a module of the root package's black-box
 /// test binary (`tests/it/`), a crate's integration tests, or a unit-test module
 /// `file::tests::test` of a crate's `src/` (in `file.rs`, `file/tests.rs` or, split by
-/// area, `file/tests/*.rs`).
-fn test_files(file: &str) -> Vec<PathBuf> {
-    let mut candidates = vec![root().join("tests/it").join(format!("{file}.rs"))];
-    if let Ok(crates) = std::fs::read_dir(root().join("crates")) {
-        for krate in crates.flatten() {
-            let krate = krate.path();
+/// area, `file/tests/*.rs`). A test file split by area (`tests/it/cli/`, a crate's
+/// `tests/golden/`) is cited with its area, `file::area::test`, and only that area's
+/// file, `file/area.rs`, may hold it.
+fn test_files(file: &str, area: Option<&str>) -> Vec<PathBuf> {
+    let crates: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    let mut candidates = Vec::new();
+    if let Some(area) = area {
+        let split = format!("{file}/{area}.rs");
+        candidates.push(root().join("tests/it").join(&split));
+        candidates.extend(crates.iter().map(|krate| krate.join("tests").join(&split)));
+    } else {
+        candidates.push(root().join("tests/it").join(format!("{file}.rs")));
+        for krate in &crates {
             candidates.push(krate.join("tests").join(format!("{file}.rs")));
             candidates.push(krate.join("src").join(format!("{file}.rs")));
             candidates.push(krate.join("src").join(file).join("tests.rs"));
@@ -111,29 +120,32 @@ fn test_files(file: &str) -> Vec<PathBuf> {
 #[test]
 fn every_test_the_security_page_cites_exists() {
     let doc = security_md();
-    let cited: Vec<(&str, &str)> = code_spans(&doc)
+    let cited: Vec<(&str, Option<&str>, &str)> = code_spans(&doc)
         .into_iter()
         .filter_map(|span| {
             let (file, test) = span.split_once("::")?;
             // A unit test cited as `module::tests::name`.
-            Some((file, test.strip_prefix("tests::").unwrap_or(test)))
+            let test = test.strip_prefix("tests::").unwrap_or(test);
+            Some(match test.split_once("::") {
+                Some((area, test)) => (file, Some(area), test),
+                None => (file, None, test),
+            })
         })
-        .filter(|(file, test)| {
+        .filter(|(file, area, test)| {
             let word = |s: &str| {
                 !s.is_empty() && s.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric())
             };
             // `sliced::audit` is a log target of the daemon, not a test: the root
             // package's tests are cited by their `tests/it/` module.
-            word(file) && word(test) && *file != "sliced"
+            word(file) && area.map_or(true, word) && word(test) && *file != "sliced"
         })
         .collect();
     assert!(cited.len() >= 25, "too few tests cited: {}", cited.len());
-    for (file, test) in cited {
-        let files = test_files(file);
-        assert!(
-            !files.is_empty(),
-            "no test file {file}.rs for {file}::{test}"
-        );
+    for (file, area, test) in cited {
+        let files = test_files(file, area);
+        let module = area.map_or(file.to_owned(), |area| format!("{file}/{area}"));
+        let name = module.replace('/', "::") + "::" + test;
+        assert!(!files.is_empty(), "no test file {module}.rs for {name}");
         let defined = files.iter().any(|path| {
             std::fs::read_to_string(path)
                 .unwrap_or_default()
@@ -141,7 +153,7 @@ fn every_test_the_security_page_cites_exists() {
         });
         assert!(
             defined,
-            "{file}::{test} is cited in docs/security.md but not defined"
+            "{name} is cited in docs/security.md but not defined"
         );
     }
 }
