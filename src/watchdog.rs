@@ -20,7 +20,11 @@ pub(crate) fn interval() -> Option<Duration> {
 
 /// Sends `WATCHDOG=1` every half `interval` (as sd_watchdog_enabled(3) advises) while
 /// readiness holds, and says in the log when it stops and starts again.
-pub(crate) async fn feed_while_ready(interval: Duration, health: Arc<Health>, store: Arc<dyn SliceStore>) {
+pub(crate) async fn feed_while_ready(
+    interval: Duration,
+    health: Arc<Health>,
+    store: Arc<dyn SliceStore>,
+) {
     let mut ticks = tokio::time::interval(interval / 2);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fed = true;

@@ -89,7 +89,10 @@ async fn the_developer_callback_starts_a_session() {
     );
     assert_eq!(
         get_json(&api, "/api/session", session.as_deref()).await,
-        (200, json!({"name": "Ada", "email": "ada@example.com", "role": "operator"}))
+        (
+            200,
+            json!({"name": "Ada", "email": "ada@example.com", "role": "operator"})
+        )
     );
 }
 
@@ -331,7 +334,7 @@ fn percent_encoded(text: &str) -> String {
 /// `?next=` values that a link to the login could carry to send the browser elsewhere
 /// once logged in, each as it stands in the query: control characters the URL parser
 /// drops, backslashes it reads as slashes, scheme-relative and absolute URLs, scripts.
-pub fn foreign_next_queries(elsewhere: &str) -> Vec<String> {
+pub(crate) fn foreign_next_queries(elsewhere: &str) -> Vec<String> {
     let mut queries: Vec<String> = ["%09", "%0a", "%0D", "%0d%0a", "%5C", "%09%5C"]
         .iter()
         .map(|dropped_or_slash| format!("/{dropped_or_slash}/{elsewhere}/pwned"))

@@ -25,7 +25,7 @@ fn fixture_dir() -> PathBuf {
 }
 
 /// The provider, run by node, stopped when dropped.
-pub struct Provider {
+pub(crate) struct Provider {
     child: Child,
     pub addr: SocketAddr,
 }
@@ -34,7 +34,7 @@ impl Provider {
     /// The provider on `addr`, with one client whose callback is `redirect_url`. `None`
     /// (the test skips) without node or the installed fixture, except in CI, where the
     /// test fails and says what to install.
-    pub fn start(addr: SocketAddr, redirect_url: &str) -> Option<Self> {
+    pub(crate) fn start(addr: SocketAddr, redirect_url: &str) -> Option<Self> {
         let installed = fixture_dir().join("node_modules/oidc-provider").is_dir();
         let node = Command::new("node").arg("--version").output().is_ok();
         if !(installed && node) {
@@ -77,7 +77,7 @@ impl Provider {
         Some(Self { child, addr })
     }
 
-    pub fn issuer(&self) -> String {
+    pub(crate) fn issuer(&self) -> String {
         format!("http://{}", self.addr)
     }
 
@@ -109,7 +109,7 @@ impl Drop for Provider {
 
 /// A real `sliced` with `[auth.oidc]` on `http`, its log (audit trail at info) in its
 /// directory; killed when dropped.
-pub struct Sliced {
+pub(crate) struct Sliced {
     child: Child,
     pub http: SocketAddr,
     pub log: PathBuf,
@@ -117,7 +117,7 @@ pub struct Sliced {
 }
 
 impl Sliced {
-    pub fn start(http: SocketAddr, issuer: &str) -> Self {
+    pub(crate) fn start(http: SocketAddr, issuer: &str) -> Self {
         let dir = tempfile::tempdir().expect("a directory for the daemon");
         let secret = dir.path().join("client-secret");
         std::fs::write(&secret, format!("  {CLIENT_SECRET}\n")).expect("the secret is written");
@@ -186,11 +186,11 @@ redirect_url = "http://{http}/auth/oidc/callback"
         sliced
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.http)
     }
 
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -222,7 +222,7 @@ fn pair() -> Option<(Provider, Sliced)> {
 }
 
 /// A browser-like client: it keeps cookies and follows no redirect by itself.
-pub fn browser() -> ureq::Agent {
+pub(crate) fn browser() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(30))
         .redirects(0)

@@ -27,7 +27,11 @@ impl Server {
 
     /// [`Server::spawn`] for a command whose output the caller has already directed
     /// to `log`.
-    pub(crate) fn spawn_command(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn spawn_command(
+        name: &str,
+        mut command: Command,
+        log: &Path,
+    ) -> anyhow::Result<Self> {
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {name} ({command:?})"))?;
@@ -76,7 +80,11 @@ impl Server {
     }
 
     /// Waits until `addr` accepts TCP connections; fails if the process exits first.
-    pub(crate) fn wait_for_port(&mut self, addr: SocketAddr, limit: Duration) -> anyhow::Result<()> {
+    pub(crate) fn wait_for_port(
+        &mut self,
+        addr: SocketAddr,
+        limit: Duration,
+    ) -> anyhow::Result<()> {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait()? {

@@ -71,7 +71,10 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 
 /// Runs the rounds, for each version the first contender speaks, with every contender
 /// that speaks it.
-pub(crate) fn measure(contenders: &[Contender<'_>], rounds: &Rounds) -> anyhow::Result<Vec<RoundTripRow>> {
+pub(crate) fn measure(
+    contenders: &[Contender<'_>],
+    rounds: &Rounds,
+) -> anyhow::Result<Vec<RoundTripRow>> {
     let Some(first) = contenders.first() else {
         return Ok(Vec::new());
     };

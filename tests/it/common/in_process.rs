@@ -23,11 +23,11 @@ use slice_store::Store;
 
 /// The `Host` every request names unless it says otherwise: a loopback name, which every
 /// daemon answers to whatever it is bound to.
-pub const HOST: &str = "127.0.0.1:9292";
+pub(crate) const HOST: &str = "127.0.0.1:9292";
 
 /// The application as `sliced` assembles it, on the store in `store_dir`, without a
 /// controller behind the topology endpoints. The one place the in-process tests build it.
-pub fn app(store_dir: &Path, settings: Settings) -> App<impl slice_http::AppFactory> {
+pub(crate) fn app(store_dir: &Path, settings: Settings) -> App<impl slice_http::AppFactory> {
     let store = Store::open(store_dir).expect("a store opens in a fresh temporary directory");
     slice_http::app(Arc::new(store), None, settings)
 }
@@ -36,14 +36,14 @@ pub fn app(store_dir: &Path, settings: Settings) -> App<impl slice_http::AppFact
 type Call = Box<dyn Fn(test::TestRequest) -> Pin<Box<dyn Future<Output = Answer>>>>;
 
 /// The application, initialised, with the directory its store lives in.
-pub struct Api {
+pub(crate) struct Api {
     call: Call,
     _dir: tempfile::TempDir,
 }
 
 /// A response, read to its end.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: String,
@@ -51,16 +51,16 @@ pub struct Answer {
 
 impl Answer {
     /// The body as JSON (Null when it is not JSON).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
 
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
 
     /// The session cookie as a client sends it back (`name=value`), if one was set.
-    pub fn cookie(&self) -> Option<String> {
+    pub(crate) fn cookie(&self) -> Option<String> {
         let set = self.header("set-cookie")?;
         set.split(';').next().map(str::to_owned)
     }
@@ -68,12 +68,12 @@ impl Answer {
 
 impl Api {
     /// The application with the daemon's default settings and a fresh session key.
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(|_| {}).await
     }
 
     /// The application with the default settings as `configure` changes them.
-    pub async fn start_with(configure: impl FnOnce(&mut Settings)) -> Self {
+    pub(crate) async fn start_with(configure: impl FnOnce(&mut Settings)) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut settings = Settings::new(Key::generate());
         configure(&mut settings);
@@ -97,7 +97,13 @@ impl Api {
 
     /// Sends a request as written: `headers` are `Name: value` lines, and `Host` is
     /// [`HOST`] unless one of them names another.
-    pub async fn send(&self, method: &str, path: &str, headers: &[&str], body: &str) -> Answer {
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: &str,
+    ) -> Answer {
         let method = Method::from_bytes(method.as_bytes()).expect("a valid method");
         let mut request = test::TestRequest::default()
             .method(method.clone())
@@ -119,23 +125,23 @@ impl Api {
         (self.call)(request).await
     }
 
-    pub async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         let answer = self.send("GET", path, &[], "").await;
         (answer.status, answer.json())
     }
 
-    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         self.raw("POST", path, "application/json", &body.to_string())
             .await
     }
 
-    pub async fn delete(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn delete(&self, path: &str, body: Value) -> (u16, Value) {
         self.raw("DELETE", path, "application/json", &body.to_string())
             .await
     }
 
     /// A request with a body of the given type, as a script would send it.
-    pub async fn raw(
+    pub(crate) async fn raw(
         &self,
         method: &str,
         path: &str,
@@ -148,7 +154,7 @@ impl Api {
     }
 
     /// The whole tree as the GET endpoints show it, to prove that nothing changed.
-    pub async fn tree(&self) -> Value {
+    pub(crate) async fn tree(&self) -> Value {
         let (_, slices) = self.get("/slices").await;
         let mut tree = Vec::new();
         for slice in slices.as_array().expect("the slice list is a list") {

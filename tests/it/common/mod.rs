@@ -1,23 +1,23 @@
 //! What the black-box tests share: starting the real `sliced` binary on a temporary data
 //! directory and a free port, and reaching it over real sockets.
 
-pub mod in_process;
-pub mod switch;
-pub mod tls;
+pub(crate) mod in_process;
+pub(crate) mod switch;
+pub(crate) mod tls;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const SLICED: &str = env!("CARGO_BIN_EXE_sliced");
-pub const SLICE: &str = env!("CARGO_BIN_EXE_slice");
+pub(crate) const SLICED: &str = env!("CARGO_BIN_EXE_sliced");
+pub(crate) const SLICE: &str = env!("CARGO_BIN_EXE_slice");
 
 /// How long a daemon may take to come up on a loaded two-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running `sliced`, stopped (SIGKILL) when dropped.
-pub struct Daemon {
+pub(crate) struct Daemon {
     child: Option<Child>,
     pub http: SocketAddr,
     pub openflow: SocketAddr,
@@ -34,7 +34,7 @@ pub struct Daemon {
 /// in use"). Ports are handed out in turn from below that range (Linux's default starts
 /// at 32768), from an offset that differs between test processes, and each is checked
 /// to be free.
-pub fn free_port() -> SocketAddr {
+pub(crate) fn free_port() -> SocketAddr {
     use std::sync::atomic::{AtomicU32, Ordering};
     const FIRST: u32 = 20_000;
     const SPAN: u32 = 12_000;
@@ -52,31 +52,36 @@ pub fn free_port() -> SocketAddr {
 }
 
 impl Daemon {
-    pub fn start(data_dir: &Path) -> Self {
+    pub(crate) fn start(data_dir: &Path) -> Self {
         Self::start_with(data_dir, &[])
     }
 
     /// Starts `sliced` in the foreground with `extra` arguments and waits until both its
     /// HTTP port and its local socket answer.
-    pub fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
         Self::launch(data_dir, free_port(), extra, true, Stdio::inherit())
     }
 
     /// Starts on a given HTTP address, for a restart that clients must find again.
-    pub fn start_with_http(data_dir: &Path, http: SocketAddr) -> Self {
+    pub(crate) fn start_with_http(data_dir: &Path, http: SocketAddr) -> Self {
         Self::launch(data_dir, http, &[], true, Stdio::inherit())
     }
 
     /// Starts with the daemon's log (stderr) going to `log`; without an `--openflow` flag
     /// of the helper's own unless `plain_openflow`, so that the test decides about plain
     /// TCP (`openflow` is then a free port nobody listens on).
-    pub fn start_logged(data_dir: &Path, extra: &[&str], plain_openflow: bool, log: &Path) -> Self {
+    pub(crate) fn start_logged(
+        data_dir: &Path,
+        extra: &[&str],
+        plain_openflow: bool,
+        log: &Path,
+    ) -> Self {
         let log = std::fs::File::create(log).expect("the log file can be created");
         Self::launch(data_dir, free_port(), extra, plain_openflow, log.into())
     }
 
     /// Starts with `RUST_LOG=filter`, the daemon's log going to `log`.
-    pub fn start_filtered(data_dir: &Path, filter: &str, log: &Path) -> Self {
+    pub(crate) fn start_filtered(data_dir: &Path, filter: &str, log: &Path) -> Self {
         let log = std::fs::File::create(log).expect("the log file can be created");
         let mut daemon = Self::spawn(data_dir, free_port(), &[], true, log.into(), filter);
         daemon.wait_until_ready();
@@ -85,7 +90,12 @@ impl Daemon {
 
     /// Starts with `extra` arguments and `RUST_LOG=filter`, the daemon's log going to
     /// `log`.
-    pub fn start_filtered_with(data_dir: &Path, extra: &[&str], filter: &str, log: &Path) -> Self {
+    pub(crate) fn start_filtered_with(
+        data_dir: &Path,
+        extra: &[&str],
+        filter: &str,
+        log: &Path,
+    ) -> Self {
         let log = std::fs::File::create(log).expect("the log file can be created");
         let mut daemon = Self::spawn(data_dir, free_port(), extra, true, log.into(), filter);
         daemon.wait_until_ready();
@@ -161,14 +171,14 @@ impl Daemon {
     }
 
     /// GET `path` over HTTP, asserting 200, as JSON.
-    pub fn get_json(&self, path: &str) -> serde_json::Value {
+    pub(crate) fn get_json(&self, path: &str) -> serde_json::Value {
         let (status, body) = status_json(agent().get(&self.url(path)).call());
         assert_eq!(status, 200, "GET {path}: {body}");
         body
     }
 
     /// Puts `mac` on `port` of `slice` through REST, creating the slice if needed.
-    pub fn add_host(&self, slice: &str, port: &str, mac: &str) {
+    pub(crate) fn add_host(&self, slice: &str, port: &str, mac: &str) {
         let (status, body) = status_json(
             agent()
                 .post(&self.url("/slices"))
@@ -187,7 +197,7 @@ impl Daemon {
     /// `GET /topology/switches` without each switch's drop counters and PACKET_IN meter
     /// flag, for the tests that compare the switches exactly and cause no drops.
     /// Switch `dpid` as `/topology/switches` shows it, or None while it is not connected.
-    pub fn switch_view(&self, dpid: u64) -> Option<serde_json::Value> {
+    pub(crate) fn switch_view(&self, dpid: u64) -> Option<serde_json::Value> {
         self.get_json("/topology/switches")
             .as_array()?
             .iter()
@@ -195,7 +205,7 @@ impl Daemon {
             .cloned()
     }
 
-    pub fn switches_without_drops(&self) -> serde_json::Value {
+    pub(crate) fn switches_without_drops(&self) -> serde_json::Value {
         let mut switches = self.get_json("/topology/switches");
         for switch in switches.as_array_mut().into_iter().flatten() {
             if let Some(switch) = switch.as_object_mut() {
@@ -207,16 +217,16 @@ impl Daemon {
         switches
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.http, path)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }
 
     /// SIGTERM, then waits for a clean exit and returns its status.
-    pub fn terminate(mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("daemon still running");
         signal(child.id(), "TERM");
         wait_with_timeout(&mut child, START_TIMEOUT).expect("sliced stops on SIGTERM")
@@ -224,7 +234,7 @@ impl Daemon {
 
     /// Waits up to `timeout` for the daemon to exit by itself; it is killed on drop if it
     /// has not.
-    pub fn exit_within(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exit_within(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let child = self.child.as_mut().expect("daemon still running");
         let status = wait_with_timeout(child, timeout)?;
         self.child = None;
@@ -232,12 +242,12 @@ impl Daemon {
     }
 
     /// Hands over the process, for a test that stops it some other way.
-    pub fn into_child(mut self) -> Child {
+    pub(crate) fn into_child(mut self) -> Child {
         self.child.take().expect("daemon still running")
     }
 
     /// SIGKILL: no chance to flush anything.
-    pub fn kill9(mut self) {
+    pub(crate) fn kill9(mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -254,7 +264,7 @@ impl Drop for Daemon {
     }
 }
 
-pub fn signal(pid: u32, name: &str) {
+pub(crate) fn signal(pid: u32, name: &str) {
     let status = Command::new("kill")
         .arg(format!("-{name}"))
         .arg(pid.to_string())
@@ -263,7 +273,10 @@ pub fn signal(pid: u32, name: &str) {
     assert!(status.success(), "kill -{name} {pid} failed");
 }
 
-pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+pub(crate) fn wait_with_timeout(
+    child: &mut Child,
+    timeout: Duration,
+) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -277,7 +290,7 @@ pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<std::pr
 }
 
 /// Runs the `slice` tool on `data_dir` and returns what it did.
-pub fn slice(data_dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn slice(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(SLICE)
         .arg("--db")
         .arg(data_dir)
@@ -288,14 +301,14 @@ pub fn slice(data_dir: &Path, args: &[&str]) -> Output {
 }
 
 /// An HTTP agent that does not turn 4xx/5xx into errors and keeps cookies.
-pub fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(30))
         .build()
 }
 
 /// A response's status and body as JSON (Null when the body is not JSON).
-pub fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_json::Value) {
+pub(crate) fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_json::Value) {
     let response = match result {
         Ok(response) => response,
         Err(ureq::Error::Status(_, response)) => response,
@@ -312,7 +325,7 @@ pub fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, serde_j
 /// Overwrites the first 4 KiB of the database's log (`<data dir>/store/db`, sled's one data
 /// file) with noise, as a failing disk or a stray `dd` would, and returns every file of
 /// the store with its bytes, to show later that nothing was rewritten.
-pub fn damage_start_of_log(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn damage_start_of_log(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     use std::io::{Seek, SeekFrom, Write};
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let noise: Vec<u8> = (0..4096)
@@ -336,7 +349,7 @@ pub fn damage_start_of_log(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 /// Every file under `dir`, sorted, with its bytes.
-pub fn files_with_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn files_with_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(next) = pending.pop() {

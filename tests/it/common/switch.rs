@@ -26,14 +26,14 @@ type Cables = Arc<Mutex<HashMap<(u64, u32), (u64, u32)>>>;
 /// a cable to a switch connected later.
 type Switches = Arc<Mutex<HashMap<u64, Arc<Switch>>>>;
 
-pub struct Network {
+pub(crate) struct Network {
     switches: Switches,
     cables: Cables,
 }
 
 /// What a 1.3 switch says about meters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Meters {
+pub(crate) enum Meters {
     /// It refuses the meter features request, as a switch without meters may.
     Absent,
     /// It offers these features and takes any METER_MOD.
@@ -44,7 +44,7 @@ pub enum Meters {
 
 /// Meter features like Open vSwitch's userspace datapath: drop bands, packets per
 /// second, bursts and statistics.
-pub const OVS_METERS: MeterFeatures = MeterFeatures {
+pub(crate) const OVS_METERS: MeterFeatures = MeterFeatures {
     max_meter: 65536,
     band_types: 1 << openflow::meter::METER_BAND_DROP,
     capabilities: 0x0f,
@@ -52,7 +52,7 @@ pub const OVS_METERS: MeterFeatures = MeterFeatures {
     max_color: 0,
 };
 
-pub struct Switch {
+pub(crate) struct Switch {
     pub dpid: u64,
     pub version: Version,
     meters: Meters,
@@ -72,7 +72,7 @@ pub struct Switch {
 }
 
 impl Network {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             switches: Arc::default(),
             cables: Arc::default(),
@@ -80,7 +80,7 @@ impl Network {
     }
 
     /// Connects a switch with ports 1..=ports to the controller at `controller`.
-    pub fn connect(
+    pub(crate) fn connect(
         &mut self,
         controller: SocketAddr,
         dpid: u64,
@@ -92,7 +92,7 @@ impl Network {
     }
 
     /// Connects a 1.3 switch that answers the meter requests as `meters` says.
-    pub fn connect_with_meters(
+    pub(crate) fn connect_with_meters(
         &mut self,
         controller: SocketAddr,
         dpid: u64,
@@ -105,7 +105,7 @@ impl Network {
 
     /// Like [`Network::connect`], for a switch whose flow table holds `flows` (what an
     /// earlier controller, or someone else, installed).
-    pub fn connect_holding(
+    pub(crate) fn connect_holding(
         &mut self,
         controller: SocketAddr,
         dpid: u64,
@@ -118,7 +118,7 @@ impl Network {
     }
 
     /// Like [`Network::connect`], over a stream the test opened itself (a TLS bridge).
-    pub fn connect_over(
+    pub(crate) fn connect_over(
         &mut self,
         stream: TcpStream,
         dpid: u64,
@@ -164,13 +164,13 @@ impl Network {
     }
 
     /// A cable between two ports, both directions.
-    pub fn cable(&self, a: (u64, u32), b: (u64, u32)) {
+    pub(crate) fn cable(&self, a: (u64, u32), b: (u64, u32)) {
         let mut cables = self.cables.lock().unwrap();
         cables.insert(a, b);
         cables.insert(b, a);
     }
 
-    pub fn switch(&self, dpid: u64) -> Arc<Switch> {
+    pub(crate) fn switch(&self, dpid: u64) -> Arc<Switch> {
         Arc::clone(&self.switches.lock().unwrap()[&dpid])
     }
 }
@@ -203,12 +203,12 @@ impl Switch {
     }
 
     /// Sends raw bytes, as a hostile or broken switch would.
-    pub fn send_raw(&self, bytes: &[u8]) {
+    pub(crate) fn send_raw(&self, bytes: &[u8]) {
         let _ = self.writer.lock().unwrap().write_all(bytes);
     }
 
     /// A frame from a host on `port`.
-    pub fn packet_in(&self, port: u32, frame: Vec<u8>) {
+    pub(crate) fn packet_in(&self, port: u32, frame: Vec<u8>) {
         self.send(&Message::PacketIn(PacketIn {
             buffer_id: None,
             total_len: frame.len() as u16,
@@ -221,7 +221,7 @@ impl Switch {
     }
 
     /// Reports a port going down (or up).
-    pub fn port_status(&self, port: u32, live: bool) {
+    pub(crate) fn port_status(&self, port: u32, live: bool) {
         self.send(&Message::PortStatus {
             reason: PortReason::Modify,
             desc: port_desc(port, live),
@@ -229,18 +229,18 @@ impl Switch {
     }
 
     /// Reports a port removed from the switch altogether.
-    pub fn port_deleted(&self, port: u32) {
+    pub(crate) fn port_deleted(&self, port: u32) {
         self.send(&Message::PortStatus {
             reason: PortReason::Delete,
             desc: port_desc(port, false),
         });
     }
 
-    pub fn received(&self) -> Vec<Message> {
+    pub(crate) fn received(&self) -> Vec<Message> {
         self.received.lock().unwrap().clone()
     }
 
-    pub fn flow_mods(&self) -> Vec<FlowMod> {
+    pub(crate) fn flow_mods(&self) -> Vec<FlowMod> {
         self.received()
             .into_iter()
             .filter_map(|message| match message {
@@ -251,7 +251,7 @@ impl Switch {
     }
 
     /// Flow adds with a full host match: (in_port, out port or None for drop).
-    pub fn path_flows(&self) -> Vec<(u32, Option<u32>)> {
+    pub(crate) fn path_flows(&self) -> Vec<(u32, Option<u32>)> {
         self.flow_mods()
             .into_iter()
             .filter(|f| f.command == FlowModCommand::Add && f.r#match.eth_dst.is_some())
@@ -266,7 +266,7 @@ impl Switch {
     }
 
     /// The METER_MODs received, in order.
-    pub fn meter_mods(&self) -> Vec<MeterMod> {
+    pub(crate) fn meter_mods(&self) -> Vec<MeterMod> {
         self.received()
             .into_iter()
             .filter_map(|message| match message {
@@ -276,22 +276,22 @@ impl Switch {
             .collect()
     }
 
-    pub fn strict_deletes(&self) -> Vec<FlowMod> {
+    pub(crate) fn strict_deletes(&self) -> Vec<FlowMod> {
         self.flow_mods()
             .into_iter()
             .filter(|f| f.command == FlowModCommand::DeleteStrict)
             .collect()
     }
 
-    pub fn delivered(&self) -> Vec<(u32, Vec<u8>)> {
+    pub(crate) fn delivered(&self) -> Vec<(u32, Vec<u8>)> {
         self.delivered.lock().unwrap().clone()
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
 
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.received.lock().unwrap().clear();
         self.delivered.lock().unwrap().clear();
     }
@@ -438,7 +438,7 @@ fn port_desc(port_no: u32, live: bool) -> PortDesc {
 }
 
 /// An Ethernet frame from `src` to `dst` (last octets), ethertype IPv4, short payload.
-pub fn frame(src: u8, dst: [u8; 6]) -> Vec<u8> {
+pub(crate) fn frame(src: u8, dst: [u8; 6]) -> Vec<u8> {
     let mut frame = dst.to_vec();
     frame.extend_from_slice(&[0, 0, 0, 0, 0, src]);
     frame.extend_from_slice(&[0x08, 0x00]);
@@ -446,14 +446,14 @@ pub fn frame(src: u8, dst: [u8; 6]) -> Vec<u8> {
     frame
 }
 
-pub const BROADCAST: [u8; 6] = [0xff; 6];
+pub(crate) const BROADCAST: [u8; 6] = [0xff; 6];
 
-pub fn host(last: u8) -> [u8; 6] {
+pub(crate) fn host(last: u8) -> [u8; 6] {
     [0, 0, 0, 0, 0, last]
 }
 
 /// Polls `check` until it holds or `timeout` passes; returns whether it held.
-pub fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if check() {

@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 const CONTROLLER_NAME: &str = "localhost";
 
 /// A CA with the controller's certificate, written as PEM files into a directory.
-pub struct Pki {
+pub(crate) struct Pki {
     ca: rcgen::Certificate,
     ca_key: KeyPair,
     pub ca_file: PathBuf,
@@ -26,7 +26,7 @@ pub struct Pki {
 }
 
 impl Pki {
-    pub fn new(dir: &Path, name: &str) -> Self {
+    pub(crate) fn new(dir: &Path, name: &str) -> Self {
         std::fs::create_dir_all(dir).unwrap();
         let ca_key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -57,7 +57,7 @@ impl Pki {
     }
 
     /// The daemon's flags for TLS on `addr` with this PKI.
-    pub fn flags(&self, addr: SocketAddr) -> Vec<String> {
+    pub(crate) fn flags(&self, addr: SocketAddr) -> Vec<String> {
         vec![
             "--openflow-tls".into(),
             addr.to_string(),
@@ -89,7 +89,7 @@ impl Pki {
 
     /// A client certificate with common name `name`, signed by this CA, written as PEM
     /// files beside the others: (certificate, key).
-    pub fn client_files(&self, name: &str) -> (PathBuf, PathBuf) {
+    pub(crate) fn client_files(&self, name: &str) -> (PathBuf, PathBuf) {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, name);
@@ -106,7 +106,7 @@ impl Pki {
     }
 
     /// A client that trusts `server`'s CA and shows a certificate from `self`'s CA.
-    pub fn client_for(&self, server: &Pki, switch: &str) -> Arc<ClientConfig> {
+    pub(crate) fn client_for(&self, server: &Pki, switch: &str) -> Arc<ClientConfig> {
         let (chain, key) = self.client_identity(switch);
         Arc::new(
             client_builder(server)
@@ -116,12 +116,12 @@ impl Pki {
     }
 
     /// A client of this PKI's controller with a certificate this CA signed.
-    pub fn client(&self, switch: &str) -> Arc<ClientConfig> {
+    pub(crate) fn client(&self, switch: &str) -> Arc<ClientConfig> {
         self.client_for(self, switch)
     }
 
     /// A client of this PKI's controller that shows no certificate at all.
-    pub fn anonymous_client(&self) -> Arc<ClientConfig> {
+    pub(crate) fn anonymous_client(&self) -> Arc<ClientConfig> {
         Arc::new(client_builder(self).with_no_client_auth())
     }
 }
@@ -158,7 +158,7 @@ async fn connect(
 /// A loopback stream whose far end goes to `controller` over TLS: an emulated switch keeps
 /// speaking plain bytes while the wire to the controller is TLS. The stream ends when the
 /// controller ends the TLS connection or refuses the handshake.
-pub fn bridge(controller: SocketAddr, client: Arc<ClientConfig>) -> TcpStream {
+pub(crate) fn bridge(controller: SocketAddr, client: Arc<ClientConfig>) -> TcpStream {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let local = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -186,7 +186,7 @@ pub fn bridge(controller: SocketAddr, client: Arc<ClientConfig>) -> TcpStream {
 /// Whether the controller refuses a TLS client: the handshake fails, or the connection
 /// ends before any OpenFlow byte arrives. False when OpenFlow (the controller's HELLO)
 /// comes through within `wait`.
-pub fn refused(controller: SocketAddr, client: Arc<ClientConfig>, wait: Duration) -> bool {
+pub(crate) fn refused(controller: SocketAddr, client: Arc<ClientConfig>, wait: Duration) -> bool {
     runtime().block_on(async move {
         let Ok(mut tls) = connect(controller, client).await else {
             return true;

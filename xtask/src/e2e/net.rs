@@ -158,7 +158,12 @@ pub(super) struct Net<'o> {
 }
 
 impl<'o> Net<'o> {
-    pub(super) fn build(ovs: &'o Ovs, prefix: &str, topo: &Topo, mode: Mode) -> anyhow::Result<Net<'o>> {
+    pub(super) fn build(
+        ovs: &'o Ovs,
+        prefix: &str,
+        topo: &Topo,
+        mode: Mode,
+    ) -> anyhow::Result<Net<'o>> {
         let mut net = Net {
             ovs,
             prefix: prefix.to_owned(),

@@ -48,7 +48,11 @@ pub(super) struct Controller {
 impl Controller {
     /// Starts `sliced` as a child and waits until its REST API answers; with `tls`, its
     /// switches connect over TLS only.
-    pub(super) fn start(bins: &Bins, dir: &Path, tls: Option<&LabPki>) -> anyhow::Result<Controller> {
+    pub(super) fn start(
+        bins: &Bins,
+        dir: &Path,
+        tls: Option<&LabPki>,
+    ) -> anyhow::Result<Controller> {
         Self::start_with(bins, dir, tls, &[])
     }
 

@@ -199,7 +199,11 @@ impl<'a> Stage<'a> {
     /// it, each with a data directory, HTTP and OpenFlow port of its own and the LLDP
     /// secret they share (so that each accepts the others' probes, as docs/controller.md
     /// asks of controllers sharing switches).
-    pub(super) fn start_cluster(&mut self, etcd_members: usize, instances: usize) -> anyhow::Result<()> {
+    pub(super) fn start_cluster(
+        &mut self,
+        etcd_members: usize,
+        instances: usize,
+    ) -> anyhow::Result<()> {
         self.start_cluster_with(etcd_members, instances, |etcd, _| Ok(etcd.endpoints()))
     }
 

@@ -16,5 +16,6 @@ pub(super) const PAIR: &str = "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2  s1:3-s2:3";
 
 /// Four switches, each cabled to every other, two hosts on each (ports 1 and 5): 8 hosts,
 /// 56 ordered pairs, and more than one path between any two switches.
-pub(super) const MESH4X2: &str = "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4:1 h8=s4:5  \
+pub(super) const MESH4X2: &str =
+    "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4:1 h8=s4:5  \
                            s1:2-s2:2 s1:3-s3:2 s1:4-s4:2 s2:3-s3:3 s2:4-s4:3 s3:4-s4:4";

@@ -145,7 +145,13 @@ impl LinkGuard {
     /// [`PROBES_OVER_CHATTER`]. A probe
     /// more than `max_age` newer than the last counted one starts the count over, as one
     /// from another sender does.
-    pub(super) fn count_probe(&mut self, from: PortId, at: PortId, nonce: u64, max_age: Duration) -> u8 {
+    pub(super) fn count_probe(
+        &mut self,
+        from: PortId,
+        at: PortId,
+        nonce: u64,
+        max_age: Duration,
+    ) -> u8 {
         let max_age_ms = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
         match self.candidates.get_mut(&at) {
             Some(candidate)

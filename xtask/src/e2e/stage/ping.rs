@@ -23,7 +23,11 @@ pub(crate) struct PingRun {
 
 impl PingRun {
     /// `ping -D -i INTERVAL -c COUNT` from one host to another (timestamps on each reply).
-    pub(crate) fn start(stage: &Stage, (from, to): (u8, u8), count: u32) -> anyhow::Result<PingRun> {
+    pub(crate) fn start(
+        stage: &Stage,
+        (from, to): (u8, u8),
+        count: u32,
+    ) -> anyhow::Result<PingRun> {
         let ns = stage.net()?.namespace(from);
         let output = stage.dir().join(format!("ping-h{from}-h{to}.txt"));
         let file = std::fs::File::create(&output)
