@@ -27,5 +27,4 @@ mod pipeline;
 mod service;
 mod tidy;
 mod ui;
-mod ui_oidc;
 mod web_security;

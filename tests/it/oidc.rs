@@ -44,6 +44,25 @@ impl Provider {
             eprintln!("skipped: {message}");
             return None;
         }
+        // A start that fails (node ended, or never said it listens) is tried again: the
+        // test cannot move the provider, whose address the daemon may already have, and
+        // CI once saw a start fail there. What node said goes into the failure.
+        let mut said = String::new();
+        for _ in 0..3 {
+            match Self::spawn(addr, redirect_url) {
+                Ok(child) => return Some(Self { child, addr }),
+                Err(stderr) => {
+                    said = stderr;
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        }
+        panic!("the OpenID provider did not start on {addr}: {said}");
+    }
+
+    /// node running the provider, once it said it listens; else what it wrote on stderr.
+    fn spawn(addr: SocketAddr, redirect_url: &str) -> Result<Child, String> {
+        let errors = tempfile::NamedTempFile::new().expect("a file for node's stderr");
         let mut child = Command::new("node")
             .arg(fixture_dir().join("provider.js"))
             .arg(addr.port().to_string())
@@ -51,7 +70,7 @@ impl Provider {
             .arg(CLIENT_SECRET)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(errors.reopen().expect("node's stderr file"))
             .spawn()
             .expect("node starts");
         // The script says "listening" once it does.
@@ -66,15 +85,21 @@ impl Provider {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match heard.recv_timeout(left) {
-                Ok(line) if line == "listening" => break,
+                Ok(line) if line == "listening" => return Ok(child),
                 Ok(_) => {}
                 Err(_) => {
                     let _ = child.kill();
-                    panic!("the OpenID provider did not start on {addr}");
+                    let _ = child.wait();
+                    let stderr = std::fs::read_to_string(errors.path()).unwrap_or_default();
+                    return Err(stderr
+                        .lines()
+                        .rev()
+                        .take(20)
+                        .collect::<Vec<_>>()
+                        .join(" | "));
                 }
             }
         }
-        Some(Self { child, addr })
     }
 
     pub(crate) fn issuer(&self) -> String {

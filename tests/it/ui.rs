@@ -7,6 +7,7 @@
 
 mod lifecycle;
 mod network;
+mod oidc;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
