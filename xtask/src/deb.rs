@@ -222,18 +222,42 @@ fn serves_as_the_sliced_user() -> anyhow::Result<()> {
             .context("cannot start the installed sliced")?,
     );
     let deadline = Instant::now() + START_TIMEOUT;
-    let url = format!("http://{http}/slices");
+    let ready = format!("http://{http}/readyz");
     loop {
         if let Some(status) = child.0.try_wait()? {
             bail!("the installed sliced exited during start-up: {status}");
         }
-        match ureq::get(&url).call() {
+        match ureq::get(&ready).call() {
             Ok(response) if response.status() == 200 => break,
-            Ok(response) => bail!("GET /slices answered {}", response.status()),
+            Ok(response) => bail!("GET /readyz answered {}", response.status()),
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(err) => bail!("the installed sliced did not answer on {url}: {err}"),
+            Err(err) => bail!("the installed sliced did not answer on {ready}: {err}"),
         }
     }
+    // The shipped settings close the slice endpoints to anyone without a login...
+    let slices = format!("http://{http}/slices");
+    match ureq::get(&slices).call() {
+        Err(ureq::Error::Status(403, _)) => {}
+        Ok(response) => bail!("GET /slices answered {} without a login", response.status()),
+        Err(err) => bail!("GET /slices without a login: {err}"),
+    }
+    // ...and the tool, as the service's user, reaches the daemon over its local socket.
+    let listed = Command::new("setpriv")
+        .args([
+            "--reuid=sliced",
+            "--regid=sliced",
+            "--init-groups",
+            "/usr/bin/slice",
+        ])
+        .arg("--db")
+        .arg(&data_dir)
+        .args(["add", "package-test"])
+        .output()?;
+    ensure!(
+        listed.status.success(),
+        "slice add over the local socket failed: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
     eprintln!("the installed sliced serves on {http} as user sliced");
     child.stop()?;
     drop(cleanup);
