@@ -422,8 +422,13 @@ impl SwitchSession {
     }
 
     fn handle_message(&mut self, header: HeaderRepr, message: Message, now: Instant) {
-        if let Message::EchoRequest(data) = message {
-            return self.send_reply(&Message::EchoReply(data), header.xid);
+        // The HELLO must come first (OpenFlow 1.3, 6.3.1): an echo before it is as rude
+        // as anything else, and answering it would keep a peer that never says HELLO
+        // waiting on the handshake timeout instead of closing it at once.
+        if let (Message::EchoRequest(data), false) = (&message, matches!(self.state, State::Hello))
+        {
+            let reply = Message::EchoReply(data.clone());
+            return self.send_reply(&reply, header.xid);
         }
         match std::mem::replace(&mut self.state, State::Hello) {
             State::Hello => self.hello(header, message),

@@ -16,24 +16,37 @@ use crate::topology::{is_physical, PortState};
 impl SwitchSession {
     pub(super) fn hello(&mut self, header: HeaderRepr, message: Message) {
         let Message::Hello { versions } = message else {
-            return self.close(CloseReason::NoHello(header.msg_type));
+            self.close(CloseReason::NoHello(header.msg_type));
+            return self.refuse_hello(
+                header.xid,
+                HelloFailedCode::Eperm,
+                b"the first message must be HELLO",
+            );
         };
         let Some(version) = openflow::negotiate(&OUR_VERSIONS, header.version, versions) else {
             self.close(CloseReason::NoCommonVersion(header.version));
-            // Said in the lowest common dialect, after `close` emptied the queue.
-            self.version = Version::Of10;
-            let refusal = Message::Error {
-                err_type: ErrorType::HelloFailed,
-                code: HelloFailedCode::Incompatible.into(),
-                data: b"sliced speaks OpenFlow 1.0 and 1.3".to_vec(),
-            };
-            // An ERROR always encodes; were it not to, the close stands without it.
-            let _ = refusal.emit(self.version, header.xid, &mut self.outbound);
-            return;
+            return self.refuse_hello(
+                header.xid,
+                HelloFailedCode::Incompatible,
+                b"sliced speaks OpenFlow 1.0 and 1.3",
+            );
         };
         self.version = version;
         self.state = State::Features(Discovery::default());
         self.send(&Message::FeaturesRequest);
+    }
+
+    /// The farewell of a failed handshake, after `close` emptied the queue: said in the
+    /// lowest common dialect, since no version was agreed.
+    fn refuse_hello(&mut self, xid: u32, code: HelloFailedCode, why: &[u8]) {
+        self.version = Version::Of10;
+        let refusal = Message::Error {
+            err_type: ErrorType::HelloFailed,
+            code: code.into(),
+            data: why.to_vec(),
+        };
+        // An ERROR always encodes; were it not to, the close stands without it.
+        let _ = refusal.emit(self.version, xid, &mut self.outbound);
     }
 
     pub(super) fn features(

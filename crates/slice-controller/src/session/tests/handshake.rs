@@ -173,12 +173,36 @@ fn echo_requests_are_answered_during_the_handshake_and_after() {
 }
 
 #[test]
-fn a_first_message_other_than_hello_closes_the_session() {
+fn a_first_message_other_than_hello_closes_the_session_with_hello_failed() {
     let now = Instant::now();
-    let mut session = session(config(), now);
-    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
-    assert_eq!(session.close_reason(), Some(&CloseReason::NoHello(6)));
-    assert!(events(&mut session).is_empty());
+    // An echo request too: answering it would keep the peer until the handshake timeout.
+    for (first, msg_type) in [
+        (features(Vec::new()), 6),
+        (Message::EchoRequest(b"ping".to_vec()), 2),
+    ] {
+        let mut session = session(config(), now);
+        sent(&mut session);
+        session.handle_bytes(&wire(OF13, 9, &first), now);
+        assert_eq!(
+            session.close_reason(),
+            Some(&CloseReason::NoHello(msg_type))
+        );
+        assert!(events(&mut session).is_empty());
+        let farewell = sent(&mut session);
+        assert_eq!(farewell.len(), 1, "{first:?}: {farewell:?}");
+        assert_eq!(farewell[0].0.xid, 9);
+        assert!(
+            matches!(
+                farewell[0].1,
+                Message::Error {
+                    err_type: ErrorType::HelloFailed,
+                    code,
+                    ..
+                } if code == u16::from(HelloFailedCode::Eperm)
+            ),
+            "{farewell:?}"
+        );
+    }
 }
 
 #[test]
