@@ -12,10 +12,13 @@ use slice_cli::DataDir;
 use slice_controller::{Listeners, TlsFiles};
 
 use auth::{session_ttl, AuthFile};
+use links::LinkArgs;
+pub(crate) use links::Links;
 use listen::{parse_dpid, OPENFLOW_OFF};
 pub(crate) use listen::{Listen, ListenAddr};
 
 mod auth;
+mod links;
 mod listen;
 
 pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:9292";
@@ -125,6 +128,8 @@ pub(crate) struct Args {
     pub lease_ttl: Option<u64>,
     #[command(flatten)]
     pub switch_limits: SwitchLimitArgs,
+    #[command(flatten)]
+    pub links: LinkArgs,
     /// Write the man pages and shell completions of sliced and slice into this directory
     /// and exit (what `cargo xtask deb` packages)
     // Hidden: a build step's, not an operator's.
@@ -349,6 +354,8 @@ struct ControllerFile {
     packet_in_port_rate: Option<u32>,
     max_switch_connections: Option<u32>,
     max_pending_handshakes: Option<u32>,
+    fabric: Option<Vec<String>>,
+    discovery_window_secs: Option<u64>,
 }
 
 /// A datapath id in the settings file: an integer, or a string for the ids beyond
@@ -396,6 +403,8 @@ pub(crate) struct Config {
     pub max_apply_records: usize,
     /// Unset limits keep the controller's defaults.
     pub switch_limits: SwitchLimitArgs,
+    /// The declared fabric, or the discovery window.
+    pub links: Links,
     /// The session key is etcd's, shared by the cluster (etcd, and no
     /// `auth.session_key_file`), not `session_key_file`.
     pub session_key_shared: bool,
@@ -460,6 +469,10 @@ impl Config {
             "controller.idle_timeout must be at least 1"
         );
         let pipeline = !args.per_pair_flows && file.controller.pipeline.unwrap_or(true);
+        let links = args.links.resolve(
+            file.controller.fabric.clone(),
+            file.controller.discovery_window_secs,
+        )?;
         let switch_limits = args.switch_limits.or(file.controller);
         switch_limits.check()?;
         let etcd = etcd(args, file.store)?;
@@ -514,6 +527,7 @@ impl Config {
             request_timeout,
             max_apply_records,
             switch_limits,
+            links,
             session_key_shared,
             data_dir,
             etcd,

@@ -163,6 +163,24 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     if let Some(ms) = config.lldp_interval_ms {
         controller.set_lldp_interval(std::time::Duration::from_millis(ms));
     }
+    controller.engine.fabric = config.links.fabric.clone();
+    if let Some(window) = config.links.discovery_window {
+        controller.engine.discovery_window = window;
+    }
+    let entries = controller.engine.fabric.entries();
+    if entries.is_empty() {
+        log::info!(
+            "links are discovered for {} s after a switch connects; declare the fabric \
+             (--fabric, controller.fabric) so that hosts cannot fake one",
+            controller.engine.discovery_window.as_secs()
+        );
+    } else {
+        let listed: Vec<String> = entries.iter().map(ToString::to_string).collect();
+        log::info!(
+            "links form on the declared fabric only: {}",
+            listed.join(", ")
+        );
+    }
     let limits = &config.switch_limits;
     if let Some(path) = &limits.lldp_secret_file {
         controller.engine.probe_key = slice_controller::ProbeKey::from_file(path)?;

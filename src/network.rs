@@ -23,6 +23,7 @@ impl NetworkView for ControllerView {
                     let json = match kind {
                         ViewKind::Switches => serde_json::to_value(engine.switches()),
                         ViewKind::Links => serde_json::to_value(engine.links()),
+                        ViewKind::Fabric => serde_json::to_value(engine.fabric()),
                         ViewKind::Hosts => serde_json::to_value(engine.hosts()),
                         ViewKind::Paths => serde_json::to_value(engine.paths()),
                     };

@@ -11,6 +11,8 @@ use crate::common::Daemon;
 use openflow::{Message, PacketOut, PortDesc, Version};
 use serde_json::Value;
 
+mod links;
+
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);
 

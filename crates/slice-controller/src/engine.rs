@@ -25,6 +25,7 @@ use serde::Serialize;
 use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
 use crate::cookie::{endpoint_hash, FlowKind};
+use crate::declared_fabric::{DeclaredFabric, FabricEntry};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
 use crate::metrics::ControllerMetrics;
@@ -50,10 +51,10 @@ mod views;
 
 use self::drops::DropCause;
 pub use self::drops::Dropped;
-use self::link_guard::{FrameClass, LinkGuard, Standing, PROBES_OVER_CHATTER};
+use self::link_guard::{FrameClass, LinkGuard, Permit, Standing, PROBES_OVER_CHATTER};
 use self::proactive::Proactive;
 use self::reconcile::AdoptedFlow;
-pub use self::views::{HostView, PathView, PortView, SwitchView};
+pub use self::views::{FabricView, HostView, PathView, PortView, SwitchView};
 
 /// Priority of the flows along a path.
 pub const PATH_PRIORITY: u16 = 100;
@@ -95,7 +96,18 @@ pub struct EngineConfig {
     /// Drop flows remembered per switch (to lift them when a membership change allows
     /// the pair); beyond it a drop flow is still installed and simply times out.
     pub max_drops_per_switch: usize,
+    /// The cables the operator declared: with any, links form there only.
+    pub fabric: DeclaredFabric,
+    /// Without a declared fabric: how long after a switch connects (or this instance
+    /// takes it over) links at its ports may form; afterwards only a cable that was a
+    /// link comes back.
+    pub discovery_window: Duration,
 }
+
+/// How long a switch discovers its links freely unless configured otherwise: far more
+/// than the few rounds of LLDP a cable needs, so that a large network connecting on a
+/// busy machine finds every cable.
+pub const DEFAULT_DISCOVERY_WINDOW: Duration = Duration::from_secs(30);
 
 /// How often LLDP goes out of every port unless configured otherwise.
 pub const DEFAULT_LLDP_INTERVAL: Duration = Duration::from_secs(1);
@@ -121,6 +133,8 @@ impl Default for EngineConfig {
             max_hosts_per_switch: 16384,
             host_idle: Duration::from_secs(300),
             max_drops_per_switch: 16384,
+            fabric: DeclaredFabric::default(),
+            discovery_window: DEFAULT_DISCOVERY_WINDOW,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 mod config;
 pub mod cookie;
+pub mod declared_fabric;
 pub mod engine;
 mod hosts;
 pub mod limits;
@@ -23,6 +24,7 @@ pub mod tls;
 pub mod topology;
 
 pub use config::ControllerConfig;
+pub use declared_fabric::{DeclaredFabric, FabricConflict, FabricEntry, FabricEntryError};
 pub use engine::{
     Command, Dropped, Engine, EngineConfig, FlowAction, FlowEntry, FlowHandle, FlowsRead, Frame,
     HostView, PathView, Role, Rule, SwitchProfile, SwitchView, MAX_FLOWS_READ,

@@ -24,6 +24,10 @@ use openflow::{
 /// The meter that limits PACKET_INs. Fixed, because sliced owns the switch's meters: it
 /// replaces this one on every connect (and as a new master takes the switch over).
 pub const PACKET_IN_METER_ID: u32 = 1;
+/// The meter of the probes that arrive at confirmed link ends: a budget of their own, so
+/// that no host flooding the table-miss flow or LLDP at its own port can starve the
+/// probes that keep a cable alive (docs/controller.md, "The PACKET_IN meter").
+pub const LINK_PROBE_METER_ID: u32 = 2;
 
 // Transaction ids of the setup's requests, so that replies and errors can be told apart
 // from those to the engine's commands (whose ids count up from 1). "MTR" and a step.
@@ -32,12 +36,16 @@ const XID_FEATURES_BARRIER: u32 = 0x4d54_5202;
 const XID_MODIFY: u32 = 0x4d54_5203;
 const XID_ADD: u32 = 0x4d54_5204;
 const XID_INSTALLED: u32 = 0x4d54_5205;
-const OUR_XIDS: [u32; 5] = [
+const XID_MODIFY_LINK: u32 = 0x4d54_5206;
+const XID_ADD_LINK: u32 = 0x4d54_5207;
+const OUR_XIDS: [u32; 7] = [
     XID_FEATURES,
     XID_FEATURES_BARRIER,
     XID_MODIFY,
     XID_ADD,
     XID_INSTALLED,
+    XID_MODIFY_LINK,
+    XID_ADD_LINK,
 ];
 
 /// Which way a switch went.
@@ -93,8 +101,9 @@ pub struct MeterSetup {
     deadline: Instant,
     /// The engine asked for the table-miss flow before the decision.
     table_miss_held: bool,
-    /// The meter being installed, to modify when the switch has one of that id.
-    meter_mod: Option<MeterMod>,
+    /// The meters being installed (PACKET_INs, link probes), to modify those the switch
+    /// has already.
+    meter_mods: Vec<MeterMod>,
 }
 
 impl MeterSetup {
@@ -114,7 +123,7 @@ impl MeterSetup {
             burst,
             deadline: now + patience,
             table_miss_held: false,
-            meter_mod: None,
+            meter_mods: Vec::new(),
         };
         if version == Version::Of10 {
             let step = setup.decide(MeterDecision::Unmetered(
@@ -165,21 +174,24 @@ impl MeterSetup {
         match (&self.phase, message) {
             (Phase::AskingFeatures, Message::MeterFeaturesReply(features)) => {
                 Some(match install(features, self.rate, self.burst) {
-                    Ok(meter_mod) => {
-                        let burst = (meter_mod.flags & METER_FLAG_BURST != 0).then_some(self.burst);
+                    Ok(meter_mods) => {
+                        let burst =
+                            (meter_mods[0].flags & METER_FLAG_BURST != 0).then_some(self.burst);
                         self.phase = Phase::Installing { burst };
                         // Never a delete first: deleting a meter deletes every flow that
                         // uses it, the table-miss flow another instance (or this one,
                         // before a restart) set up among them. A meter already there is
                         // modified instead, when the add says so.
+                        let adds = [XID_ADD, XID_ADD_LINK]
+                            .into_iter()
+                            .zip(meter_mods.iter().cloned().map(Message::MeterMod));
                         let step = MeterStep {
-                            send: vec![
-                                (XID_ADD, Message::MeterMod(meter_mod.clone())),
-                                (XID_INSTALLED, Message::BarrierRequest),
-                            ],
+                            send: adds
+                                .chain([(XID_INSTALLED, Message::BarrierRequest)])
+                                .collect(),
                             ..MeterStep::default()
                         };
-                        self.meter_mod = Some(meter_mod);
+                        self.meter_mods = meter_mods.to_vec();
                         step
                     }
                     Err(reason) => self.decide(MeterDecision::Unmetered(reason)),
@@ -199,19 +211,28 @@ impl MeterSetup {
                 )))
             }
             (Phase::Installing { .. }, Message::Error { err_type, code, .. })
-                if xid == XID_ADD
+                if (xid == XID_ADD || xid == XID_ADD_LINK)
                     && *err_type == ErrorType::MeterModFailed
                     && MeterModFailedCode::from(*code) == MeterModFailedCode::MeterExists =>
             {
                 // The meter is there: the modify brings it to this setup's rate. The
                 // add's barrier decides, as it would have.
-                let modify = self.meter_mod.clone().map(|meter_mod| MeterMod {
-                    command: MeterModCommand::Modify,
-                    ..meter_mod
-                });
+                let (which, modify_xid) = if xid == XID_ADD {
+                    (0, XID_MODIFY)
+                } else {
+                    (1, XID_MODIFY_LINK)
+                };
+                let modify = self
+                    .meter_mods
+                    .get(which)
+                    .cloned()
+                    .map(|meter_mod| MeterMod {
+                        command: MeterModCommand::Modify,
+                        ..meter_mod
+                    });
                 Some(MeterStep {
                     send: modify
-                        .map(|modify| (XID_MODIFY, Message::MeterMod(modify)))
+                        .map(|modify| (modify_xid, Message::MeterMod(modify)))
                         .into_iter()
                         .chain([(XID_INSTALLED, Message::BarrierRequest)])
                         .collect(),
@@ -219,7 +240,7 @@ impl MeterSetup {
                 })
             }
             (Phase::Installing { .. }, Message::Error { err_type, code, .. })
-                if xid == XID_ADD || xid == XID_MODIFY =>
+                if [XID_ADD, XID_MODIFY, XID_ADD_LINK, XID_MODIFY_LINK].contains(&xid) =>
             {
                 let what = if *err_type == ErrorType::MeterModFailed {
                     "meter mod failed"
@@ -278,10 +299,14 @@ impl MeterSetup {
     }
 }
 
-/// The METER_MOD for a switch with `features`, or why there is none.
-fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, String> {
+/// The METER_MODs for a switch with `features` (the PACKET_IN meter, then the link
+/// probes' meter), or why there are none.
+fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<[MeterMod; 2], String> {
     if features.max_meter < PACKET_IN_METER_ID {
         return Err("the switch has no meters".into());
+    }
+    if features.max_meter < LINK_PROBE_METER_ID {
+        return Err("the switch has one meter, and sliced needs two".into());
     }
     if !features.supports_band(METER_BAND_DROP) {
         return Err("the switch's meters have no drop band".into());
@@ -299,12 +324,16 @@ fn install(features: &MeterFeatures, rate: u32, burst: u32) -> Result<MeterMod, 
         // So that an operator can read what the switch dropped.
         flags |= METER_FLAG_STATS;
     }
-    Ok(MeterMod {
-        command: MeterModCommand::Add,
-        flags,
-        meter_id: PACKET_IN_METER_ID,
-        bands: vec![MeterBand::Drop { rate, burst_size }],
-    })
+    // The link probes get the PACKET_IN budget again: one probe per link end and LLDP
+    // interval needs far less, and no host can send into it.
+    Ok(
+        [PACKET_IN_METER_ID, LINK_PROBE_METER_ID].map(|meter_id| MeterMod {
+            command: MeterModCommand::Add,
+            flags,
+            meter_id,
+            bands: vec![MeterBand::Drop { rate, burst_size }],
+        }),
+    )
 }
 
 /// The flow that sends what matches nothing to the controller, through `meter_id`.
@@ -379,12 +408,18 @@ mod tests {
                 burst_size: BURST,
             }],
         };
-        // An add and its barrier, never a delete: a delete would take every flow using
-        // the meter with it (another instance's table-miss flow among them).
+        let add_link = MeterMod {
+            meter_id: LINK_PROBE_METER_ID,
+            ..add.clone()
+        };
+        // Two adds (PACKET_INs, link probes) and their barrier, never a delete: a delete
+        // would take every flow using the meter with it (another instance's table-miss
+        // flow among them).
         assert_eq!(
             step.send,
             [
                 (XID_ADD, Message::MeterMod(add.clone())),
+                (XID_ADD_LINK, Message::MeterMod(add_link.clone())),
                 (XID_INSTALLED, Message::BarrierRequest),
             ]
         );
@@ -411,6 +446,20 @@ mod tests {
             step.send,
             [
                 (XID_MODIFY, Message::MeterMod(modify)),
+                (XID_INSTALLED, Message::BarrierRequest),
+            ]
+        );
+        assert_eq!(step.decided, None);
+        // And its meter 2.
+        let step = setup.handle(XID_ADD_LINK, &exists).unwrap();
+        let modify_link = MeterMod {
+            command: MeterModCommand::Modify,
+            ..add_link
+        };
+        assert_eq!(
+            step.send,
+            [
+                (XID_MODIFY_LINK, Message::MeterMod(modify_link)),
                 (XID_INSTALLED, Message::BarrierRequest),
             ]
         );
@@ -470,6 +519,11 @@ mod tests {
             MeterFeatures::default(),
             MeterFeatures {
                 max_meter: 0,
+                ..ovs_like()
+            },
+            // One meter: the link probes would share the PACKET_INs' budget.
+            MeterFeatures {
+                max_meter: 1,
                 ..ovs_like()
             },
             MeterFeatures {

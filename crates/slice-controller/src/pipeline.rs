@@ -17,6 +17,9 @@ use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 
 use crate::cookie::FlowKind;
 
+mod tags;
+pub use tags::{hash_of_set, SliceSet, TagBook, Tags};
+
 /// Admission: who sends, from where.
 pub const ADMISSION_TABLE: u8 = 0;
 /// Frames that arrived over a link, tagged by their sender.
@@ -24,15 +27,23 @@ pub const TRANSIT_TABLE: u8 = 1;
 /// Forwarding: where to, if the sender's tag allows it.
 pub const FORWARDING_TABLE: u8 = 2;
 
-/// LLDP, wherever it arrives, to the controller: probes must reach it from link ports too.
+/// LLDP at a confirmed link end, to the controller through a meter of its own: the probes
+/// that keep a cable alive share no budget with anything a host can send.
+pub const LINK_DISCOVERY_PRIORITY: u16 = 410;
+/// LLDP anywhere else, to the controller with the rest of what misses: probes must reach
+/// it from ports not yet known as links, and LLDP a host sends goes nowhere else.
 pub const DISCOVERY_PRIORITY: u16 = 400;
 /// A bound host at its own port.
 pub const ADMIT_AT_HOME_PRIORITY: u16 = 300;
 /// Anything arriving at a link end goes on to the transit table. Only ports LLDP
 /// confirmed are link ends: a port nobody vouched for falls to the table-miss flow.
 pub const LINK_PORT_PRIORITY: u16 = 200;
-/// A bound host's frames arriving over a link, judged by the ingress switch already.
+/// A bound host's frames arriving over a link on the way from its own switch, judged by
+/// the ingress switch already.
 pub const ADMIT_IN_TRANSIT_PRIORITY: u16 = 100;
+/// What arrives over a link from where its sender does not live, or from no bound
+/// sender: to the controller, which counts it as spoofed and drops it.
+pub const TRANSIT_MISS_PRIORITY: u16 = 0;
 /// A tagged frame to a destination that shares a slice with the tag.
 pub const FORWARD_PRIORITY: u16 = 100;
 /// A tagged frame to a group address.
@@ -126,6 +137,56 @@ impl Fabric {
         hops
     }
 
+    /// Where frames that entered the network at each of `sources` arrive at the other
+    /// switches, keyed by (source switch, switch): the link end of each hop on the way to
+    /// every switch of `routes` (its next hops, as [`Fabric::next_hops`] gives them), and
+    /// of each hop of a flood over `tree`. Nothing else of theirs arrives anywhere.
+    fn arrivals(
+        &self,
+        sources: &BTreeSet<u64>,
+        routes: &BTreeMap<u64, BTreeMap<u64, u32>>,
+        tree: &BTreeMap<u64, BTreeSet<u32>>,
+    ) -> BTreeMap<(u64, u64), BTreeSet<u32>> {
+        let mut arrivals: BTreeMap<(u64, u64), BTreeSet<u32>> = BTreeMap::new();
+        let far_end = |dpid: u64, port_no: u32| self.cables.get(&PortId::new(dpid, port_no));
+        for &source in sources {
+            for (&destination, hops) in routes {
+                let mut at = source;
+                // A shortest path visits each switch once; the bound only guards the loop.
+                for _ in 0..hops.len() {
+                    if at == destination {
+                        break;
+                    }
+                    let Some(far) = hops.get(&at).and_then(|&out| far_end(at, out)) else {
+                        break;
+                    };
+                    arrivals
+                        .entry((source, far.dpid))
+                        .or_default()
+                        .insert(far.port_no);
+                    at = far.dpid;
+                }
+            }
+            let mut seen = BTreeSet::from([source]);
+            let mut queue = VecDeque::from([source]);
+            while let Some(at) = queue.pop_front() {
+                for &out in tree.get(&at).into_iter().flatten() {
+                    let Some(far) = far_end(at, out) else {
+                        continue;
+                    };
+                    if seen.insert(far.dpid) {
+                        arrivals
+                            .entry((source, far.dpid))
+                            .or_default()
+                            .insert(far.port_no);
+                        queue.push_back(far.dpid);
+                    }
+                }
+            }
+        }
+        arrivals
+    }
+
     /// The ports of each switch on one spanning tree per connected part of the graph:
     /// breadth-first over the cables from the lowest switch of each part.
     fn tree_ports(&self) -> BTreeMap<u64, BTreeSet<u32>> {
@@ -157,130 +218,22 @@ impl Fabric {
     }
 }
 
-/// A 64-bit name for a set of slices: FNV-1a over the sorted names, each followed by a
-/// zero byte, so every instance and every restart gives a set the same tag.
-pub fn tag_of<'a>(slices: impl IntoIterator<Item = &'a SliceName>) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let sorted: BTreeSet<&SliceName> = slices.into_iter().collect();
-    let mut hash = OFFSET_BASIS;
-    for name in sorted {
-        for byte in name.as_str().bytes().chain([0]) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
-        }
-    }
-    hash
-}
-
-/// The tags of the bound hosts, and the slice sets they stand for.
-#[derive(Debug, Default, Clone)]
-pub struct Tags {
-    of_host: BTreeMap<Host, u64>,
-    /// A MAC's frames arriving over a link: the slices that all its bindings share, since
-    /// the next switch cannot tell at which of them the frame entered.
-    of_mac: BTreeMap<MacAddress, u64>,
-    sets: BTreeMap<u64, BTreeSet<SliceName>>,
-    /// Tags that share a slice, by slice.
-    with_slice: BTreeMap<SliceName, BTreeSet<u64>>,
-    /// Slice sets whose tag another set already has: their hosts get no entries.
-    collided: Vec<BTreeSet<SliceName>>,
-}
-
-impl Tags {
-    /// The tags of every member of `membership`.
-    pub fn of(membership: &Membership) -> Tags {
-        Self::of_hosts(membership, membership.members().copied())
-    }
-
-    /// The tags of `hosts`, each a member of `membership`: the hosts the pipeline serves.
-    pub fn of_hosts(membership: &Membership, hosts: impl IntoIterator<Item = Host>) -> Tags {
-        let mut tags = Tags::default();
-        let mut shared_of_mac: BTreeMap<MacAddress, BTreeSet<SliceName>> = BTreeMap::new();
-        let hosts: BTreeSet<Host> = hosts.into_iter().collect();
-        for host in &hosts {
-            let set: BTreeSet<SliceName> = membership.slices_of(host).iter().cloned().collect();
-            if set.is_empty() {
-                continue;
-            }
-            shared_of_mac
-                .entry(host.mac)
-                .and_modify(|shared| shared.retain(|slice| set.contains(slice)))
-                .or_insert_with(|| set.clone());
-            if let Some(tag) = tags.name(set) {
-                tags.of_host.insert(*host, tag);
-            }
-        }
-        for (mac, set) in shared_of_mac {
-            // A MAC bound at two ports in slices that share nothing is not admitted in
-            // transit at all: it still reaches the hosts at its own switch.
-            if set.is_empty() {
-                continue;
-            }
-            if let Some(tag) = tags.name(set) {
-                tags.of_mac.insert(mac, tag);
-            }
-        }
-        tags
-    }
-
-    /// The tag of `set`, remembered; None when another set has it already.
-    fn name(&mut self, set: BTreeSet<SliceName>) -> Option<u64> {
-        let tag = tag_of(&set);
-        match self.sets.get(&tag) {
-            Some(known) if *known == set => Some(tag),
-            Some(_) => {
-                if !self.collided.contains(&set) {
-                    log::error!("slices {set:?} hash to the tag of other slices: their hosts get no entries");
-                    self.collided.push(set);
-                }
-                None
-            }
-            None => {
-                for slice in &set {
-                    self.with_slice
-                        .entry(slice.clone())
-                        .or_default()
-                        .insert(tag);
-                }
-                self.sets.insert(tag, set);
-                Some(tag)
-            }
-        }
-    }
-
-    /// The tag of a bound host.
-    pub fn of_host(&self, host: &Host) -> Option<u64> {
-        self.of_host.get(host).copied()
-    }
-
-    /// Tags that may send to a host in `slices`.
-    fn allowed_to_reach<'a>(&'a self, slices: &'a [SliceName]) -> BTreeSet<u64> {
-        slices
-            .iter()
-            .filter_map(|slice| self.with_slice.get(slice))
-            .flatten()
-            .copied()
-            .collect()
-    }
-
-    fn shares_slice<'a>(&self, tag: u64, mut slices: impl Iterator<Item = &'a SliceName>) -> bool {
-        self.sets
-            .get(&tag)
-            .is_some_and(|set| slices.any(|slice| set.contains(slice)))
-    }
-}
-
 /// Which packets an entry takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntryMatch {
     /// Table 0: LLDP, at any port.
     Discovery,
+    /// Table 0: LLDP at one port, a link end.
+    LinkDiscovery { in_port: u32 },
     /// Table 0: a MAC at one port.
     HostAtPort { in_port: u32, mac: MacAddress },
     /// Table 0: anything at one port (a link end).
     LinkPort { in_port: u32 },
-    /// Table 1: a MAC, whichever link it arrived over.
-    Sender { mac: MacAddress },
+    /// Table 1: a MAC arriving over the link at `in_port`, one of those its frames take
+    /// from its own switch (the reverse-path check).
+    Sender { in_port: u32, mac: MacAddress },
+    /// Table 1: anything else.
+    TransitMiss,
     /// Table 2: tagged `tag`, to `mac`.
     TaggedTo { tag: u64, mac: MacAddress },
     /// Table 2: tagged `tag`, to any group address.
@@ -315,12 +268,20 @@ impl Entry {
         let mut r#match = Match::default();
         match self.rule {
             EntryMatch::Discovery => r#match.eth_type = Some(LLDP_ETHER_TYPE),
+            EntryMatch::LinkDiscovery { in_port } => {
+                r#match.in_port = Some(in_port);
+                r#match.eth_type = Some(LLDP_ETHER_TYPE);
+            }
+            EntryMatch::TransitMiss => {}
             EntryMatch::HostAtPort { in_port, mac } => {
                 r#match.in_port = Some(in_port);
                 r#match.eth_src = Some(mac.octets());
             }
             EntryMatch::LinkPort { in_port } => r#match.in_port = Some(in_port),
-            EntryMatch::Sender { mac } => r#match.eth_src = Some(mac.octets()),
+            EntryMatch::Sender { in_port, mac } => {
+                r#match.in_port = Some(in_port);
+                r#match.eth_src = Some(mac.octets());
+            }
             EntryMatch::TaggedTo { tag, mac } => {
                 r#match.metadata = Some(Masked::exact(tag));
                 r#match.eth_dst = Some(mac.octets());
@@ -346,7 +307,12 @@ impl Entry {
             }
             EntryAction::ToTransit => flow_mod.goto_table = Some(TRANSIT_TABLE),
             EntryAction::ToController => {
-                flow_mod.meter_id = meter;
+                flow_mod.meter_id = match self.rule {
+                    EntryMatch::LinkDiscovery { .. } => {
+                        meter.map(|_| crate::meter::LINK_PROBE_METER_ID)
+                    }
+                    _ => meter,
+                };
                 flow_mod.actions = vec![Action::Output {
                     port: port::CONTROLLER,
                     max_len: openflow::action::WHOLE_PACKET,
@@ -404,6 +370,14 @@ impl Entry {
             {
                 EntryMatch::Discovery
             }
+            (ADMISSION_TABLE, LINK_DISCOVERY_PRIORITY)
+                if only([true, false, false, false, false, true, false])
+                    && m.eth_type == Some(LLDP_ETHER_TYPE) =>
+            {
+                EntryMatch::LinkDiscovery {
+                    in_port: m.in_port?,
+                }
+            }
             (ADMISSION_TABLE, ADMIT_AT_HOME_PRIORITY)
                 if only([true, true, false, false, false, false, false]) =>
             {
@@ -420,11 +394,17 @@ impl Entry {
                 }
             }
             (TRANSIT_TABLE, ADMIT_IN_TRANSIT_PRIORITY)
-                if only([false, true, false, false, false, false, false]) =>
+                if only([true, true, false, false, false, false, false]) =>
             {
                 EntryMatch::Sender {
+                    in_port: m.in_port?,
                     mac: MacAddress::new(m.eth_src?),
                 }
+            }
+            (TRANSIT_TABLE, TRANSIT_MISS_PRIORITY)
+                if only([false, false, false, false, false, false, false]) =>
+            {
+                EntryMatch::TransitMiss
             }
             (FORWARDING_TABLE, FORWARD_PRIORITY)
                 if only([false, false, true, false, true, false, false]) =>
@@ -475,7 +455,12 @@ impl Entry {
                 EntryMatch::HostAtPort { .. } | EntryMatch::Sender { .. },
                 EntryAction::Tag(_)
             ) | (EntryMatch::LinkPort { .. }, EntryAction::ToTransit)
-                | (EntryMatch::Discovery, EntryAction::ToController)
+                | (
+                    EntryMatch::Discovery
+                        | EntryMatch::LinkDiscovery { .. }
+                        | EntryMatch::TransitMiss,
+                    EntryAction::ToController
+                )
                 | (
                     EntryMatch::TaggedTo { .. } | EntryMatch::TaggedToGroup { .. },
                     EntryAction::Output(_)
@@ -522,7 +507,7 @@ impl Judge {
     /// of `edge_ports` whose hosts share no slice with its tag. Where an entry leads
     /// (next hops, link ports) is the topology's, and kept.
     pub fn keeps(&self, dpid: u64, edge_ports: &BTreeSet<u32>, entry: &Entry) -> Option<Entry> {
-        let set_of = |tag: u64| self.tags.sets.get(&tag);
+        let set_of = |tag: u64| self.tags.meaning(tag);
         let allowed = match (&entry.rule, &entry.action) {
             (EntryMatch::HostAtPort { in_port, mac }, EntryAction::Tag(tag)) => {
                 let host = Host {
@@ -531,7 +516,7 @@ impl Judge {
                 };
                 self.tags.of_host(&host) == Some(*tag)
             }
-            (EntryMatch::Sender { mac }, EntryAction::Tag(tag)) => {
+            (EntryMatch::Sender { mac, .. }, EntryAction::Tag(tag)) => {
                 match (set_of(*tag), self.bindings_of_mac.get(mac)) {
                     (Some(tagged), Some(bindings)) => {
                         bindings.iter().all(|binding| tagged.is_subset(binding))
@@ -564,7 +549,13 @@ impl Judge {
                 narrowed.action = EntryAction::Output(kept);
                 return Some(narrowed);
             }
-            (EntryMatch::LinkPort { .. } | EntryMatch::Discovery, _) => true,
+            (
+                EntryMatch::LinkPort { .. }
+                | EntryMatch::LinkDiscovery { .. }
+                | EntryMatch::Discovery
+                | EntryMatch::TransitMiss,
+                _,
+            ) => true,
             _ => false,
         };
         allowed.then(|| entry.clone())
@@ -580,16 +571,30 @@ pub struct Diff {
     pub delete: Vec<Entry>,
 }
 
-/// The changes from `held` to `wanted`, fewest FLOW_MODs: an entry whose action alone
-/// changed is replaced by an ADD, not deleted first.
+/// The changes from `held` to `wanted`, in an order that never lets a frame through
+/// that either the old or the new entries forbid. An entry whose next hop alone changed
+/// is replaced by an ADD, not deleted first. An entry that writes a tag and now writes
+/// another is deleted first: a tag can come to mean another set (a colliding name, see
+/// [`TagBook`]), and a sender still tagged the old way must not meet the forwarding
+/// entries of the new meaning. Adds go forwarding first, admission last, so a frame is
+/// tagged only once what the tag lets it reach is in place.
 pub fn diff(held: &BTreeSet<Entry>, wanted: &BTreeSet<Entry>) -> Diff {
     let key = |entry: &Entry| (entry.table, entry.priority, entry.rule);
-    let wanted_keys: BTreeSet<_> = wanted.iter().map(key).collect();
+    let wanted_by_key: BTreeMap<_, &Entry> =
+        wanted.iter().map(|entry| (key(entry), entry)).collect();
+    let retagged = |entry: &Entry| {
+        matches!(entry.action, EntryAction::Tag(_))
+            && wanted_by_key
+                .get(&key(entry))
+                .is_some_and(|wanted| wanted.action != entry.action)
+    };
+    let mut add: Vec<Entry> = wanted.difference(held).cloned().collect();
+    add.sort_by_key(|entry| std::cmp::Reverse(entry.table));
     Diff {
-        add: wanted.difference(held).cloned().collect(),
+        add,
         delete: held
             .iter()
-            .filter(|entry| !wanted_keys.contains(&key(entry)))
+            .filter(|entry| !wanted_by_key.contains_key(&key(entry)) || retagged(entry))
             .cloned()
             .collect(),
     }
@@ -629,15 +634,23 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
     };
 
     for near in fabric.cables.keys() {
+        let in_port = near.port_no;
         add(
             near.dpid,
             entry(
                 ADMISSION_TABLE,
                 LINK_PORT_PRIORITY,
-                EntryMatch::LinkPort {
-                    in_port: near.port_no,
-                },
+                EntryMatch::LinkPort { in_port },
                 EntryAction::ToTransit,
+            ),
+        );
+        add(
+            near.dpid,
+            entry(
+                ADMISSION_TABLE,
+                LINK_DISCOVERY_PRIORITY,
+                EntryMatch::LinkDiscovery { in_port },
+                EntryAction::ToController,
             ),
         );
     }
@@ -651,17 +664,14 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
                 EntryAction::ToController,
             ),
         );
-        if !fabric.has_cables(*dpid) {
-            continue;
-        }
-        for (mac, tag) in &tags.of_mac {
+        if fabric.has_cables(*dpid) {
             add(
                 *dpid,
                 entry(
                     TRANSIT_TABLE,
-                    ADMIT_IN_TRANSIT_PRIORITY,
-                    EntryMatch::Sender { mac: *mac },
-                    EntryAction::Tag(*tag),
+                    TRANSIT_MISS_PRIORITY,
+                    EntryMatch::TransitMiss,
+                    EntryAction::ToController,
                 ),
             );
         }
@@ -713,7 +723,30 @@ pub fn build(fabric: &Fabric, membership: &Membership) -> BTreeMap<u64, BTreeSet
         }
     }
 
+    // Transit admits a MAC only over the links its frames take from its own switch, so
+    // that nobody on another link, real or faked, can send in its name.
     let tree = fabric.tree_ports();
+    let homes: BTreeSet<u64> = destinations.values().map(|host| host.port.dpid).collect();
+    let arrivals = fabric.arrivals(&homes, &next_hops_toward, &tree);
+    for (mac, tag) in &tags.of_mac {
+        let Some(home) = destinations.get(mac).map(|host| host.port.dpid) else {
+            continue;
+        };
+        for (&(_, dpid), in_ports) in arrivals.range((home, 0)..=(home, u64::MAX)) {
+            for &in_port in in_ports {
+                add(
+                    dpid,
+                    entry(
+                        TRANSIT_TABLE,
+                        ADMIT_IN_TRANSIT_PRIORITY,
+                        EntryMatch::Sender { in_port, mac: *mac },
+                        EntryAction::Tag(*tag),
+                    ),
+                );
+            }
+        }
+    }
+
     let mut bound_slices_at: BTreeMap<PortId, BTreeSet<SliceName>> = BTreeMap::new();
     for host in tags.of_host.keys() {
         if fabric.is_edge(host.port) {

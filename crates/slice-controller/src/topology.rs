@@ -131,6 +131,11 @@ impl Topology {
         if live {
             return Vec::new();
         }
+        self.remove_links_at(port)
+    }
+
+    /// Forgets both links that have an end at `port`; returns them.
+    pub fn remove_links_at(&mut self, port: PortId) -> Vec<Link> {
         let doomed: Vec<Link> = self
             .links()
             .filter(|link| link.src == port || link.dst == port)

@@ -17,6 +17,7 @@ use crate::ApiError;
 pub enum ViewKind {
     Switches,
     Links,
+    Fabric,
     Hosts,
     Paths,
 }
@@ -35,6 +36,7 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
     for (path, kind) in [
         ("/topology/switches", ViewKind::Switches),
         ("/topology/links", ViewKind::Links),
+        ("/topology/fabric", ViewKind::Fabric),
         ("/topology/hosts", ViewKind::Hosts),
         ("/paths", ViewKind::Paths),
     ] {

@@ -68,6 +68,7 @@ impl Engine {
         }
         // What the previous master installed stays where the slices still allow it.
         self.settle_pipeline(dpid, now);
+        self.open_discovery_window(dpid, now);
         self.reconcile(dpid);
         let live: Vec<u32> = self.topology.live_ports(dpid).collect();
         for port_no in live {

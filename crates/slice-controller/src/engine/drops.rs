@@ -112,6 +112,9 @@ pub struct Dropped {
     pub lldp_stale: u64,
     /// LLDP arriving at, or claiming to come from, a port where a host spoke.
     pub lldp_at_host_port: u64,
+    /// Genuine probes between ports where no link may form: off the declared fabric, or
+    /// past the discovery window between ends that were never a link.
+    pub lldp_off_fabric: u64,
     /// Link-local control frames (STP, LACP, 802.1X, CDP...): never forwarded, never
     /// taken as a host.
     pub link_control_frames: u64,
@@ -136,6 +139,7 @@ pub(super) enum DropCause {
     ForgedLldp,
     StaleLldp,
     LldpAtHostPort,
+    LldpOffFabric,
     LinkControl,
     HostRefused,
     HostSpoofed,
@@ -152,6 +156,10 @@ impl DropCause {
             Self::ForgedLldp => "dropped LLDP with a forged proof",
             Self::StaleLldp => "dropped a stale (replayed) LLDP probe",
             Self::LldpAtHostPort => "dropped LLDP at or from a port where a host spoke",
+            Self::LldpOffFabric => {
+                "dropped genuine LLDP between ports where no link may form (not declared, \
+                 or past the discovery window)"
+            }
             Self::LinkControl => "dropped link-local control frames (STP, LACP, CDP...)",
             Self::HostRefused => "did not learn a host: port or switch at its host limit",
             Self::HostSpoofed => "ignored a frame with a MAC bound at another live port",

@@ -92,8 +92,9 @@ struct Candidate {
 }
 
 /// The guard's state. Every map is keyed by a live port of a connected switch (the
-/// engine removes a port's entries when it goes down and a switch's when it goes), so
-/// each is bounded by the ports the engine accepts.
+/// engine removes a port's entries when it goes down and a switch's when it goes; a
+/// cable stays while its port is down, one per port) or by a connected switch, so each
+/// is bounded by the ports and switches the engine accepts.
 #[derive(Debug, Default)]
 pub(super) struct LinkGuard {
     /// Live edge ports and what their traffic showed since they last came up.
@@ -105,6 +106,26 @@ pub(super) struct LinkGuard {
     former_link_ends: HashMap<PortId, (PortId, Instant)>,
     /// At most one per receiving port: a probe from another sender starts over.
     candidates: HashMap<PortId, Candidate>,
+    /// The newest probe sent out of each live port: its nonce and when it left.
+    sent: HashMap<PortId, (u64, Instant)>,
+    /// Until when each connected switch discovers links freely (its discovery window).
+    windows: HashMap<u64, Instant>,
+    /// Both ends of every link made since its switches connected, each pointing at the
+    /// other: a cable unplugged and plugged back comes back past the window.
+    cables: HashMap<PortId, PortId>,
+}
+
+/// Why a probe between two ends may make a link, or why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Permit {
+    /// The operator declared it.
+    Declared,
+    /// One of the two switches is within its discovery window.
+    Discovering,
+    /// These two ends were a link since their switches connected.
+    Known,
+    /// None of the above: the ends are past their window and were never joined.
+    Refused,
 }
 
 impl LinkGuard {
@@ -121,6 +142,41 @@ impl LinkGuard {
             *known = Evidence::Host;
             self.candidates.remove(&at);
         }
+    }
+
+    /// The switch `dpid` (re)connected, or this instance took it over: it discovers
+    /// links freely until `until`.
+    pub(super) fn open_window(&mut self, dpid: u64, until: Instant) {
+        self.windows.insert(dpid, until);
+    }
+
+    /// What lets a link join `from` and `at` when the operator declared no fabric.
+    pub(super) fn permit(&self, from: PortId, at: PortId, now: Instant) -> Permit {
+        let open = |dpid: u64| self.windows.get(&dpid).is_some_and(|until| now < *until);
+        if self.cables.get(&at) == Some(&from) {
+            Permit::Known
+        } else if open(from.dpid) || open(at.dpid) {
+            Permit::Discovering
+        } else {
+            Permit::Refused
+        }
+    }
+
+    /// A probe with `nonce` left by `port` at `now`.
+    pub(super) fn probe_sent(&mut self, port: PortId, nonce: u64, now: Instant) {
+        self.sent.insert(port, (nonce, now));
+    }
+
+    /// How long the probe with `nonce` from `from` took to come back, if it is the newest
+    /// sent there.
+    pub(super) fn probe_delay(&self, from: PortId, nonce: u64, now: Instant) -> Option<Duration> {
+        let (sent_nonce, sent_at) = self.sent.get(&from)?;
+        (*sent_nonce == nonce).then(|| now.saturating_duration_since(*sent_at))
+    }
+
+    /// Whether a host spoke at `port` since it last came up.
+    pub(super) fn is_host_port(&self, port: PortId) -> bool {
+        self.evidence.get(&port) == Some(&Evidence::Host)
     }
 
     /// How a probe from `from` arriving at `at` stands: the worse of its two ends, each
@@ -180,6 +236,14 @@ impl LinkGuard {
     /// ends now. Returns the ends that had heard traffic, whose hosts were passing.
     pub(super) fn link_made(&mut self, from: PortId, at: PortId) -> Vec<PortId> {
         self.candidates.remove(&at);
+        // One cable per port: a port joined elsewhere forgets its old partner.
+        for (end, other) in [(from, at), (at, from)] {
+            if let Some(old) = self.cables.insert(end, other) {
+                if old != other && self.cables.get(&old) == Some(&end) {
+                    self.cables.remove(&old);
+                }
+            }
+        }
         [from, at]
             .into_iter()
             .filter(|end| self.evidence.remove(end).is_some())
@@ -192,16 +256,41 @@ impl LinkGuard {
         self.former_link_ends.insert(link.dst, (link.src, until));
     }
 
+    /// Traffic showed that `link` was never a cable: neither end gets the grace a link
+    /// that went has to come back.
+    pub(super) fn link_contradicted(&mut self, link: &Link) {
+        for end in [link.src, link.dst] {
+            self.former_link_ends.remove(&end);
+            self.cables.remove(&end);
+        }
+    }
+
     /// The port went down or was deleted: whatever is plugged in next starts afresh.
     pub(super) fn port_gone(&mut self, port: PortId) {
         self.evidence.remove(&port);
         self.candidates.remove(&port);
+        self.sent.remove(&port);
+    }
+
+    /// The port is no more (not merely down): nothing of it is kept, its cable neither.
+    pub(super) fn port_deleted(&mut self, port: PortId) {
+        self.port_gone(port);
+        if let Some(other) = self.cables.remove(&port) {
+            if self.cables.get(&other) == Some(&port) {
+                self.cables.remove(&other);
+            }
+        }
     }
 
     /// The switch disconnected: its ports start afresh when it is back. The link ends
     /// it had stay remembered (its neighbours' ends are in them too).
     pub(super) fn switch_gone(&mut self, dpid: u64) {
         self.evidence.retain(|port, _| port.dpid != dpid);
+        self.sent.retain(|port, _| port.dpid != dpid);
+        // Back, it has a window of its own to find its cables again.
+        self.windows.remove(&dpid);
+        self.cables
+            .retain(|port, other| port.dpid != dpid && other.dpid != dpid);
         self.candidates
             .retain(|port, candidate| port.dpid != dpid && candidate.from.dpid != dpid);
     }

@@ -18,10 +18,10 @@ impl Engine {
             self.probe_received(probe, at, now);
             return;
         }
-        // Traffic on inter-switch ports is the tail of a flow being set up or torn down;
-        // hosts live on edge ports only.
+        // Hosts live on edge ports only.
         if !self.topology.is_edge(at) {
             counted.ignored.inc();
+            self.arrived_over_a_link(at, &frame, now);
             return;
         }
         let src = Host {
@@ -73,17 +73,68 @@ impl Engine {
         }
     }
 
+    /// A frame that arrived at a link end and reached the controller. Without the
+    /// pipeline that is the tail of a flow being set up or torn down. On the pipeline
+    /// transit sends here what it did not admit: a bound MAC arriving where its frames
+    /// never take it (someone on that link sends in its name), counted as spoofed; or a
+    /// unicast frame from an address bound nowhere, which no switch of the pipeline
+    /// forwards over a link: a host is at the other end, so the link was faked (probes
+    /// relayed between two hosts) and goes, with no grace to come back, and both its ends
+    /// are host ports until they go down (even while their switches settle).
+    fn arrived_over_a_link(&mut self, at: PortId, frame: &Frame, now: Instant) {
+        if !self.proactive.is_active() {
+            return;
+        }
+        if self.proactive.bound_ports(&frame.src).is_some() {
+            self.count_drop(at.dpid, DropCause::HostSpoofed, 1, now);
+            return;
+        }
+        if link_guard::classify(frame.src, frame.dst, false) != FrameClass::Host {
+            return;
+        }
+        let contradicted = self.topology.remove_links_at(at);
+        for link in &contradicted {
+            log::warn!(
+                "link {} -> {} withdrawn: {} sent unicast over it from {at}, so a host is \
+                 behind that port, not a switch",
+                link.src,
+                link.dst,
+                frame.src
+            );
+            self.guard.link_contradicted(link);
+            self.proactive.changed();
+            self.notices.push(Notice::link_down(link));
+            self.delete_paths_where(|path| path.uses_link(link));
+            self.delete_adopted_where(|_, flow| flow.uses_link(link));
+        }
+        for end in contradicted.iter().flat_map(|link| [link.src, link.dst]) {
+            self.guard.saw(end, FrameClass::Host);
+        }
+    }
+
     /// A link exists only where a probe the controller signed within the link's maximum
     /// age arrives, and neither end has carried a host ([`LinkGuard`]): a host can
     /// neither forge a probe nor relay a genuine one into a link. An end that heard
     /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
     pub(super) fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
+        let permit = if self.config.fabric.is_declared() {
+            if self.config.fabric.allows(from, at) {
+                Permit::Declared
+            } else {
+                Permit::Refused
+            }
+        } else {
+            self.guard.permit(from, at, now)
+        };
         // On the pipeline a bound host's frames never reach the controller, so no traffic
         // shows it at its port: its binding does.
         let bound_end = self.proactive.is_active()
             && (self.proactive.binds_port(at) || self.proactive.binds_port(from));
-        let standing = if bound_end {
+        let standing = if permit == Permit::Declared {
+            // The operator's word that a cable is there outweighs what hosts seemed to say.
+            Standing::Clear
+        } else if bound_end {
             Standing::HostPort
         } else {
             self.guard.standing(from, at, now)
@@ -109,6 +160,21 @@ impl Engine {
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);
             return;
+        }
+        if permit == Permit::Refused {
+            // A genuine probe, where no cable was declared, or where the window of both
+            // switches has closed and no link ever was: two hosts handing each other
+            // probes, or a cable plugged in since (the operator declares it, or
+            // reconnects a switch).
+            log::debug!("probe from {from} at {at}: no link may form there");
+            self.count_drop(at.dpid, DropCause::LldpOffFabric, 1, now);
+            return;
+        }
+        if let Some(delay) = probe
+            .proof
+            .and_then(|proof| self.guard.probe_delay(from, proof.nonce, now))
+        {
+            log::debug!("probe {from} -> {at} took {} us", delay.as_micros());
         }
         if standing == Standing::Chatter {
             let nonce = probe.proof.map_or(0, |proof| proof.nonce);

@@ -249,7 +249,8 @@ impl Engine {
                 .as_ref()
                 .filter(|_| self.proactive.settling.contains_key(&dpid))
             {
-                entries = settled(judge, dpid, &self.topology, held, entries);
+                let host_port = |port_no| self.guard.is_host_port(PortId::new(dpid, port_no));
+                entries = settled(judge, dpid, &self.topology, held, entries, host_port);
             }
             let diff = pipeline::diff(held, &entries);
             if diff.add.is_empty() && diff.delete.is_empty() {
@@ -347,9 +348,22 @@ fn settled(
     topology: &crate::topology::Topology,
     held: &BTreeSet<Entry>,
     wanted: BTreeSet<Entry>,
+    host_port: impl Fn(u32) -> bool,
 ) -> BTreeSet<Entry> {
     // A port the switch holds as a link end is one until the grace says otherwise, even
-    // if LLDP has not found its link again yet.
+    // if LLDP has not found its link again yet; unless a host spoke there.
+    let at_host_port = |entry: &Entry| match entry.rule {
+        EntryMatch::LinkPort { in_port }
+        | EntryMatch::LinkDiscovery { in_port }
+        | EntryMatch::Sender { in_port, .. } => host_port(in_port),
+        _ => false,
+    };
+    let held: BTreeSet<Entry> = held
+        .iter()
+        .filter(|entry| !at_host_port(entry))
+        .cloned()
+        .collect();
+    let held = &held;
     let link_ends: BTreeSet<u32> = held
         .iter()
         .filter_map(|entry| match entry.rule {

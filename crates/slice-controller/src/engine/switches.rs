@@ -7,6 +7,7 @@ impl Engine {
     /// A signed probe out of `port`, sent at `now`.
     pub(super) fn probe(&mut self, port: PortId, now: Instant) {
         let proof = self.config.probe_key.sign(port.dpid, port.port_no, now);
+        self.guard.probe_sent(port, proof.nonce, now);
         self.send(
             port.dpid,
             Command::Discovery {
@@ -36,6 +37,7 @@ impl Engine {
             DropCause::ForgedLldp => &mut dropped.lldp_forged,
             DropCause::StaleLldp => &mut dropped.lldp_stale,
             DropCause::LldpAtHostPort => &mut dropped.lldp_at_host_port,
+            DropCause::LldpOffFabric => &mut dropped.lldp_off_fabric,
             DropCause::LinkControl => &mut dropped.link_control_frames,
             DropCause::HostRefused => &mut dropped.hosts_refused,
             DropCause::HostSpoofed => &mut dropped.hosts_spoofed,
@@ -84,6 +86,12 @@ impl Engine {
         self.config.link_max_age.max(MIN_PROBE_AGE) * 2
     }
 
+    /// Links at the ports of `dpid` may form for [`EngineConfig::discovery_window`].
+    pub(super) fn open_discovery_window(&mut self, dpid: u64, now: Instant) {
+        self.guard
+            .open_window(dpid, now + self.config.discovery_window);
+    }
+
     pub(super) fn link_went(&mut self, link: &Link, now: Instant) {
         let until = now + self.link_return_grace();
         self.guard.link_went(link, until);
@@ -107,6 +115,7 @@ impl Engine {
         self.topology.add_switch(dpid, profile.protocol, ports);
         self.proactive.switch_connected(dpid, profile.pipeline);
         self.settle_pipeline(dpid, now);
+        self.open_discovery_window(dpid, now);
         self.update_mode();
         self.notices.push(Notice::SwitchUp { dpid });
         self.dropped.insert(dpid, Dropped::default());
@@ -175,13 +184,19 @@ impl Engine {
         }
         let live = state.as_ref().is_some_and(|state| state.live);
         let was_live = self.topology.is_live(port);
+        let deleted = state.is_none();
         let removed_links = self.topology.update_port(port, state);
         self.proactive.changed();
         if live && !was_live {
             self.probe(port, now);
         }
+        if deleted {
+            self.guard.port_deleted(port);
+        }
         if !live {
-            // Down: whatever is plugged in next starts unclassified.
+            // Down: whatever is plugged in next starts unclassified (but only the cable
+            // it had, or the operator's word, makes it a link end again: see
+            // `Engine::probe_received`).
             self.guard.port_gone(port);
             for mac in self.hosts.at(|at| at == port) {
                 self.notices.push(Notice::HostForgotten { mac });

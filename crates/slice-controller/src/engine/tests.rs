@@ -5,6 +5,7 @@ use slice_core::{Port, Slice, SliceName};
 
 mod cluster;
 mod hostile;
+mod links;
 mod notices;
 mod reconcile;
 mod routing;

@@ -39,6 +39,29 @@ impl Engine {
         self.topology.links().collect()
     }
 
+    /// Where links may form: the declared fabric and which of its cables are not up both
+    /// ways, or the discovery window when nothing is declared.
+    pub fn fabric(&self) -> FabricView {
+        let declared = self.config.fabric.entries();
+        let up = |a: PortId, b: PortId| {
+            self.topology.link_from(a) == Some(b) && self.topology.link_from(b) == Some(a)
+        };
+        let down = declared
+            .iter()
+            .filter_map(|entry| match entry {
+                FabricEntry::Cable(a, b) if !up(*a, *b) => Some(entry.to_string()),
+                _ => None,
+            })
+            .collect();
+        let discovered = declared.is_empty();
+        FabricView {
+            mode: if discovered { "discovered" } else { "declared" },
+            declared: declared.iter().map(ToString::to_string).collect(),
+            down,
+            discovery_window_secs: discovered.then_some(self.config.discovery_window.as_secs()),
+        }
+    }
+
     /// The hosts the controller heard, and on the pipeline also the bound hosts it
     /// serves (whose frames it never sees): each at the one live edge port it is bound at.
     pub fn hosts(&self) -> Vec<HostView> {
@@ -122,6 +145,21 @@ pub struct SwitchView {
     /// switch's table was read back.
     pub pipeline_entries: Option<usize>,
     pub dropped: Dropped,
+}
+
+/// `GET /topology/fabric`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FabricView {
+    /// "declared": links form on the declared entries only; "discovered": within the
+    /// discovery window of a switch, and where a link was.
+    pub mode: &'static str,
+    /// The operator's cables (`0x1:10-0x2:10`) and fabric ports (`0x1:10`).
+    pub declared: Vec<String>,
+    /// Declared cables whose link is not up both ways: unplugged, miscabled, or a switch
+    /// not connected.
+    pub down: Vec<String>,
+    /// Without a declaration, how long after connecting a switch discovers its links.
+    pub discovery_window_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -69,7 +69,9 @@ impl Simulated {
             let admitted = match admitted.map(|entry| &entry.action) {
                 Some(EntryAction::ToTransit) => {
                     self.lookup(arrived.dpid, TRANSIT_TABLE, |rule| match *rule {
-                        EntryMatch::Sender { mac } => mac == src,
+                        EntryMatch::Sender { in_port, mac } => {
+                            in_port == arrived.port_no && mac == src
+                        }
                         _ => false,
                     })
                 }
@@ -82,8 +84,11 @@ impl Simulated {
                     fate.to_controller.insert(arrived);
                     continue;
                 }
-                // A transit miss: dropped.
-                None => continue,
+                // A transit miss: the controller, which forwards nothing.
+                None => {
+                    fate.to_controller.insert(arrived);
+                    continue;
+                }
                 Some(other) => panic!("admission ends in {other:?}"),
             };
             let group = dst.octets()[0] & 1 == 1;
@@ -198,12 +203,14 @@ fn a_hundred_hosts_in_one_slice_take_about_two_entries_each_per_switch() {
     }
     let net = Simulated::new(fabric, &index);
     let sizes: BTreeMap<u64, usize> = net.tables.iter().map(|(d, t)| (*d, t.len())).collect();
-    // The root: admission over links and forwarding for each host, one flood entry,
-    // one for LLDP and one for each of its ten link ports.
-    assert_eq!(sizes[&1], 100 + 100 + 1 + 1 + 10);
-    // A leaf: the same with its one link port, plus admission at each of its host ports.
+    // The root: admission over links (each host over the link from its leaf) and
+    // forwarding for each host, one flood entry, one for LLDP, two (LLDP and transit)
+    // for each of its ten link ports, and the transit miss.
+    assert_eq!(sizes[&1], 100 + 100 + 1 + 1 + 2 * 10 + 1);
+    // A leaf: the other leaves' hosts over its one link port, the same forwarding and
+    // flood, LLDP, its link port twice, the transit miss, admission at its host ports.
     for dpid in 2..=11 {
-        assert_eq!(sizes[&dpid], 100 + 100 + 1 + 1 + 1 + 10, "leaf {dpid}");
+        assert_eq!(sizes[&dpid], 90 + 100 + 1 + 1 + 2 + 1 + 10, "leaf {dpid}");
     }
     assert_exactly_the_slices_reach(&net, &index, &[]);
 }
@@ -260,24 +267,41 @@ fn slices_stay_apart_a_host_in_two_reaches_both_and_unbound_hosts_nobody() {
 }
 
 #[test]
-fn tags_name_sets_whatever_the_order_and_differ_between_sets() {
-    let (red, blue) = (name("red"), name("blue"));
-    assert_eq!(tag_of([&red, &blue]), tag_of([&blue, &red]));
-    assert_ne!(tag_of([&red]), tag_of([&blue]));
-    assert_ne!(tag_of([&red]), tag_of([&red, &blue]));
-    // Names are delimited, so "ab" + "c" is not "a" + "bc".
-    assert_ne!(
-        tag_of([&name("ab"), &name("c")]),
-        tag_of([&name("a"), &name("bc")])
-    );
-    // FNV-1a 64 of "red\0", the same on every build and instance.
-    assert_eq!(tag_of([&red]), fnv1a_64(b"red\0"));
-}
+fn over_a_link_a_mac_is_admitted_only_on_the_way_from_its_own_switch() {
+    // A triangle; the spanning tree and every shortest path from switch 1 take its
+    // direct cables, so its hosts' frames never arrive over the cable between 2 and 3.
+    let mut fabric = Fabric::default();
+    for dpid in 1..=3 {
+        fabric.add_switch(dpid, [1]);
+    }
+    for (a, b) in [((1, 2), (2, 2)), ((1, 3), (3, 2)), ((2, 3), (3, 3))] {
+        let (a, b) = (PortId::new(a.0, a.1), PortId::new(b.0, b.1));
+        fabric.add_link(a, b);
+        fabric.add_link(b, a);
+    }
+    let index = membership(&[
+        (1, 1, 1, &["red"]),
+        (2, 1, 2, &["red"]),
+        (3, 1, 3, &["red"]),
+    ]);
+    let net = Simulated::new(fabric, &index);
+    assert_exactly_the_slices_reach(&net, &index, &[]);
+    let broadcast = MacAddress::new([0xff; 6]);
 
-fn fnv1a_64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3)
-    })
+    // Host 1's frames where its switch's traffic arrives: delivered.
+    for (at, dst) in [(PortId::new(3, 2), mac(3)), (PortId::new(2, 2), mac(2))] {
+        let fate = net.send(at, mac(1), dst);
+        assert_eq!(fate.delivered, BTreeSet::from([PortId::new(at.dpid, 1)]));
+    }
+    // Anyone on another link (a fake one, a tap), or on a link into its own switch,
+    // sending in host 1's name reaches nobody: the controller hears of it.
+    for at in [PortId::new(3, 3), PortId::new(2, 3), PortId::new(1, 2)] {
+        for dst in [mac(2), mac(3), broadcast] {
+            let fate = net.send(at, mac(1), dst);
+            assert_eq!(fate.delivered, BTreeSet::new(), "{at} -> {dst}");
+            assert_eq!(fate.to_controller, BTreeSet::from([at]), "{at} -> {dst}");
+        }
+    }
 }
 
 #[test]
@@ -431,7 +455,7 @@ fn every_entry_reads_back_as_itself_and_foreign_flows_as_nothing() {
     }
     assert_eq!(
         kinds.len(),
-        6,
+        8,
         "every kind of entry was built and read back"
     );
 
@@ -482,16 +506,39 @@ fn a_diff_adds_what_is_missing_replaces_what_changed_and_deletes_the_rest() {
             EntryAction::Output(vec![out]),
         )
     };
-    let held = BTreeSet::from([guard(1), guard(2), forward(3)]);
-    let wanted = BTreeSet::from([guard(1), guard(4), forward(5)]);
+    let admit = |tag| {
+        entry(
+            ADMISSION_TABLE,
+            ADMIT_AT_HOME_PRIORITY,
+            EntryMatch::HostAtPort {
+                in_port: 7,
+                mac: mac(2),
+            },
+            EntryAction::Tag(tag),
+        )
+    };
+    let held = BTreeSet::from([guard(1), guard(2), forward(3), admit(1)]);
+    let wanted = BTreeSet::from([guard(1), guard(4), forward(5), admit(1)]);
     assert_eq!(
         diff(&held, &wanted),
         Diff {
-            add: vec![guard(4), forward(5)],
+            add: vec![forward(5), guard(4)],
             delete: vec![guard(2)],
-        }
+        },
+        "forwarding goes in before admission; a next hop is replaced in place"
     );
     assert_eq!(diff(&wanted, &wanted), Diff::default());
+
+    // A sender whose tag changes is taken out first, so that it is never tagged the
+    // old way while the forwarding entries of the tag's new meaning go in.
+    let retagged = BTreeSet::from([guard(1), guard(4), forward(5), admit(2)]);
+    assert_eq!(
+        diff(&wanted, &retagged),
+        Diff {
+            add: vec![admit(2)],
+            delete: vec![admit(1)],
+        }
+    );
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn two_switches_read_back() -> (Engine, Changes) {
 }
 
 fn tag_of_slice(slice: &str) -> u64 {
-    pipeline::tag_of([&slice.parse().unwrap()])
+    pipeline::hash_of_set(&[slice.parse().unwrap()].into(), 0)
 }
 
 #[test]
@@ -182,15 +182,15 @@ fn the_pipeline_is_written_once_a_switch_is_read_back_and_bound_traffic_never_re
     ] {
         assert!(on_1.contains(&expected), "{expected:?} in {on_1:#?}");
     }
-    // LLDP, one link port, two hosts at home; three hosts in transit and as destinations;
-    // one flood entry.
-    assert_eq!(on_1.len(), 1 + 1 + 2 + 3 + 3 + 1);
+    // LLDP, LLDP and transit at the link port, the transit miss, two hosts at home; in
+    // transit the one host of switch 2, over the cable; three destinations; one flood.
+    assert_eq!(on_1.len(), 1 + 2 + 1 + 2 + 1 + 3 + 1);
     assert_eq!(engine.switches()[0].pipeline_entries, Some(on_1.len()));
 
     engine.flows_read(2, empty_table(), now);
     assert_eq!(
         changes(&engine.take_commands()).added[&2].len(),
-        1 + 1 + 1 + 3 + 3 + 1
+        1 + 2 + 1 + 1 + 2 + 3 + 1
     );
 
     // A conversation between two bound hosts: nothing to do for the controller.
@@ -223,7 +223,6 @@ fn a_change_of_slices_sends_the_difference_and_nothing_else() {
                 in_port: 3,
                 mac: mac(4)
             },
-            EntryMatch::Sender { mac: mac(4) },
             EntryMatch::TaggedTo { tag, mac: mac(4) },
             // The flood entry reaches port 3 now.
             EntryMatch::TaggedToGroup { tag },
@@ -233,7 +232,11 @@ fn a_change_of_slices_sends_the_difference_and_nothing_else() {
     assert_eq!(
         on_1,
         BTreeSet::from([
-            EntryMatch::Sender { mac: mac(4) },
+            // Admitted in transit over the cable only.
+            EntryMatch::Sender {
+                in_port: 2,
+                mac: mac(4)
+            },
             EntryMatch::TaggedTo { tag, mac: mac(4) },
         ])
     );
@@ -454,7 +457,10 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
     assert_eq!(
         gone,
         BTreeSet::from([
-            EntryMatch::Sender { mac: mac(2) },
+            EntryMatch::Sender {
+                in_port: 2,
+                mac: mac(2)
+            },
             EntryMatch::TaggedTo { tag, mac: mac(2) },
         ])
     );
@@ -544,4 +550,62 @@ fn a_mac_bound_at_two_live_ports_is_served_where_it_is_heard() {
             in_port: 1,
             mac: mac(2)
         }));
+}
+
+/// Two hosts bound nowhere, at 1:4 and 2:4, hand each other the controller's probes: on
+/// silent ports the discovery rules of the engine still make a link of that (issue 33).
+/// Once either of them sends anything of its own through the faked link, the link goes
+/// for good: no switch of the pipeline forwards an unbound sender's unicast over a link.
+#[test]
+fn a_faked_link_goes_for_good_once_a_host_speaks_through_it() {
+    let index = membership(&[("s", &[(1, 1, 1), (2, 1, 2)])]);
+    let mut engine = Engine::new(config(), index);
+    let now = Instant::now();
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, PIPELINE, ports(&[1, 2, 4]), now);
+    }
+    let relay = |engine: &mut Engine, now: Instant| {
+        for (from, at) in [(p(1, 4), p(2, 4)), (p(2, 4), p(1, 4))] {
+            let probe = engine.probe_from(from, now);
+            engine.packet_in(at.dpid, at.port_no, discovery(probe), now);
+        }
+    };
+    relay(&mut engine, now);
+    assert_eq!(engine.links().len(), 2, "the relay made a link");
+    engine.flows_read(1, empty_table(), now);
+    engine.flows_read(2, empty_table(), now);
+    engine.take_commands();
+
+    // A frame in host 1's name over the faked link: counted, not obeyed.
+    engine.packet_in(2, 4, frame(1, mac(2)), now);
+    assert_eq!(engine.links().len(), 2);
+    let spoofed = |engine: &Engine| {
+        engine
+            .switches()
+            .iter()
+            .map(|switch| switch.dropped.hosts_spoofed)
+            .sum::<u64>()
+    };
+    assert_eq!(spoofed(&engine), 1);
+
+    // Unicast from an address bound nowhere: a host is behind 2:4.
+    engine.packet_in(2, 4, frame(0x77, mac(2)), now);
+    assert!(engine.links().is_empty(), "{:?}", engine.links());
+    let withdrawn = changes(&engine.take_commands());
+    assert!(
+        withdrawn
+            .deleted
+            .values()
+            .flatten()
+            .any(|delete| delete.r#match.in_port == Some(4)),
+        "the link ports' entries go: {withdrawn:?}"
+    );
+    for round in 1..=5 {
+        relay(&mut engine, now + Duration::from_secs(round));
+        assert!(
+            engine.links().is_empty(),
+            "round {round}: {:?}",
+            engine.links()
+        );
+    }
 }

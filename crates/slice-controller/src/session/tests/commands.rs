@@ -171,7 +171,7 @@ fn a_switch_with_meters_gets_a_metered_table_miss_flow() {
         &wire(OF13, 0x4d54_5201, &Message::MeterFeaturesReply(features)),
         now,
     );
-    assert_eq!(sent(&mut session).len(), 2, "add, barrier");
+    assert_eq!(sent(&mut session).len(), 3, "two adds, barrier");
     session.handle_bytes(&wire(OF13, 0x4d54_5205, &Message::BarrierReply), now);
     assert_eq!(
         sent_messages(&mut session),

@@ -196,7 +196,7 @@ fn a_standby_refused_the_meter_gets_it_when_it_becomes_master() {
         [Message::MeterFeaturesRequest, Message::BarrierRequest]
     );
     session.handle_bytes(&wire(OF13, 0x4d54_5201, &features), now);
-    assert_eq!(sent(&mut session).len(), 2, "add, barrier");
+    assert_eq!(sent(&mut session).len(), 3, "two adds, barrier");
     session.handle_bytes(&wire(OF13, 0x4d54_5205, &Message::BarrierReply), now);
     assert_eq!(
         sent_messages(&mut session),

@@ -1,0 +1,200 @@
+//! The fabric an operator declares: the cables between switches, or the ports that may
+//! carry them. With a declaration, links form there and nowhere else, whatever probes
+//! arrive; without one, the engine discovers links within a window after each switch
+//! connects (docs/security.md, "Links").
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+
+use slice_core::PortId;
+
+/// One line of a declaration: `0x1:10-0x2:10` for a cable, `0x1:10` for a fabric port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FabricEntry {
+    /// Exactly these two ends are cabled together.
+    Cable(PortId, PortId),
+    /// The port leads to another switch: a link may form with any other fabric port.
+    Port(PortId),
+}
+
+/// Why a declaration line is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FabricEntryError {
+    #[error("fabric entry {entry:?}: {reason}")]
+    Port { entry: String, reason: String },
+    #[error("{entry:?}: a cable joins two different ports")]
+    Loop { entry: String },
+}
+
+impl FromStr for FabricEntry {
+    type Err = FabricEntryError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let entry = text.trim();
+        let port = |part: &str| {
+            let part = part.trim();
+            part.parse::<PortId>()
+                .map_err(|err| FabricEntryError::Port {
+                    entry: entry.to_string(),
+                    reason: err.to_string(),
+                })
+        };
+        match entry.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (port(a)?, port(b)?);
+                if a == b {
+                    return Err(FabricEntryError::Loop {
+                        entry: entry.to_string(),
+                    });
+                }
+                Ok(FabricEntry::Cable(a.min(b), a.max(b)))
+            }
+            None => Ok(FabricEntry::Port(port(entry)?)),
+        }
+    }
+}
+
+impl fmt::Display for FabricEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FabricEntry::Cable(a, b) => write!(f, "{a}-{b}"),
+            FabricEntry::Port(port) => write!(f, "{port}"),
+        }
+    }
+}
+
+/// Two declarations of one port that cannot both hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("port {port} is declared twice: in {first} and in {second}")]
+pub struct FabricConflict {
+    pub port: PortId,
+    pub first: FabricEntry,
+    pub second: FabricEntry,
+}
+
+/// The operator's fabric: empty (the default) lets the engine discover links.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeclaredFabric {
+    /// Each end of a declared cable, with the entry that declared it.
+    cable_ends: BTreeMap<PortId, (PortId, FabricEntry)>,
+    ports: BTreeSet<PortId>,
+}
+
+impl DeclaredFabric {
+    /// The declaration of `entries`; a port in two entries is refused, since a port
+    /// carries one cable.
+    pub fn new(entries: impl IntoIterator<Item = FabricEntry>) -> Result<Self, FabricConflict> {
+        let mut fabric = DeclaredFabric::default();
+        let mut declared_in: BTreeMap<PortId, FabricEntry> = BTreeMap::new();
+        for entry in entries {
+            let ports = match entry {
+                FabricEntry::Cable(a, b) => vec![a, b],
+                FabricEntry::Port(port) => vec![port],
+            };
+            for port in ports {
+                if let Some(first) = declared_in.insert(port, entry) {
+                    if first != entry {
+                        return Err(FabricConflict {
+                            port,
+                            first,
+                            second: entry,
+                        });
+                    }
+                }
+            }
+            match entry {
+                FabricEntry::Cable(a, b) => {
+                    fabric.cable_ends.insert(a, (b, entry));
+                    fabric.cable_ends.insert(b, (a, entry));
+                }
+                FabricEntry::Port(port) => {
+                    fabric.ports.insert(port);
+                }
+            }
+        }
+        Ok(fabric)
+    }
+
+    /// Whether the operator declared anything: then only what is declared makes links.
+    pub fn is_declared(&self) -> bool {
+        !self.cable_ends.is_empty() || !self.ports.is_empty()
+    }
+
+    /// Whether a link may join `a` and `b`: a declared cable between exactly these two,
+    /// or two declared fabric ports.
+    pub fn allows(&self, a: PortId, b: PortId) -> bool {
+        match self.cable_ends.get(&a) {
+            Some((other, _)) => *other == b,
+            None => self.ports.contains(&a) && self.ports.contains(&b),
+        }
+    }
+
+    /// The entries, cables first, each once.
+    pub fn entries(&self) -> Vec<FabricEntry> {
+        let cables: BTreeSet<FabricEntry> = self.cable_ends.values().map(|(_, e)| *e).collect();
+        cables
+            .into_iter()
+            .chain(self.ports.iter().map(|port| FabricEntry::Port(*port)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(dpid: u64, port_no: u32) -> PortId {
+        PortId::new(dpid, port_no)
+    }
+
+    #[test]
+    fn entries_read_as_cables_or_ports_and_say_what_is_wrong() {
+        assert_eq!(
+            "0x2:10-0x1:10".parse(),
+            Ok(FabricEntry::Cable(p(1, 10), p(2, 10)))
+        );
+        assert_eq!(" 0xa:3 ".parse(), Ok(FabricEntry::Port(p(10, 3))));
+        assert_eq!(
+            FabricEntry::Cable(p(1, 10), p(2, 10)).to_string(),
+            "0x1:10-0x2:10"
+        );
+        let err = "1:10-0x2:10".parse::<FabricEntry>().unwrap_err();
+        assert!(err.to_string().contains("\"1:10\""), "{err}");
+        assert!(matches!(
+            "0x1:1-0x1:1".parse::<FabricEntry>(),
+            Err(FabricEntryError::Loop { .. })
+        ));
+    }
+
+    #[test]
+    fn only_declared_cables_and_pairs_of_fabric_ports_make_links() {
+        let fabric = DeclaredFabric::new([
+            "0x1:10-0x2:10".parse().unwrap(),
+            "0x3:1".parse().unwrap(),
+            "0x4:1".parse().unwrap(),
+        ])
+        .unwrap();
+        assert!(fabric.is_declared());
+        assert!(fabric.allows(p(1, 10), p(2, 10)) && fabric.allows(p(2, 10), p(1, 10)));
+        assert!(fabric.allows(p(3, 1), p(4, 1)));
+        // A cable end is tied to its other end, even towards a fabric port.
+        assert!(!fabric.allows(p(1, 10), p(3, 1)) && !fabric.allows(p(3, 1), p(1, 10)));
+        assert!(!fabric.allows(p(1, 5), p(2, 5)));
+        assert!(!fabric.allows(p(3, 1), p(4, 2)));
+        assert!(!DeclaredFabric::default().is_declared());
+    }
+
+    #[test]
+    fn a_port_declared_twice_is_refused() {
+        let conflict = DeclaredFabric::new([
+            "0x1:10-0x2:10".parse().unwrap(),
+            "0x1:10-0x3:10".parse().unwrap(),
+        ])
+        .unwrap_err();
+        assert_eq!(conflict.port, p(1, 10));
+        // The same line twice is one declaration.
+        let twice = ["0x1:10-0x2:10".parse().unwrap(); 2];
+        assert_eq!(DeclaredFabric::new(twice).unwrap().entries().len(), 1);
+    }
+}

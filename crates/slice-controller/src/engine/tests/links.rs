@@ -1,0 +1,123 @@
+//! Where links may form: within a switch's discovery window, where a link was, or where
+//! the operator declared the fabric; and what two hosts handing each other probes get
+//! outside those (issue 33).
+
+use super::*;
+use std::collections::BTreeSet;
+
+use crate::declared_fabric::DeclaredFabric;
+
+/// Switches 1 and 2, each with ports 1, 5 and 10, connected at `now`; a cable joins
+/// their ports 10, and the hosts at their ports 5 relay probes to each other.
+fn cabled_pair(config: EngineConfig, now: Instant) -> Engine {
+    let mut engine = Engine::new(config, Membership::default());
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, NEEDS_TABLE_MISS, ports(&[1, 5, 10]), now);
+    }
+    engine.take_commands();
+    engine
+}
+
+/// One round of probes both ways between `a` and `b`, as a cable or a relay carries them.
+fn exchange(engine: &mut Engine, a: PortId, b: PortId, now: Instant) {
+    for (from, at) in [(a, b), (b, a)] {
+        let probe = engine.probe_from(from, now);
+        engine.packet_in(at.dpid, at.port_no, discovery(probe), now);
+    }
+}
+
+fn link_ends(engine: &Engine) -> BTreeSet<(PortId, PortId)> {
+    engine
+        .links()
+        .into_iter()
+        .map(|link| (link.src, link.dst))
+        .collect()
+}
+
+fn off_fabric(engine: &Engine) -> u64 {
+    engine
+        .switches()
+        .iter()
+        .map(|switch| switch.dropped.lldp_off_fabric)
+        .sum()
+}
+
+fn port_flap(engine: &mut Engine, port: PortId, now: Instant) {
+    let state = |live| PortState {
+        name: format!("eth{}", port.port_no),
+        live,
+    };
+    engine.port_changed(port, Some(state(false)), now);
+    engine.port_changed(port, Some(state(true)), now);
+}
+
+#[test]
+fn past_the_window_relayed_probes_make_no_link_with_or_without_port_flaps() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    exchange(&mut engine, p(1, 10), p(2, 10), start);
+    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
+    assert_eq!(link_ends(&engine), cable);
+
+    let later = start + config().discovery_window;
+    for round in 0..20u64 {
+        let now = later + Duration::from_secs(round);
+        if round == 10 {
+            // The hosts take their links down and up: the ports start unclassified,
+            // which is no pass to become a link end.
+            port_flap(&mut engine, p(1, 5), now);
+            port_flap(&mut engine, p(2, 5), now);
+        }
+        exchange(&mut engine, p(1, 5), p(2, 5), now);
+        // The cable's own probes keep it.
+        exchange(&mut engine, p(1, 10), p(2, 10), now);
+        assert_eq!(link_ends(&engine), cable, "round {round}");
+    }
+    assert_eq!(off_fabric(&engine), 40, "every relayed probe is counted");
+}
+
+#[test]
+fn a_cable_unplugged_and_plugged_back_comes_back_past_the_window() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    exchange(&mut engine, p(1, 10), p(2, 10), start);
+    let now = start + config().discovery_window * 2;
+    port_flap(&mut engine, p(1, 10), now);
+    assert!(engine.links().is_empty(), "the port went down");
+    exchange(&mut engine, p(1, 10), p(2, 10), now);
+    assert_eq!(engine.links().len(), 2);
+    // Plugged into the other port instead: a new cable, which waits for the operator.
+    port_flap(&mut engine, p(1, 10), now);
+    exchange(&mut engine, p(1, 5), p(2, 10), now);
+    assert!(engine.links().is_empty());
+    assert_eq!(off_fabric(&engine), 2);
+}
+
+#[test]
+fn a_switch_that_connects_again_finds_its_cables_in_a_new_window() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    let now = start + config().discovery_window * 2;
+    exchange(&mut engine, p(1, 10), p(2, 10), now);
+    assert!(engine.links().is_empty(), "found after both windows closed");
+    engine.switch_connected(2, NEEDS_TABLE_MISS, ports(&[1, 5, 10]), now);
+    exchange(&mut engine, p(1, 10), p(2, 10), now);
+    assert_eq!(engine.links().len(), 2, "switch 2's window is open again");
+}
+
+#[test]
+fn a_declared_fabric_makes_links_on_its_cables_only_and_at_any_time() {
+    let fabric = DeclaredFabric::new(["0x1:10-0x2:10".parse().unwrap()]).unwrap();
+    let config = EngineConfig { fabric, ..config() };
+    let start = Instant::now();
+    let mut engine = cabled_pair(config.clone(), start);
+    // Within the window, relayed probes between undeclared ports are refused.
+    exchange(&mut engine, p(1, 5), p(2, 5), start);
+    assert!(engine.links().is_empty());
+    assert_eq!(off_fabric(&engine), 2);
+    // A host spoke at 1:10 before the cable was found: the declaration stands.
+    send(&mut engine, p(1, 10), 7, mac(8));
+    let now = start + config.discovery_window * 2;
+    exchange(&mut engine, p(1, 10), p(2, 10), now);
+    assert_eq!(engine.links().len(), 2);
+}

@@ -1,0 +1,259 @@
+//! Tags: the 64-bit names the pipeline writes into a frame's metadata for the set of
+//! slices its sender is in (docs/controller.md, "Tags").
+//!
+//! A tag must name one set and one only, on every instance of a cluster and after every
+//! restart, without anything stored: a switch's tables are read back and judged by what
+//! their tags mean now. So the [`TagBook`] is a function of the membership alone. Each
+//! set gets the FNV-1a hash of its sorted names; the sets are named in their canonical
+//! (sorted) order, and one whose hash an earlier set already took, or that hashes to
+//! zero, takes the hash salted with 1, 2, ... until it is free. No two sets ever share a
+//! tag, whatever names an attacker picks, and a set keeps its tag as long as no set
+//! sorting before it collides with it: in practice always, since only a deliberate
+//! collision moves a tag, and then only the later set's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use slice_core::{Host, MacAddress, Membership, SliceName};
+
+/// A set of slices, in its canonical order.
+pub type SliceSet = BTreeSet<SliceName>;
+
+/// FNV-1a over the sorted names, each followed by a zero byte, then `salt`'s bytes when
+/// it is not zero: the tag a set asks for on its `salt`-th try.
+pub fn hash_of_set(set: &SliceSet, salt: u32) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let salt_bytes = (salt != 0).then(|| salt.to_be_bytes());
+    set.iter()
+        .flat_map(|name| name.as_str().bytes().chain([0]))
+        .chain(salt_bytes.into_iter().flatten())
+        .fold(OFFSET_BASIS, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+        })
+}
+
+/// Every set of slices some member of the membership is in, each with its tag.
+#[derive(Debug, Default, Clone)]
+pub struct TagBook {
+    tag_of: BTreeMap<SliceSet, u64>,
+    set_of: BTreeMap<u64, SliceSet>,
+}
+
+impl TagBook {
+    /// The book of `membership`: the same on every instance for the same slices.
+    pub fn of(membership: &Membership) -> TagBook {
+        let sets: BTreeSet<SliceSet> = membership
+            .members()
+            .map(|host| membership.slices_of(host).iter().cloned().collect())
+            .filter(|set: &SliceSet| !set.is_empty())
+            .collect();
+        let mut book = TagBook::default();
+        for set in sets {
+            let tag = (0..=u32::MAX)
+                .map(|salt| hash_of_set(&set, salt))
+                .find(|tag| *tag != 0 && !book.set_of.contains_key(tag))
+                // Fewer than 2^32 sets exist (each needs a member), so a free tag is
+                // found long before the salts run out; were it not, the set gets none
+                // and its hosts no entries, which fails closed.
+                .unwrap_or(0);
+            if tag != 0 {
+                book.set_of.insert(tag, set.clone());
+                book.tag_of.insert(set, tag);
+            }
+        }
+        book
+    }
+
+    /// The tag of `set`, if some member is in exactly these slices.
+    pub fn tag(&self, set: &SliceSet) -> Option<u64> {
+        self.tag_of.get(set).copied()
+    }
+
+    /// The set a tag stands for.
+    pub fn set(&self, tag: u64) -> Option<&SliceSet> {
+        self.set_of.get(&tag)
+    }
+}
+
+/// The tags of the bound hosts the pipeline serves, and the slice sets they stand for.
+#[derive(Debug, Default, Clone)]
+pub struct Tags {
+    book: TagBook,
+    pub(super) of_host: BTreeMap<Host, u64>,
+    /// A MAC's frames arriving over a link: the slices that all its bindings share, since
+    /// the next switch cannot tell at which of them the frame entered.
+    pub(super) of_mac: BTreeMap<MacAddress, u64>,
+    /// The tags in use, with their sets.
+    pub(super) sets: BTreeMap<u64, SliceSet>,
+    /// Tags that share a slice, by slice.
+    with_slice: BTreeMap<SliceName, BTreeSet<u64>>,
+}
+
+impl Tags {
+    /// The tags of every member of `membership`.
+    pub fn of(membership: &Membership) -> Tags {
+        Self::of_hosts(membership, membership.members().copied())
+    }
+
+    /// The tags of `hosts`, each a member of `membership`: the hosts the pipeline serves.
+    pub fn of_hosts(membership: &Membership, hosts: impl IntoIterator<Item = Host>) -> Tags {
+        let mut tags = Tags {
+            book: TagBook::of(membership),
+            ..Tags::default()
+        };
+        let mut shared_of_mac: BTreeMap<MacAddress, SliceSet> = BTreeMap::new();
+        let hosts: BTreeSet<Host> = hosts.into_iter().collect();
+        for host in &hosts {
+            let set: SliceSet = membership.slices_of(host).iter().cloned().collect();
+            if set.is_empty() {
+                continue;
+            }
+            shared_of_mac
+                .entry(host.mac)
+                .and_modify(|shared| shared.retain(|slice| set.contains(slice)))
+                .or_insert_with(|| set.clone());
+            if let Some(tag) = tags.name(set) {
+                tags.of_host.insert(*host, tag);
+            }
+        }
+        for (mac, set) in shared_of_mac {
+            // A MAC bound at two ports in slices that share nothing is not admitted in
+            // transit at all: it still reaches the hosts at its own switch.
+            if set.is_empty() {
+                continue;
+            }
+            if let Some(tag) = tags.name(set) {
+                tags.of_mac.insert(mac, tag);
+            }
+        }
+        tags
+    }
+
+    /// The tag of `set`, now in use. A set no member is in exactly (what several
+    /// bindings of one MAC share) has no tag: its frames are not admitted in transit,
+    /// which fails closed.
+    fn name(&mut self, set: SliceSet) -> Option<u64> {
+        let tag = self.book.tag(&set)?;
+        if !self.sets.contains_key(&tag) {
+            for slice in &set {
+                self.with_slice
+                    .entry(slice.clone())
+                    .or_default()
+                    .insert(tag);
+            }
+            self.sets.insert(tag, set);
+        }
+        Some(tag)
+    }
+
+    /// The tag of a bound host.
+    pub fn of_host(&self, host: &Host) -> Option<u64> {
+        self.of_host.get(host).copied()
+    }
+
+    /// The set a tag stands for, in use or not: what a tag read back from a switch means.
+    pub fn meaning(&self, tag: u64) -> Option<&SliceSet> {
+        self.book.set(tag)
+    }
+
+    /// Tags that may send to a host in `slices`.
+    pub(super) fn allowed_to_reach<'a>(&'a self, slices: &'a [SliceName]) -> BTreeSet<u64> {
+        slices
+            .iter()
+            .filter_map(|slice| self.with_slice.get(slice))
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    pub(super) fn shares_slice<'a>(
+        &self,
+        tag: u64,
+        mut slices: impl Iterator<Item = &'a SliceName>,
+    ) -> bool {
+        self.sets
+            .get(&tag)
+            .is_some_and(|set| slices.any(|slice| set.contains(slice)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slice_core::PortId;
+
+    fn name(text: &str) -> SliceName {
+        text.parse().unwrap()
+    }
+
+    fn set(names: &[&str]) -> SliceSet {
+        names.iter().map(|text| name(text)).collect()
+    }
+
+    fn membership(bindings: &[(&str, u32)]) -> Membership {
+        let mut membership = Membership::default();
+        for (i, (slice, port_no)) in bindings.iter().enumerate() {
+            let slice = name(slice);
+            let port = PortId::new(1, *port_no);
+            membership.add_slice(&slice);
+            membership.add_port(&slice, port);
+            let last = u8::try_from(i).expect("a handful of bindings");
+            membership.add_mac(&slice, port, MacAddress::new([2, 0, 0, 0, 0, last]));
+        }
+        membership
+    }
+
+    #[test]
+    fn a_set_hashes_alike_whatever_its_order_and_its_names_are_delimited() {
+        assert_eq!(
+            hash_of_set(&set(&["red", "blue"]), 0),
+            hash_of_set(&set(&["blue", "red"]), 0)
+        );
+        assert_ne!(
+            hash_of_set(&set(&["ab", "c"]), 0),
+            hash_of_set(&set(&["a", "bc"]), 0)
+        );
+        assert_ne!(
+            hash_of_set(&set(&["red"]), 0),
+            hash_of_set(&set(&["red"]), 1)
+        );
+        // FNV-1a 64 of "red\0": what every build and instance, and releases before the
+        // book, wrote into switches, so an upgrade reads its tables back as they are.
+        let fnv1a_64 = |bytes: &[u8]| {
+            bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3)
+            })
+        };
+        assert_eq!(hash_of_set(&set(&["red"]), 0), fnv1a_64(b"red\0"));
+    }
+
+    #[test]
+    fn names_that_collide_under_the_hash_still_get_tags_of_their_own() {
+        // Found by lattice reduction (issue 33): the same FNV-1a 64.
+        let (first, second) = ("BALA4A91ACHA", "MG2G6I91-NIr");
+        assert_eq!(
+            hash_of_set(&set(&[first]), 0),
+            hash_of_set(&set(&[second]), 0)
+        );
+        let book = TagBook::of(&membership(&[(first, 1), (second, 2), ("red", 3)]));
+        let tags = [first, second, "red"].map(|slice| book.tag(&set(&[slice])).unwrap());
+        assert_eq!(BTreeSet::from(tags).len(), 3, "{tags:x?}");
+        // The set that sorts first keeps its hash; the other takes the next salt.
+        assert_eq!(tags[0], hash_of_set(&set(&[first]), 0));
+        assert_eq!(tags[1], hash_of_set(&set(&[second]), 1));
+        assert_eq!(book.set(tags[1]), Some(&set(&[second])));
+    }
+
+    #[test]
+    fn the_book_depends_on_the_slices_alone_and_a_tag_stays_while_its_set_lives() {
+        let before = TagBook::of(&membership(&[("red", 1), ("blue", 2)]));
+        let after = TagBook::of(&membership(&[("green", 5), ("blue", 2), ("red", 1)]));
+        for slice in ["red", "blue"] {
+            assert_eq!(before.tag(&set(&[slice])), after.tag(&set(&[slice])));
+        }
+        assert_eq!(
+            before.tag(&set(&["red"])),
+            Some(hash_of_set(&set(&["red"]), 0))
+        );
+    }
+}

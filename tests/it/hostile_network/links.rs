@@ -1,0 +1,147 @@
+//! Where links may form (issue 33): two hosts that hand each other the controller's own
+//! probes make no link once their switches' discovery window has closed, port flaps or
+//! not, and none at all off a declared fabric; a fabric entry that is not one stops the
+//! start. Emulated switches over real TCP, the real `sliced`.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use super::{daemon, dropped, links, probes_out_of, WAIT};
+use crate::common::switch::{eventually, Network};
+use openflow::Version;
+use serde_json::json;
+
+/// Rounds of genuine probes the attackers relay: far more than any rule counts.
+const ROUNDS: usize = 6;
+
+fn off_fabric(daemon: &crate::common::Daemon, dpid: u64) -> u64 {
+    dropped(daemon, dpid).map_or(0, |counts| counts["lldp_off_fabric"].as_u64().unwrap())
+}
+
+/// Switches 1 and 2 cabled on port 3; silent attackers behind 0x1:2 and 0x2:2 relay the
+/// probes sent out of their ports to each other, `ROUNDS` rounds of them, and the daemon
+/// counts every one as off the fabric.
+fn relay_makes_no_link(daemon: &crate::common::Daemon, network: &Network, expected_off: u64) {
+    let (s1, s2) = (network.switch(1), network.switch(2));
+    let (mut from_1, mut from_2) = (Vec::new(), Vec::new());
+    assert!(eventually(WAIT, || {
+        from_1 = probes_out_of(&s1, 2);
+        from_2 = probes_out_of(&s2, 2);
+        from_1.len() >= ROUNDS && from_2.len() >= ROUNDS
+    }));
+    for round in 0..ROUNDS {
+        s2.packet_in(2, from_1[from_1.len() - ROUNDS + round].clone());
+        s1.packet_in(2, from_2[from_2.len() - ROUNDS + round].clone());
+    }
+    assert!(
+        eventually(WAIT, || off_fabric(daemon, 1) == expected_off
+            && off_fabric(daemon, 2) == expected_off),
+        "every relayed probe counted: {}",
+        daemon.get_json("/topology/switches")
+    );
+    assert_eq!(
+        links(daemon).len(),
+        2,
+        "only the cable: {:?}",
+        links(daemon)
+    );
+}
+
+#[test]
+fn past_the_discovery_window_relayed_probes_make_no_link_port_flaps_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &["--discovery-window", "1"]);
+    assert_eq!(
+        daemon.get_json("/topology/fabric"),
+        json!({"mode": "discovered", "declared": [], "down": [], "discovery_window_secs": 1})
+    );
+    let mut network = Network::new();
+    network.cable((1, 3), (2, 3));
+    let connected = Instant::now();
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 3);
+    let s2 = network.connect(daemon.openflow, 2, Version::Of13, 3);
+    assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
+    // Past the one-second window of both switches, with room to spare.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(connected.elapsed()));
+
+    relay_makes_no_link(&daemon, &network, ROUNDS as u64);
+
+    // The attackers take their links down and up, which clears what their ports showed.
+    for switch in [&s1, &s2] {
+        switch.port_status(2, false);
+        switch.port_status(2, true);
+    }
+    relay_makes_no_link(&daemon, &network, 2 * ROUNDS as u64);
+}
+
+#[test]
+fn off_a_declared_fabric_relayed_probes_make_no_link_from_the_first_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path(), &["--fabric", "0x2:3-0x1:3"]);
+    let fabric = |down: &[&str]| {
+        json!({
+            "mode": "declared",
+            "declared": ["0x1:3-0x2:3"],
+            "down": down,
+            "discovery_window_secs": null,
+        })
+    };
+    assert_eq!(
+        daemon.get_json("/topology/fabric"),
+        fabric(&["0x1:3-0x2:3"]),
+        "the declared cable is down until its switches connect"
+    );
+    let mut network = Network::new();
+    network.cable((1, 3), (2, 3));
+    network.connect(daemon.openflow, 1, Version::Of13, 3);
+    network.connect(daemon.openflow, 2, Version::Of13, 3);
+    assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
+    assert_eq!(daemon.get_json("/topology/fabric"), fabric(&[]));
+    relay_makes_no_link(&daemon, &network, ROUNDS as u64);
+}
+
+fn refused_start(dir: &std::path::Path, extra: &[&str]) -> String {
+    let mut child = std::process::Command::new(crate::common::SLICED)
+        .arg("--db")
+        .arg(dir.join("db"))
+        .args(["--http", &crate::common::free_port().to_string()])
+        .args(["--openflow", &crate::common::free_port().to_string()])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = crate::common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
+}
+
+#[test]
+fn a_fabric_that_is_not_one_stops_the_start_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = refused_start(dir.path(), &["--fabric", "1:3-0x2:3"]);
+    assert!(stderr.contains("1:3"), "names the entry: {stderr}");
+    let config = dir.path().join("sliced.toml");
+    std::fs::write(
+        &config,
+        "[controller]\nfabric = [\"0x1:3-0x2:3\", \"0x1:3-0x3:3\"]\n",
+    )
+    .unwrap();
+    let stderr = refused_start(dir.path(), &["--config", config.to_str().unwrap()]);
+    assert!(
+        stderr.contains("port 0x1:3 is declared twice"),
+        "names the port: {stderr}"
+    );
+    assert!(
+        !dir.path().join("db").join("store").exists(),
+        "no store made"
+    );
+}
