@@ -790,11 +790,13 @@ mod tests {
     #[test]
     fn the_small_tree_holds_what_the_pipeline_and_the_pairs_add_up_to() {
         let pipeline = pipeline(&SMALL, 1).unwrap();
-        // Every switch: a transit and a forwarding entry per host, a flood entry, LLDP and
-        // the table-miss flow; a leaf its five hosts at home and one link end, the root
-        // two link ends.
-        assert_eq!(pipeline.sizes.largest_leaf, 10 + 10 + 1 + 1 + 1 + 5 + 1);
-        assert_eq!(pipeline.sizes.root, 10 + 10 + 1 + 1 + 1 + 2);
+        // Every switch: a forwarding entry per host, a flood entry, LLDP, the transit miss
+        // and the table-miss flow, two entries (admission, probes) per link end; in
+        // transit each host of another switch over the link it arrives by. A leaf: the
+        // other leaf's five in transit, its own five at home, one link end; the root: all
+        // ten in transit, two link ends.
+        assert_eq!(pipeline.sizes.largest_leaf, 10 + 1 + 1 + 1 + 1 + 2 + 5 + 5);
+        assert_eq!(pipeline.sizes.root, 10 + 1 + 1 + 1 + 1 + 2 * 2 + 10);
 
         let per_pair = per_pair(&SMALL, 1).unwrap();
         assert_eq!(per_pair.pairs, 10 * 9);

@@ -60,8 +60,9 @@ fn entries(tables: &[(String, Vec<Flow>)]) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// Every switch holds at most three entries per bound host plus one per port and two
-/// more (LLDP and the table-miss flow), whatever the pairs: the issue's bound, checked
+/// Every switch holds at most three entries per bound host, one per host port, two per
+/// link end (its admission and its probes) and three more (LLDP, the transit miss and
+/// the table-miss flow), whatever the pairs: the issue's bound, checked
 /// when `enforce` (its network, the tree). A host in two slices adds a forwarding entry
 /// per tag that may reach it, which a network of nine hosts (the torus) feels; there the
 /// sizes are only shown.
@@ -74,30 +75,32 @@ pub(super) fn check_table_bound(
     let tables = dump(stage, net)?;
     let mut sizes = Vec::new();
     for (name, flows) in &tables {
-        let ports = net
+        let link_ends = net
             .links
             .iter()
             .filter(|(a, b)| a.switch == *name || b.switch == *name)
-            .count()
-            + net
-                .hosts
-                .iter()
-                .filter(|host| {
-                    net.switches
-                        .iter()
-                        .any(|s| s.name == *name && s.dpid == host.dpid)
-                })
-                .count();
-        let bound = 3 * bound_hosts + ports + 2;
+            .count();
+        let host_ports = net
+            .hosts
+            .iter()
+            .filter(|host| {
+                net.switches
+                    .iter()
+                    .any(|s| s.name == *name && s.dpid == host.dpid)
+            })
+            .count();
+        let bound = 3 * bound_hosts + host_ports + 2 * link_ends + 3;
         ensure!(
             !enforce || flows.len() <= bound,
-            "{name} holds {} entries, more than 3 x {bound_hosts} bound hosts + {ports} ports + 2",
+            "{name} holds {} entries, more than 3 x {bound_hosts} bound hosts + {host_ports} \
+             host ports + 2 x {link_ends} link ends + 3",
             flows.len()
         );
         sizes.push(format!("{name} {}", flows.len()));
     }
     stage.step(format!(
-        "entries per switch with {bound_hosts} bound hosts (at most 3 per host + 1 per port + 2): {}",
+        "entries per switch with {bound_hosts} bound hosts (at most 3 per host + 1 per host \
+         port + 2 per link end + 3): {}",
         sizes.join(", ")
     ));
     Ok(())

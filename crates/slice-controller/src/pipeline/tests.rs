@@ -335,6 +335,28 @@ fn entries_become_1_3_flow_mods_that_1_0_cannot_carry() {
         EntryAction::ToController,
     );
     assert_eq!(discovery.flow_mod(Some(1)).meter_id, Some(1));
+    // Probes at a link end have a meter of their own, which no host can send into; a
+    // switch without meters gets neither.
+    let link_probes = entry(
+        ADMISSION_TABLE,
+        LINK_DISCOVERY_PRIORITY,
+        EntryMatch::LinkDiscovery { in_port: 2 },
+        EntryAction::ToController,
+    );
+    let metered = link_probes.flow_mod(Some(1));
+    assert_eq!(metered.meter_id, Some(crate::meter::LINK_PROBE_METER_ID));
+    assert_eq!(
+        (metered.r#match.in_port, metered.r#match.eth_type),
+        (Some(2), Some(0x88cc))
+    );
+    assert_eq!(link_probes.flow_mod(None).meter_id, None);
+    let transit_miss = entry(
+        TRANSIT_TABLE,
+        TRANSIT_MISS_PRIORITY,
+        EntryMatch::TransitMiss,
+        EntryAction::ToController,
+    );
+    assert_eq!(transit_miss.flow_mod(Some(1)).meter_id, Some(1));
     let link_port = entry(
         ADMISSION_TABLE,
         LINK_PORT_PRIORITY,
