@@ -695,28 +695,12 @@ fn owner_only(path: &std::path::Path) {
 
 /// Runs `sliced` with `--lldp-secret-file FILE`, which must stop it; returns its stderr.
 fn refused_with_secret(dir: &std::path::Path, secret: &std::path::Path) -> String {
-    let mut child = std::process::Command::new(crate::common::SLICED)
-        .arg("--db")
-        .arg(dir.join("db"))
-        .args(["--http", &crate::common::free_port().to_string()])
-        .args(["--openflow", &crate::common::free_port().to_string()])
-        .arg("--lldp-secret-file")
-        .arg(secret)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = crate::common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
-    assert!(!status.success());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    stderr
+    let openflow = crate::common::free_port().to_string();
+    let secret = secret.display().to_string();
+    crate::common::refused_start(
+        &dir.join("db"),
+        &["--openflow", &openflow, "--lldp-secret-file", &secret],
+    )
 }
 
 /// Whoever reads the LLDP secret can forge links, and a short one can be guessed: the

@@ -3,12 +3,11 @@
 //! settings around it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::switch::{eventually, frame, host, Network, BROADCAST};
 use crate::common::tls::{self, Pki};
-use crate::common::{free_port, wait_with_timeout, Daemon, SLICED};
+use crate::common::{free_port, Daemon};
 use openflow::Version;
 use serde_json::json;
 
@@ -288,22 +287,7 @@ fn a_plain_connection_never_replaces_a_tls_switch() {
 
 /// Runs `sliced` with arguments that must stop it during start-up; returns its stderr.
 fn refused_start(dir: &Path, args: &[&str]) -> String {
-    let stderr = dir.join("stderr");
-    let mut child = Command::new(SLICED)
-        .arg("--db")
-        .arg(dir.join("db"))
-        .args(["--http", &free_port().to_string()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let status = wait_with_timeout(&mut child, Duration::from_secs(30)).unwrap_or_else(|| {
-        let _ = child.kill();
-        panic!("sliced did not stop: {args:?}")
-    });
-    assert!(!status.success(), "{args:?}");
-    log_text(&stderr)
+    crate::common::refused_start(&dir.join("db"), args)
 }
 
 #[test]

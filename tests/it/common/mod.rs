@@ -289,6 +289,33 @@ pub(crate) fn wait_with_timeout(
     }
 }
 
+/// Runs `sliced` on the data directory `db` (and a free HTTP port) with `args` that must
+/// stop it during start-up; returns what it wrote to stderr.
+pub(crate) fn refused_start(db: &Path, args: &[&str]) -> String {
+    let mut child = Command::new(SLICED)
+        .arg("--db")
+        .arg(db)
+        .args(["--http", &free_port().to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sliced starts");
+    // Its stderr is read after it exits: a refusal writes a few lines, far below a pipe's
+    // buffer.
+    let status = wait_with_timeout(&mut child, Duration::from_secs(30)).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("sliced {args:?} did not stop")
+    });
+    assert!(!status.success(), "sliced {args:?} exited 0");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("stderr is text");
+    }
+    stderr
+}
+
 /// Runs the `slice` tool on `data_dir` and returns what it did.
 pub(crate) fn slice(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(SLICE)

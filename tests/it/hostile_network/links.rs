@@ -3,7 +3,6 @@
 //! not, and none at all off a declared fabric; a fabric entry that is not one stops the
 //! start. Emulated switches over real TCP, the real `sliced`.
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use super::{daemon, dropped, links, probes_out_of, WAIT};
@@ -100,28 +99,14 @@ fn off_a_declared_fabric_relayed_probes_make_no_link_from_the_first_round() {
     relay_makes_no_link(&daemon, &network, ROUNDS as u64);
 }
 
+/// sliced with `extra` on a data directory in `dir`, and a free OpenFlow port: refused.
 fn refused_start(dir: &std::path::Path, extra: &[&str]) -> String {
-    let mut child = std::process::Command::new(crate::common::SLICED)
-        .arg("--db")
-        .arg(dir.join("db"))
-        .args(["--http", &crate::common::free_port().to_string()])
-        .args(["--openflow", &crate::common::free_port().to_string()])
-        .args(extra)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = crate::common::wait_with_timeout(&mut child, WAIT).expect("sliced exits");
-    assert!(!status.success());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    stderr
+    let openflow = crate::common::free_port().to_string();
+    let args: Vec<&str> = ["--openflow", openflow.as_str()]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    crate::common::refused_start(&dir.join("db"), &args)
 }
 
 #[test]
