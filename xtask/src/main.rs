@@ -83,6 +83,10 @@ enum Task {
     /// Internal: what the lab runs inside a host's namespace to play an attacker
     #[command(hide = true, subcommand)]
     Lldp(e2e::lldp::Lldp),
+    /// Internal: two colluding hosts relaying frames between their ports (the lab's
+    /// fake-link scenario)
+    #[command(hide = true, subcommand)]
+    Relay(e2e::relay_attack::Relay),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Task::PackageTest => deb::package_test(),
         Task::Fuzz(options) => fuzz::main(&options),
         Task::Lldp(command) => e2e::lldp::main(command),
+        Task::Relay(command) => e2e::relay_attack::main(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -298,5 +303,11 @@ mod tests {
         assert!(parse(&["lldp", "capture", "h3-eth0", "/tmp/probe"]).is_ok());
         assert!(parse(&["lldp", "replay", "h4-eth0", "/tmp/probe", "3", "50"]).is_ok());
         assert!(parse(&["lldp", "forge", "h3-eth0", "zz", "1", "5", "100"]).is_err());
+        assert!(parse(&["lldp", "flood", "eth0", "lldp", "8000", "15"]).is_ok());
+        assert!(parse(&["lldp", "flood", "eth0", "random-src", "8000", "15"]).is_ok());
+        // Bounded: no rate above 20,000 a second, nothing longer than a minute.
+        assert!(parse(&["lldp", "flood", "eth0", "lldp", "20001", "15"]).is_err());
+        assert!(parse(&["lldp", "flood", "eth0", "lldp", "8000", "61"]).is_err());
+        assert!(parse(&["lldp", "flood", "eth0", "ipv4", "8000", "15"]).is_err());
     }
 }

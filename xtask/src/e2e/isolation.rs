@@ -43,18 +43,6 @@ fn ensure_no_foreign_frame(receiver: u8, seen: &[net::Seen]) -> anyhow::Result<(
     Ok(())
 }
 
-/// Puts a host's MAC address on its port in `slice` through REST.
-fn add_member(stage: &mut Stage, slice: &str, host: u8) -> anyhow::Result<()> {
-    let port = stage.port_of(host)?;
-    stage.rest(
-        "POST",
-        &format!("/slices/{slice}/ports/{port}/mac_addresses"),
-        Some(json!({ "name": mac(host) })),
-        201,
-    )?;
-    Ok(())
-}
-
 /// Scenario 1, no slices: nobody reaches anybody, and nothing of one host arrives at another,
 /// although the controller does see the hosts (it learned them from their packets).
 pub(super) fn no_slices(stage: &mut Stage) -> anyhow::Result<()> {
@@ -146,7 +134,7 @@ pub(super) fn rest_isolation(stage: &mut Stage) -> anyhow::Result<()> {
             201,
         )?;
         for host in hosts {
-            add_member(stage, slice, host)?;
+            stage.add_member(slice, host)?;
         }
     }
     let slices = stage.rest("GET", "/slices", None, 200)?;
@@ -215,7 +203,7 @@ pub(super) fn forged_lldp(stage: &mut Stage) -> anyhow::Result<()> {
     for (slice, hosts) in [("red", [1u8, 2]), ("blue", [3, 4])] {
         stage.rest("POST", "/slices", Some(json!({ "name": slice })), 201)?;
         for host in hosts {
-            add_member(stage, slice, host)?;
+            stage.add_member(slice, host)?;
         }
     }
     let mut captures = Vec::new();

@@ -77,9 +77,37 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "fake-link",
+        about: "two unbound hosts relaying genuine LLDP (and every frame) between their \
+                ports: no link past the discovery window or off a declared fabric; on 1.3 \
+                a link relayed within the window goes on its first unbound unicast frame",
+        run: super::fake_link::fake_link,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "packet-in-meter",
         about: "on 1.3 the table-miss flow passes a meter in the switch; hosts still reach",
         run: super::meter::packet_in_meter,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
+        name: "tag-collision",
+        about: "two slices whose names hash alike (the pipeline's old slice-set tag): \
+                both pairs reach across the cable, neither reaches the other",
+        run: super::hostile::tag_collision,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
+        name: "lldp-flood",
+        about: "a host floods LLDP, then random sources, at 8000 frames/s: the cable never \
+                expires and a ping across it every 50 ms loses nothing",
+        run: super::hostile::lldp_flood,
         default_run: true,
         needs_etcd: false,
         needs_mininet: false,

@@ -170,6 +170,21 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 
+    /// Starts sliced in the foreground with more flags (`--discovery-window 4`), on a
+    /// data directory and log of its own in the stage's subdirectory `name`.
+    pub(super) fn start_controller_with(
+        &mut self,
+        name: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<()> {
+        self.step(format!("start sliced {}", extra.join(" ")));
+        let extra: Vec<String> = extra.iter().map(|arg| (*arg).to_owned()).collect();
+        let dir = self.dir.join(name);
+        let controller = Controller::start_with(self.lab.bins, &dir, self.tls.as_ref(), &extra)?;
+        self.controllers.push(controller);
+        Ok(())
+    }
+
     /// Starts sliced with `-d --pid-file`; returns the pid it printed.
     pub(super) fn start_daemon(&mut self, pid_file: &Path) -> anyhow::Result<u32> {
         self.step(format!("start sliced -d --pid-file {}", pid_file.display()));
@@ -285,6 +300,18 @@ impl<'a> Stage<'a> {
     /// The slice port name of a host's port (`0x1:2`), as REST and the slice tool take it.
     pub(super) fn port_of(&self, host: u8) -> anyhow::Result<String> {
         Ok(self.net()?.host_port(host)?.slice_name())
+    }
+
+    /// Puts host `host`'s MAC address on its port in `slice` through REST.
+    pub(super) fn add_member(&mut self, slice: &str, host: u8) -> anyhow::Result<()> {
+        let port = self.port_of(host)?;
+        self.rest(
+            "POST",
+            &format!("/slices/{slice}/ports/{port}/mac_addresses"),
+            Some(serde_json::json!({ "name": net::mac(host) })),
+            201,
+        )?;
+        Ok(())
     }
 
     /// Builds the topology, its bridges controlled by this stage's sliced, and waits

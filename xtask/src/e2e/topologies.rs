@@ -19,3 +19,9 @@ pub(super) const PAIR: &str = "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2  s1:3-s2:3";
 pub(super) const MESH4X2: &str =
     "h1=s1:1 h2=s1:5 h3=s2:1 h4=s2:5 h5=s3:1 h6=s3:5 h7=s4:1 h8=s4:5  \
                            s1:2-s2:2 s1:3-s3:2 s1:4-s4:2 s2:3-s3:3 s2:4-s4:3 s3:4-s4:4";
+
+/// Two switches, one cable on port 10; per switch a host of slice A (port 1), one of
+/// slice B (port 2) and one bound nowhere (port 5): h1, h3, h5 on s1, h2, h4, h6 on s2.
+/// h5 and h6 play two colluding attackers relaying each other's frames (fake-link).
+pub(super) const PAIR_WITH_ATTACKERS: &str =
+    "h1=s1:1 h2=s2:1 h3=s1:2 h4=s2:2 h5=s1:5 h6=s2:5  s1:10-s2:10";
