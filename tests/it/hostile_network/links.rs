@@ -7,30 +7,31 @@ use std::time::{Duration, Instant};
 
 use super::{daemon, dropped, links, probes_out_of, WAIT};
 use crate::common::switch::{eventually, Network};
+use crate::common::Daemon;
 use openflow::Version;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Rounds of genuine probes the attackers relay: far more than any rule counts.
 const ROUNDS: usize = 6;
 
-fn off_fabric(daemon: &crate::common::Daemon, dpid: u64) -> u64 {
+fn off_fabric(daemon: &Daemon, dpid: u64) -> u64 {
     dropped(daemon, dpid).map_or(0, |counts| counts["lldp_off_fabric"].as_u64().unwrap())
 }
 
 /// Switches 1 and 2 cabled on port 3; silent attackers behind 0x1:2 and 0x2:2 relay the
-/// probes sent out of their ports to each other, `ROUNDS` rounds of them, and the daemon
-/// counts every one as off the fabric.
-fn relay_makes_no_link(daemon: &crate::common::Daemon, network: &Network, expected_off: u64) {
+/// newest `rounds` probes sent out of their ports to each other, and the daemon counts
+/// every one as off the fabric.
+fn relay_makes_no_link(daemon: &Daemon, network: &Network, rounds: usize, expected_off: u64) {
     let (s1, s2) = (network.switch(1), network.switch(2));
     let (mut from_1, mut from_2) = (Vec::new(), Vec::new());
     assert!(eventually(WAIT, || {
         from_1 = probes_out_of(&s1, 2);
         from_2 = probes_out_of(&s2, 2);
-        from_1.len() >= ROUNDS && from_2.len() >= ROUNDS
+        from_1.len() >= rounds && from_2.len() >= rounds
     }));
-    for round in 0..ROUNDS {
-        s2.packet_in(2, from_1[from_1.len() - ROUNDS + round].clone());
-        s1.packet_in(2, from_2[from_2.len() - ROUNDS + round].clone());
+    for round in 0..rounds {
+        s2.packet_in(2, from_1[from_1.len() - rounds + round].clone());
+        s1.packet_in(2, from_2[from_2.len() - rounds + round].clone());
     }
     assert!(
         eventually(WAIT, || off_fabric(daemon, 1) == expected_off
@@ -52,7 +53,13 @@ fn past_the_discovery_window_relayed_probes_make_no_link_port_flaps_or_not() {
     let daemon = daemon(dir.path(), &["--discovery-window", "1"]);
     assert_eq!(
         daemon.get_json("/topology/fabric"),
-        json!({"mode": "discovered", "declared": [], "down": [], "discovery_window_secs": 1})
+        json!({
+            "mode": "discovered",
+            "declared": [],
+            "down": [],
+            "refused": [],
+            "discovery_window_secs": 1,
+        })
     );
     let mut network = Network::new();
     network.cable((1, 3), (2, 3));
@@ -63,31 +70,34 @@ fn past_the_discovery_window_relayed_probes_make_no_link_port_flaps_or_not() {
     // Past the one-second window of both switches, with room to spare.
     std::thread::sleep(Duration::from_secs(3).saturating_sub(connected.elapsed()));
 
-    relay_makes_no_link(&daemon, &network, ROUNDS as u64);
+    relay_makes_no_link(&daemon, &network, ROUNDS, ROUNDS as u64);
 
     // The attackers take their links down and up, which clears what their ports showed.
     for switch in [&s1, &s2] {
         switch.port_status(2, false);
         switch.port_status(2, true);
     }
-    relay_makes_no_link(&daemon, &network, 2 * ROUNDS as u64);
+    relay_makes_no_link(&daemon, &network, ROUNDS, 2 * ROUNDS as u64);
 }
 
 #[test]
 fn off_a_declared_fabric_relayed_probes_make_no_link_from_the_first_round() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = daemon(dir.path(), &["--fabric", "0x2:3-0x1:3"]);
-    let fabric = |down: &[&str]| {
+    // LLDP every second, the default: refused probes are shown for two rounds of the
+    // link's maximum age (7 s), far longer than this test takes to look.
+    let daemon = Daemon::start_with(dir.path(), &["--per-pair-flows", "--fabric", "0x2:3-0x1:3"]);
+    let fabric = |down: &[&str], refused: Value| {
         json!({
             "mode": "declared",
             "declared": ["0x1:3-0x2:3"],
             "down": down,
+            "refused": refused,
             "discovery_window_secs": null,
         })
     };
     assert_eq!(
         daemon.get_json("/topology/fabric"),
-        fabric(&["0x1:3-0x2:3"]),
+        fabric(&["0x1:3-0x2:3"], json!([])),
         "the declared cable is down until its switches connect"
     );
     let mut network = Network::new();
@@ -95,8 +105,15 @@ fn off_a_declared_fabric_relayed_probes_make_no_link_from_the_first_round() {
     network.connect(daemon.openflow, 1, Version::Of13, 3);
     network.connect(daemon.openflow, 2, Version::Of13, 3);
     assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
-    assert_eq!(daemon.get_json("/topology/fabric"), fabric(&[]));
-    relay_makes_no_link(&daemon, &network, ROUNDS as u64);
+    assert_eq!(daemon.get_json("/topology/fabric"), fabric(&[], json!([])));
+    // The two newest probes: fresh at one a second, and within a port's LLDP budget.
+    relay_makes_no_link(&daemon, &network, 2, 2);
+    // The refused pair is shown, for an operator who plugged in a cable to declare it.
+    let refused = json!([
+        {"src": "0x1:2", "dst": "0x2:2"},
+        {"src": "0x2:2", "dst": "0x1:2"},
+    ]);
+    assert_eq!(daemon.get_json("/topology/fabric"), fabric(&[], refused));
 }
 
 /// sliced with `extra` on a data directory in `dir`, and a free OpenFlow port: refused.

@@ -113,6 +113,9 @@ pub(super) struct LinkGuard {
     /// Both ends of every link made since its switches connected, each pointing at the
     /// other: a cable unplugged and plugged back comes back past the window.
     cables: HashMap<PortId, PortId>,
+    /// Genuine probes refused lately because no link may form there, by receiving port:
+    /// the sender's port and when. What an operator looks at to declare a new cable.
+    refused: HashMap<PortId, (PortId, Instant)>,
 }
 
 /// Why a probe between two ends may make a link, or why not.
@@ -160,6 +163,23 @@ impl LinkGuard {
         } else {
             Permit::Refused
         }
+    }
+
+    /// A genuine probe from `from` arrived at `at` at `now`, where no link may form.
+    pub(super) fn refused_probe(&mut self, from: PortId, at: PortId, now: Instant) {
+        self.refused.insert(at, (from, now));
+    }
+
+    /// The pairs of ends between which genuine probes were refused lately (until
+    /// [`LinkGuard::expire`] forgets them), sender first, in order.
+    pub(super) fn refused_pairs(&self) -> Vec<(PortId, PortId)> {
+        let mut pairs: Vec<(PortId, PortId)> = self
+            .refused
+            .iter()
+            .map(|(at, (from, _))| (*from, *at))
+            .collect();
+        pairs.sort_unstable();
+        pairs
     }
 
     /// A probe with `nonce` left by `port` at `now`.
@@ -270,6 +290,7 @@ impl LinkGuard {
         self.evidence.remove(&port);
         self.candidates.remove(&port);
         self.sent.remove(&port);
+        self.refused.remove(&port);
     }
 
     /// The port is no more (not merely down): nothing of it is kept, its cable neither.
@@ -291,13 +312,17 @@ impl LinkGuard {
         self.windows.remove(&dpid);
         self.cables
             .retain(|port, other| port.dpid != dpid && other.dpid != dpid);
+        self.refused
+            .retain(|port, (from, _)| port.dpid != dpid && from.dpid != dpid);
         self.candidates
             .retain(|port, candidate| port.dpid != dpid && candidate.from.dpid != dpid);
     }
 
     /// Forgets the link ends whose grace is over.
-    pub(super) fn expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant, refusals_kept: Duration) {
         self.former_link_ends.retain(|_, (_, until)| *until > now);
+        self.refused
+            .retain(|_, (_, when)| now.saturating_duration_since(*when) <= refusals_kept);
     }
 
     /// Whether `port` and `other` were the two ends of a link that went within the grace.

@@ -167,6 +167,7 @@ impl Engine {
             // probes, or a cable plugged in since (the operator declares it, or
             // reconnects a switch).
             log::debug!("probe from {from} at {at}: no link may form there");
+            self.guard.refused_probe(from, at, now);
             self.count_drop(at.dpid, DropCause::LldpOffFabric, 1, now);
             return;
         }

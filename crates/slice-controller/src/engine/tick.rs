@@ -28,7 +28,7 @@ impl Engine {
             }
             self.links_removed(&expired, now);
         }
-        self.guard.expire(now);
+        self.guard.expire(now, self.link_return_grace());
         self.expire_drops(now);
         self.age_hosts(now);
         self.check_adopted(now);

@@ -54,10 +54,17 @@ impl Engine {
             })
             .collect();
         let discovered = declared.is_empty();
+        let refused = self
+            .guard
+            .refused_pairs()
+            .into_iter()
+            .map(|(src, dst)| Link { src, dst })
+            .collect();
         FabricView {
             mode: if discovered { "discovered" } else { "declared" },
             declared: declared.iter().map(ToString::to_string).collect(),
             down,
+            refused,
             discovery_window_secs: discovered.then_some(self.config.discovery_window.as_secs()),
         }
     }
@@ -158,6 +165,10 @@ pub struct FabricView {
     /// Declared cables whose link is not up both ways: unplugged, miscabled, or a switch
     /// not connected.
     pub down: Vec<String>,
+    /// Where genuine probes arrived lately (two rounds of LLDP) but no link may form: a
+    /// cable plugged in between running switches, waiting to be declared, or two hosts
+    /// relaying probes.
+    pub refused: Vec<Link>,
     /// Without a declaration, how long after connecting a switch discovers its links.
     pub discovery_window_secs: Option<u64>,
 }

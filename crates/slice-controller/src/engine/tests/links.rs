@@ -74,6 +74,19 @@ fn past_the_window_relayed_probes_make_no_link_with_or_without_port_flaps() {
         assert_eq!(link_ends(&engine), cable, "round {round}");
     }
     assert_eq!(off_fabric(&engine), 40, "every relayed probe is counted");
+    // Shown for a while, for an operator to declare a cable plugged in since.
+    let refused: Vec<(PortId, PortId)> = engine
+        .fabric()
+        .refused
+        .iter()
+        .map(|link| (link.src, link.dst))
+        .collect();
+    assert_eq!(refused, [(p(1, 5), p(2, 5)), (p(2, 5), p(1, 5))]);
+    engine.tick(later + Duration::from_secs(60));
+    assert!(
+        engine.fabric().refused.is_empty(),
+        "forgotten once they stop"
+    );
 }
 
 #[test]
