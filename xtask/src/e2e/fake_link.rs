@@ -534,6 +534,25 @@ fn in_host(stage: &Stage, host: u8, args: &[&str]) -> anyhow::Result<std::proces
     Ok(command)
 }
 
+/// Starts `xtask relay ARGS` in `host`'s namespace in the background, its output going to
+/// `output` (read back to follow it).
+fn spawn_in_host(
+    stage: &Stage,
+    host: u8,
+    args: &[&str],
+    output: &std::path::Path,
+    name: &str,
+) -> anyhow::Result<Daemon> {
+    let mut command = in_host(stage, host, args)?;
+    let file = std::fs::File::create(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file);
+    Daemon::spawn(&mut command, name)
+}
+
 /// `host` sends `count` frames from `src` to `dst` carrying `marker`.
 fn send(
     stage: &mut Stage,
@@ -560,14 +579,8 @@ fn watch(
     act: impl FnOnce(&mut Stage) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let output = stage.dir().join(format!("watch-{marker}.txt"));
-    let mut command = in_host(stage, host, &["watch", "eth0", marker, "3000"])?;
-    let file = std::fs::File::create(&output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
-    command
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file);
-    let mut watcher = Daemon::spawn(&mut command, "watch")?;
+    let args = ["watch", "eth0", marker, "3000"];
+    let mut watcher = spawn_in_host(stage, host, &args, &output, "watch")?;
     let read = || std::fs::read_to_string(&output).unwrap_or_default();
     let ready = sys::poll(Duration::from_secs(5), Duration::from_millis(20), || {
         Ok(read().contains("watching").then_some(()))
@@ -635,15 +648,8 @@ impl Relay {
         if all {
             args.push("--all");
         }
-        let mut command = in_host(stage, X1, &args)?;
-        let file = std::fs::File::create(&output)
-            .with_context(|| format!("cannot create {}", output.display()))?;
-        command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
         let mut relay = Relay {
-            daemon: Daemon::spawn(&mut command, "relay")?,
+            daemon: spawn_in_host(stage, X1, &args, &output, "relay")?,
             output,
         };
         let ready = sys::poll(Duration::from_secs(5), Duration::from_millis(20), || {
