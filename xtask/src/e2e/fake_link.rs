@@ -18,7 +18,6 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
@@ -544,13 +543,7 @@ fn spawn_in_host(
     name: &str,
 ) -> anyhow::Result<Daemon> {
     let mut command = in_host(stage, host, args)?;
-    let file = std::fs::File::create(output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
-    command
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file);
-    Daemon::spawn(&mut command, name)
+    Daemon::spawn_logged(&mut command, name, output)
 }
 
 /// `host` sends `count` frames from `src` to `dst` carrying `marker`.

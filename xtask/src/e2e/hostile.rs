@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
@@ -373,15 +372,9 @@ impl Flood {
         let exe = format!("/proc/{}/exe", std::process::id());
         let ns = stage.net()?.namespace(host);
         let output = stage.dir().join(format!("flood-{kind}.txt"));
-        let file = std::fs::File::create(&output)
-            .with_context(|| format!("cannot create {}", output.display()))?;
         let mut command = sys::command("ip", &["netns", "exec", &ns, &exe, "lldp"]);
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
-        let process = Daemon::spawn(&mut command, &format!("flood from h{host}"))?;
+        command.args(args);
+        let process = Daemon::spawn_logged(&mut command, &format!("flood from h{host}"), &output)?;
         Ok(Flood { process, output })
     }
 }

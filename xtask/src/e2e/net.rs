@@ -413,13 +413,7 @@ impl<'o> Net<'o> {
                 &target,
             ],
         );
-        let file = std::fs::File::create(output)
-            .with_context(|| format!("cannot create {}", output.display()))?;
-        command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
-        Daemon::spawn(&mut command, "ping")
+        Daemon::spawn_logged(&mut command, "ping", output)
     }
 
     /// A permanent ARP entry in `host` for `other`, so that traffic to it is unicast.

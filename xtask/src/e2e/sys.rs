@@ -306,6 +306,22 @@ pub(super) struct Daemon {
 }
 
 impl Daemon {
+    /// [`Daemon::spawn`] with no input, and its output and errors together in `output`,
+    /// which the caller reads to follow it.
+    pub(super) fn spawn_logged(
+        command: &mut Command,
+        label: &str,
+        output: &Path,
+    ) -> anyhow::Result<Daemon> {
+        let file = std::fs::File::create(output)
+            .with_context(|| format!("cannot create {}", output.display()))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        Daemon::spawn(command, label)
+    }
+
     pub(super) fn spawn(command: &mut Command, label: &str) -> anyhow::Result<Daemon> {
         use std::os::unix::process::CommandExt;
         // Spawned under the registry lock: the signal handler either sees this pid or
