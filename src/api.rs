@@ -33,6 +33,7 @@ pub(crate) fn settings(config: &Config, backend: &Backend) -> anyhow::Result<sli
     }
     settings.request_timeout = config.request_timeout;
     settings.max_apply_records = config.max_apply_records;
+    settings.fabric_in_settings = config.links.fabric.is_declared();
     let http = &config.http;
     settings.host_policy =
         slice_http::HostPolicy::new(&http.resolved, Some(&http.written), &config.allowed_hosts);

@@ -170,8 +170,9 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     let entries = controller.engine.fabric.entries();
     if entries.is_empty() {
         log::info!(
-            "links are discovered for {} s after a switch connects; declare the fabric \
-             (--fabric, controller.fabric) so that hosts cannot fake one",
+            "unless the store holds a fabric declared through the API, links are discovered \
+             for {} s after a switch connects; declare the fabric (--fabric, \
+             controller.fabric, PUT /topology/fabric) so that hosts cannot fake one",
             controller.engine.discovery_window.as_secs()
         );
     } else {

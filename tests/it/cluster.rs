@@ -64,6 +64,41 @@ fn two_instances_share_slices_and_racing_creates_admit_one() {
 }
 
 #[test]
+fn a_fabric_declared_on_one_instance_is_in_force_on_the_other() {
+    let etcd = LocalEtcd::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (start_on(&etcd, &dir_a), start_on(&etcd, &dir_b));
+    let fabric = |daemon: &Daemon| {
+        let view = daemon.get_json("/topology/fabric");
+        (view["source"].clone(), view["declared"].clone())
+    };
+    let declare = |entries: &[&str]| {
+        status_json(
+            agent()
+                .put(&a.url("/topology/fabric"))
+                .send_json(json!({ "declared": entries })),
+        )
+    };
+    assert_eq!(
+        declare(&["0x1:3-0x2:3", "0x3:1"]),
+        (200, json!({"declared": ["0x1:3-0x2:3", "0x3:1"]}))
+    );
+    let declared = (json!("api"), json!(["0x1:3-0x2:3", "0x3:1"]));
+    assert!(
+        eventually(PROPAGATION, || fabric(&a) == declared
+            && fabric(&b) == declared),
+        "b never followed: {:?}",
+        fabric(&b)
+    );
+    assert_eq!(declare(&[]).0, 200);
+    assert!(
+        eventually(PROPAGATION, || fabric(&b) == (Value::Null, json!([]))),
+        "b never followed the end: {:?}",
+        fabric(&b)
+    );
+}
+
+#[test]
 fn without_etcd_writes_answer_503_reads_answer_and_writes_resume() {
     let mut etcd = LocalEtcd::start();
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@ use crate::common::Daemon;
 use openflow::{Message, PacketOut, PortDesc, Version};
 use serde_json::Value;
 
+mod fabric_api;
 mod links;
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.

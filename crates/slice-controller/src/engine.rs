@@ -25,7 +25,6 @@ use serde::Serialize;
 use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
 use crate::cookie::{endpoint_hash, FlowKind};
-use crate::declared_fabric::{DeclaredFabric, FabricEntry};
 use crate::hosts::{HostLimits, HostTable, Learned};
 use crate::limits::LogLimiter;
 use crate::metrics::ControllerMetrics;
@@ -36,6 +35,7 @@ pub use crate::protocol::{
     MAX_FLOWS_READ,
 };
 use crate::topology::{is_physical, Hop, Link, PortState, Topology};
+use slice_core::fabric::{DeclaredFabric, FabricEntry};
 
 mod cluster;
 mod drops;
@@ -199,6 +199,9 @@ impl InstalledPath {
 /// The controller's state and rules.
 pub struct Engine {
     config: EngineConfig,
+    /// The fabric in `config` came from the daemon's settings, which a declaration in the
+    /// store does not override (see [`Engine::fabric_declared`]).
+    fabric_in_settings: bool,
     topology: Topology,
     membership: Membership,
     hosts: HostTable,
@@ -262,6 +265,7 @@ impl Engine {
     pub fn new(config: EngineConfig, membership: Membership) -> Self {
         let proactive = Proactive::new(config.slicing && config.proactive);
         Self {
+            fabric_in_settings: config.fabric.is_declared(),
             config,
             topology: Topology::default(),
             membership,

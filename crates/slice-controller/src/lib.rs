@@ -8,7 +8,7 @@
 
 mod config;
 pub mod cookie;
-pub mod declared_fabric;
+
 pub mod engine;
 mod hosts;
 pub mod limits;
@@ -24,7 +24,6 @@ pub mod tls;
 pub mod topology;
 
 pub use config::ControllerConfig;
-pub use declared_fabric::{DeclaredFabric, FabricConflict, FabricEntry, FabricEntryError};
 pub use engine::{
     Command, Dropped, Engine, EngineConfig, FlowAction, FlowEntry, FlowHandle, FlowsRead, Frame,
     HostView, PathView, Role, Rule, SwitchProfile, SwitchView, MAX_FLOWS_READ,
@@ -34,5 +33,6 @@ pub use notice::Notice;
 pub use probe::{ProbeKey, ProbeKeyError, Verdict};
 pub use server::{ClusterLink, Controller, ControllerHandle, Listeners, StartError};
 pub use session::{CloseReason, RoleRefusal, SessionConfig, SwitchEvent, SwitchSession};
+pub use slice_core::fabric::{DeclaredFabric, FabricConflict, FabricEntry, FabricEntryError};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};

@@ -146,6 +146,15 @@ impl Topology {
         doomed
     }
 
+    /// Forgets the links `refused` picks, in both directions; returns them.
+    pub fn remove_links_where(&mut self, mut refused: impl FnMut(&Link) -> bool) -> Vec<Link> {
+        let doomed: Vec<Link> = self.links().filter(|link| refused(link)).collect();
+        for link in &doomed {
+            self.remove_link(link.src);
+        }
+        doomed
+    }
+
     pub fn has_port(&self, port: PortId) -> bool {
         self.switches
             .get(&port.dpid)

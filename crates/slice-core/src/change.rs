@@ -1,7 +1,7 @@
 //! A committed change of slice membership, as a store tells it to whoever follows the
 //! slices (see [`crate::MembershipSource`]), and its application to a [`Membership`].
 
-use crate::{MacAddress, Membership, Port, PortId, Slice, SliceName};
+use crate::{DeclaredFabric, MacAddress, Membership, Port, PortId, Slice, SliceName};
 
 /// A committed change of slice membership, as a store tells it to its listeners.
 ///
@@ -47,6 +47,10 @@ pub enum Change {
         /// The host's address.
         mac: MacAddress,
     },
+    /// The operator declared the fabric anew through the store (see
+    /// [`crate::FabricDeclarations`]): this one replaces any before it, and an empty one
+    /// ends the declaration. It changes no membership.
+    FabricDeclared(DeclaredFabric),
 }
 
 impl Change {
@@ -69,6 +73,7 @@ impl Membership {
             Change::PortDeleted { slice, port } => self.remove_port(slice, port.id),
             Change::MacAdded { slice, port, mac } => self.add_mac(slice, *port, *mac),
             Change::MacDeleted { slice, port, mac } => self.remove_mac(slice, *port, *mac),
+            Change::FabricDeclared(_) => {}
         }
     }
 }

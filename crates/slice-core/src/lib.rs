@@ -8,9 +8,10 @@
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
 //! `wire` holds the JSON bodies of the REST API, shared by the daemon and the tool.
 //! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them, by
-//! role ([`SliceRead`], [`SliceWrite`], [`SessionRevocations`], [`MembershipSource`]),
+//! role ([`SliceRead`], [`SliceWrite`], [`SessionRevocations`], [`FabricDeclarations`],
+//! [`MembershipSource`]),
 //! with its error [`StoreError`]; the controller needs only its [`MembershipSource`] part.
-//!
+//! `fabric` is the operator's declaration of the cables between switches ([`DeclaredFabric`]).
 //!
 //! # Features
 //!
@@ -37,6 +38,7 @@
 mod change;
 pub mod cluster;
 mod error;
+pub mod fabric;
 mod ids;
 mod membership;
 mod model;
@@ -48,11 +50,13 @@ pub mod wire;
 pub use change::Change;
 pub use cluster::Leadership;
 pub use error::{ParseError, SliceError};
+pub use fabric::DeclaredFabric;
 pub use ids::{MacAddress, PortId, SliceName, SLICE_NAME_MAX_LEN};
 pub use membership::{Host, Membership};
 pub use model::{Port, Slice};
 pub use plan::{Plan, PlanError, Step};
 pub use store::{
-    BackendError, ChangeListener, MembershipSource, SessionRevocations, SliceRead, SliceStore,
-    SliceWrite, StoreError, Write, WriteDone, WriteQueue, Written, MAX_REVOKED_SESSIONS,
+    BackendError, ChangeListener, FabricDeclarations, MembershipSource, SessionRevocations,
+    SliceRead, SliceStore, SliceWrite, StoreError, Write, WriteDone, WriteQueue, Written,
+    MAX_REVOKED_SESSIONS,
 };

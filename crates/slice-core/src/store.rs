@@ -23,7 +23,9 @@
 //! local copy that a watch keeps current), or the application has to move them to the
 //! blocking pool first.
 
-use crate::{Change, MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName};
+use crate::{
+    Change, DeclaredFabric, MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName,
+};
 
 /// A failure of the backend itself, for the log: the message names the cause.
 pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
@@ -63,7 +65,7 @@ pub enum StoreError {
 /// double for it implements only that; a store implements all of them, then this trait,
 /// whose one method has a default.
 pub trait SliceStore:
-    SliceRead + SliceWrite + SessionRevocations + MembershipSource + Send + Sync
+    SliceRead + SliceWrite + SessionRevocations + FabricDeclarations + MembershipSource + Send + Sync
 {
     /// Whether the store can serve and take writes now, as far as a cheap check can tell:
     /// asked by readiness probes (`GET /readyz`, the systemd watchdog), so it must cost
@@ -190,6 +192,19 @@ pub trait SessionRevocations: Send + Sync {
     /// before a cut-off). Every instance serving the same data gives the same answer once
     /// the revocation has returned.
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError>;
+}
+
+/// The fabric an operator declared through the API, kept with the slices so that every
+/// instance serving the same data forms links on the same cables, also after a restart.
+pub trait FabricDeclarations: Send + Sync {
+    /// The declaration in force; empty when none was made (or the last one was empty).
+    /// Read from memory or local disk, like the slice reads.
+    fn declared_fabric(&self) -> Result<DeclaredFabric, StoreError>;
+
+    /// Replaces the declaration with `fabric` (empty ends it): durable when it returns,
+    /// and told to the listeners as [`Change::FabricDeclared`], like any write. The same
+    /// declaration again writes nothing and tells nobody.
+    fn declare_fabric(&self, fabric: &DeclaredFabric) -> Result<(), StoreError>;
 }
 
 /// A store's writer, which takes writes without waiting for them (see [`SliceWrite::queue`]).

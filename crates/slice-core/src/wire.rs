@@ -454,6 +454,17 @@ pub struct DeclaredPort {
     pub mac_addresses: Vec<MacAddress>,
 }
 
+/// The body of `PUT /topology/fabric` and its answer: the cables (`0x1:10-0x2:10`) and
+/// fabric ports (`0x1:10`) where links may form; empty ends the declaration. Entries
+/// travel as text and are checked by [`crate::DeclaredFabric::parse`], whose message
+/// names a bad one.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FabricBody {
+    /// The entries; the answer lists them cables first, each once.
+    pub declared: Vec<String>,
+}
+
 /// The answer of `POST /slices:apply`: the plan, and whether it was carried out (not on a
 /// dry run, nor when it is empty).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]

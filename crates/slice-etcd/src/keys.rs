@@ -7,6 +7,8 @@
 //!                                    a MAC address of a port; likewise
 //! r/<session id hex>                 a revoked session; the value is its expiry (decimal)
 //! not_before                         sessions issued before this time are refused
+//! fabric                             the fabric the operator declared, one entry a line
+//!                                    (`DeclaredFabric::to_text`); absent or empty: none
 //! master                             the elected master: its member id, on its lease;
 //!                                    the key's create revision is the generation
 //! members/<member id>                a running instance (JSON), on its lease
@@ -33,6 +35,8 @@ pub(crate) enum Key {
     Mac(SliceName, PortId, MacAddress),
     Revoked(Vec<u8>),
     NotBefore,
+    /// The declared fabric (`fabric`).
+    Fabric,
     /// One of the cluster's records (`master`, `members/...`, `session_key`).
     Cluster,
 }
@@ -108,6 +112,12 @@ impl Layout {
         format!("{}not_before", self.prefix)
     }
 
+    /// The one key of the declared fabric: a declaration is replaced whole, so that a
+    /// reader never sees half of one and a write is a single put.
+    pub(crate) fn fabric(&self) -> String {
+        format!("{}fabric", self.prefix)
+    }
+
     pub(crate) fn master(&self) -> String {
         format!("{}master", self.prefix)
     }
@@ -145,7 +155,7 @@ impl Layout {
             Key::Port(slice, port) => Some(self.port(slice, *port)),
             Key::Mac(slice, port, mac) => Some(self.mac(slice, *port, *mac)),
             Key::Revoked(id) => Some(self.revoked(id)),
-            Key::NotBefore | Key::Cluster => None,
+            Key::NotBefore | Key::Fabric | Key::Cluster => None,
         }
     }
 
@@ -153,6 +163,9 @@ impl Layout {
         let key = key.strip_prefix(&self.prefix)?;
         if key == "not_before" {
             return Some(Key::NotBefore);
+        }
+        if key == "fabric" {
+            return Some(Key::Fabric);
         }
         if key == "master" || key == "session_key" || key.starts_with("members/") {
             return Some(Key::Cluster);
@@ -233,6 +246,7 @@ mod tests {
                 Key::Revoked(b"\x00\xffid".to_vec()),
             ),
             (layout.not_before(), Key::NotBefore),
+            (layout.fabric(), Key::Fabric),
             (layout.master(), Key::Cluster),
             (layout.member("host:6653"), Key::Cluster),
             (layout.session_key(), Key::Cluster),
@@ -262,6 +276,10 @@ mod tests {
             "/sliced/m/a/1-1/00000000000A",
             "/sliced/m/a/01-1/00000000000a",
             "/sliced/r/AB",
+            // Only the fixed key itself.
+            "/sliced/fabric/",
+            "/sliced/fabric/x",
+            "/sliced/fabrics",
         ] {
             assert_eq!(layout.decode(key.as_bytes()), None, "{key}");
         }

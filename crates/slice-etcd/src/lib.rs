@@ -24,14 +24,16 @@
 //! left under it (`leftovers`).
 //!
 //! The parts: `store` (the `SliceStore`), `txn` (the transactions it writes with),
-//! `watch` (the copy kept current), `error`, `runtime`, `connection` (failover
-//! between members), `access` (TLS and credentials), `session_key`, and [`election`]
-//! (the master election of a cluster, on the same connection code).
+//! `watch` (the copy kept current), `fabric` (the declared fabric, at one key), `error`,
+//! `runtime`, `connection` (failover between members), `access` (TLS and credentials),
+//! `session_key`, and [`election`] (the master election of a cluster, on the same
+//! connection code).
 
 mod access;
 mod connection;
 pub mod election;
 mod error;
+mod fabric;
 mod keys;
 mod leftovers;
 mod mirror;

@@ -11,21 +11,25 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 
 use etcd_client::KeyValue;
-use slice_core::{Change, ChangeListener, MacAddress, Port, PortId, Slice, SliceName};
+use slice_core::{
+    Change, ChangeListener, DeclaredFabric, MacAddress, Port, PortId, Slice, SliceName,
+};
 
+use crate::fabric::{self, FabricInForce};
 use crate::keys::{Key, Layout};
 use crate::records::{Place, Records};
 
 /// How many skipped keys one snapshot or revision names in the log; the rest are counted.
 const NAMED_PER_BATCH: usize = 8;
 
-/// The slices, their ports and MAC addresses, and the revoked sessions, as of `revision`.
+/// The slices, their ports and MAC addresses, the revoked sessions and the declared
+/// fabric, as of `revision`.
 #[derive(Default)]
 pub(crate) struct Mirror {
     /// Every change up to this etcd revision is applied.
     pub(crate) revision: i64,
     /// `SliceRead::content_version`: grows with every revision that changes a slice, a
-    /// port or a MAC address, and with every resynchronisation.
+    /// port or a MAC address, and with every resynchronisation; not with the fabric.
     pub(crate) content_version: u64,
     /// Slice names in creation order.
     pub(crate) order: Vec<SliceName>,
@@ -35,6 +39,8 @@ pub(crate) struct Mirror {
     pub(crate) revoked: HashMap<Vec<u8>, u64>,
     /// Sessions issued before this time are refused (0: none).
     pub(crate) not_before: u64,
+    /// The fabric declared through the store (`fabric`).
+    pub(crate) fabric: FabricInForce,
     pub(crate) listeners: Vec<ChangeListener>,
     /// Every slice, port and MAC address key in etcd, whole or not: `order` and `slices`
     /// are its whole records.
@@ -89,7 +95,7 @@ impl Touched {
             Key::Slice(slice) => self.slices.push(slice.clone()),
             Key::Port(slice, port) => self.ports.push((slice.clone(), *port)),
             Key::Mac(slice, port, mac) => self.macs.push((slice.clone(), *port, *mac)),
-            Key::Revoked(_) | Key::NotBefore | Key::Cluster => {}
+            Key::Revoked(_) | Key::NotBefore | Key::Fabric | Key::Cluster => {}
         }
     }
 }
@@ -101,7 +107,8 @@ impl Mirror {
         Self::from_entries(layout, snapshot.revision, entries)
     }
 
-    fn from_entries<'a>(
+    /// A copy of `entries`, the records of a snapshot at `revision`, with no listener.
+    pub(crate) fn from_entries<'a>(
         layout: &Layout,
         revision: i64,
         entries: impl Iterator<Item = Entry<'a>>,
@@ -126,6 +133,8 @@ impl Mirror {
             skipped.orphan(layout, &orphan);
         }
         skipped.finish();
+        // Nobody listens yet; a resynchronisation tells the difference itself.
+        let _ = mirror.fabric.told();
         mirror
     }
 
@@ -200,6 +209,18 @@ impl Mirror {
                 }
                 None => self.skip(entry.key, "its value is not a time", skipped),
             },
+            Key::Fabric => match fabric::decode(entry.value) {
+                Ok(declared) => {
+                    self.fabric.set(declared);
+                    self.foreign.remove(entry.key);
+                }
+                // None rather than the last one read: that is all an instance starting now
+                // can know, and instances must not disagree on where links may form.
+                Err(why) => {
+                    self.fabric.set(DeclaredFabric::default());
+                    self.skip(entry.key, &why, skipped);
+                }
+            },
             Key::Cluster => {}
         }
         None
@@ -237,6 +258,7 @@ impl Mirror {
                     match layout.decode(raw) {
                         Some(Key::Revoked(id)) => drop(self.revoked.remove(&id)),
                         Some(Key::NotBefore) => self.not_before = 0,
+                        Some(Key::Fabric) => self.fabric.set(DeclaredFabric::default()),
                         Some(Key::Cluster) | None => {}
                         Some(key) => {
                             self.records.remove(&key);
@@ -256,6 +278,10 @@ impl Mirror {
         for change in &changes {
             self.apply(change);
             self.tell(change);
+        }
+        // Outside `changes`: it is no slice content, so the version above stays.
+        if let Some(change) = self.fabric.told() {
+            self.tell(&change);
         }
     }
 
@@ -371,7 +397,7 @@ impl Mirror {
     }
 
     /// Replaces the copy with `fresh` (read after the watch lost its place), telling the
-    /// listeners the difference as changes.
+    /// listeners the difference as changes: the slices', then the fabric's.
     pub(crate) fn resynchronise(&mut self, fresh: Mirror) {
         let mut changes = Vec::new();
         for name in &self.order {
@@ -416,6 +442,9 @@ impl Mirror {
             for port in fresh_ports {
                 changes.extend(additions_of(name, port));
             }
+        }
+        if fresh.fabric.get() != self.fabric.get() {
+            changes.push(Change::FabricDeclared(fresh.fabric.get().clone()));
         }
         let listeners = std::mem::take(&mut self.listeners);
         // The version only grows, so that an answer cached before cannot match.

@@ -61,7 +61,7 @@ impl Records {
                 macs.entry(*mac).or_insert(place);
                 fresh
             }
-            Key::Revoked(_) | Key::NotBefore | Key::Cluster => false,
+            Key::Revoked(_) | Key::NotBefore | Key::Fabric | Key::Cluster => false,
         }
     }
 
@@ -86,7 +86,7 @@ impl Records {
                     }
                 }
             }
-            Key::Revoked(_) | Key::NotBefore | Key::Cluster => {}
+            Key::Revoked(_) | Key::NotBefore | Key::Fabric | Key::Cluster => {}
         }
         if held.is_empty() {
             self.slices.remove(slice);
@@ -101,7 +101,7 @@ impl Records {
             Key::Mac(slice, port, mac) => self
                 .whole_port_records(slice, *port)
                 .is_some_and(|held| held.macs.contains_key(mac)),
-            Key::Revoked(_) | Key::NotBefore | Key::Cluster => false,
+            Key::Revoked(_) | Key::NotBefore | Key::Fabric | Key::Cluster => false,
         }
     }
 
@@ -115,7 +115,7 @@ impl Records {
             Key::Slice(_) => held.place,
             Key::Port(_, port) => held.ports.get(port)?.place,
             Key::Mac(_, port, mac) => held.ports.get(port)?.macs.get(mac).copied(),
-            Key::Revoked(_) | Key::NotBefore | Key::Cluster => None,
+            Key::Revoked(_) | Key::NotBefore | Key::Fabric | Key::Cluster => None,
         }
     }
 

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use etcd_client::{Compare, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use slice_core::{
-    ChangeListener, MacAddress, MembershipSource, Plan, PlanError, Port, PortId,
-    SessionRevocations, Slice, SliceError, SliceName, SliceRead, SliceStore, SliceWrite,
-    StoreError, MAX_REVOKED_SESSIONS,
+    ChangeListener, DeclaredFabric, FabricDeclarations, MacAddress, MembershipSource, Plan,
+    PlanError, Port, PortId, SessionRevocations, Slice, SliceError, SliceName, SliceRead,
+    SliceStore, SliceWrite, StoreError, MAX_REVOKED_SESSIONS,
 };
 
 use crate::access::Access;
 use crate::connection::{Connection, Failure, Retry};
 use crate::error::{transient, Error};
+use crate::fabric;
 use crate::keys::{Key, Layout};
 use crate::leftovers;
 use crate::mirror::Mirror;
@@ -538,6 +539,24 @@ impl SessionRevocations for EtcdStore {
 
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
         Ok(self.read(|mirror| issued_at < mirror.not_before || mirror.revoked.contains_key(id)))
+    }
+}
+
+impl FabricDeclarations for EtcdStore {
+    fn declared_fabric(&self) -> Result<DeclaredFabric, StoreError> {
+        Ok(self.read(|mirror| mirror.fabric.get().clone()))
+    }
+
+    /// One transaction that puts the declaration's text, or deletes the key for an empty
+    /// one; the copy's declaration already equal writes nothing, so that nobody is told.
+    fn declare_fabric(&self, fabric: &DeclaredFabric) -> Result<(), StoreError> {
+        if self.read(|mirror| mirror.fabric.get() == fabric) {
+            return Ok(());
+        }
+        let write = fabric::write(&self.layout, fabric);
+        // A put of the same value or a delete: the same outcome when applied twice.
+        let response = self.txn(Txn::new().and_then([write]), Retry::Always)?;
+        Ok(self.committed(&response)?)
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use slice_core::{
-    Change, MacAddress, MembershipSource, PortId, SessionRevocations, SliceError, SliceName,
-    SliceRead, SliceStore, SliceWrite, StoreError,
+    Change, DeclaredFabric, FabricDeclarations, MacAddress, MembershipSource, PortId,
+    SessionRevocations, SliceError, SliceName, SliceRead, SliceStore, SliceWrite, StoreError,
 };
 use slice_etcd::test_server::LocalEtcd;
 use slice_etcd::{EtcdStore, DEFAULT_PREFIX};
@@ -103,6 +103,34 @@ fn two_instances_on_one_etcd_race_one_create_and_see_each_others_writes() {
         ],
         "b hears a's writes as well as its own, once each"
     );
+}
+
+#[test]
+fn a_fabric_declared_through_one_instance_is_read_and_told_once_on_another() {
+    let etcd = LocalEtcd::start();
+    let (a, b) = (open(&etcd), open(&etcd));
+    let heard_by_b = record_changes(b.as_ref());
+    let version = b.content_version().unwrap();
+    let declared = DeclaredFabric::parse(&["0x1:10-0x2:10", "0x3:1"]).unwrap();
+    a.declare_fabric(&declared).unwrap();
+    assert!(eventually(|| b.declared_fabric().unwrap() == declared));
+    assert_eq!(b.content_version().unwrap(), version, "no slice changed");
+    // Already in force on both: nothing is written, so nothing more is told. (A write
+    // returns once its writer's copy has applied it, which would move its revision.)
+    let revisions = (a.revision(), b.revision());
+    a.declare_fabric(&declared).unwrap();
+    b.declare_fabric(&declared).unwrap();
+    assert_eq!((a.revision(), b.revision()), revisions, "nothing written");
+    // b's own write comes back after every revision before it, told or not.
+    b.create_slice(&name("after")).unwrap();
+    assert_eq!(
+        *heard_by_b.lock().unwrap(),
+        [
+            Change::FabricDeclared(declared.clone()),
+            Change::SliceCreated(name("after"))
+        ]
+    );
+    assert_eq!(open(&etcd).declared_fabric().unwrap(), declared);
 }
 
 #[test]
@@ -313,6 +341,8 @@ fn an_instance_that_missed_compacted_revisions_rereads_and_tells_the_difference(
     relay.cut();
     a.delete_slice(&gone).unwrap();
     a.create_slice(&name("new")).unwrap();
+    let fabric = DeclaredFabric::parse(&["0x1:1-0x2:1"]).unwrap();
+    a.declare_fabric(&fabric).unwrap();
     compact(&etcd);
     relay.heal();
 
@@ -320,6 +350,7 @@ fn an_instance_that_missed_compacted_revisions_rereads_and_tells_the_difference(
         || b.slices().unwrap() == [name("stays"), name("new")]
     ));
     assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+    assert_eq!(b.declared_fabric().unwrap(), fabric);
     assert_eq!(
         *heard_by_b.lock().unwrap(),
         [
@@ -331,6 +362,7 @@ fn an_instance_that_missed_compacted_revisions_rereads_and_tells_the_difference(
                 }],
             }),
             Change::SliceCreated(name("new")),
+            Change::FabricDeclared(fabric),
         ]
     );
 }

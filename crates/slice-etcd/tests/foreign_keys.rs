@@ -1,14 +1,15 @@
 //! Keys under the prefix that sliced did not write, written with etcdctl as another
 //! writer of the prefix would: records without their slice or port, keys in another
-//! spelling, and a `master` key that is no member's. None is served, none reaches the
+//! spelling, a fabric declaration sliced would not write, and a `master` key that is no
+//! member's. None is served, none reaches the
 //! listeners (the controller) unless the REST view has it too, none stops the election.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use slice_core::{
-    Change, Host, MacAddress, Membership, MembershipSource, Port, PortId, Slice, SliceError,
-    SliceName, SliceRead, SliceWrite, StoreError,
+    Change, DeclaredFabric, FabricDeclarations, Host, MacAddress, Membership, MembershipSource,
+    Port, PortId, Slice, SliceError, SliceName, SliceRead, SliceWrite, StoreError,
 };
 use slice_etcd::test_server::{poll, LocalEtcd};
 use slice_etcd::{ElectionConfig, EtcdStore, MasterElection, DEFAULT_LEASE_TTL, DEFAULT_PREFIX};
@@ -255,6 +256,54 @@ fn what_sliced_creates_starts_without_what_another_writer_left_under_it() {
     assert_eq!(open(&etcd).snapshot().unwrap(), declared);
     assert_eq!(store.skipped_keys(), 0);
     watched.assert_agree();
+}
+
+#[test]
+fn a_fabric_value_that_is_no_declaration_counts_as_none_until_a_valid_one() {
+    let etcd = LocalEtcd::start();
+    let watched = Watched::open(&etcd);
+    let store = &watched.store;
+    let key = format!("{DEFAULT_PREFIX}fabric");
+    let declared = DeclaredFabric::parse(&["0x1:10-0x2:10"]).unwrap();
+    store.declare_fabric(&declared).unwrap();
+    assert_eq!(watched.heard(), [Change::FabricDeclared(declared.clone())]);
+
+    // A valid line then a bad one: none of it is read, and the declaration ends.
+    etcdctl(&etcd, &["put", &key, "0x1:10-0x2:10\nnot a port\n"]);
+    let none = DeclaredFabric::default();
+    let read = poll(
+        SETTLE,
+        || store.declared_fabric().unwrap(),
+        |read| *read == none,
+    );
+    assert_eq!(read, none);
+    // Told with the read, under the copy's one lock.
+    assert_eq!(watched.heard(), [Change::FabricDeclared(none.clone())]);
+    assert_eq!(store.skipped_keys(), 1);
+    let started_now = open(&etcd);
+    assert_eq!(started_now.declared_fabric().unwrap(), none);
+    assert_eq!(started_now.skipped_keys(), 1);
+    // Another bad value over it tells nobody: the next revision told is a later write's.
+    etcdctl(&etcd, &["put", &key, "0x1:1 0x2:1"]);
+    store.create_slice(&name("later")).unwrap();
+    assert_eq!(watched.heard(), [Change::SliceCreated(name("later"))]);
+    assert_eq!(store.declared_fabric().unwrap(), none);
+    assert_eq!(store.skipped_keys(), 1);
+
+    let replaced = DeclaredFabric::parse(&["0x3:1", "0x4:1"]).unwrap();
+    store.declare_fabric(&replaced).unwrap();
+    assert_eq!(store.declared_fabric().unwrap(), replaced);
+    assert_eq!(watched.heard(), [Change::FabricDeclared(replaced.clone())]);
+    assert_eq!(store.skipped_keys(), 0);
+    assert!(poll(
+        SETTLE,
+        || started_now.declared_fabric().unwrap() == replaced,
+        |seen| *seen
+    ));
+    // The same text put again by another writer tells nobody.
+    etcdctl(&etcd, &["put", &key, &replaced.to_text()]);
+    store.create_slice(&name("after")).unwrap();
+    assert_eq!(watched.heard(), [Change::SliceCreated(name("after"))]);
 }
 
 fn election(etcd: &LocalEtcd, id: &str) -> MasterElection {

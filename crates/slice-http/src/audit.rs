@@ -52,6 +52,14 @@ impl Operation {
         Self { name, target }
     }
 
+    /// A declaration of the fabric with `entries` entries.
+    pub(crate) fn declare_fabric(entries: usize) -> Self {
+        Self {
+            name: "declare_fabric",
+            target: json!({ "entries": entries }),
+        }
+    }
+
     /// A login, by `method` (`developer`, `oidc`).
     pub(crate) fn login(method: &'static str) -> Self {
         Self {

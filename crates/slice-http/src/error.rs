@@ -38,6 +38,9 @@ pub enum ApiError {
     /// The body did not arrive in time; the connection is closed after the answer.
     #[error("the request body did not arrive within {seconds} s")]
     RequestTimeout { seconds: u64 },
+    /// The request contradicts how the daemon was set up (a fabric its settings declare).
+    #[error("{0}")]
+    Conflict(String),
     /// A part of the daemon that the request needs is not running, or the store cannot
     /// serve the request now (a cluster without a quorum).
     #[error("{0}")]
@@ -89,6 +92,7 @@ impl ResponseError for ApiError {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

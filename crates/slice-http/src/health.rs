@@ -258,6 +258,15 @@ mod tests {
         }
     }
 
+    impl slice_core::FabricDeclarations for Probed {
+        fn declared_fabric(&self) -> Result<slice_core::DeclaredFabric, StoreError> {
+            Err(nothing())
+        }
+        fn declare_fabric(&self, _: &slice_core::DeclaredFabric) -> Result<(), StoreError> {
+            Err(nothing())
+        }
+    }
+
     impl SliceStore for Probed {
         fn probe(&self) -> Result<(), StoreError> {
             self.probes.fetch_add(1, Ordering::SeqCst);

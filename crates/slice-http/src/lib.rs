@@ -13,6 +13,7 @@ mod browser;
 mod cluster;
 mod error;
 pub mod events;
+mod fabric;
 mod hangup;
 mod head_guard;
 mod health;
@@ -118,6 +119,9 @@ pub struct Settings {
     /// The OpenFlow listeners switches connect to, as the web view names them on an
     /// empty network; empty when there is none.
     pub openflow_addresses: Vec<String>,
+    /// The daemon's settings declare the fabric: `PUT /topology/fabric` is refused (409),
+    /// so that one place says where links form.
+    pub fabric_in_settings: bool,
 }
 
 impl Settings {
@@ -139,6 +143,7 @@ impl Settings {
             metrics: None,
             health: Arc::new(Health::new()),
             openflow_addresses: Vec::new(),
+            fabric_in_settings: false,
         }
     }
 }
@@ -380,7 +385,9 @@ mod tests {
     use slice_core::{
         ChangeListener, MacAddress, MembershipSource, Port, PortId, Slice, SliceName, StoreError,
     };
-    use slice_core::{SessionRevocations, SliceRead, SliceWrite};
+    use slice_core::{
+        DeclaredFabric, FabricDeclarations, SessionRevocations, SliceRead, SliceWrite,
+    };
 
     /// A backend that cannot serve anything, in the way `make` says: unavailable (a
     /// cluster without a quorum) or failed.
@@ -455,6 +462,15 @@ mod tests {
         }
     }
 
+    impl FabricDeclarations for Refusing {
+        fn declared_fabric(&self) -> Result<DeclaredFabric, StoreError> {
+            Err((self.make)())
+        }
+        fn declare_fabric(&self, _: &DeclaredFabric) -> Result<(), StoreError> {
+            Err((self.make)())
+        }
+    }
+
     impl SliceStore for Refusing {}
 
     /// The status and error message of each request of the slice API against `store`.
@@ -470,6 +486,9 @@ mod tests {
             test::TestRequest::delete()
                 .uri("/slices/blue/ports/0x1:1/mac_addresses")
                 .set_json(serde_json::json!({"name": "00:00:00:00:00:01"})),
+            test::TestRequest::put()
+                .uri("/topology/fabric")
+                .set_json(serde_json::json!({"declared": ["0x1:1-0x2:1"]})),
         ];
         let mut answers = Vec::new();
         for request in requests {
@@ -490,7 +509,7 @@ mod tests {
             StatusCode::SERVICE_UNAVAILABLE,
             "no quorum: 1 of 3 members reachable".to_owned(),
         );
-        assert_eq!(answers, vec![expected; 4]);
+        assert_eq!(answers, vec![expected; 5]);
     }
 
     #[actix_rt::test]
@@ -501,7 +520,7 @@ mod tests {
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error".to_owned(),
         );
-        assert_eq!(answers, vec![expected; 4]);
+        assert_eq!(answers, vec![expected; 5]);
     }
 
     struct FixedCluster;

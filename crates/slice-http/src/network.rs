@@ -1,4 +1,5 @@
-//! Read-only views of the network for operators: switches, links, hosts and paths.
+//! Views of the network for operators: switches, links, the fabric, hosts and paths;
+//! all read-only but the fabric, which an operator declares (the `fabric` module).
 //!
 //! The application does not know the controller; the binary hands it a [`NetworkView`]
 //! that answers with JSON, so this crate stays free of the switch-control code.
@@ -40,11 +41,14 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
         ("/topology/hosts", ViewKind::Hosts),
         ("/paths", ViewKind::Paths),
     ] {
-        cfg.mount(path, crate::routing::READ, |r| {
-            r.route(crate::routing::readable(move |network: NetworkData| {
-                show(network, kind)
-            }))
-        });
+        let read = crate::routing::readable(move |network: NetworkData| show(network, kind));
+        if kind == ViewKind::Fabric {
+            cfg.mount(path, crate::routing::READ_REPLACE, |r| {
+                r.route(read).put(crate::fabric::declare)
+            });
+        } else {
+            cfg.mount(path, crate::routing::READ, |r| r.route(read));
+        }
     }
 }
 

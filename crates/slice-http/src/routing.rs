@@ -13,6 +13,8 @@ use crate::ApiError;
 pub(crate) const READ: &[Method] = &[Method::GET, Method::HEAD];
 /// A resource that only takes a POST.
 pub(crate) const POST: &[Method] = &[Method::POST];
+/// A resource that is read and replaced whole.
+pub(crate) const READ_REPLACE: &[Method] = &[Method::GET, Method::HEAD, Method::PUT];
 /// A collection that is read, added to and removed from.
 pub(crate) const READ_ADD_REMOVE: &[Method] =
     &[Method::GET, Method::HEAD, Method::POST, Method::DELETE];

@@ -7,9 +7,12 @@
 //! What is one backend's alone (sled's group commit, its integrity checks, its file
 //! permissions; etcd's watch, its quorum loss) is tested in that backend's own crate.
 
+mod fabric;
+
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier, Mutex};
 
+pub use fabric::a_declared_fabric_is_kept_told_and_survives_reopening;
 use slice_core::{
     Change, Host, MacAddress, Membership, Plan, PlanError, Port, PortId, Slice, SliceError,
     SliceName, SliceStore, StoreError, Write, Written,
@@ -55,6 +58,7 @@ macro_rules! contract_tests {
             applying_the_current_state_writes_nothing,
             a_declaration_that_names_something_twice_changes_nothing,
             writes_as_data_answer_like_the_blocking_methods,
+            a_declared_fabric_is_kept_told_and_survives_reopening,
         ]);
     };
     (@each $module:ident, $backend:ty, [$($test:ident),* $(,)?]) => {

@@ -2,7 +2,7 @@
 //! store's methods, the session revocations and the writer share. A leaf, so that the
 //! modules that hand work to the writer and the writer itself need not import each other.
 
-use slice_core::{Write, Written};
+use slice_core::{DeclaredFabric, Write, Written};
 
 use crate::Error;
 
@@ -15,6 +15,8 @@ pub(crate) enum Op {
         expires_at: u64,
         now: u64,
     },
+    /// Replace the declared fabric (see the `fabric` module).
+    DeclareFabric(DeclaredFabric),
     /// Make everything so far durable, with a flush of its own even when nothing waits.
     Flush,
 }

@@ -30,6 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod fabric;
 mod holder;
 mod integrity;
 mod job;
@@ -51,8 +52,10 @@ use parking_lot::RwLock;
 use std::time::{Duration, Instant};
 
 use slice_core::{Change, ChangeListener, MembershipSource, StoreError};
+use slice_core::{
+    DeclaredFabric, FabricDeclarations, SessionRevocations, SliceRead, SliceStore, SliceWrite,
+};
 use slice_core::{MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName};
-use slice_core::{SessionRevocations, SliceRead, SliceStore, SliceWrite};
 use slice_core::{Write, WriteDone, WriteQueue, Written};
 
 pub use crate::holder::LockHolder;
@@ -148,6 +151,10 @@ pub(crate) struct Inner {
     /// The revoked login sessions (see the sessions module), opened once: the session
     /// check reads it on every guarded request.
     revoked_sessions: sled::Tree,
+    /// The declared fabric's record (see the fabric module).
+    fabric_tree: sled::Tree,
+    /// The declared fabric as committed: only the writer changes it, after its flush.
+    fabric: RwLock<DeclaredFabric>,
     /// Where a write too large for one batch is kept until it is whole (see the journal
     /// module).
     journal: sled::Tree,
@@ -256,11 +263,15 @@ impl Store {
         }
         let model = Model::load(&tree)?;
         let revoked_sessions = db.open_tree(sessions::TREE)?;
+        let fabric_tree = db.open_tree(fabric::TREE)?;
+        let declared = fabric::load(&fabric_tree)?;
         let inner = Arc::new(Inner {
             db,
             tree,
             journal,
             revoked_sessions,
+            fabric_tree,
+            fabric: RwLock::new(declared),
             log_file,
             model: RwLock::new(model),
             content_version: AtomicU64::new(0),
@@ -716,6 +727,16 @@ impl SessionRevocations for Store {
 
     fn session_revoked(&self, id: &[u8], issued_at: u64) -> Result<bool, StoreError> {
         Ok(Store::session_revoked(self, id, issued_at)?)
+    }
+}
+
+impl FabricDeclarations for Store {
+    fn declared_fabric(&self) -> Result<DeclaredFabric, StoreError> {
+        Ok(Store::declared_fabric(self))
+    }
+
+    fn declare_fabric(&self, fabric: &DeclaredFabric) -> Result<(), StoreError> {
+        Ok(Store::declare_fabric(self, fabric)?)
     }
 }
 

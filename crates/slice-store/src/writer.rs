@@ -24,13 +24,13 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use slice_core::{Change, Plan, Port, SliceError, SliceName, Step, Write, Written};
+use slice_core::{Change, DeclaredFabric, Plan, Port, SliceError, SliceName, Step, Write, Written};
 
 use crate::job::{Job, Op, Reply};
 use crate::journal::{self, Records};
 use crate::keys::{encode_port, Key, Tag};
 use crate::model::{Edit, Model};
-use crate::{sessions, Error, Inner};
+use crate::{fabric, sessions, Error, Inner};
 
 /// Told of every round that made writes durable: how many jobs it covered and how long
 /// its apply, flush and fdatasync took. Called on the writer thread before the jobs get
@@ -75,6 +75,9 @@ struct Round {
     revokes: bool,
     /// A member applies a declared state: nothing more joins this round.
     closed: bool,
+    /// The fabric a member declares: a second declaration waits for the next round, so
+    /// that it is compared with this one once committed.
+    fabric: Option<DeclaredFabric>,
     members: Vec<Member>,
 }
 
@@ -103,6 +106,7 @@ impl Round {
                 None => !self.members.is_empty(),
             },
             Op::Revoke { .. } => self.revokes,
+            Op::DeclareFabric(_) => self.fabric.is_some(),
             Op::Flush => false,
         }
     }
@@ -133,6 +137,18 @@ impl Round {
                     }
                 },
             ),
+            Op::DeclareFabric(declared) => {
+                // The same declaration again writes nothing and tells nobody.
+                if *inner.fabric.read() == declared {
+                    return (job.reply)(Ok(Written::Done));
+                }
+                self.fabric = Some(declared.clone());
+                Ok(Planned {
+                    edits: Vec::new(),
+                    changes: vec![Change::FabricDeclared(declared)],
+                    written: Written::Done,
+                })
+            }
             Op::Write(Write::Apply(declared)) => {
                 let model = inner.model.read();
                 let current = model.snapshot();
@@ -189,6 +205,9 @@ impl Round {
             if self.wrote_sessions {
                 inner.revoked_sessions.apply_batch(self.sessions)?;
             }
+            if let Some(declared) = &self.fabric {
+                fabric::write(&inner.fabric_tree, declared)?;
+            }
             inner.sync()
         })();
         let took = started.elapsed();
@@ -217,6 +236,9 @@ impl Round {
                 // count reads the new model (see `SliceRead::content_version`).
                 inner.content_version.fetch_add(1, Ordering::Release);
             }
+        }
+        if let Some(declared) = self.fabric {
+            *inner.fabric.write() = declared;
         }
         {
             let listeners = inner.listeners.read();

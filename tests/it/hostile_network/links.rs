@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// Rounds of genuine probes the attackers relay: far more than any rule counts.
 const ROUNDS: usize = 6;
 
-fn off_fabric(daemon: &Daemon, dpid: u64) -> u64 {
+pub(super) fn off_fabric(daemon: &Daemon, dpid: u64) -> u64 {
     dropped(daemon, dpid).map_or(0, |counts| counts["lldp_off_fabric"].as_u64().unwrap())
 }
 
@@ -55,6 +55,7 @@ fn past_the_discovery_window_relayed_probes_make_no_link_port_flaps_or_not() {
         daemon.get_json("/topology/fabric"),
         json!({
             "mode": "discovered",
+            "source": null,
             "declared": [],
             "down": [],
             "refused": [],
@@ -89,6 +90,7 @@ fn off_a_declared_fabric_relayed_probes_make_no_link_from_the_first_round() {
     let fabric = |down: &[&str], refused: Value| {
         json!({
             "mode": "declared",
+            "source": "settings",
             "declared": ["0x1:3-0x2:3"],
             "down": down,
             "refused": refused,

@@ -101,15 +101,22 @@ impl Engine {
                 link.dst,
                 frame.src
             );
-            self.guard.link_contradicted(link);
-            self.proactive.changed();
-            self.notices.push(Notice::link_down(link));
-            self.delete_paths_where(|path| path.uses_link(link));
-            self.delete_adopted_where(|_, flow| flow.uses_link(link));
+            self.link_disowned(link);
         }
         for end in contradicted.iter().flat_map(|link| [link.src, link.dst]) {
             self.guard.saw(end, FrameClass::Host);
         }
+    }
+
+    /// `link`, removed from the topology, was never a cable (host traffic over it, or a
+    /// declared fabric without it): it goes with everything routed over it, and nothing
+    /// of it is remembered to bring it back.
+    pub(super) fn link_disowned(&mut self, link: &Link) {
+        self.guard.link_contradicted(link);
+        self.proactive.changed();
+        self.notices.push(Notice::link_down(link));
+        self.delete_paths_where(|path| path.uses_link(link));
+        self.delete_adopted_where(|_, flow| flow.uses_link(link));
     }
 
     /// A link exists only where a probe the controller signed within the link's maximum

@@ -1,11 +1,14 @@
-//! Membership changes: the index kept current, paths the change forbids withdrawn,
-//! drops it allows lifted.
+//! What the store tells: membership changes (the index kept current, paths the change
+//! forbids withdrawn, drops it allows lifted) and the fabric declared anew.
 
 use super::*;
 
 impl Engine {
     /// Applies a committed change of slice membership and withdraws what it forbids now.
     pub fn membership_changed(&mut self, change: &Change) {
+        if let Change::FabricDeclared(fabric) = change {
+            return self.fabric_declared(fabric.clone());
+        }
         self.membership.apply(change);
         let grows = change.grows();
         if !self.config.slicing {
@@ -50,6 +53,47 @@ impl Engine {
             for key in forbidden {
                 self.delete_adopted(key);
             }
+        }
+    }
+
+    /// The operator declared the fabric anew (through the store): links form only where
+    /// it allows from now on, and a link it does not allow goes at once, with everything
+    /// routed over it. An empty declaration brings back discovery: links there stay, and
+    /// new ones form within a switch's window as before. An instance whose settings
+    /// declare the fabric keeps to them (the REST API refuses a declaration there; this
+    /// one came from another instance of the cluster).
+    pub fn fabric_declared(&mut self, fabric: DeclaredFabric) {
+        if self.fabric_in_settings {
+            if fabric != self.config.fabric {
+                log::warn!(
+                    "another instance declared the fabric in the store; this one keeps the                      fabric its settings declare: give every instance the same"
+                );
+            }
+            return;
+        }
+        log::info!(
+            "fabric declared: {}",
+            if fabric.is_declared() {
+                format!("{} entries", fabric.entries().len())
+            } else {
+                "none, links are discovered".to_owned()
+            }
+        );
+        self.config.fabric = fabric;
+        if !self.config.fabric.is_declared() {
+            return;
+        }
+        let fabric = &self.config.fabric;
+        let undeclared = self
+            .topology
+            .remove_links_where(|link| !fabric.allows(link.src, link.dst));
+        for link in &undeclared {
+            log::warn!(
+                "link {} -> {} withdrawn: the declared fabric has no such cable",
+                link.src,
+                link.dst
+            );
+            self.link_disowned(link);
         }
     }
 

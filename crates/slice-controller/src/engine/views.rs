@@ -62,6 +62,11 @@ impl Engine {
             .collect();
         FabricView {
             mode: if discovered { "discovered" } else { "declared" },
+            source: match (discovered, self.fabric_in_settings) {
+                (true, _) => None,
+                (false, true) => Some("settings"),
+                (false, false) => Some("api"),
+            },
             declared: declared.iter().map(ToString::to_string).collect(),
             down,
             refused,
@@ -160,6 +165,9 @@ pub struct FabricView {
     /// "declared": links form on the declared entries only; "discovered": within the
     /// discovery window of a switch, and where a link was.
     pub mode: &'static str,
+    /// Where the declaration comes from: "settings" (`--fabric`, `controller.fabric`) or
+    /// "api" (`PUT /topology/fabric`, kept in the store); null while links are discovered.
+    pub source: Option<&'static str>,
     /// The operator's cables (`0x1:10-0x2:10`) and fabric ports (`0x1:10`).
     pub declared: Vec<String>,
     /// Declared cables whose link is not up both ways: unplugged, miscabled, or a switch

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use slice_core::{Change, Leadership, Membership, MembershipSource, PortId};
+use slice_core::{Change, FabricDeclarations, Leadership, Membership, MembershipSource, PortId};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
@@ -64,6 +64,11 @@ pub enum StartError {
     NoListener,
     #[error(transparent)]
     ProbeKey(#[from] ProbeKeyError),
+    /// The settings declare one fabric and the store (`PUT /topology/fabric`) another.
+    #[error(
+        "the settings declare the fabric and so does the store (through the API),          differently: end the store's with PUT /topology/fabric {{\"declared\": []}} from          an instance without --fabric, or drop the settings' declaration"
+    )]
+    FabricDeclaredTwice,
 }
 
 /// What ties the controller to a cluster's master election, handed in by the program that
@@ -201,7 +206,7 @@ impl Controller {
     /// Binds the listeners, reads the slice membership from `store` (any backend), and
     /// starts serving
     /// switches on a runtime of its own.
-    pub fn start<S: MembershipSource>(
+    pub fn start<S: MembershipSource + FabricDeclarations>(
         listeners: &Listeners,
         store: &S,
         config: ControllerConfig,
@@ -212,7 +217,7 @@ impl Controller {
     /// [`Controller::start`] for one instance of a cluster (`Some`): it asks the switches
     /// for the role the election gives it, and writes to them only as master. With
     /// `None`, a single instance, exactly [`Controller::start`].
-    pub fn start_in<S: MembershipSource>(
+    pub fn start_in<S: MembershipSource + FabricDeclarations>(
         listeners: &Listeners,
         store: &S,
         config: ControllerConfig,
@@ -247,6 +252,17 @@ impl Controller {
             .snapshot()
             .map_err(|err| StartError::Membership(Box::new(err)))?;
         let membership = Membership::from_slices(&slices);
+        // Read after subscribing, like the slices: a declaration made meanwhile is told
+        // as well, and declaring the same one twice changes nothing.
+        let stored_fabric = store
+            .declared_fabric()
+            .map_err(|err| StartError::Membership(Box::new(err)))?;
+        if config.engine.fabric.is_declared()
+            && stored_fabric.is_declared()
+            && stored_fabric != config.engine.fabric
+        {
+            return Err(StartError::FabricDeclaredTwice);
+        }
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -255,7 +271,10 @@ impl Controller {
             .build()
             .map_err(StartError::Runtime)?;
         let (shutdown, stopped) = watch::channel(false);
-        let engine = Engine::new(config.engine.clone(), membership);
+        let mut engine = Engine::new(config.engine.clone(), membership);
+        if stored_fabric.is_declared() {
+            engine.fabric_declared(stored_fabric);
+        }
         let (notices, _) = broadcast::channel(NOTICE_BUFFER);
         let decider: SharedDecider = Arc::new(parking_lot::Mutex::new(Decider::new(
             engine,

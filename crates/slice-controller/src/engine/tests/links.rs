@@ -5,7 +5,7 @@
 use super::*;
 use std::collections::BTreeSet;
 
-use crate::declared_fabric::DeclaredFabric;
+use slice_core::fabric::DeclaredFabric;
 
 /// Switches 1 and 2, each with ports 1, 5 and 10, connected at `now`; a cable joins
 /// their ports 10, and the hosts at their ports 5 relay probes to each other.
@@ -133,4 +133,30 @@ fn a_declared_fabric_makes_links_on_its_cables_only_and_at_any_time() {
     let now = start + config.discovery_window * 2;
     exchange(&mut engine, p(1, 10), p(2, 10), now);
     assert_eq!(engine.links().len(), 2);
+}
+
+#[test]
+fn a_fabric_declared_at_run_time_withdraws_the_links_it_lacks_and_forms_its_own() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    // Within the window, two hosts relaying probes make a link beside the cable.
+    exchange(&mut engine, p(1, 5), p(2, 5), start);
+    exchange(&mut engine, p(1, 10), p(2, 10), start);
+    assert_eq!(engine.links().len(), 4);
+
+    let declared = DeclaredFabric::new(["0x1:10-0x2:10".parse().unwrap()]).unwrap();
+    engine.membership_changed(&Change::FabricDeclared(declared.clone()));
+    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
+    assert_eq!(link_ends(&engine), cable, "the relayed link went at once");
+    assert_eq!(engine.fabric().declared, ["0x1:10-0x2:10"]);
+    // Still within the window, the relay makes no link again.
+    exchange(&mut engine, p(1, 5), p(2, 5), start);
+    assert_eq!(link_ends(&engine), cable);
+
+    // Ending the declaration keeps the cable; past the window the relay stays refused.
+    engine.membership_changed(&Change::FabricDeclared(DeclaredFabric::default()));
+    let later = start + config().discovery_window;
+    exchange(&mut engine, p(1, 5), p(2, 5), later);
+    exchange(&mut engine, p(1, 10), p(2, 10), later);
+    assert_eq!(link_ends(&engine), cable);
 }

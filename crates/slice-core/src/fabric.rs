@@ -1,13 +1,22 @@
 //! The fabric an operator declares: the cables between switches, or the ports that may
 //! carry them. With a declaration, links form there and nowhere else, whatever probes
-//! arrive; without one, the engine discovers links within a window after each switch
+//! arrive; without one, the controller discovers links within a window after each switch
 //! connects (docs/security.md, "Links").
+//!
+//! A declaration comes from the daemon's settings or from the store (`PUT
+//! /topology/fabric`), which keeps it as [`DeclaredFabric::to_text`]: one entry a line.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
-use slice_core::PortId;
+use crate::PortId;
+
+/// The most entries one declaration holds: sixteen cables for each of a thousand
+/// switches, and more. It bounds what one request makes the store and every instance
+/// keep; even of the longest entries it stays under a mebibyte of text, within what etcd
+/// takes in one request (1.5 MiB by default).
+pub const MAX_FABRIC_ENTRIES: usize = 16_384;
 
 /// One line of a declaration: `0x1:10-0x2:10` for a cable, `0x1:10` for a fabric port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -20,11 +29,22 @@ pub enum FabricEntry {
 
 /// Why a declaration line is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FabricEntryError {
+    /// A side is not a port name (`0x<hex dpid>:<port no>`).
     #[error("fabric entry {entry:?}: {reason}")]
-    Port { entry: String, reason: String },
+    Port {
+        /// The line as given.
+        entry: String,
+        /// What is wrong with the port in it.
+        reason: String,
+    },
+    /// Both ends of a cable are the same port.
     #[error("{entry:?}: a cable joins two different ports")]
-    Loop { entry: String },
+    Loop {
+        /// The line as given.
+        entry: String,
+    },
 }
 
 impl FromStr for FabricEntry {
@@ -68,9 +88,27 @@ impl fmt::Display for FabricEntry {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("port {port} is declared twice: in {first} and in {second}")]
 pub struct FabricConflict {
+    /// The port in both.
     pub port: PortId,
+    /// The entry that declared it first.
     pub first: FabricEntry,
+    /// The entry that declared it again.
     pub second: FabricEntry,
+}
+
+/// Why a list of lines is not a declaration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FabricError {
+    /// A line is not an entry.
+    #[error(transparent)]
+    Entry(#[from] FabricEntryError),
+    /// A port is in two entries.
+    #[error(transparent)]
+    Conflict(#[from] FabricConflict),
+    /// More entries than [`MAX_FABRIC_ENTRIES`].
+    #[error("a fabric declaration holds at most {MAX_FABRIC_ENTRIES} entries")]
+    TooLarge,
 }
 
 /// The operator's fabric: empty (the default) lets the engine discover links.
@@ -138,6 +176,39 @@ impl DeclaredFabric {
             .chain(self.ports.iter().map(|port| FabricEntry::Port(*port)))
             .collect()
     }
+
+    /// The declaration of the entries written as `lines` (an entry's text each), bounded
+    /// by [`MAX_FABRIC_ENTRIES`]: what a request body or a setting gives.
+    pub fn parse<S: AsRef<str>>(lines: &[S]) -> Result<Self, FabricError> {
+        if lines.len() > MAX_FABRIC_ENTRIES {
+            return Err(FabricError::TooLarge);
+        }
+        let entries = lines
+            .iter()
+            .map(|line| line.as_ref().parse())
+            .collect::<Result<Vec<FabricEntry>, _>>()?;
+        Ok(Self::new(entries)?)
+    }
+
+    /// The entries one a line, in [`DeclaredFabric::entries`]' order: how a store keeps
+    /// the declaration. Empty when nothing is declared.
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for entry in self.entries() {
+            text.push_str(&entry.to_string());
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Reads back what [`DeclaredFabric::to_text`] wrote.
+    pub fn from_text(text: &str) -> Result<Self, FabricError> {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .collect();
+        Self::parse(&lines)
+    }
 }
 
 #[cfg(test)]
@@ -196,5 +267,23 @@ mod tests {
         // The same line twice is one declaration.
         let twice = ["0x1:10-0x2:10".parse().unwrap(); 2];
         assert_eq!(DeclaredFabric::new(twice).unwrap().entries().len(), 1);
+    }
+
+    #[test]
+    fn a_declaration_reads_back_from_its_text_and_a_bad_one_says_why() {
+        let fabric = DeclaredFabric::parse(&["0x3:1", "0x2:10-0x1:10"]).unwrap();
+        assert_eq!(fabric.to_text(), "0x1:10-0x2:10\n0x3:1\n");
+        assert_eq!(DeclaredFabric::from_text(&fabric.to_text()), Ok(fabric));
+        assert_eq!(DeclaredFabric::from_text(""), Ok(DeclaredFabric::default()));
+        assert!(matches!(
+            DeclaredFabric::parse(&["0x1:1", "0x1:1-0x2:1"]),
+            Err(FabricError::Conflict(_))
+        ));
+        assert!(matches!(
+            DeclaredFabric::from_text("0x1:1\nnot a port\n"),
+            Err(FabricError::Entry(_))
+        ));
+        let too_many = vec!["0x1:1"; MAX_FABRIC_ENTRIES + 1];
+        assert_eq!(DeclaredFabric::parse(&too_many), Err(FabricError::TooLarge));
     }
 }

@@ -1,0 +1,137 @@
+//! The fabric declared through the API (issue 33): durable, in force at once (a link the
+//! declaration lacks goes with the request), refused when malformed or when the settings
+//! declare the fabric. Emulated switches over real TCP, the real `sliced` on sled.
+
+use super::links::off_fabric;
+use super::{daemon, links, probes_out_of, WAIT};
+use crate::common::switch::{eventually, Network};
+use crate::common::{agent, status_json, Daemon};
+use openflow::Version;
+use serde_json::{json, Value};
+
+fn declare(daemon: &Daemon, entries: &[&str]) -> (u16, Value) {
+    status_json(
+        agent()
+            .put(&daemon.url("/topology/fabric"))
+            .send_json(json!({ "declared": entries })),
+    )
+}
+
+fn fabric_of(daemon: &Daemon) -> (Value, Value, Value) {
+    let fabric = daemon.get_json("/topology/fabric");
+    (
+        fabric["mode"].clone(),
+        fabric["source"].clone(),
+        fabric["declared"].clone(),
+    )
+}
+
+#[test]
+fn a_fabric_declared_through_the_api_withdraws_a_relayed_link_at_once_and_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default 30 s discovery window: long enough for hosts to relay a link in.
+    let daemon = daemon(dir.path(), &[]);
+    let mut network = Network::new();
+    network.cable((1, 3), (2, 3));
+    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 3);
+    let s2 = network.connect(daemon.openflow, 2, Version::Of13, 3);
+    assert!(eventually(WAIT, || links(&daemon).len() == 2), "the cable");
+    // Within the window the hosts behind port 2 relay each other's newest probes.
+    let relay = || {
+        if let (Some(from_1), Some(from_2)) =
+            (probes_out_of(&s1, 2).pop(), probes_out_of(&s2, 2).pop())
+        {
+            s2.packet_in(2, from_1);
+            s1.packet_in(2, from_2);
+        }
+    };
+    assert!(
+        eventually(WAIT, || {
+            relay();
+            links(&daemon).len() == 4
+        }),
+        "a relayed link within the window: {:?}",
+        links(&daemon)
+    );
+
+    // Malformed declarations change nothing.
+    for (entries, says) in [
+        (&["0x1:3-0x1:3"][..], "a cable joins two different ports"),
+        (
+            &["0x1:3-0x2:3", "0x1:3-0x3:3"][..],
+            "port 0x1:3 is declared twice",
+        ),
+        (&["1:3"][..], "\"1:3\""),
+    ] {
+        let (status, body) = declare(&daemon, entries);
+        assert_eq!(status, 400, "{entries:?}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(says), "{entries:?}: {error}");
+    }
+    assert_eq!(fabric_of(&daemon).0, "discovered");
+    assert_eq!(links(&daemon).len(), 4);
+
+    let (status, body) = declare(&daemon, &["0x2:3-0x1:3"]);
+    assert_eq!((status, body), (200, json!({"declared": ["0x1:3-0x2:3"]})));
+    // The relay goes on, still within the window, and is refused from now on.
+    assert!(
+        eventually(WAIT, || {
+            relay();
+            off_fabric(&daemon, 1) > 0 && links(&daemon).len() == 2
+        }),
+        "the relayed link goes and stays gone: {:?}",
+        links(&daemon)
+    );
+    assert_eq!(
+        fabric_of(&daemon),
+        (json!("declared"), json!("api"), json!(["0x1:3-0x2:3"]))
+    );
+    drop((s1, s2, network));
+
+    // Kept on disk: a restart finds it.
+    daemon.terminate();
+    let daemon = Daemon::start(dir.path());
+    assert_eq!(
+        fabric_of(&daemon),
+        (json!("declared"), json!("api"), json!(["0x1:3-0x2:3"]))
+    );
+    // An empty declaration ends it.
+    assert_eq!(declare(&daemon, &[]), (200, json!({"declared": []})));
+    assert_eq!(
+        fabric_of(&daemon),
+        (json!("discovered"), Value::Null, json!([]))
+    );
+}
+
+#[test]
+fn settings_that_declare_the_fabric_refuse_another_from_the_api_or_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(dir.path(), &["--fabric", "0x1:3-0x2:3"]);
+    let (status, body) = declare(&daemon, &["0x1:4-0x2:4"]);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("--fabric"),
+        "{body}"
+    );
+    assert_eq!(
+        fabric_of(&daemon),
+        (json!("declared"), json!("settings"), json!(["0x1:3-0x2:3"]))
+    );
+    daemon.terminate();
+
+    // Declared through the API, then started with other settings: which one holds is
+    // unclear, so the daemon does not start.
+    let daemon = Daemon::start(dir.path());
+    assert_eq!(declare(&daemon, &["0x1:4-0x2:4"]).0, 200);
+    daemon.terminate();
+    let stderr = crate::common::refused_start(
+        dir.path(),
+        &[
+            "--openflow",
+            &crate::common::free_port().to_string(),
+            "--fabric",
+            "0x1:3-0x2:3",
+        ],
+    );
+    assert!(stderr.contains("so does the store"), "says why: {stderr}");
+}
