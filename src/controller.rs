@@ -119,6 +119,7 @@ fn cluster_link(election: &Arc<MasterElection>) -> slice_controller::ClusterLink
     slice_controller::ClusterLink {
         leadership: election.leadership(),
         switch_roles,
+        generation_recheck: election.generation_recheck(),
     }
 }
 

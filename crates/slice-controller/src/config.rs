@@ -44,6 +44,9 @@ pub struct ControllerConfig {
     pub max_pending_handshakes: usize,
     /// Where the controller counts what it does; counters nobody reads by default.
     pub metrics: Arc<ControllerMetrics>,
+    /// Set by [`crate::Controller::start_in`] when the instance is one of a cluster: its
+    /// sessions then write nothing until a switch confirms it as master.
+    pub(crate) in_cluster: bool,
 }
 
 impl Default for ControllerConfig {
@@ -63,6 +66,7 @@ impl Default for ControllerConfig {
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
             metrics: Arc::default(),
+            in_cluster: false,
         };
         config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);
         config
@@ -99,6 +103,7 @@ impl ControllerConfig {
             packet_in_burst: self.packet_in_burst,
             packet_in_port_rate: self.packet_in_port_rate,
             lldp_port_rate: self.lldp_port_rate(),
+            role_gated: self.in_cluster,
         }
     }
 }

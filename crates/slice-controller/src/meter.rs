@@ -148,6 +148,22 @@ impl MeterSetup {
         matches!(self.phase, Phase::Decided { .. })
     }
 
+    /// A setup decided without a meter and without asking the switch anything, for a
+    /// switch this instance may not write to yet; [`MeterSetup::start`] again once it
+    /// may.
+    pub fn deferred(reason: &str, now: Instant) -> (Self, MeterStep) {
+        let mut setup = Self {
+            phase: Phase::AskingFeatures,
+            rate: 0,
+            burst: 0,
+            deadline: now,
+            table_miss_held: false,
+            meter_mods: Vec::new(),
+        };
+        let step = setup.decide(MeterDecision::Unmetered(reason.to_owned()));
+        (setup, step)
+    }
+
     /// The meter of the table-miss flow, once decided (None: no meter).
     pub fn meter_id(&self) -> Option<u32> {
         match self.phase {

@@ -39,7 +39,7 @@ use openflow::{ErrorType, HeaderRepr, Message, PortDesc, Version};
 
 use crate::limits::PacketInLimiter;
 use crate::meter::MeterSetup;
-use crate::protocol::FlowsRead;
+use crate::protocol::{Command, FlowsRead};
 pub use crate::protocol::{RoleRefusal, SwitchEvent};
 use crate::topology::PortState;
 
@@ -141,6 +141,38 @@ struct Open {
     refused_writes: u64,
     /// The flow-table read-back under way, if any.
     flow_read: Option<FlowRead>,
+    /// Whether the switch takes this instance's writes yet.
+    gate: WriteGate,
+}
+
+/// What a switch of a cluster lets this instance write. A connection starts EQUAL, which
+/// the switch lets write anything, and a role request refused as stale leaves it so: an
+/// instance that trusted the role it asked for would write as a deposed master, or as a
+/// standby waking from a pause (issue 34, row 12). So in a cluster nothing is written
+/// until the switch confirms MASTER.
+#[derive(Debug)]
+enum WriteGate {
+    /// A single instance: the switch is its alone, EQUAL is enough.
+    Open,
+    /// In a cluster, until the switch confirms this instance as master. A master's first
+    /// writes follow its role request at once: they wait here, in order, for the reply,
+    /// and go when it confirms; any other answer drops them (the next master rebuilds
+    /// what the switch needs). Bounded like the outbound buffer.
+    AwaitingMaster {
+        held: VecDeque<Command>,
+        held_bytes: usize,
+    },
+    /// The switch confirmed this instance as its master.
+    Master,
+}
+
+impl WriteGate {
+    fn closed() -> Self {
+        WriteGate::AwaitingMaster {
+            held: VecDeque::new(),
+            held_bytes: 0,
+        }
+    }
 }
 
 /// What a session needs to know of the controller's settings, built from them by the
@@ -168,6 +200,9 @@ pub struct SessionConfig {
     pub packet_in_port_rate: u32,
     /// LLDP PACKET_INs per second from any one port, outside the switch's budget.
     pub lldp_port_rate: u32,
+    /// In a cluster: nothing is written to the switch (the meter setup included) until it
+    /// confirms this instance as its master ([`WriteGate`]).
+    pub role_gated: bool,
 }
 
 /// One switch's OpenFlow session.

@@ -28,6 +28,7 @@
 //! gone, it starts again with a new lease and campaigns again.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ use etcd_client::{
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use slice_core::Leadership;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::time::{timeout, Instant};
 
 use crate::access::Access;
@@ -123,6 +124,7 @@ pub struct MasterElection {
     stop: watch::Sender<bool>,
     connection: Arc<Connection>,
     runtime: OwnedRuntime,
+    recheck: Arc<Notify>,
 }
 
 impl MasterElection {
@@ -143,7 +145,10 @@ impl MasterElection {
             },
         }));
         let lease = Arc::new(Mutex::new(None));
+        let recheck = Arc::new(Notify::new());
         let campaign = Campaign {
+            recheck: Arc::clone(&recheck),
+            force_publish: AtomicBool::new(false),
             layout: Layout::new(&config.prefix),
             connection: Arc::clone(&connection),
             leadership: leadership_tx,
@@ -170,7 +175,15 @@ impl MasterElection {
             stop,
             connection,
             runtime,
+            recheck,
         })
+    }
+
+    /// What to notify when a switch refused a role request as stale: the election reads
+    /// the master key again and publishes its state, even when nothing changed, so that
+    /// the controller asks the switch again with the generation etcd holds now.
+    pub fn generation_recheck(&self) -> Arc<Notify> {
+        Arc::clone(&self.recheck)
     }
 
     /// This instance's member id.
@@ -239,6 +252,10 @@ struct Campaign {
     known: Arc<Mutex<Known>>,
     lease: Arc<Mutex<Option<i64>>>,
     known_generation: Option<u64>,
+    /// Asks the loop to read the master key again ([`MasterElection::generation_recheck`]).
+    recheck: Arc<Notify>,
+    /// The next state published goes out even when unchanged: the answer to a recheck.
+    force_publish: AtomicBool,
 }
 
 /// Why one lease's campaign ended.
@@ -281,6 +298,10 @@ impl Campaign {
 
     /// Publishes a change of this instance's place, once.
     fn publish(&self, leadership: Leadership) {
+        if self.force_publish.swap(false, Ordering::Relaxed) {
+            self.leadership.send_replace(leadership);
+            return;
+        }
         self.leadership.send_if_modified(|current| {
             let changed = *current != leadership;
             *current = leadership;
@@ -402,6 +423,11 @@ impl Campaign {
                     master_key = None;
                 }
                 _ = sleep_until_some(claim_at), if !suspended && master_key.is_none() => {}
+                () = self.recheck.notified(), if !suspended => {
+                    self.force_publish.store(true, Ordering::Relaxed);
+                    master_key = None;
+                    claim_at = Some(Instant::now());
+                }
                 changed = next_change(&mut master_key, is_master) => {
                     master_key = None;
                     claim_at = Some(Instant::now());

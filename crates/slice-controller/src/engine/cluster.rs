@@ -11,8 +11,17 @@ impl Engine {
     /// every switch to make this instance its slave.
     pub fn set_leadership(&mut self, leadership: Leadership, now: Instant) {
         if self.leadership.as_ref() == Some(&leadership) {
+            // The election read etcd again after a stale refusal and found the same: the
+            // switches that refused are asked again with what etcd says, once.
+            let refused: Vec<u64> = self.role_refused.iter().copied().collect();
+            for dpid in refused {
+                if self.recheck_asked.remove(&dpid) {
+                    self.request_role(dpid);
+                }
+            }
             return;
         }
+        self.recheck_asked.clear();
         self.known_generation = self.known_generation.max(leadership.generation());
         match &leadership {
             Leadership::Master { generation } => {
@@ -102,22 +111,33 @@ impl Engine {
         if self.switch_roles.insert(dpid, role) != Some(role) {
             self.switch_roles_version += 1;
         }
+        if role == Role::Master {
+            // Asked again after a stale refusal, with the generation etcd holds now.
+            self.role_refused.remove(&dpid);
+        }
     }
 
     /// The switch refused this instance's role request. A stale generation means a newer
-    /// master claimed it: this instance is not its master, whatever the election last
-    /// said, and writes nothing to it until it wins a later election.
-    pub fn role_refused(&mut self, dpid: u64, reason: RoleRefusal) {
+    /// master claimed it than this instance knows of: it is not the switch's master,
+    /// whatever the election last said, and writes nothing to it until it wins a later
+    /// election. The switch keeps the role it gave before (EQUAL on a new connection),
+    /// which is what the cluster view shows. Returns whether to ask the election for the
+    /// current generation in etcd: once per switch until the election's answer, which
+    /// then asks the switch again (see [`Engine::set_leadership`]).
+    pub fn role_refused(&mut self, dpid: u64, reason: RoleRefusal) -> bool {
         if !self.topology.has_switch(dpid) {
-            return;
+            return false;
         }
         log::warn!("switch {dpid:#x} refuses this instance's role request: {reason}");
-        if reason == RoleRefusal::Stale {
-            self.role_refused.insert(dpid);
-            if self.switch_roles.insert(dpid, Role::Slave) != Some(Role::Slave) {
-                self.switch_roles_version += 1;
-            }
+        if reason != RoleRefusal::Stale {
+            return false;
         }
+        self.role_refused.insert(dpid);
+        if let std::collections::btree_map::Entry::Vacant(role) = self.switch_roles.entry(dpid) {
+            role.insert(Role::Equal);
+            self.switch_roles_version += 1;
+        }
+        self.recheck_asked.insert(dpid)
     }
 
     /// This instance's place in the election; None for a single instance.

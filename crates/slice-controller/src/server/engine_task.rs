@@ -56,6 +56,8 @@ pub(super) struct Decider {
     /// last published.
     switch_roles: Option<watch::Sender<BTreeMap<u64, Role>>>,
     published_roles: Option<u64>,
+    /// In a cluster, how to ask the election for the current generation.
+    generation_recheck: Option<Arc<tokio::sync::Notify>>,
     stopped: watch::Receiver<bool>,
 }
 
@@ -71,11 +73,16 @@ impl Decider {
     ) -> Self {
         let metrics = Arc::clone(&config.metrics);
         engine.set_metrics(Arc::clone(&metrics));
-        let switch_roles = cluster.map(|link| {
-            let leadership = link.leadership.borrow_and_update().clone();
-            engine.set_leadership(leadership, Instant::now());
-            link.switch_roles.clone()
-        });
+        let (switch_roles, generation_recheck) = cluster
+            .map(|link| {
+                let leadership = link.leadership.borrow_and_update().clone();
+                engine.set_leadership(leadership, Instant::now());
+                (
+                    link.switch_roles.clone(),
+                    Arc::clone(&link.generation_recheck),
+                )
+            })
+            .unzip();
         Self {
             engine,
             switches: HashMap::new(),
@@ -85,6 +92,7 @@ impl Decider {
             notices,
             switch_roles,
             published_roles: None,
+            generation_recheck,
             stopped,
         }
     }
@@ -202,7 +210,10 @@ pub(super) async fn run_engine(
 impl Decider {
     fn handle(&mut self, event: Event) {
         let Self {
-            engine, switches, ..
+            engine,
+            switches,
+            generation_recheck,
+            ..
         } = self;
         match event {
             Event::SwitchUp {
@@ -298,8 +309,10 @@ impl Decider {
                 connection,
                 reason,
             } => {
-                if is_current(switches, dpid, connection) {
-                    engine.role_refused(dpid, reason);
+                if is_current(switches, dpid, connection) && engine.role_refused(dpid, reason) {
+                    if let Some(recheck) = generation_recheck {
+                        recheck.notify_one();
+                    }
                 }
             }
             Event::FlowsRead {

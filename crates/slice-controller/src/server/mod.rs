@@ -80,6 +80,10 @@ pub struct ClusterLink {
     /// Where the controller tells the role each connected switch gave this instance,
     /// whenever it changes.
     pub switch_roles: watch::Sender<BTreeMap<u64, Role>>,
+    /// Notified when a switch refuses a role request as stale: the election reads the
+    /// current generation from etcd and publishes its state again, even if unchanged,
+    /// and the engine asks the switch once more with it.
+    pub generation_recheck: Arc<tokio::sync::Notify>,
 }
 
 /// Store changes and inspections queued for the engine task (switches' events do not
@@ -225,6 +229,8 @@ impl Controller {
     ) -> Result<Self, StartError> {
         // No random secret means probes anyone could forge: better not to start.
         config.engine.probe_key.check()?;
+        let mut config = config;
+        config.in_cluster = cluster.is_some();
         if listeners.plain.is_none() && listeners.tls.is_none() {
             return Err(StartError::NoListener);
         }

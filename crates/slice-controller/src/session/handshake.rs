@@ -7,7 +7,9 @@ use std::time::Instant;
 use openflow::error_msg::HelloFailedCode;
 use openflow::{ErrorType, HeaderRepr, Message, PortDesc, Version};
 
-use super::{port_state, CloseReason, Discovery, Open, State, SwitchSession, OUR_VERSIONS};
+use super::{
+    port_state, CloseReason, Discovery, Open, State, SwitchSession, WriteGate, OUR_VERSIONS,
+};
 use crate::limits::PacketInLimiter;
 use crate::meter::MeterSetup;
 use crate::protocol::{SwitchEvent, SwitchProfile};
@@ -153,13 +155,27 @@ impl SwitchSession {
             }
         }
         let config = &self.config;
-        let (meter, step) = MeterSetup::start(
-            self.version,
-            config.packet_in_rate,
-            config.packet_in_burst,
-            now,
-            config.handshake_timeout,
-        );
+        // A meter is a write: in a cluster it waits until the switch confirms this
+        // instance as master (`WriteGate`), and is set up then.
+        let (meter, step) = if config.role_gated {
+            MeterSetup::deferred(
+                "in a cluster, set up once the switch confirms this instance as master",
+                now,
+            )
+        } else {
+            MeterSetup::start(
+                self.version,
+                config.packet_in_rate,
+                config.packet_in_burst,
+                now,
+                config.handshake_timeout,
+            )
+        };
+        let gate = if config.role_gated {
+            WriteGate::closed()
+        } else {
+            WriteGate::Open
+        };
         let open = Box::new(Open {
             dpid,
             meter,
@@ -178,6 +194,7 @@ impl SwitchSession {
             role_request: None,
             refused_writes: 0,
             flow_read: None,
+            gate,
         });
         let profile = SwitchProfile {
             needs_table_miss_flow: self.version == Version::Of13,

@@ -56,11 +56,17 @@ impl SwitchSession {
                 }
             }
             Message::RoleReply(RoleMsg { role, .. }) => match controller_role(role) {
-                Some(role) => SwitchEvent::RoleChanged { role },
+                Some(role) => {
+                    self.role_confirmed(role);
+                    SwitchEvent::RoleChanged { role }
+                }
                 None => return log::warn!("switch {dpid:#x} replied with role {role:?}"),
             },
             Message::NxRoleReply(role) => match nicira_role(role) {
-                Some(role) => SwitchEvent::RoleChanged { role },
+                Some(role) => {
+                    self.role_confirmed(role);
+                    SwitchEvent::RoleChanged { role }
+                }
                 None => return log::warn!("switch {dpid:#x} replied with Nicira role {role:?}"),
             },
             Message::FlowStatsReply { flows, more } => {
@@ -73,9 +79,9 @@ impl SwitchSession {
             } => {
                 if open.role_request == Some(header.xid) {
                     open.role_request = None;
-                    SwitchEvent::RoleRefused {
-                        reason: role_refusal(err_type, code, &data),
-                    }
+                    let reason = role_refusal(err_type, code, &data);
+                    self.close_gate();
+                    SwitchEvent::RoleRefused { reason }
                 } else if open
                     .flow_read
                     .as_ref()

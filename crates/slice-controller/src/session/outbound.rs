@@ -8,7 +8,7 @@ use openflow::{
     RoleMsg, Version,
 };
 
-use super::{CloseReason, State, SwitchSession};
+use super::{CloseReason, State, SwitchSession, WriteGate};
 use crate::meter::{MeterDecision, MeterSetup, MeterStep};
 use crate::protocol::{Command, FlowHandle, Role, Rule, SwitchEvent};
 
@@ -18,12 +18,16 @@ impl SwitchSession {
         if self.closed.is_some() {
             return;
         }
+        if command.writes() && self.hold_until_master(&command) {
+            return;
+        }
         let message = match command {
             Command::SetRole { role, generation } => {
-                self.send_role_request(role, generation);
-                if role == Role::Master {
-                    self.set_up_meter_again();
+                if role != Role::Master {
+                    // Whatever the switch answers, this instance stops writing now.
+                    self.close_gate();
                 }
+                self.send_role_request(role, generation);
                 return;
             }
             Command::ClearFlows => Message::FlowMod(FlowMod {
@@ -160,10 +164,76 @@ impl SwitchSession {
         });
     }
 
-    /// On 1.3, a switch that went without the PACKET_IN meter gets another try once this
-    /// controller claims to be its master: as a standby its METER_MODs were refused as a
-    /// slave's, and the table-miss flow it is about to send as master must not replace
-    /// the old master's metered one with an unmetered one. The setup is held to the
+    /// Holds a write while the switch has not confirmed this instance as its master (in a
+    /// cluster); true when held. Past the outbound bound the session closes, as it would
+    /// with that much unwritten.
+    fn hold_until_master(&mut self, command: &Command) -> bool {
+        let max = self.config.max_outbound_bytes;
+        let Some(open) = self.open_mut() else {
+            return false;
+        };
+        let WriteGate::AwaitingMaster { held, held_bytes } = &mut open.gate else {
+            return false;
+        };
+        *held_bytes = held_bytes.saturating_add(held_size(command));
+        held.push_back(command.clone());
+        if *held_bytes > max {
+            self.close(CloseReason::OutboundFull(max));
+        }
+        true
+    }
+
+    /// The switch confirmed `role` for this instance: as master, the meter is set up if
+    /// it is not, and the writes held meanwhile go out in order; as anything else, they
+    /// are dropped and writes stay held.
+    pub(super) fn role_confirmed(&mut self, role: Role) {
+        if role != Role::Master {
+            return self.close_gate();
+        }
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        let held = match std::mem::replace(&mut open.gate, WriteGate::Master) {
+            WriteGate::AwaitingMaster { held, .. } => held,
+            // A single instance, or confirmed already (a claim with a new generation).
+            gate @ (WriteGate::Open | WriteGate::Master) => {
+                open.gate = gate;
+                return;
+            }
+        };
+        self.set_up_meter_again();
+        for command in held {
+            self.queue(command);
+        }
+    }
+
+    /// Stops writing until the switch confirms this instance as master again: on a
+    /// request for another role, a refusal, or a reply with another role. What was held
+    /// is dropped.
+    pub(super) fn close_gate(&mut self) {
+        let dpid = self.dpid().unwrap_or_default();
+        let Some(open) = self.open_mut() else {
+            return;
+        };
+        if matches!(open.gate, WriteGate::Open) {
+            return;
+        }
+        if let WriteGate::AwaitingMaster { held, .. } = &open.gate {
+            if !held.is_empty() {
+                log::info!(
+                    "switch {dpid:#x}: {} writes dropped: it did not confirm this instance \
+                     as master",
+                    held.len()
+                );
+            }
+        }
+        open.gate = WriteGate::closed();
+    }
+
+    /// On 1.3, a switch that went without the PACKET_IN meter gets another try once it
+    /// confirms this controller as its master: in a cluster the setup waits for that
+    /// (`WriteGate`), and the table-miss flow it is about to send as master must not
+    /// replace the old master's metered one with an unmetered one. The setup is held to the
     /// connection's patience from the last time the switch was heard (the session has
     /// no clock here), and the table-miss flow waits for its decision as on connect.
     pub(super) fn set_up_meter_again(&mut self) {
@@ -265,6 +335,15 @@ impl SwitchSession {
             self.close(CloseReason::OutboundFull(max));
         }
     }
+}
+
+/// About what a held command costs in memory, to bound the writes held for a role.
+fn held_size(command: &Command) -> usize {
+    let payload = match command {
+        Command::PacketOut { data, .. } | Command::Flood { data, .. } => data.len(),
+        _ => 0,
+    };
+    std::mem::size_of::<Command>() + payload
 }
 
 pub(super) fn rule_match(rule: Rule) -> Match {

@@ -181,10 +181,11 @@ fn a_stale_refusal_makes_the_switch_off_limits_until_the_next_election() {
     engine.switch_connected(2, SENDS_MISSES, ports(&[1]), now);
     engine.take_commands();
     engine.role_changed(2, Role::Master);
-    engine.role_refused(1, RoleRefusal::Stale);
+    assert!(engine.role_refused(1, RoleRefusal::Stale), "ask etcd");
+    // The refused request changed nothing: the new connection is still EQUAL.
     assert_eq!(
         engine.switch_roles().0.clone(),
-        BTreeMap::from([(1, Role::Slave), (2, Role::Master)])
+        BTreeMap::from([(1, Role::Equal), (2, Role::Master)])
     );
     assert_eq!(send(&mut engine, p(1, 1), 1, BROADCAST), []);
     engine.tick(now);
@@ -215,4 +216,39 @@ fn confirmed_roles_are_versioned_and_forgotten_with_the_switch() {
     // A role for a switch the engine does not know is ignored.
     engine.role_changed(9, Role::Master);
     assert!(engine.switch_roles().0.is_empty());
+}
+
+#[test]
+fn a_stale_refusal_asks_etcd_once_and_the_answer_asks_the_switch_again() {
+    let now = Instant::now();
+    let mut engine = Engine::new(config(), membership(&[]));
+    // A standby woken from a pause, still with the generation it knew before.
+    engine.set_leadership(standby(Some(4)), now);
+    engine.switch_connected(1, SENDS_MISSES, ports(&[1]), now);
+    assert_eq!(
+        role_requests(&engine.take_commands()),
+        [(1, Role::Slave, 4)]
+    );
+    assert!(engine.role_refused(1, RoleRefusal::Stale));
+    assert!(!engine.role_refused(1, RoleRefusal::Stale), "once");
+    // The election read etcd again: a new generation is a new request...
+    engine.set_leadership(standby(Some(9)), now);
+    assert_eq!(
+        role_requests(&engine.take_commands()),
+        [(1, Role::Slave, 9)]
+    );
+    // ...and so is the same answer again, once, for a switch refused since.
+    assert!(engine.role_refused(1, RoleRefusal::Stale));
+    engine.set_leadership(standby(Some(9)), now);
+    assert_eq!(
+        role_requests(&engine.take_commands()),
+        [(1, Role::Slave, 9)]
+    );
+    engine.set_leadership(standby(Some(9)), now);
+    assert_eq!(role_requests(&engine.take_commands()), []);
+    engine.role_changed(1, Role::Slave);
+    assert_eq!(
+        engine.switch_roles().0.clone(),
+        BTreeMap::from([(1, Role::Slave)])
+    );
 }

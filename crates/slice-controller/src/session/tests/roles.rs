@@ -165,36 +165,121 @@ fn meter_features() -> MeterFeatures {
     }
 }
 
+/// A session of one instance of a cluster.
+fn clustered() -> ControllerConfig {
+    ControllerConfig {
+        in_cluster: true,
+        ..config()
+    }
+}
+
+fn a_flow() -> Command {
+    Command::FlowDelete {
+        rule: Rule {
+            in_port: 1,
+            eth_src: MacAddress::new([2, 0, 0, 0, 0, 1]),
+            eth_dst: MacAddress::new([2, 0, 0, 0, 0, 2]),
+        },
+        priority: 100,
+    }
+}
+
+fn role_reply(role: ControllerRole, generation_id: u64) -> Message {
+    Message::RoleReply(RoleMsg {
+        role,
+        generation_id,
+    })
+}
+
+/// Issue 34, row 12: a connection starts EQUAL, which may write, and a stale refusal
+/// leaves it so; in a cluster nothing is written, the meter included, until the switch
+/// confirms this instance as master.
 #[test]
-fn a_standby_refused_the_meter_gets_it_when_it_becomes_master() {
+fn in_a_cluster_nothing_is_written_before_the_switch_confirms_this_instance_as_master() {
     let now = Instant::now();
-    let mut session = connected_1_3(config(), now);
-    let features = Message::MeterFeaturesReply(meter_features());
-    session.handle_bytes(&wire(OF13, 0x4d54_5201, &features), now);
-    sent(&mut session);
-    // As a slave's, the switch refuses the meter.
-    let is_slave = Message::Error {
-        err_type: ErrorType::BadRequest,
-        code: BadRequestCode::IsSlave.into(),
-        data: Vec::new(),
+    let mut session = session(clustered(), now);
+    session.handle_bytes(&hello(OF13), now);
+    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
+    let parts = Message::PortDescReply {
+        ports: vec![port(1), port(2)],
+        more: false,
     };
-    session.handle_bytes(&wire(OF13, 0x4d54_5204, &is_slave), now);
+    session.handle_bytes(&wire(OF13, 3, &parts), now);
+    let handshake = sent_messages(&mut session);
+    // SET_CONFIG is no write a slave is refused (OpenFlow 1.3.5, 6.3.5): it asks for
+    // whole PACKET_INs on this connection, with the default fragment handling.
+    assert!(
+        handshake.iter().all(|message| matches!(
+            message,
+            Message::Hello { .. }
+                | Message::FeaturesRequest
+                | Message::PortDescRequest
+                | Message::SetConfig { .. }
+        )),
+        "{handshake:?}"
+    );
+    let connected = events(&mut session);
     assert_eq!(
-        events(&mut session),
+        connected[1..],
         [SwitchEvent::PacketInMeter { metered: false }]
     );
-    // Claiming the switch asks for the meter again, and the table-miss flow waits for it.
+
+    // A claim with a generation the switch has seen bettered: refused, nothing written.
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 3,
+    });
+    session.queue(Command::TableMiss);
+    session.queue(a_flow());
+    let claimed = sent_with_xids(&mut session);
+    let [(xid, Message::RoleRequest(_))] = &claimed[..] else {
+        panic!("only the role request: {claimed:?}");
+    };
+    let stale = Message::Error {
+        err_type: ErrorType::RoleRequestFailed,
+        code: RoleRequestFailedCode::Stale.into(),
+        data: Vec::new(),
+    };
+    session.handle_bytes(&wire(OF13, *xid, &stale), now);
+    assert_eq!(sent_messages(&mut session), []);
+    session.queue(a_flow());
+    assert_eq!(
+        sent_messages(&mut session),
+        [],
+        "still EQUAL: nothing written"
+    );
+
+    // Confirmed: the meter is set up first, then what was held since goes, in order,
+    // the table-miss flow waiting for the meter.
     session.queue(Command::SetRole {
         role: Role::Master,
         generation: 5,
     });
     session.queue(Command::TableMiss);
-    let claimed = sent_messages(&mut session);
-    assert!(matches!(claimed[0], Message::RoleRequest(_)));
-    assert_eq!(
-        claimed[1..],
-        [Message::MeterFeaturesRequest, Message::BarrierRequest]
+    let request = sent_with_xids(&mut session);
+    assert_eq!(request.len(), 1, "{request:?}");
+    session.handle_bytes(
+        &wire(OF13, request[0].0, &role_reply(ControllerRole::Master, 5)),
+        now,
     );
+    let Command::FlowDelete { rule, priority } = a_flow() else {
+        unreachable!("a_flow is a delete")
+    };
+    let flow = Message::FlowMod(openflow::FlowMod {
+        command: openflow::FlowModCommand::DeleteStrict,
+        r#match: rule_match(rule),
+        priority,
+        ..openflow::FlowMod::default()
+    });
+    assert_eq!(
+        sent_messages(&mut session),
+        [
+            Message::MeterFeaturesRequest,
+            Message::BarrierRequest,
+            flow.clone()
+        ]
+    );
+    let features = Message::MeterFeaturesReply(meter_features());
     session.handle_bytes(&wire(OF13, 0x4d54_5201, &features), now);
     assert_eq!(sent(&mut session).len(), 3, "two adds, barrier");
     session.handle_bytes(&wire(OF13, 0x4d54_5205, &Message::BarrierReply), now);
@@ -204,18 +289,62 @@ fn a_standby_refused_the_meter_gets_it_when_it_becomes_master() {
             crate::meter::PACKET_IN_METER_ID
         ))]
     );
-    assert_eq!(
-        events(&mut session),
-        [SwitchEvent::PacketInMeter { metered: true }]
-    );
-    // A switch that has its meter is not asked again.
+    // A switch that has its meter is not asked again on a new claim.
     session.queue(Command::SetRole {
         role: Role::Master,
         generation: 6,
     });
     let again = sent_messages(&mut session);
-    assert_eq!(again.len(), 1);
-    assert!(matches!(again[0], Message::RoleRequest(_)));
+    assert!(matches!(again[..], [Message::RoleRequest(_)]), "{again:?}");
+
+    // Standing by: writes stop with the request, whatever the switch answers.
+    session.queue(Command::SetRole {
+        role: Role::Slave,
+        generation: 7,
+    });
+    session.queue(a_flow());
+    let request = sent_messages(&mut session);
+    assert!(
+        matches!(request[..], [Message::RoleRequest(_)]),
+        "{request:?}"
+    );
+}
+
+#[test]
+fn in_a_cluster_a_1_0_switch_takes_writes_once_it_confirms_the_master_and_not_as_slave() {
+    let now = Instant::now();
+    let mut session = connected_1_0(clustered(), now);
+    session.queue(a_flow());
+    assert_eq!(sent_messages(&mut session), []);
+    session.queue(Command::SetRole {
+        role: Role::Master,
+        generation: 1,
+    });
+    assert_eq!(
+        sent_messages(&mut session),
+        [Message::NxRoleRequest(NxRole::Master)]
+    );
+    session.handle_bytes(&wire(OF10, 9, &Message::NxRoleReply(NxRole::Master)), now);
+    let out = sent_messages(&mut session);
+    assert!(matches!(out[..], [Message::FlowMod(_)]), "{out:?}");
+    // A reply with another role closes the gate again.
+    session.handle_bytes(&wire(OF10, 10, &Message::NxRoleReply(NxRole::Slave)), now);
+    session.queue(a_flow());
+    assert_eq!(sent_messages(&mut session), []);
+}
+
+#[test]
+fn in_a_cluster_writes_held_for_a_role_are_bounded() {
+    let now = Instant::now();
+    let config = ControllerConfig {
+        max_outbound_bytes: 4096,
+        ..clustered()
+    };
+    let mut session = connected_1_3(config, now);
+    for _ in 0..4096 {
+        session.queue(a_flow());
+    }
+    assert!(session.is_closed());
 }
 
 #[test]
