@@ -18,6 +18,7 @@ mod mininet;
 mod mininet_net;
 mod mininet_tables;
 mod net;
+mod ofmsg_log;
 mod ovs;
 mod packet_socket;
 mod pki;
@@ -29,6 +30,7 @@ mod restart;
 mod scenarios;
 mod sliced;
 mod stage;
+mod standby_wakes;
 mod sys;
 mod tables;
 mod topologies;
@@ -717,6 +719,7 @@ mod tests {
                 "cluster",
                 "failover",
                 "pause-master",
+                "standby-wakes",
                 "etcd-cut"
             ]
         );

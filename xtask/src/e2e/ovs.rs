@@ -233,6 +233,24 @@ impl Ovs {
             .unwrap_or(0)
     }
 
+    /// What ovs-vswitchd logged between two marks (`to` None: until now).
+    pub(super) fn log_between(&self, from: usize, to: Option<usize>) -> anyhow::Result<String> {
+        let log = self.dir.join("ovs-vswitchd.log");
+        let bytes =
+            std::fs::read(&log).with_context(|| format!("cannot read {}", log.display()))?;
+        let end = to.unwrap_or(bytes.len()).min(bytes.len());
+        let part = bytes.get(from.min(end)..end).unwrap_or_default();
+        Ok(String::from_utf8_lossy(part).into_owned())
+    }
+
+    /// `ovs-appctl` on this instance's ovs-vswitchd (`vlog/set`).
+    pub(super) fn appctl(&self, args: &[&str]) -> anyhow::Result<String> {
+        let ctl = path_arg(&self.dir.join("ovs-vswitchd.ctl"));
+        let mut all = vec!["--timeout=10", "-t", ctl.as_str()];
+        all.extend_from_slice(args);
+        sys::run(&mut self.command("ovs-appctl", &all))
+    }
+
     /// The last `lines` warnings and errors ovs-vswitchd logged after `mark` (a stalled
     /// main loop shows here as "Unreasonably long ...ms poll interval").
     pub(super) fn vswitchd_warnings(&self, mark: usize, lines: usize) -> String {

@@ -185,6 +185,16 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "standby-wakes",
+        about: "two sliced with different PACKET_IN meters; the standby, then the master, \
+                paused until Open vSwitch drops it and woken: from Open vSwitch's own \
+                message log, it writes nothing, the master's meter stays, it ends slave",
+        run: super::standby_wakes::standby_wakes,
+        default_run: true,
+        needs_etcd: true,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "etcd-cut",
         about: "the master cut off from etcd (a proxy black-holes it) for three leases, \
                 then restored: a standby takes over, the cut one answers 503 and stands \

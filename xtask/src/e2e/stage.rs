@@ -228,15 +228,37 @@ impl<'a> Stage<'a> {
         &mut self,
         etcd_members: usize,
         instances: usize,
+        endpoints: impl FnMut(&EtcdCluster, usize) -> anyhow::Result<String>,
+    ) -> anyhow::Result<()> {
+        let none = vec![Vec::new(); instances];
+        self.start_cluster_custom(etcd_members, &none, endpoints)
+    }
+
+    /// [`Stage::start_cluster`] with one instance per entry of `flags`, each started with
+    /// its entry's extra flags (`--packet-in-rate`: instances that differ where the
+    /// switches can show which one wrote).
+    pub(super) fn start_cluster_flags(
+        &mut self,
+        etcd_members: usize,
+        flags: &[Vec<String>],
+    ) -> anyhow::Result<()> {
+        self.start_cluster_custom(etcd_members, flags, |etcd, _| Ok(etcd.endpoints()))
+    }
+
+    fn start_cluster_custom(
+        &mut self,
+        etcd_members: usize,
+        flags: &[Vec<String>],
         mut endpoints: impl FnMut(&EtcdCluster, usize) -> anyhow::Result<String>,
     ) -> anyhow::Result<()> {
         self.step(format!("start an etcd cluster of {etcd_members} members"));
         let etcd = EtcdCluster::start(&self.dir.join("etcd"), etcd_members)?;
         let secret = self.dir.join("lldp-secret");
         write_private(&secret, b"the lab's shared LLDP secret, 32+ bytes long\n")?;
-        for at in 1..=instances {
-            self.step(format!("start sliced c{at} on etcd"));
-            let extra = vec![
+        for (at, own) in (1..).zip(flags) {
+            let shown: String = own.iter().map(|flag| format!(" {flag}")).collect();
+            self.step(format!("start sliced c{at} on etcd{shown}"));
+            let mut extra = vec![
                 "--etcd".to_owned(),
                 endpoints(&etcd, at)?,
                 // The lab's etcd is on loopback.
@@ -244,6 +266,7 @@ impl<'a> Stage<'a> {
                 "--lldp-secret-file".to_owned(),
                 secret.display().to_string(),
             ];
+            extra.extend(own.iter().cloned());
             let dir = self.dir.join(format!("c{at}"));
             let controller =
                 Controller::start_with(self.lab.bins, &dir, self.tls.as_ref(), &extra)?;
