@@ -24,13 +24,7 @@ pub(crate) fn settings(config: &Config, backend: &Backend) -> anyhow::Result<sli
     settings.session_ttl = config.session_ttl;
     settings.proxy = config.proxy.clone().map(Arc::new);
     settings.oidc = oidc(config)?;
-    if !settings.developer_login && settings.proxy.is_none() && settings.oidc.is_none() {
-        log::warn!(
-            "no login over HTTP: the developer login is off and neither [auth.proxy] nor \
-             [auth.oidc] is set, so only the local socket (the slice tool) can reach the \
-             guarded endpoints"
-        );
-    }
+    log_logins(&settings);
     settings.request_timeout = config.request_timeout;
     settings.max_apply_records = config.max_apply_records;
     settings.fabric_in_settings = config.links.fabric.is_declared();
@@ -38,6 +32,42 @@ pub(crate) fn settings(config: &Config, backend: &Backend) -> anyhow::Result<sli
     settings.host_policy =
         slice_http::HostPolicy::new(&http.resolved, Some(&http.written), &config.allowed_hosts);
     Ok(settings)
+}
+
+/// Says at start which logins are on, and warns where one lets anyone in.
+fn log_logins(settings: &slice_http::Settings) {
+    let mut logins = Vec::new();
+    if let Some(oidc) = &settings.oidc {
+        logins.push(format!("OpenID Connect through {}", oidc.issuer()));
+    }
+    if let Some(proxy) = &settings.proxy {
+        let trusted: Vec<String> = proxy.trusted.iter().map(ToString::to_string).collect();
+        logins.push(format!(
+            "the proxy's {} header from {}",
+            proxy.user_header,
+            trusted.join(", ")
+        ));
+    }
+    let real = !logins.is_empty();
+    if settings.developer_login {
+        logins.push("the developer login (anyone who reaches the API, as anyone)".to_owned());
+    }
+    if logins.is_empty() {
+        log::warn!(
+            "no login over HTTP: the developer login is off and neither [auth.proxy] nor \
+             [auth.oidc] is set, so only the local socket (the slice tool) can reach the \
+             guarded endpoints"
+        );
+        return;
+    }
+    log::info!("logins over HTTP: {}", logins.join("; "));
+    if real && settings.developer_login {
+        // Asked for with auth.developer_login = true: it undoes what the real login checks.
+        log::warn!(
+            "the developer login is on beside a real login: whoever reaches the API logs in \
+             as anyone without a password"
+        );
+    }
 }
 
 fn session_key(config: &Config, backend: &Backend) -> anyhow::Result<Key> {
@@ -70,7 +100,12 @@ fn oidc(config: &Config) -> anyhow::Result<Option<Arc<slice_http::Oidc>>> {
         roles: config.roles.clone(),
         ..oidc
     };
-    let oidc = Arc::new(slice_http::Oidc::new(oidc).map_err(anyhow::Error::msg)?);
+    // A provider that stalls keeps the logins waiting on it: a quarter of the HTTP
+    // connections at most, so that health checks and the API always find one.
+    let oidc = slice_http::Oidc::new(oidc)
+        .map_err(anyhow::Error::msg)?
+        .with_waiting_logins(config.max_http_connections / 4);
+    let oidc = Arc::new(oidc);
     // Discovered ahead of the first login, so that a wrong issuer shows in the log;
     // a provider that is down only delays the logins.
     actix_web::rt::spawn({

@@ -479,6 +479,7 @@ impl Config {
         let cluster = cluster(args, file.cluster, etcd.is_some(), &openflow)?;
         let session_key_shared = etcd.is_some() && file.auth.session_key_file.is_none();
         let oidc = file.auth.oidc()?;
+        let proxy = file.auth.proxy()?;
         let http = args
             .http
             .clone()
@@ -507,14 +508,15 @@ impl Config {
                 .require_auth
                 .then_some(true)
                 .or(file.auth.require_for_slices),
-            // A daemon with a real login has no developer login unless asked for both.
+            // A daemon with a real login (a proxy's or OpenID Connect) has no developer
+            // login, which lets anyone be anyone, unless the file asks for both.
             developer_login: args
                 .no_developer_login
                 .then_some(false)
                 .or(file.auth.developer_login)
-                .or(oidc.is_some().then_some(false)),
+                .or((oidc.is_some() || proxy.is_some()).then_some(false)),
             secure_cookie: file.auth.secure_cookie,
-            proxy: file.auth.proxy()?,
+            proxy,
             roles: file.auth.roles()?,
             oidc,
             session_key_file: file

@@ -121,13 +121,17 @@ fn basic(user: &str) -> String {
 /// The daemon's configuration: every endpoint behind the guard, no developer login, the
 /// proxy trusted from its address alone, `net-admins` operators and everyone else viewers.
 fn config(dir: &Path) -> PathBuf {
+    config_with(dir, "require_for_slices = true\ndeveloper_login = false")
+}
+
+/// The configuration with `auth` as the `[auth]` table's own keys.
+fn config_with(dir: &Path, auth: &str) -> PathBuf {
     let path = dir.join("sliced.toml");
     let mut file = std::fs::File::create(&path).expect("the config file is created");
     writeln!(
         file,
         r#"[auth]
-require_for_slices = true
-developer_login = false
+{auth}
 
 [auth.roles]
 operator = ["net-admins"]
@@ -286,4 +290,70 @@ fn the_proxy_names_the_user_roles_limit_them_and_every_write_is_audited() {
         .as_str()
         .is_some_and(|time| time.ends_with('Z')));
     assert_eq!(entries[2]["source"], "local");
+}
+
+/// The developer login over HTTP as an attacker would use it: any name, from any address.
+fn developer_login(daemon: &Daemon) -> u16 {
+    let answer = agent()
+        .post(&daemon.url("/auth/developer/callback"))
+        .set("Origin", &daemon.url(""))
+        .send_json(json!({"name": "anyone", "email": "anyone@example.com"}));
+    status_json(answer).0
+}
+
+/// A proxy is a real login: with it the developer login, which lets anyone be anyone, is
+/// off unless the settings ask for it by name; the start-up log says which logins are on.
+#[test]
+fn a_proxy_turns_the_developer_login_off_unless_the_settings_ask_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sliced.log");
+    // No developer_login line at all.
+    let config = config_with(dir.path(), "");
+    let daemon = Daemon::start_filtered_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        "info",
+        &log,
+    );
+    assert_eq!(developer_login(&daemon), 404, "the developer login is gone");
+    let form = agent().get(&daemon.url("/auth/developer")).call();
+    assert_eq!(status_json(form).0, 404);
+    // The proxy's user still logs in.
+    let proxy = Nginx::start(daemon.http);
+    let me = agent()
+        .get(&proxy.url("/api/session"))
+        .set("Authorization", &basic("ada"))
+        .call();
+    assert_eq!(status_json(me).1["role"], "operator");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let logins: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("logins over HTTP"))
+        .collect();
+    assert_eq!(logins.len(), 1, "{text}");
+    assert!(
+        logins[0].contains(&format!("x-forwarded-user header from {PROXY_SOURCE}"))
+            && !logins[0].contains("developer"),
+        "{text}"
+    );
+    drop(proxy);
+    drop(daemon);
+
+    // Asked for by name, it is on beside the proxy, with a warning.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sliced.log");
+    let config = config_with(dir.path(), "developer_login = true");
+    let daemon = Daemon::start_filtered_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        "info",
+        &log,
+    );
+    assert_eq!(developer_login(&daemon), 200);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.lines().any(|line| line.contains("WARN")
+            && line.contains("developer login is on beside a real login")),
+        "{text}"
+    );
 }

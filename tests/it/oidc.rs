@@ -2,7 +2,10 @@
 //! (tests/oidc, installed by `npm ci --prefix tests/oidc`), run by node beside the real
 //! daemon. The whole flow goes over real HTTP: the daemon's redirect, the provider's
 //! login page, the callback; the provider's test routes then make it send ID tokens a
-//! real provider never would, which the daemon must refuse.
+//! real provider never would, which the daemon must refuse. `hostile` is what anyone who
+//! reaches the daemon, or a provider that stalls, can try.
+
+mod hostile;
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::common::switch::eventually;
 use crate::common::{free_port, status_json, SLICED};
 
 /// How long the provider and the daemon may take to come up on a loaded machine.
@@ -115,6 +119,25 @@ impl Provider {
         assert_eq!(response.status(), 204);
     }
 
+    /// Makes the provider take the next token request and never answer it.
+    fn hold_next_token(&self) {
+        let url = format!("{}/test/hold-next-token", self.issuer());
+        let response = ureq::post(&url).call().expect("the provider takes it");
+        assert_eq!(response.status(), 204);
+    }
+
+    /// The held token requests whose client is connected, and those it closed.
+    fn held(&self) -> (u64, u64) {
+        let url = format!("{}/test/held", self.issuer());
+        let held: Value = ureq::get(&url)
+            .call()
+            .expect("the provider answers")
+            .into_json()
+            .expect("JSON");
+        let count = |key: &str| held[key].as_u64().unwrap_or_default();
+        (count("open"), count("closed"))
+    }
+
     /// Makes the provider sign with a new key from now on, as a key rotation does.
     fn rotate_key(&self) {
         let url = format!("{}/test/rotate-key", self.issuer());
@@ -141,8 +164,16 @@ pub(crate) struct Sliced {
     _dir: tempfile::TempDir,
 }
 
+/// The daemon's log filter: warnings, the audit trail and the login's own lines.
+const LOG_FILTER: &str = "warn,sliced::audit=info,slice_http=info";
+
 impl Sliced {
     pub(crate) fn start(http: SocketAddr, issuer: &str) -> Self {
+        Self::start_with(http, issuer, &[], LOG_FILTER)
+    }
+
+    /// Started with `extra` arguments, logging as `filter` says.
+    fn start_with(http: SocketAddr, issuer: &str, extra: &[&str], filter: &str) -> Self {
         let dir = tempfile::tempdir().expect("a directory for the daemon");
         let secret = dir.path().join("client-secret");
         std::fs::write(&secret, format!("  {CLIENT_SECRET}\n")).expect("the secret is written");
@@ -186,7 +217,8 @@ redirect_url = "http://{http}/auth/oidc/callback"
             .arg(free_port().to_string())
             .arg("--config")
             .arg(&config)
-            .env("RUST_LOG", "warn,sliced::audit=info,slice_http=info")
+            .args(extra)
+            .env("RUST_LOG", filter)
             .stdin(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("the log file"))
             .spawn()
@@ -240,9 +272,14 @@ impl Drop for Sliced {
 
 /// The provider and the daemon, set up for each other; `None` when the test skips.
 fn pair() -> Option<(Provider, Sliced)> {
+    pair_logging(LOG_FILTER)
+}
+
+/// The pair, the daemon logging as `filter` says.
+fn pair_logging(filter: &str) -> Option<(Provider, Sliced)> {
     let http = free_port();
     let provider = Provider::start(free_port(), &format!("http://{http}/auth/oidc/callback"))?;
-    let sliced = Sliced::start(http, &provider.issuer());
+    let sliced = Sliced::start_with(http, &provider.issuer(), &[], filter);
     Some((provider, sliced))
 }
 
@@ -566,6 +603,37 @@ fn oidc_refuses_foreign_states_provider_errors_and_bad_id_tokens() {
         assert!(error.contains(reason), "{mode}: {error}");
         assert!(logged_out(&http), "{mode}");
     }
+
+    // The trail has every login whose state was valid, refused or not: Ada's, Bob's
+    // access_denied and the three bad ID tokens; nothing of the callbacks without one
+    // (tampered, foreign, replayed, a provider's error or nothing at all), which anyone
+    // could send as often as they like.
+    let logins = sliced.audited_logins();
+    let summary: Vec<(String, Value)> = logins
+        .iter()
+        .map(|entry| {
+            let result = entry["result"].as_str().unwrap_or_default();
+            (result.chars().take(40).collect(), entry["status"].clone())
+        })
+        .collect();
+    assert_eq!(logins.len(), 5, "{logins:#?}");
+    assert_eq!(logins[0]["result"], "ok", "{summary:?}");
+    let denied = &logins[1];
+    assert_eq!(
+        (denied["user"].as_str(), denied["status"].as_u64()),
+        (Some("anonymous"), Some(403)),
+        "{denied}"
+    );
+    assert!(
+        denied["result"]
+            .as_str()
+            .is_some_and(|result| result.contains("access_denied")),
+        "{denied}"
+    );
+    assert_eq!(denied["target"], json!({"method": "oidc"}));
+    for refused in &logins[2..] {
+        assert_eq!(refused["status"], 403, "{summary:?}");
+    }
 }
 
 #[test]
@@ -587,7 +655,17 @@ fn oidc_logins_wait_for_a_provider_that_is_down_at_start() {
     let Some(_provider) = Provider::start(provider_addr, &sliced.url("/auth/oidc/callback")) else {
         return;
     };
-    // Discovery is tried again by the next login.
+    // Discovery is tried again by a login once the wait after the failure is over (logins
+    // meanwhile answer 503 at once).
+    let started = || {
+        let response = answer(browser().get(&sliced.url("/auth/oidc/login")).call());
+        response.status() == 302
+    };
+    assert!(
+        eventually(Duration::from_secs(120), started),
+        "the provider is never discovered: {}",
+        sliced.log_text()
+    );
     let ada = browser();
     log_in(&ada, &sliced, "ada");
     assert_eq!(

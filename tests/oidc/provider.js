@@ -14,6 +14,10 @@
 //       client, with the provider's key), `expired` (with the provider's key)
 //   POST /test/rotate-key  from now on ID tokens are signed with a second key, which
 //       the key set (/jwks) then lists too, as a provider rotating its keys does
+//   POST /test/hold-next-token  the next token request is taken and never answered, as
+//       by a provider that stalls
+//   GET /test/held  {"open": N, "closed": N}: the held token requests whose client is
+//       still connected, and those whose client closed its connection
 
 import { createServer } from 'node:http';
 import { createSign, generateKeyPairSync } from 'node:crypto';
@@ -146,6 +150,8 @@ provider.use(async (ctx, next) => {
 });
 
 const providerHandler = provider.callback();
+let holdNextToken = false;
+const held = { open: 0, closed: 0 };
 const modes = new Set(['foreign-key', 'other-audience', 'expired']);
 
 createServer((req, res) => {
@@ -159,6 +165,21 @@ createServer((req, res) => {
     rotated = true;
     res.statusCode = 204;
     res.end();
+  } else if (req.method === 'POST' && url.pathname === '/test/hold-next-token') {
+    holdNextToken = true;
+    res.statusCode = 204;
+    res.end();
+  } else if (req.method === 'GET' && url.pathname === '/test/held') {
+    res.setHeader('Content-Type', 'application/json');
+    res.end(JSON.stringify(held));
+  } else if (holdNextToken && req.method === 'POST' && url.pathname === '/token') {
+    holdNextToken = false;
+    held.open += 1;
+    req.socket.on('close', () => {
+      held.open -= 1;
+      held.closed += 1;
+    });
+    req.resume();
   } else {
     providerHandler(req, res);
   }

@@ -8,10 +8,16 @@
 //! code, validates the ID token, maps the role and logs the user in. Every failure is a
 //! 4xx page (or JSON) that says what went wrong, but a provider that cannot be reached,
 //! which is 503 until it can.
+//!
+//! Anyone can call both routes, as often as they like: what they send is quoted escaped
+//! and cut short, a refusal before a valid state is logged at debug level only and not
+//! audited, and only a bounded number of requests wait on the provider at once, each
+//! until its client leaves at the latest.
 
 mod provider;
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use actix_session::Session;
@@ -26,6 +32,7 @@ use url::Url;
 
 use crate::audit::{self, Operation};
 use crate::auth;
+use crate::hangup::Hangup;
 use crate::identity::{Requester, Role, RoleMapping, User, Via};
 use crate::page::UI_PATH;
 use crate::routing::Mount;
@@ -45,6 +52,14 @@ const PENDING_LIFETIME_SECS: u64 = 600;
 const MAX_PENDING: usize = 4;
 /// The longest user name taken from a claim, as for the developer login.
 const MAX_NAME_CHARS: usize = 200;
+/// The longest part of a callback's parameters quoted in an answer, a log line or the
+/// audit trail: a client may send kilobytes of them on every request.
+const MAX_QUOTED_CHARS: usize = 200;
+/// The longest line about a login logged, whatever the provider or a client said.
+const MAX_LOGGED_CHARS: usize = 1000;
+/// How many requests may wait on the provider at once unless the daemon says otherwise
+/// ([`Oidc::with_waiting_logins`]).
+const DEFAULT_WAITING_LOGINS: usize = 16;
 
 /// What `[auth.oidc]` configures.
 #[derive(Clone)]
@@ -139,6 +154,9 @@ fn is_loopback(url: &Url) -> bool {
 /// once and shared by every worker.
 pub struct Oidc {
     provider: provider::Provider,
+    /// The places of the requests that wait on the provider: a provider that stalls
+    /// holds at most these connections, and the rest (health checks, the API) are served.
+    waiting: tokio::sync::Semaphore,
 }
 
 impl Oidc {
@@ -146,15 +164,45 @@ impl Oidc {
         config.check()?;
         Ok(Self {
             provider: provider::Provider::new(config)?,
+            waiting: tokio::sync::Semaphore::new(DEFAULT_WAITING_LOGINS),
         })
     }
 
+    /// At most `logins` requests (at least one) wait on the provider at once; more are
+    /// answered 503 at once. The daemon keeps this well below its HTTP connection cap.
+    #[must_use]
+    pub fn with_waiting_logins(mut self, logins: usize) -> Self {
+        self.waiting = tokio::sync::Semaphore::new(logins.max(1));
+        self
+    }
+
+    /// The issuer, as configured.
+    pub fn issuer(&self) -> &str {
+        &self.provider.config().issuer
+    }
+
     /// Discovers the provider ahead of the first login, so that a wrong issuer shows in
-    /// the log at start-up. A failure only logs: logins try again.
+    /// the log at start-up (the discovery logs how it went). Logins try again.
     pub async fn discover(&self) {
-        if let Err(err) = self.provider.discovered().await {
-            let err = ApiError::from(err);
-            log::warn!("{err}; OpenID Connect logins answer 503 until it can be");
+        let _ = self.provider.discovered().await;
+    }
+
+    /// Runs `work`, which waits on the provider, in one of the places for that, and only
+    /// while the client is there to take the answer: a client that hangs up ends it.
+    async fn on_provider<T>(
+        &self,
+        req: &HttpRequest,
+        work: impl Future<Output = T>,
+    ) -> Result<T, LoginError> {
+        let Ok(_place) = self.waiting.try_acquire() else {
+            return Err(LoginError::Busy);
+        };
+        let Some(mut hangup) = req.conn_data::<Hangup>().cloned() else {
+            return Ok(work.await);
+        };
+        tokio::select! {
+            done = work => Ok(done),
+            () = hangup.wait() => Err(LoginError::ClientLeft),
         }
     }
 }
@@ -173,6 +221,10 @@ pub(crate) enum LoginError {
     Provider(String),
     /// The ID token names a key the kept key set lacks: fetch it again, then decide.
     UnknownKey,
+    /// Too many requests wait on the provider already.
+    Busy,
+    /// The client hung up while the provider was asked.
+    ClientLeft,
 }
 
 impl From<LoginError> for ApiError {
@@ -187,6 +239,12 @@ impl From<LoginError> for ApiError {
             LoginError::UnknownKey => {
                 Self::Forbidden("the ID token is signed by a key the provider does not list".into())
             }
+            LoginError::Busy => Self::Unavailable(
+                "too many logins are waiting for the OpenID provider: try again shortly".into(),
+            ),
+            LoginError::ClientLeft => Self::BadRequest(
+                "the client closed its connection before the OpenID provider answered".into(),
+            ),
         }
     }
 }
@@ -214,14 +272,18 @@ struct PendingLogin {
 
 async fn login(req: HttpRequest, session: Session, settings: web::Data<Settings>) -> HttpResponse {
     let Some(oidc) = settings.oidc.clone() else {
-        return answer(&req, ApiError::NoRoute);
+        return answer(&req, ApiError::NoRoute, Told::Quietly);
     };
     let next = auth::next_of(req.query_string())
         .and_then(|next| path_on_site(&auth::page_origin(&req), &next))
         .unwrap_or_else(|| UI_PATH.to_owned());
-    let discovered = match oidc.provider.discovered().await {
-        Ok(discovered) => discovered,
-        Err(err) => return answer(&req, err.into()),
+    let discovered = match oidc.provider.kept() {
+        Some(discovered) => discovered,
+        None => match oidc.on_provider(&req, oidc.provider.discovered()).await {
+            Ok(Ok(discovered)) => discovered,
+            // Anyone may ask, as often as they like: the discovery logs its own failure.
+            Ok(Err(err)) | Err(err) => return answer(&req, err.into(), Told::Quietly),
+        },
     };
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (url, state, nonce) = discovered
@@ -246,7 +308,7 @@ async fn login(req: HttpRequest, session: Session, settings: web::Data<Settings>
     let excess = pending.len().saturating_sub(MAX_PENDING);
     pending.drain(..excess);
     if let Err(err) = session.insert(PENDING_KEY, pending) {
-        return answer(&req, ApiError::Internal(err.to_string()));
+        return answer(&req, ApiError::Internal(err.to_string()), Told::Quietly);
     }
     HttpResponse::Found()
         .insert_header((header::LOCATION, url.as_str()))
@@ -305,30 +367,33 @@ async fn callback(
     store: web::Data<dyn SliceStore>,
 ) -> HttpResponse {
     let Some(oidc) = settings.oidc.clone() else {
-        return answer(&req, ApiError::NoRoute);
+        return answer(&req, ApiError::NoRoute, Told::Quietly);
     };
     let query: Vec<(String, String)> = url::form_urlencoded::parse(req.query_string().as_bytes())
         .into_owned()
         .collect();
     let pending = parameter(&query, "state").and_then(|state| take_pending(&session, state));
-    if let Some(error) = parameter(&query, "error") {
-        let described = parameter(&query, "error_description")
-            .map_or_else(String::new, |text| format!(" ({text})"));
-        let text = format!("the OpenID provider answered {error}{described}");
-        let err = if error == "access_denied" {
-            LoginError::Refused(text)
-        } else {
-            LoginError::BadRequest(text)
-        };
-        return answer(&req, err.into());
-    }
     let Some(pending) = pending else {
-        let text = "this login was not started here, has been used already, or is over \
-                    (10 minutes): start the login again";
-        return answer(&req, ApiError::BadRequest(text.into()));
+        // Nothing of this browser's: anyone can send it, as often as they like, so it is
+        // neither audited nor logged above debug level.
+        let err = match provider_error(&query) {
+            Some(err) => err.into(),
+            None => ApiError::BadRequest(
+                "this login was not started here, has been used already, or is over \
+                 (10 minutes): start the login again"
+                    .into(),
+            ),
+        };
+        return answer(&req, err, Told::Quietly);
     };
     // The state was ours: from here on every failure is told to the audit trail.
-    let (result, user) = finish_login(&req, &oidc, &query, pending.clone()).await;
+    let (result, user) = match provider_error(&query) {
+        Some(err) => (Err(err), None),
+        None => oidc
+            .on_provider(&req, finish_login(&req, &oidc, &query, pending.clone()))
+            .await
+            .unwrap_or_else(|err| (Err(err), None)),
+    };
     let result = match (result, user) {
         (Ok(()), Some(user)) => {
             let started = auth::start_session(&req, &session, store, &settings, user.clone()).await;
@@ -359,8 +424,49 @@ async fn callback(
             .insert_header((header::LOCATION, pending.next))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish(),
-        Err(err) => answer(&req, err),
+        Err(err) => answer(&req, err, Told::Loudly),
     }
+}
+
+/// The provider's error in a callback (`error`, `error_description`), quoted short.
+fn provider_error(query: &[(String, String)]) -> Option<LoginError> {
+    let error = parameter(query, "error")?;
+    let described = parameter(query, "error_description")
+        .map_or_else(String::new, |text| format!(" ({})", quoted(text)));
+    let text = format!("the OpenID provider answered {}{described}", quoted(error));
+    Some(if error == "access_denied" {
+        LoginError::Refused(text)
+    } else {
+        LoginError::BadRequest(text)
+    })
+}
+
+/// A client's text as an answer or a log line may quote it: in quotes, at most
+/// [`MAX_QUOTED_CHARS`] characters of it, with quotes, backslashes and control characters
+/// escaped, so that it can neither start a line of the log nor fill it.
+fn quoted(text: &str) -> String {
+    let mut chars = text.chars();
+    let kept: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
+    let cut = if chars.next().is_some() { "..." } else { "" };
+    format!("{kept:?}{cut}")
+}
+
+/// `text` fit for one line of the log: control characters and line or paragraph
+/// separators escaped, at most [`MAX_LOGGED_CHARS`] characters.
+fn one_line(text: &str) -> String {
+    let mut line = String::new();
+    for (taken, c) in text.chars().enumerate() {
+        if taken == MAX_LOGGED_CHARS {
+            line.push_str("...");
+            break;
+        }
+        if c.is_control() || (c.is_whitespace() && c != ' ') {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
 }
 
 /// Redeems the callback's code and reads the user the provider vouches for, with the
@@ -382,7 +488,8 @@ async fn finish_login(
     if let Some(issuer) = parameter(query, "iss") {
         if issuer.trim_end_matches('/') != config.issuer.trim_end_matches('/') {
             let text = format!(
-                "the callback comes from issuer {issuer:?}, not {}",
+                "the callback comes from issuer {}, not {}",
+                quoted(issuer),
                 config.issuer
             );
             return (Err(LoginError::BadRequest(text)), None);
@@ -450,15 +557,33 @@ async fn finish_login(
     (Ok(()), Some(User { name, email, role }))
 }
 
+/// How loud a refusal is in the log.
+#[derive(Clone, Copy)]
+enum Told {
+    /// At debug level: anyone could have caused it (a callback of no login started here,
+    /// a login while the provider is away), as often as they like.
+    Quietly,
+    /// At info level: a login this browser started and the daemon refused.
+    Loudly,
+}
+
 /// A failed login's answer: a page to a browser, `{"error": ...}` to anyone else.
-fn answer(req: &HttpRequest, err: ApiError) -> HttpResponse {
+fn answer(req: &HttpRequest, err: ApiError, told: Told) -> HttpResponse {
     if let ApiError::Internal(detail) = &err {
-        log::error!("OpenID Connect login failed: {detail}");
+        log::error!("OpenID Connect login failed: {}", one_line(detail));
     }
     let status = actix_web::ResponseError::status_code(&err);
     let text = err.to_string();
     if status != StatusCode::NOT_FOUND {
-        log::info!("OpenID Connect login refused ({status}): {text}");
+        let level = match told {
+            Told::Quietly => log::Level::Debug,
+            Told::Loudly => log::Level::Info,
+        };
+        log::log!(
+            level,
+            "OpenID Connect login refused ({status}): {}",
+            one_line(&text)
+        );
     }
     if auth::wants_html(req) {
         crate::page::html_page()
@@ -575,6 +700,24 @@ mod tests {
         ] {
             assert_eq!(path_on_site(&origin, foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn a_clients_text_is_quoted_escaped_and_short() {
+        assert_eq!(quoted("access_denied"), r#""access_denied""#);
+        let forged = "x\n[time INFO  sliced::audit] {\"user\":\"mallory\"}\r\u{1b}[2J";
+        let shown = quoted(forged);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert!(shown.contains(r"x\n[time"), "{shown}");
+        let long = quoted(&"é".repeat(10_000));
+        assert_eq!(long.chars().count(), MAX_QUOTED_CHARS + 2 + 3, "{long}");
+        assert!(long.ends_with("\"..."));
+
+        let line = one_line(&format!("a\nb\t\u{2028}{}", "c".repeat(5000)));
+        assert!(line.starts_with(r"a\nb\t\u{2028}ccc"), "{line}");
+        assert!(!line.chars().any(char::is_control));
+        // 1000 characters kept, three of them escaped (`\n`, `\t`, `\u{2028}`), then "...".
+        assert_eq!(line.chars().count(), MAX_LOGGED_CHARS + 1 + 1 + 7 + 3);
     }
 
     #[test]

@@ -2,10 +2,19 @@
 //! first login that needs it (or at start-up) and kept; its key set, fetched again when an
 //! ID token names a key it lacks; and the code exchange, the ID token's validation and
 //! the userinfo request, all done by the `openidconnect` crate.
+//!
+//! A provider that is down or stalls must cost the daemon little: discovery and the key
+//! set's fetch run as one task at a time whose outcome every waiting login shares (no
+//! lock is held across a request), a failed discovery is not tried again before a
+//! backoff that doubles up to [`MAX_BACKOFF`] (logins meanwhile answer 503 at once), and
+//! every request to the provider gives up after short timeouts.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use openidconnect::core::{
     CoreAuthDisplay, CoreAuthPrompt, CoreErrorResponseType, CoreGenderClaim, CoreJsonWebKey,
@@ -92,8 +101,20 @@ type ProviderClient = Client<
     EndpointMaybeSet,
 >;
 
-/// How long a request to the provider may take: a login waits for it.
+/// How long connecting to the provider may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the provider may stay silent on an open connection: one that accepts and
+/// never answers is given up on after this.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request to the provider may take in all, however it trickles in.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a whole discovery (metadata, then key set) or key set fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(12);
+
+/// The wait after a failed discovery before the next is tried, doubled per failure...
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// ...up to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The least time between two fetches of the key set for an unknown key, after the first:
 /// a provider naming a key it does not list must not make every login fetch it again.
@@ -104,16 +125,10 @@ pub(super) struct Discovered {
     metadata: CoreProviderMetadata,
     client: ProviderClient,
     scopes: Vec<Scope>,
-    /// When the key set was last fetched for an unknown key; `None` since discovery.
-    keys_refetched: Option<Instant>,
 }
 
 impl Discovered {
-    fn new(
-        metadata: CoreProviderMetadata,
-        config: &OidcConfig,
-        keys_refetched: Option<Instant>,
-    ) -> Self {
+    fn new(metadata: CoreProviderMetadata, config: &OidcConfig) -> Self {
         let client = ProviderClient::from_provider_metadata(
             metadata.clone(),
             ClientId::new(config.client_id.clone()),
@@ -125,7 +140,6 @@ impl Discovered {
             metadata,
             client,
             scopes,
-            keys_refetched,
         }
     }
 
@@ -166,7 +180,40 @@ fn scopes_to_ask(config: &OidcConfig, supported: Option<&[Scope]>) -> Vec<Scope>
 pub(super) struct Provider {
     config: OidcConfig,
     http: reqwest::Client,
-    discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
+    /// Never held across an await: what waits on the provider waits on a [`Fetch`].
+    state: Arc<Mutex<State>>,
+}
+
+/// A fetch's outcome, `None` until it is done; every login that waits for it gets it.
+type Fetched = Option<Result<Arc<Discovered>, String>>;
+
+/// A fetch from the provider under way (discovery, or the key set again).
+type Fetch = watch::Receiver<Fetched>;
+
+/// Where discovery stands.
+#[derive(Default)]
+struct State {
+    discovered: Option<Arc<Discovered>>,
+    /// The fetch under way, if any: at most one at a time.
+    fetching: Option<Fetch>,
+    /// Discoveries that failed in a row, and why the last did.
+    failures: u32,
+    last_error: String,
+    /// No discovery is tried before this, after a failure.
+    retry_at: Option<Instant>,
+    /// When the key set was last fetched for an unknown key; `None` since discovery.
+    keys_refetched: Option<Instant>,
+}
+
+impl State {
+    /// The fetch under way, unless its task is gone without an outcome (its runtime
+    /// stopped), which leaves the place to a new one.
+    fn fetch_under_way(&self) -> Option<Fetch> {
+        self.fetching
+            .as_ref()
+            .filter(|fetch| fetch.has_changed().is_ok())
+            .cloned()
+    }
 }
 
 /// What the provider vouched for: the ID token's claims, and its access token for
@@ -186,6 +233,8 @@ impl Provider {
             // The crate's advice: a provider's redirect followed by the client is a way
             // to make the daemon request any URL (SSRF).
             .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
             .timeout(PROVIDER_TIMEOUT)
             // Logins are rare, and each actix worker runs its own runtime: no pooled
             // connection outlives the request that opened it.
@@ -195,7 +244,7 @@ impl Provider {
         Ok(Self {
             config,
             http,
-            discovered: tokio::sync::Mutex::new(None),
+            state: Arc::default(),
         })
     }
 
@@ -203,70 +252,157 @@ impl Provider {
         &self.config
     }
 
+    /// The provider's metadata if discovered already: what a login can have without
+    /// waiting.
+    pub(super) fn kept(&self) -> Option<Arc<Discovered>> {
+        self.state.lock().discovered.clone()
+    }
+
     /// The provider's metadata: kept from an earlier discovery, or discovered now. One
-    /// discovery at a time; a failed one is tried again by the next login.
+    /// discovery at a time, which every caller shares; after a failure none before its
+    /// backoff is over, and meanwhile a 503 at once with what went wrong.
     pub(super) async fn discovered(&self) -> Result<Arc<Discovered>, LoginError> {
-        let mut kept = self.discovered.lock().await;
-        if let Some(discovered) = kept.as_ref() {
-            return Ok(Arc::clone(discovered));
-        }
-        let issuer = IssuerUrl::new(self.config.issuer.clone())
-            .map_err(|err| LoginError::Provider(format!("bad issuer URL: {err}")))?;
-        let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
-            .await
-            .map_err(|err| {
-                LoginError::Provider(format!(
-                    "the OpenID provider {} cannot be discovered: {}",
-                    self.config.issuer,
-                    chain(&err)
-                ))
-            })?;
-        let discovered = Arc::new(Discovered::new(metadata, &self.config, None));
-        log::info!(
-            "OpenID provider {} discovered ({} signing keys)",
-            self.config.issuer,
-            discovered.metadata.jwks().keys().len()
+        let fetch = {
+            let mut state = self.state.lock();
+            if let Some(discovered) = &state.discovered {
+                return Ok(Arc::clone(discovered));
+            }
+            match state.fetch_under_way() {
+                Some(fetch) => fetch,
+                None => {
+                    let now = Instant::now();
+                    if let Some(retry_at) = state.retry_at.filter(|at| *at > now) {
+                        let wait = (retry_at - now).as_secs_f64().ceil();
+                        return Err(LoginError::Provider(format!(
+                            "{}; logins try again in {wait} s",
+                            state.last_error
+                        )));
+                    }
+                    let fetch = self.spawn_discovery();
+                    state.fetching = Some(fetch.clone());
+                    fetch
+                }
+            }
+        };
+        outcome_of(fetch).await
+    }
+
+    /// Starts a discovery as a task of its own: a login that stops waiting (its client
+    /// left) leaves it to the others, and it ends within [`FETCH_TIMEOUT`] anyway.
+    fn spawn_discovery(&self) -> Fetch {
+        let (done, fetch) = watch::channel(None);
+        let (config, http, state) = (
+            self.config.clone(),
+            self.http.clone(),
+            Arc::clone(&self.state),
         );
-        *kept = Some(Arc::clone(&discovered));
-        Ok(discovered)
+        tokio::spawn(async move {
+            let result = match tokio::time::timeout(FETCH_TIMEOUT, discover(&config, &http)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!(
+                    "the OpenID provider {} cannot be discovered: no answer within {} s",
+                    config.issuer,
+                    FETCH_TIMEOUT.as_secs()
+                )),
+            };
+            let mut state = state.lock();
+            state.fetching = None;
+            match &result {
+                Ok(discovered) => {
+                    log::info!(
+                        "OpenID provider {} discovered ({} signing keys)",
+                        config.issuer,
+                        discovered.metadata.jwks().keys().len()
+                    );
+                    state.discovered = Some(Arc::clone(discovered));
+                    state.failures = 0;
+                    state.retry_at = None;
+                }
+                Err(err) => {
+                    let backoff = backoff_after(state.failures);
+                    state.failures = state.failures.saturating_add(1);
+                    state.retry_at = Some(Instant::now() + backoff);
+                    state.last_error.clone_from(err);
+                    // At most one line per backoff: logins cannot make more.
+                    log::warn!(
+                        "{err}; OpenID Connect logins answer 503 until it can be, tried \
+                         again from {} s on",
+                        backoff.as_secs()
+                    );
+                }
+            }
+            // Nobody waiting is no failure.
+            let _ = done.send(Some(result));
+        });
+        fetch
     }
 
     /// The provider with its key set fetched again, when a token names a key the kept
     /// set lacks (the provider rotated its keys); the kept one if it was fetched lately.
+    /// Logins that need it at once share one fetch.
     async fn with_fresh_keys(
         &self,
         stale: &Arc<Discovered>,
     ) -> Result<Arc<Discovered>, LoginError> {
-        let mut kept = self.discovered.lock().await;
-        if let Some(current) = kept.as_ref() {
-            let lately = current
-                .keys_refetched
-                .is_some_and(|at| at.elapsed() < KEY_REFETCH_INTERVAL);
-            if !Arc::ptr_eq(current, stale) || lately {
-                return Ok(Arc::clone(current));
+        let fetch = {
+            let mut state = self.state.lock();
+            if let Some(fetch) = state.fetch_under_way() {
+                fetch
+            } else {
+                let lately = state
+                    .keys_refetched
+                    .is_some_and(|at| at.elapsed() < KEY_REFETCH_INTERVAL);
+                match &state.discovered {
+                    Some(current) if !Arc::ptr_eq(current, stale) || lately => {
+                        return Ok(Arc::clone(current));
+                    }
+                    _ => {}
+                }
+                state.keys_refetched = Some(Instant::now());
+                let fetch = self.spawn_key_fetch(Arc::clone(stale));
+                state.fetching = Some(fetch.clone());
+                fetch
             }
-        }
-        let keys = CoreJsonWebKeySet::fetch_async(stale.metadata.jwks_uri(), &self.http)
-            .await
-            .map_err(|err| {
-                LoginError::Provider(format!(
+        };
+        outcome_of(fetch).await
+    }
+
+    fn spawn_key_fetch(&self, stale: Arc<Discovered>) -> Fetch {
+        let (done, fetch) = watch::channel(None);
+        let (config, http, state) = (
+            self.config.clone(),
+            self.http.clone(),
+            Arc::clone(&self.state),
+        );
+        tokio::spawn(async move {
+            let keys = CoreJsonWebKeySet::fetch_async(stale.metadata.jwks_uri(), &http);
+            let result = match tokio::time::timeout(FETCH_TIMEOUT, keys).await {
+                Ok(Ok(keys)) => {
+                    log::info!(
+                        "OpenID provider {}: key set fetched again ({} keys)",
+                        config.issuer,
+                        keys.keys().len()
+                    );
+                    let metadata = stale.metadata.clone().set_jwks(keys);
+                    Ok(Arc::new(Discovered::new(metadata, &config)))
+                }
+                Ok(Err(err)) => Err(format!(
                     "cannot fetch the OpenID provider's keys: {}",
                     chain(&err)
-                ))
-            })?;
-        log::info!(
-            "OpenID provider {}: key set fetched again ({} keys)",
-            self.config.issuer,
-            keys.keys().len()
-        );
-        let metadata = stale.metadata.clone().set_jwks(keys);
-        let fresh = Arc::new(Discovered::new(
-            metadata,
-            &self.config,
-            Some(Instant::now()),
-        ));
-        *kept = Some(Arc::clone(&fresh));
-        Ok(fresh)
+                )),
+                Err(_) => Err(format!(
+                    "cannot fetch the OpenID provider's keys: no answer within {} s",
+                    FETCH_TIMEOUT.as_secs()
+                )),
+            };
+            let mut state = state.lock();
+            state.fetching = None;
+            if let Ok(fresh) = &result {
+                state.discovered = Some(Arc::clone(fresh));
+            }
+            let _ = done.send(Some(result));
+        });
+        fetch
     }
 
     /// Exchanges `code` (with the PKCE verifier) for tokens and validates the ID token:
@@ -382,6 +518,45 @@ impl Provider {
     }
 }
 
+/// Discovers the provider: its metadata, then its key set.
+async fn discover(config: &OidcConfig, http: &reqwest::Client) -> Result<Arc<Discovered>, String> {
+    let cannot = |text: String| {
+        format!(
+            "the OpenID provider {} cannot be discovered: {text}",
+            config.issuer
+        )
+    };
+    let issuer =
+        IssuerUrl::new(config.issuer.clone()).map_err(|err| cannot(format!("bad URL: {err}")))?;
+    let metadata = CoreProviderMetadata::discover_async(issuer, http)
+        .await
+        .map_err(|err| cannot(chain(&err)))?;
+    Ok(Arc::new(Discovered::new(metadata, config)))
+}
+
+/// How long to wait after `failures` discoveries failed in a row, and one more.
+fn backoff_after(failures: u32) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(2u32.saturating_pow(failures))
+        .min(MAX_BACKOFF)
+}
+
+/// The outcome of a fetch, once its task sends it.
+async fn outcome_of(mut fetch: Fetch) -> Result<Arc<Discovered>, LoginError> {
+    let outcome = match fetch.wait_for(Option::is_some).await {
+        Ok(outcome) => outcome.clone(),
+        // The task is gone without an outcome: its runtime stopped.
+        Err(_) => None,
+    };
+    match outcome {
+        Some(Ok(discovered)) => Ok(discovered),
+        Some(Err(err)) => Err(LoginError::Provider(err)),
+        None => Err(LoginError::Provider(
+            "the request to the OpenID provider was stopped".into(),
+        )),
+    }
+}
+
 /// Validates the ID token against the provider's keys as kept, and the access token's
 /// hash when the token carries one (so that no other access token was slipped in), and
 /// reads what it vouches for.
@@ -485,6 +660,13 @@ mod tests {
             )),
             ["groups"]
         );
+    }
+
+    #[test]
+    fn a_failed_discovery_waits_twice_as_long_as_the_last_up_to_a_bound() {
+        let waits: Vec<u64> = (0..8).map(|n| backoff_after(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(backoff_after(u32::MAX), MAX_BACKOFF);
     }
 
     #[test]
