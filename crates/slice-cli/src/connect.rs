@@ -105,6 +105,9 @@ fn open_local(
             for change in store.tightened() {
                 eprintln!("slice: {change}");
             }
+            for notice in store.notices() {
+                eprintln!("slice: warning: {notice}");
+            }
             Ok(Box::new(Direct::new(
                 store,
                 store_path.display().to_string(),

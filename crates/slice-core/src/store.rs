@@ -44,14 +44,14 @@ pub enum StoreError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     /// The backend cannot serve the request now, and retrying later may succeed: a
-    /// cluster without a quorum, a database another process holds (HTTP 503). A write
+    /// cluster without a quorum, a database another process holds, a store that can make
+    /// nothing durable any more and whose daemon is stopping (HTTP 503). A write
     /// refused before it was sent changed nothing; one whose answer was lost on the way
     /// (a cluster that lost its quorum meanwhile) may have been applied, and the backend
     /// says so in the message.
     #[error(transparent)]
     Unavailable(BackendError),
-    /// The backend failed: a disk, a damaged record, a store that takes no more changes
-    /// after a failed flush (HTTP 500).
+    /// The backend failed: a disk, a damaged record (HTTP 500).
     #[error(transparent)]
     Failed(BackendError),
 }

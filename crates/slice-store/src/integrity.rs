@@ -1,15 +1,21 @@
-//! Telling a damaged database from an empty one.
+//! Telling a damaged database from an empty one, and damage from a crash.
 //!
-//! sled 0.34 rebuilds its state from the log when there is no snapshot file, and takes a
-//! log whose first segment header fails its checksum for an empty log: a database whose
-//! first bytes were overwritten opens as empty, and sled's open then writes over them.
-//! So the store marks every database it initialises with a small file of its own, and
-//! before sled opens a marked database that has no snapshot, it checks that first
-//! segment header itself (a CRC over 16 bytes, see [`first_segment_header_is_sound`]).
-//! Only when that header does not verify (damage, or a first segment sled has freed and
-//! filled) is a scratch copy opened first: if sled finds nothing in the copy, the
-//! database is reported, untouched. The copy costs the database's size in I/O and disk,
-//! which is why it is kept for the case the header alone cannot decide.
+//! sled 0.34 takes a log message that fails its checksum for the end of the log, as a
+//! crash would leave it, and overwrites what follows before it reports anything; with no
+//! snapshot, a damaged first segment header even makes the database open as empty. So
+//! the store marks every database it initialises with a small file of its own, and
+//! before sled opens a marked database it checks it without writing:
+//!
+//! - after a clean close, the log must be exactly as that close recorded it (see the
+//!   seal module): anything else is damage, reported with the files untouched;
+//! - without that record (a crash, a failed flush, an earlier release), sled first opens
+//!   a scratch copy: if it fails, panics, or finds no data where sliced wrote some, the
+//!   database is reported, untouched. Only the copy pays for what sled does to a damaged
+//!   log. What sled drops at the end of a log after a crash cannot be told from damage
+//!   there, and is logged.
+//!
+//! The copy costs the database's size in I/O and disk, which is why it is kept for a
+//! database that was not closed cleanly.
 
 use std::path::Path;
 
@@ -47,16 +53,30 @@ pub(crate) fn mark(dir: &Path) -> Result<(), Error> {
     )
 }
 
-/// For a marked database: an error when sled would find it empty or damaged. Holds
-/// sled's own lock on the log file meanwhile, so that nobody writes to it, and removes
-/// what an interrupted check of an earlier open left behind.
-pub(crate) fn check_before_open(dir: &Path) -> Result<(), Error> {
+/// For a marked database: an error when sled would find it empty or damaged, otherwise
+/// how many written bytes sled will drop from the end of a log a crash left (see
+/// [`dropped_bytes`]). Holds sled's own lock on the log file meanwhile, so that nobody
+/// writes to it, and removes what an interrupted check of an earlier open left behind.
+pub(crate) fn check_before_open(dir: &Path) -> Result<u64, Error> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| Error::Io { path, source }
     };
     let log_path = dir.join(SLED_LOG_FILE);
-    let log = std::fs::File::open(&log_path).map_err(io(&log_path))?;
+    let log = std::fs::File::open(&log_path).map_err(|err| {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            // sled would make a new, empty log: the database would open as empty.
+            damaged(
+                dir,
+                format!(
+                    "sliced wrote to it, but its log {} is missing",
+                    log_path.display()
+                ),
+            )
+        } else {
+            io(&log_path)(err)
+        }
+    })?;
     // The same lock sled takes (fs2, an exclusive flock), so a holder shows as Locked.
     if fs2::FileExt::try_lock_exclusive(&log).is_err() {
         return Err(Error::Locked(dir.to_owned()));
@@ -68,14 +88,9 @@ pub(crate) fn check_before_open(dir: &Path) -> Result<(), Error> {
     let prefix = scratch_prefix(dir);
     // Scratch copies are made only under this lock, so any found now is a leftover.
     remove_leftovers(parent, &prefix).map_err(io(parent))?;
-    if has_snapshot(dir)? {
-        // sled reads the snapshot's pages back and reports damage to them itself,
-        // before writing anything; `verify` still runs once it is open.
-        return Ok(());
-    }
-    if first_segment_header_is_sound(&log).map_err(io(&log_path))? {
-        // sled recovers from this segment; `verify` still runs once it is open.
-        return Ok(());
+    if crate::seal::break_seal(dir, &log)? {
+        // The log is byte for byte what sled left at a clean close.
+        return Ok(0);
     }
     #[cfg(test)]
     SCRATCH_COPIES.with(|copies| copies.set(copies.get() + 1));
@@ -84,42 +99,86 @@ pub(crate) fn check_before_open(dir: &Path) -> Result<(), Error> {
         .tempdir_in(parent)
         .map_err(io(parent))?;
     copy_tree(dir, scratch.path()).map_err(io(scratch.path()))?;
-    let copy = sled::Config::new()
-        .path(scratch.path())
-        .open()
-        .map_err(|err| sled_damage(dir, err))?;
-    let verdict = verify(&copy, dir);
-    drop(copy);
+    trial_open(dir, scratch.path())?;
+    let dropped = dropped_bytes(&log_path, &scratch.path().join(SLED_LOG_FILE))
+        .map_err(io(scratch.path()))?;
     drop(log);
-    verdict
+    Ok(dropped)
+}
+
+/// Opens the scratch copy `copy` of the database in `dir` and verifies it. sled 0.34
+/// panics on some damaged logs (serialising a page its recovery could not read), and
+/// what it wrote before the panic is in the copy alone; so a panic is caught here and
+/// reported as damage, and the copy is thrown away without being used again. The panic
+/// hook is silenced meanwhile, so that no backtrace reaches the operator's terminal.
+fn trial_open(dir: &Path, copy: &Path) -> Result<(), Error> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let opened = std::panic::catch_unwind(|| {
+        let db = sled::Config::new()
+            .path(copy)
+            .open()
+            .map_err(|err| sled_damage(dir, err))?;
+        verify(&db, dir)
+    });
+    std::panic::set_hook(hook);
+    opened.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned());
+        // Its first line: an assertion's message goes on with its operands.
+        let what = what.lines().next().unwrap_or_default();
+        Err(damaged(dir, format!("sled cannot recover its log: {what}")))
+    })
+}
+
+/// How many bytes that were not zero in `original` the trial open changed in `trial`:
+/// what sled dropped from the end of the log. Only the changed part counts: sled zeroes
+/// the rest of the last segment, which is mostly zeros already.
+fn dropped_bytes(original: &Path, trial: &Path) -> std::io::Result<u64> {
+    let mut original = std::fs::File::open(original)?;
+    let mut trial = std::fs::File::open(trial)?;
+    let mut before = vec![0u8; 1 << 16];
+    let mut after = vec![0u8; 1 << 16];
+    let mut dropped = 0u64;
+    loop {
+        let read = fill(&mut original, &mut before)?;
+        if read == 0 {
+            return Ok(dropped);
+        }
+        // A trial shorter than the original counts as zeros past its end.
+        let compared = fill(&mut trial, &mut after[..read])?;
+        after[compared..read].fill(0);
+        let changed = before[..read]
+            .iter()
+            .zip(&after[..read])
+            .filter(|(old, new)| **old != 0 && old != new)
+            .count();
+        dropped += changed as u64;
+    }
+}
+
+/// Reads into `buf` until it is full or the file ends; how much was read.
+fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(filled)
 }
 
 #[cfg(test)]
 thread_local! {
     /// How many scratch copies this thread made, for the tests of when one is needed.
     pub(crate) static SCRATCH_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// The length of a sled 0.34 segment header: a CRC-32 (4 bytes), the segment's first
-/// LSN and the highest stable LSN (8 bytes each), all little-endian.
-const SEGMENT_HEADER_LEN: usize = 20;
-
-/// Whether the segment header at the start of sled's log carries a valid checksum. sled
-/// 0.34 stores the CRC-32 of bytes 4..20, XORed with all ones, in bytes 0..4, and skips a
-/// segment whose header fails it; without a snapshot, a damaged first header is what
-/// makes a database open as empty. A header that verifies by chance after damage is a
-/// one in 2^32 event, and `verify` still checks the open database.
-fn first_segment_header_is_sound(log: &std::fs::File) -> std::io::Result<bool> {
-    use std::os::unix::fs::FileExt;
-    let mut header = [0u8; SEGMENT_HEADER_LEN];
-    match log.read_exact_at(&mut header, 0) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-        Err(err) => return Err(err),
-    }
-    let (stored, covered) = header.split_at(4);
-    let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-    Ok(stored ^ 0xFFFF_FFFF == crc32fast::hash(covered))
 }
 
 /// The name prefix of the scratch copies of the database in `dir`, made beside it.
@@ -209,18 +268,6 @@ fn damaged(dir: &Path, detail: String) -> Error {
         path: dir.to_owned(),
         detail,
     }
-}
-
-fn has_snapshot(dir: &Path) -> Result<bool, Error> {
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
-        path: dir.to_owned(),
-        source,
-    })?;
-    Ok(entries.filter_map(Result::ok).any(|entry| {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        name.starts_with("snap.") && !name.ends_with(".generating")
-    }))
 }
 
 /// Copies sled's files (the log, its configuration, the blobs directory) into `to`.

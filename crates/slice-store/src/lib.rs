@@ -39,6 +39,7 @@ mod keys;
 mod model;
 mod permissions;
 mod private_file;
+mod seal;
 mod sessions;
 mod writer;
 
@@ -105,6 +106,10 @@ pub enum Error {
     /// A flush failed, this write's or an earlier one's: the store takes no more changes.
     #[error("the database could not be flushed ({0}); it takes no more changes")]
     Failed(String),
+    /// sled's log file is no longer the file at its path (removed, or replaced): fsyncs
+    /// still succeed, on a file no restart opens.
+    #[error("sled's log file {0}: what is written now would be gone at the next start")]
+    LogGone(String),
 }
 
 /// How long to keep trying to open a database that another process holds: a `slice`
@@ -142,6 +147,32 @@ pub struct Store {
     writer: Option<JoinHandle<()>>,
     /// The permissions that opening took away from what was there before.
     tightened: Vec<Tightened>,
+    /// What this open did that the operator should hear of.
+    notices: Vec<Notice>,
+}
+
+/// What opening did that its caller should tell the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// The database was not closed cleanly, and sled dropped `bytes` written bytes from
+    /// the end of its log: what a crash left unfinished, never acknowledged (each write
+    /// is acknowledged after the fsync that covers it), or damage there that nothing can
+    /// tell from that.
+    Dropped { path: PathBuf, bytes: u64 },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::Dropped { path, bytes } => write!(
+                f,
+                "the database {} was not closed cleanly: sled dropped {bytes} written bytes \
+                 from the end of its log (a write the crash cut short, never acknowledged, \
+                 or damage there)",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// What the store's callers and its writer thread share.
@@ -163,6 +194,9 @@ pub(crate) struct Inner {
     /// cache nor records a grown file's new size. fsync acts on the file, not on the
     /// descriptor, so a read-only handle of our own is enough.
     log_file: std::fs::File,
+    /// Where sled's log file is linked: an fsync of a file removed from the disk succeeds,
+    /// so each commit checks that `log_file` is still the file there.
+    log_path: PathBuf,
     /// What is committed, for every read; only the writer thread changes it, after the
     /// flush that makes the change durable.
     model: RwLock<Model>,
@@ -177,6 +211,9 @@ pub(crate) struct Inner {
     failure_hooks: RwLock<Vec<FailureHook>>,
     #[cfg(test)]
     sync_probe: tests::SyncProbe,
+    /// Records a clean close once every sled handle above is dropped (fields drop in
+    /// order): this must stay the last field.
+    seal: seal::Seal,
 }
 
 impl Store {
@@ -211,8 +248,20 @@ impl Store {
         let marked = integrity::is_marked(path)?;
         // Read before sled's open, which writes to a log it cannot recover.
         let unmarked_log_written = !marked && integrity::log_was_written(path)?;
-        if marked {
-            integrity::check_before_open(path)?;
+        let dropped = if marked {
+            integrity::check_before_open(path)?
+        } else {
+            0
+        };
+        let notices: Vec<Notice> = (dropped > 0)
+            .then(|| Notice::Dropped {
+                path: path.to_owned(),
+                bytes: dropped,
+            })
+            .into_iter()
+            .collect();
+        for notice in &notices {
+            log::warn!("{notice}");
         }
         let db = sled::Config::new()
             .path(path)
@@ -232,7 +281,8 @@ impl Store {
         }
         // What sled has just created, with the umask's permissions.
         permissions::tighten_tree(path).map_err(permissions)?;
-        let log_file = std::fs::File::open(path.join(SLED_LOG_FILE)).map_err(Error::Sync)?;
+        let log_path = path.join(SLED_LOG_FILE);
+        let log_file = std::fs::File::open(&log_path).map_err(Error::Sync)?;
         let tree = db.open_tree(TREE)?;
         match tree.get(Key::meta("schema"))? {
             Some(version) if version.as_ref() != SCHEMA_VERSION => {
@@ -273,6 +323,7 @@ impl Store {
             fabric_tree,
             fabric: RwLock::new(declared),
             log_file,
+            log_path,
             model: RwLock::new(model),
             content_version: AtomicU64::new(0),
             listeners: RwLock::new(Vec::new()),
@@ -281,6 +332,7 @@ impl Store {
             failure_hooks: RwLock::new(Vec::new()),
             #[cfg(test)]
             sync_probe: tests::SyncProbe::default(),
+            seal: seal::Seal::new(path),
         });
         let (jobs, queue) = mpsc::channel();
         let writer = {
@@ -298,6 +350,7 @@ impl Store {
             jobs: Some(jobs),
             writer: Some(writer),
             tightened,
+            notices,
         })
     }
 
@@ -356,6 +409,11 @@ impl Store {
         &self.tightened
     }
 
+    /// What the caller should tell the operator about this open (the log notes it too).
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
+    }
+
     /// Why a flush failed, if one has.
     pub fn failure(&self) -> Option<&str> {
         self.inner.failure.get().map(String::as_str)
@@ -385,15 +443,10 @@ impl Store {
         {
             return Err(writer_gone());
         }
-        let log = self.inner.log_file.metadata().map_err(|err| {
-            Error::Failed(format!("cannot look at the database's log file: {err}"))
-        })?;
-        if std::os::unix::fs::MetadataExt::nlink(&log) == 0 {
-            return Err(Error::Failed(
-                "the database's log file was removed from the disk".into(),
-            ));
-        }
-        Ok(())
+        // Known now, so final now: a write must not succeed where readiness fails.
+        self.inner
+            .log_still_linked()
+            .map_err(|err| Error::Failed(self.inner.fail(&err)))
     }
 
     // ---- reads: from the committed model, never from sled --------------------------------
@@ -559,9 +612,32 @@ impl Inner {
         #[cfg(test)]
         self.sync_probe.before_fdatasync()?;
         self.log_file.sync_data().map_err(Error::Sync)?;
+        // After the fsync: a removal racing it is caught here, before anything is
+        // acknowledged.
+        self.log_still_linked()?;
         #[cfg(test)]
         self.sync_probe.synced();
         Ok(())
+    }
+
+    /// Whether the log file this store syncs is still the one at its path. Once it was
+    /// removed or replaced, its fsyncs still succeed, but on a file no restart opens: no
+    /// write is durable any more, and that is final (the caller's failure is latched).
+    fn log_still_linked(&self) -> Result<(), Error> {
+        use std::os::unix::fs::MetadataExt;
+        let gone = Error::LogGone;
+        let open = self
+            .log_file
+            .metadata()
+            .map_err(|err| gone(format!("cannot be looked at ({err})")))?;
+        if open.nlink() == 0 {
+            return Err(gone("was removed from the disk".to_owned()));
+        }
+        match std::fs::metadata(&self.log_path) {
+            Ok(linked) if linked.dev() == open.dev() && linked.ino() == open.ino() => Ok(()),
+            Ok(_) => Err(gone("was replaced on the disk by another file".to_owned())),
+            Err(err) => Err(gone(format!("is not at its path any more ({err})"))),
+        }
     }
 
     /// Told of every chunk of a large write (see the journal module); tests stop a write
@@ -575,6 +651,8 @@ impl Inner {
     /// Records that a flush failed, so that nothing more is written or told, and lets the
     /// failure hooks know once. Returns the reason, for the other writers of its round.
     fn fail(&self, err: &Error) -> String {
+        // What sled holds now may never have reached the disk: no record of a clean close.
+        self.seal.spoil();
         let reason = err.to_string();
         if self.failure.set(reason.clone()).is_ok() {
             let hooks = self.failure_hooks.read();
@@ -627,6 +705,11 @@ impl From<Error> for StoreError {
             Error::Slice(err) => StoreError::Slice(err),
             Error::Plan(err) => StoreError::Plan(err),
             locked @ Error::Locked(_) => StoreError::Unavailable(Box::new(locked)),
+            // Nothing can be made durable any more; the daemon is stopping (fail-stop, as
+            // PostgreSQL does after a failed fsync): 503, as for any server going away.
+            failed @ (Error::Failed(_) | Error::LogGone(_)) => {
+                StoreError::Unavailable(Box::new(failed))
+            }
             other => StoreError::Failed(Box::new(other)),
         }
     }

@@ -66,11 +66,18 @@ fn through_the_interface_errors_keep_their_messages_and_say_what_kind_they_are()
         StoreError::Unavailable(err) => assert_eq!(err.to_string(), message),
         other => panic!("a held database is unavailable, not {other:?}"),
     }
+    // A store that can make nothing durable any more is a server going away (503).
     let failed = Error::Failed("injected".into());
     let message = failed.to_string();
     match StoreError::from(failed) {
+        StoreError::Unavailable(err) => assert_eq!(err.to_string(), message),
+        other => panic!("a failed store is unavailable, not {other:?}"),
+    }
+    let broken = Error::Corrupt("injected".into());
+    let message = broken.to_string();
+    match StoreError::from(broken) {
         StoreError::Failed(err) => assert_eq!(err.to_string(), message),
-        other => panic!("a failed store is a failure, not {other:?}"),
+        other => panic!("a damaged record is a failure, not {other:?}"),
     }
 }
 
@@ -355,7 +362,7 @@ fn a_failed_flush_is_never_told_and_the_store_refuses_every_later_write() {
         .fail_next
         .store(true, Ordering::SeqCst);
     match store.create_slice(&name("lost")) {
-        Err(Error::Sync(err)) => assert!(err.to_string().contains("injected")),
+        Err(Error::Failed(reason)) => assert!(reason.contains("injected"), "{reason}"),
         other => panic!("expected the fdatasync error, got {other:?}"),
     }
     // The probe fails only once: a retry would succeed, and must not be made.
@@ -508,7 +515,7 @@ fn without_snapshots(dir: &std::path::Path) {
 }
 
 #[test]
-fn a_sound_database_without_a_snapshot_opens_without_a_scratch_copy() {
+fn a_sound_database_closed_cleanly_without_a_snapshot_opens_without_a_scratch_copy() {
     let dir = tempfile::tempdir().unwrap();
     let store_dir = dir.path().join("store");
     drop(Store::open(&store_dir).unwrap());
@@ -548,34 +555,41 @@ fn a_database_from_before_the_marker_is_migrated_on_first_open() {
     assert!(dir.path().join(integrity::FORMAT_MARKER).is_file());
 }
 
+/// Closed cleanly, the log differs from its record; not closed cleanly (no record), the
+/// trial on a scratch copy finds no data. Either way the files stay as they were.
 #[test]
 fn a_marked_database_sled_finds_empty_is_damaged_and_left_as_it_was() {
     use std::io::{Seek, Write};
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(dir.path()).unwrap();
-        store.create_slice(&name("blue")).unwrap();
-    }
-    drop(reopen(dir.path()));
-    // The open above wrote a snapshot; without one sled rebuilds from the log alone.
-    without_snapshots(dir.path());
-    let log_path = dir.path().join(SLED_LOG_FILE);
-    let mut log = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&log_path)
-        .unwrap();
-    log.seek(std::io::SeekFrom::Start(0)).unwrap();
-    log.write_all(&[0xa5; 64]).unwrap();
-    drop(log);
-    let before = std::fs::read(&log_path).unwrap();
-    match reopen_result(dir.path()) {
-        Err(Error::Damaged { path, detail }) => {
-            assert_eq!(path, dir.path());
-            assert!(detail.contains("sled finds none"), "{detail}");
+    for (closed_cleanly, expected) in [(true, "changed since"), (false, "sled finds none")] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.create_slice(&name("blue")).unwrap();
         }
-        other => panic!("expected damage, got {:?}", other.map(|_| ())),
+        drop(reopen(dir.path()));
+        // The open above wrote a snapshot; without one sled rebuilds from the log alone.
+        without_snapshots(dir.path());
+        if !closed_cleanly {
+            std::fs::remove_file(dir.path().join(seal::SEAL_FILE)).unwrap();
+        }
+        let log_path = dir.path().join(SLED_LOG_FILE);
+        let mut log = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log_path)
+            .unwrap();
+        log.seek(std::io::SeekFrom::Start(0)).unwrap();
+        log.write_all(&[0xa5; 64]).unwrap();
+        drop(log);
+        let before = std::fs::read(&log_path).unwrap();
+        match reopen_result(dir.path()) {
+            Err(Error::Damaged { path, detail }) => {
+                assert_eq!(path, dir.path());
+                assert!(detail.contains(expected), "{detail}");
+            }
+            other => panic!("expected damage, got {:?}", other.map(|_| ())),
+        }
+        assert!(std::fs::read(&log_path).unwrap() == before, "rewritten");
     }
-    assert!(std::fs::read(&log_path).unwrap() == before, "rewritten");
 }
 
 #[test]
@@ -681,11 +695,102 @@ fn the_probe_fails_after_a_failed_flush_or_with_the_log_file_removed_and_writes_
         .store(true, Ordering::SeqCst);
     assert!(store.create_slice(&name("lost")).is_err());
     match SliceStore::probe(&store) {
-        Err(StoreError::Failed(reason)) => {
+        Err(StoreError::Unavailable(reason)) => {
             assert!(reason.to_string().contains("injected"), "{reason}");
         }
         other => panic!("expected the latched failure, got {other:?}"),
     }
+}
+
+/// An fsync of a file removed from the disk succeeds: without the check after it, this
+/// write was acknowledged and gone at the next start.
+#[test]
+fn a_write_after_the_log_was_removed_or_replaced_is_refused_and_so_is_every_later_one() {
+    for replace in [false, true] {
+        let (dir, store) = open();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let sink = failures.clone();
+        store.on_failure(move |reason| sink.lock().unwrap().push(reason.to_owned()));
+        store.create_slice(&name("kept")).unwrap();
+        let log = dir.path().join(SLED_LOG_FILE);
+        std::fs::remove_file(&log).unwrap();
+        if replace {
+            std::fs::write(&log, b"").unwrap();
+        }
+        for refused in [
+            store.create_slice(&name("lost")),
+            store.add_port(&name("kept"), PortId::new(1, 1)),
+        ] {
+            match refused {
+                Err(Error::Failed(reason)) => assert!(reason.contains("log file"), "{reason}"),
+                other => panic!("replace {replace}: expected a refusal, got {other:?}"),
+            }
+        }
+        assert_eq!(store.slices().unwrap(), [name("kept")]);
+        assert_eq!(failures.lock().unwrap().len(), 1, "replace {replace}");
+    }
+}
+
+/// Readiness and writes agree: once the probe has seen the log gone, no write is taken,
+/// and the failure hook (which stops the daemon) has run.
+#[test]
+fn a_probe_that_finds_the_log_gone_makes_the_store_refuse_writes() {
+    let (dir, store) = open();
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let sink = failures.clone();
+    store.on_failure(move |reason| sink.lock().unwrap().push(reason.to_owned()));
+    std::fs::remove_file(dir.path().join(SLED_LOG_FILE)).unwrap();
+    assert!(matches!(
+        SliceStore::probe(&store),
+        Err(StoreError::Unavailable(_))
+    ));
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    let syncs = store.inner.sync_probe.syncs.load(Ordering::SeqCst);
+    assert!(matches!(
+        store.create_slice(&name("lost")),
+        Err(Error::Failed(_))
+    ));
+    assert_eq!(store.inner.sync_probe.syncs.load(Ordering::SeqCst), syncs);
+}
+
+#[test]
+fn a_clean_close_is_recorded_and_the_next_open_needs_no_scratch_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    {
+        let store = Store::open(&store_dir).unwrap();
+        store.create_slice(&name("kept")).unwrap();
+    }
+    assert!(store_dir.join(seal::SEAL_FILE).is_file());
+    let before = integrity::SCRATCH_COPIES.with(std::cell::Cell::get);
+    let store = reopen(&store_dir);
+    assert_eq!(integrity::SCRATCH_COPIES.with(std::cell::Cell::get), before);
+    // Open, the record is gone: a crash now must not leave one the log no longer matches.
+    assert!(!store_dir.join(seal::SEAL_FILE).exists());
+    assert_eq!(store.slices().unwrap(), [name("kept")]);
+}
+
+#[test]
+fn a_store_that_failed_or_did_not_close_leaves_no_record_and_is_tried_on_a_copy_first() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store.create_slice(&name("kept")).unwrap();
+        store
+            .inner
+            .sync_probe
+            .fail_next
+            .store(true, Ordering::SeqCst);
+        assert!(store.create_slice(&name("lost")).is_err());
+    }
+    assert!(!dir.path().join(seal::SEAL_FILE).exists());
+    let before = integrity::SCRATCH_COPIES.with(std::cell::Cell::get);
+    let store = reopen(dir.path());
+    assert_eq!(
+        integrity::SCRATCH_COPIES.with(std::cell::Cell::get),
+        before + 1
+    );
+    assert_eq!(store.slices().unwrap()[0], name("kept"));
 }
 
 #[test]

@@ -213,11 +213,8 @@ impl Round {
         let took = started.elapsed();
         let mut members = self.members;
         if let Err(err) = durable {
+            // Every member alike: none of them is durable, and the store takes no more.
             let reason = inner.fail(&err);
-            let mut members = members.into_iter();
-            if let Some(first) = members.next() {
-                (first.reply)(Err(err));
-            }
             for member in members {
                 (member.reply)(Err(Error::Failed(reason.clone())));
             }

@@ -251,3 +251,100 @@ fn a_damaged_database_with_a_snapshot_is_reported_too() {
         "the damaged database was rewritten"
     );
 }
+
+/// A database of many slices written in one run, so that its log spans several of
+/// sled's segments and sled has written no snapshot of it yet.
+fn large_database(d: &Path) {
+    let declaration = d.join("slices.toml");
+    let text: String = (0..3000)
+        .map(|n| format!("[[slice]]\nname = \"s{n}\"\n"))
+        .collect();
+    std::fs::write(&declaration, text).unwrap();
+    ok(d, &["apply", "-f", declaration.to_str().unwrap()]);
+    std::fs::remove_file(&declaration).unwrap();
+}
+
+/// sled takes the first bad message of its log for the end of the log, zeroes what
+/// follows, writes a new snapshot, and panics on some damage: the tool exited 101 with a
+/// backtrace, sliced likewise, and a failed start had rewritten the damaged log. After a
+/// clean close the log is checked against what the close recorded before sled sees it:
+/// both binaries exit 1 naming the database as corrupt, and every byte stays as it was.
+#[test]
+fn damage_in_the_middle_of_the_log_or_a_log_cut_in_half_stops_both_binaries_and_changes_nothing() {
+    let small = |d: &Path| {
+        ok(d, &["add", "blue"]);
+        ok(d, &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"]);
+        ok(d, &["add", "red"]);
+    };
+    let cases: [(&str, &dyn Fn(&Path), fn(&Path) -> Vec<_>); 3] = [
+        ("small, middle", &small, crate::common::damage_middle_of_log),
+        (
+            "large, middle",
+            &large_database,
+            crate::common::damage_middle_of_log,
+        ),
+        (
+            "large, cut in half",
+            &large_database,
+            crate::common::cut_log_in_half,
+        ),
+    ];
+    for (case, make, damage) in cases {
+        let dir = private_tempdir().unwrap();
+        let d = dir.path();
+        make(d);
+        let damaged = damage(d);
+        let run = list_of_damaged_database(d);
+        assert!(!run.stderr.contains("panicked"), "{case}: {}", run.stderr);
+        assert!(
+            crate::common::files_with_bytes(d) == damaged,
+            "{case}: the tool rewrote the damaged database"
+        );
+        let refused = crate::common::refused_start(d, &[]);
+        let expected = format!(
+            "sliced: the database {} is corrupt: ",
+            d.join("store").display()
+        );
+        assert!(refused.contains(&expected), "{case}: {refused}");
+        assert!(!refused.contains("panicked"), "{case}: {refused}");
+        assert!(
+            crate::common::files_with_bytes(d) == damaged,
+            "{case}: sliced rewrote the damaged database"
+        );
+    }
+}
+
+/// Without the record of a clean close (a crash, as removing it stands for here), sled
+/// opens a scratch copy first. A log whose second segment carries the first one's header
+/// makes sled panic ("duplicate segment LSN"): the panic is caught on the copy, and both
+/// binaries exit 1 naming the database as corrupt, with no backtrace and every byte left
+/// as it was.
+#[test]
+fn a_log_sled_panics_on_after_a_crash_is_reported_without_a_panic_and_left_untouched() {
+    let dir = private_tempdir().unwrap();
+    let d = dir.path();
+    large_database(d);
+    std::fs::remove_file(d.join("store").join("sliced-closed")).unwrap();
+    let damaged = crate::common::duplicate_first_segment_header(d);
+    let run = list_of_damaged_database(d);
+    assert!(
+        run.stderr.contains("sled cannot recover its log"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(
+        crate::common::files_with_bytes(d) == damaged,
+        "the tool rewrote it"
+    );
+    let refused = crate::common::refused_start(d, &[]);
+    assert!(
+        refused.contains("is corrupt: sled cannot recover its log"),
+        "{refused}"
+    );
+    assert!(!refused.contains("panicked"), "{refused}");
+    assert!(
+        crate::common::files_with_bytes(d) == damaged,
+        "sliced rewrote it"
+    );
+}

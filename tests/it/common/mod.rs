@@ -393,3 +393,55 @@ pub(crate) fn files_with_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// Overwrites 8 bytes in the middle of what the database's log holds (half way to its
+/// last byte that is not zero: sled's log file is mostly preallocated zeros), as a
+/// failing disk would, and returns every file of the data directory with its bytes.
+pub(crate) fn damage_middle_of_log(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = data_dir.join("store").join("db");
+    let bytes = std::fs::read(&path).expect("the database's log exists");
+    let written = bytes.iter().rposition(|&byte| byte != 0).unwrap_or(0);
+    let middle = u64::try_from(written / 2).expect("a log fits in u64");
+    let mut log = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    log.seek(SeekFrom::Start(middle)).unwrap();
+    log.write_all(&[0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef])
+        .unwrap();
+    log.sync_all().unwrap();
+    files_with_bytes(data_dir)
+}
+
+/// Cuts the database's log to half its length, as a copy that stopped half way would
+/// leave it, and returns every file of the data directory with its bytes.
+pub(crate) fn cut_log_in_half(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let path = data_dir.join("store").join("db");
+    let log = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let len = log.metadata().unwrap().len();
+    log.set_len(len / 2).unwrap();
+    log.sync_all().unwrap();
+    files_with_bytes(data_dir)
+}
+
+/// Copies the header of the first segment of the database's log over the second's (sled
+/// 0.34's segments are 512 KiB), as a write sent to the wrong place would, and returns
+/// every file of the data directory with its bytes. The log must span two segments.
+pub(crate) fn duplicate_first_segment_header(data_dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    use std::os::unix::fs::FileExt;
+    const SEGMENT: u64 = 512 * 1024;
+    // A CRC-32, the segment's first LSN and the highest stable LSN.
+    let mut header = [0u8; 20];
+    let path = data_dir.join("store").join("db");
+    let log = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    assert!(
+        log.metadata().unwrap().len() > SEGMENT + 20,
+        "a log of one segment"
+    );
+    log.read_exact_at(&mut header, 0).unwrap();
+    log.write_all_at(&header, SEGMENT).unwrap();
+    log.sync_all().unwrap();
+    files_with_bytes(data_dir)
+}
