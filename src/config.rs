@@ -633,16 +633,9 @@ fn etcd(args: &Args, file: StoreFile) -> anyhow::Result<Option<EtcdConfig>> {
         !endpoints.is_empty() && endpoints.iter().all(|endpoint| !endpoint.is_empty()),
         "the etcd endpoints must be a non-empty list of URLs (--etcd URL[,URL...])"
     );
-    // The shared session key and the etcd credentials would cross the network in clear:
-    // a warning at every start is not enough for that.
-    anyhow::ensure!(
-        slice_etcd::Access::uses_tls(&endpoints) || allow_plaintext,
-        "etcd at {} is reached without TLS: the slices, the credentials and the session key \
-         would cross the network in clear. Use https:// endpoints (--etcd-cafile, \
-         --etcd-certfile, --etcd-keyfile) or, where the network is trusted, \
-         --etcd-allow-plaintext (store.etcd_allow_plaintext = true)",
-        endpoints.join(",")
-    );
+    // The same rule as the `slice` tool's, in one place.
+    slice_etcd::Access::refuse_plaintext(&endpoints, allow_plaintext)
+        .map_err(|err| anyhow::anyhow!("{err} (store.etcd_allow_plaintext = true)"))?;
     let prefix = file
         .etcd_prefix
         .unwrap_or_else(|| slice_etcd::DEFAULT_PREFIX.to_owned());

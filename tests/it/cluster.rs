@@ -179,7 +179,7 @@ fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
     let endpoint = etcd.endpoint();
     let tool_dir = tempfile::tempdir().unwrap();
     let tool = |args: &[&str]| {
-        let mut all = vec!["--etcd", endpoint.as_str()];
+        let mut all = vec!["--etcd", endpoint.as_str(), "--etcd-allow-plaintext"];
         all.extend_from_slice(args);
         let output = slice(tool_dir.path(), &all);
         (
@@ -232,7 +232,10 @@ fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
     // Beside a running daemon the tool goes through its socket: an etcd that nobody
     // serves is never asked.
     let nowhere = format!("http://127.0.0.1:{}", free_port());
-    let output = slice(daemon_dir.path(), &["--etcd", &nowhere, "add", "green"]);
+    let output = slice(
+        daemon_dir.path(),
+        &["--etcd", &nowhere, "--etcd-allow-plaintext", "add", "green"],
+    );
     assert!(
         output.status.success(),
         "{}",

@@ -248,3 +248,75 @@ fn no_certificate_a_wrong_password_or_a_user_without_the_role_stops_sliced() {
     let line = refused(data.path(), &open_flags);
     assert!(line.contains("chmod 600"), "{line}");
 }
+
+/// `slice --etcd http://... --etcd-user ... --etcd-password-file ...` sent the password in
+/// clear, where sliced refuses the same settings. Both now apply one rule (slice-etcd's
+/// `Access::refuse_plaintext`): refused with the same words and nothing sent (a listener
+/// standing in for etcd sees no connection), unless `--etcd-allow-plaintext` says the
+/// network is trusted, when the tool logs in to a real etcd with authentication on.
+#[test]
+fn the_tool_refuses_credentials_over_plain_http_as_sliced_does_unless_allowed() {
+    let etcd = LocalEtcd::start();
+    etcd.etcdctl(
+        None,
+        &["user", "add", "root", "--new-user-password=root-secret"],
+    );
+    etcd.etcdctl(None, &["auth", "enable"]);
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("root.password");
+    std::fs::write(&password, "root-secret\n").unwrap();
+    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let data = dir.path().join("data");
+    let tool = |endpoint: &str, extra: &[&str], args: &[&str]| {
+        let password = password.display().to_string();
+        let mut all = vec!["--etcd", endpoint, "--etcd-user", "root"];
+        all.extend(["--etcd-password-file", password.as_str()]);
+        all.extend_from_slice(extra);
+        all.extend_from_slice(args);
+        crate::common::slice(&data, &all)
+    };
+
+    let spy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    spy.set_nonblocking(true).unwrap();
+    let spy_endpoint = format!("http://{}", spy.local_addr().unwrap());
+    let refused = tool(&spy_endpoint, &[], &["add", "blue"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(
+        stderr.starts_with(&format!(
+            "slice: etcd at {spy_endpoint} is reached without TLS"
+        )) && stderr.contains("--etcd-allow-plaintext"),
+        "{stderr}"
+    );
+    assert!(
+        matches!(spy.accept(), Err(err) if err.kind() == std::io::ErrorKind::WouldBlock),
+        "the tool connected to etcd"
+    );
+    assert!(!data.exists(), "the tool made a data directory");
+
+    // sliced refuses the same settings with the same words.
+    let password_flag = password.display().to_string();
+    let daemon = crate::common::refused_start(
+        &data,
+        &[
+            "--etcd",
+            &spy_endpoint,
+            "--etcd-user",
+            "root",
+            "--etcd-password-file",
+            &password_flag,
+        ],
+    );
+    let rule = stderr.trim_start_matches("slice: ").trim_end();
+    assert!(daemon.contains(rule), "{daemon}\nis not\n{rule}");
+
+    let allowed = ["--etcd-allow-plaintext"];
+    let added = tool(&etcd.endpoint(), &allowed, &["add", "blue"]);
+    assert!(added.status.success(), "{added:?}");
+    let listed = tool(&etcd.endpoint(), &allowed, &["list"]);
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "blue\n",
+        "{listed:?}"
+    );
+}

@@ -132,6 +132,11 @@ pub struct Cli {
     )]
     pub etcd_password_file: Option<PathBuf>,
 
+    /// Accept etcd over plain http://, where the network to it is trusted: the slices
+    /// and the etcd credentials would cross it in clear (refused otherwise, as by sliced)
+    #[arg(long, global = true, requires = "etcd")]
+    pub etcd_allow_plaintext: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

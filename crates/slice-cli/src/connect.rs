@@ -32,6 +32,8 @@ pub struct EtcdTarget {
     pub prefix: String,
     /// TLS files and credentials for a locked-down etcd.
     pub access: slice_etcd::Access,
+    /// `--etcd-allow-plaintext`: plain `http://` endpoints are trusted.
+    pub allow_plaintext: bool,
 }
 
 /// The daemon when one answers on the socket, else the database opened here: the etcd
@@ -54,6 +56,10 @@ pub(crate) fn open(
 /// A local daemon serves the same cluster, and reads back its own writes at once, so it
 /// is asked first; etcd admits any number of clients, so there is nothing to wait for.
 fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatabase>, CliError> {
+    // Before anything else, as sliced refuses its settings: a command line that would
+    // send the credentials in clear is wrong whoever answers today.
+    slice_etcd::Access::refuse_plaintext(&etcd.endpoints, etcd.allow_plaintext)
+        .map_err(CliError::EtcdAccess)?;
     let socket = data_dir.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(Box::new(DaemonClient::new(socket, stream)));

@@ -71,6 +71,9 @@ pub enum CliError {
         request: String,
         detail: String,
     },
+    /// The etcd settings cannot be used as given; nothing was sent.
+    #[error(transparent)]
+    EtcdAccess(slice_etcd::AccessError),
     /// Standard output could not be written.
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),

@@ -80,6 +80,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             user: cli.etcd_user,
             password_file: cli.etcd_password_file,
         },
+        allow_plaintext: cli.etcd_allow_plaintext,
     });
     // Reads and removals need a database to be there; additions make one, as a first
     // write does.

@@ -45,12 +45,34 @@ pub enum AccessError {
     TlsWithoutHttps(String),
     #[error("the etcd endpoints mix https:// and plain ones: {0}")]
     MixedSchemes(String),
+    #[error(
+        "etcd at {0} is reached without TLS: the slices, the etcd credentials and the \
+         cluster's session key would cross the network in clear. Use https:// endpoints \
+         (--etcd-cafile, --etcd-certfile, --etcd-keyfile) or, where the network is \
+         trusted, --etcd-allow-plaintext"
+    )]
+    Plaintext(String),
 }
 
 impl Access {
     /// Whether the endpoints are reached over TLS.
     pub fn uses_tls(endpoints: &[String]) -> bool {
         endpoints.iter().any(|endpoint| is_https(endpoint))
+    }
+
+    /// The one rule for `sliced` and the `slice` tool alike: plain `http://` endpoints
+    /// only where `allow_plaintext` says the network to etcd is trusted. Over them the
+    /// slices, a user's password (etcd's Authenticate call carries it) and the token
+    /// etcd hands back, and what else sliced keeps under the prefix, travel in clear; a
+    /// warning at each start would not undo that.
+    pub fn refuse_plaintext(
+        endpoints: &[String],
+        allow_plaintext: bool,
+    ) -> Result<(), AccessError> {
+        if Self::uses_tls(endpoints) || allow_plaintext {
+            return Ok(());
+        }
+        Err(AccessError::Plaintext(endpoints.join(",")))
     }
 
     /// The user's name and password, read from the password file.
