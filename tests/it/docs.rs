@@ -1,5 +1,8 @@
 //! Keeps docs/security.md true: every `sliced` flag it names exists, and every test it
-//! names as the proof of a defence exists where it says.
+//! names as the proof of a defence exists where it says. Keeps docs/api.md, the
+//! repository's reference of the API, in step with the product: it names every message
+//! of the slice contract's errors and every slice path of the OpenAPI document, and the
+//! tests it cites exist.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,7 +14,15 @@ fn root() -> &'static Path {
 }
 
 fn security_md() -> String {
-    std::fs::read_to_string(root().join("docs/security.md")).expect("docs/security.md")
+    read("docs/security.md")
+}
+
+fn api_md() -> String {
+    read("docs/api.md")
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|err| panic!("{path}: {err}"))
 }
 
 /// Code spans: the text between pairs of backticks, outside fenced blocks.
@@ -119,8 +130,20 @@ fn test_files(file: &str, area: Option<&str>) -> Vec<PathBuf> {
 
 #[test]
 fn every_test_the_security_page_cites_exists() {
-    let doc = security_md();
-    let cited: Vec<(&str, Option<&str>, &str)> = code_spans(&doc)
+    let cited = check_cited_tests("docs/security.md", &security_md());
+    assert!(cited >= 25, "too few tests cited: {cited}");
+}
+
+#[test]
+fn every_test_the_api_reference_cites_exists() {
+    let cited = check_cited_tests("docs/api.md", &api_md());
+    assert!(cited >= 15, "too few tests cited: {cited}");
+}
+
+/// Checks that every test `doc` cites as `file::test` (or `file::area::test`) is defined
+/// where that name says; returns how many it cites.
+fn check_cited_tests(page: &str, doc: &str) -> usize {
+    let cited: Vec<(&str, Option<&str>, &str)> = code_spans(doc)
         .into_iter()
         .filter_map(|span| {
             let (file, test) = span.split_once("::")?;
@@ -136,11 +159,19 @@ fn every_test_the_security_page_cites_exists() {
                 !s.is_empty() && s.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric())
             };
             // `sliced::audit` is a log target of the daemon, not a test: the root
-            // package's tests are cited by their `tests/it/` module.
-            word(file) && area.map_or(true, word) && word(test) && *file != "sliced"
+            // package's tests are cited by their `tests/it/` module. Tests and their
+            // files are snake case, so `Mount::mount` and `slice_core::SliceError`
+            // name items of the code instead.
+            let lower = |s: &str| s.starts_with(|c: char| c.is_ascii_lowercase());
+            word(file)
+                && area.map_or(true, word)
+                && word(test)
+                && *file != "sliced"
+                && lower(file)
+                && lower(test)
         })
         .collect();
-    assert!(cited.len() >= 25, "too few tests cited: {}", cited.len());
+    let count = cited.len();
     for (file, area, test) in cited {
         let files = test_files(file, area);
         let module = area.map_or(file.to_owned(), |area| format!("{file}/{area}"));
@@ -151,9 +182,115 @@ fn every_test_the_security_page_cites_exists() {
                 .unwrap_or_default()
                 .contains(&format!("fn {test}("))
         });
-        assert!(
-            defined,
-            "{name} is cited in docs/security.md but not defined"
-        );
+        assert!(defined, "{name} is cited in {page} but not defined");
     }
+    count
+}
+
+/// The message templates of `slice_core::SliceError`, as docs/api.md writes them: each
+/// `#[error("...")]` of the enum, read from its source so that a variant added later is
+/// caught too, with its `{0}` written as the placeholder of the variant's identifier.
+/// Each template is also checked against the product: filled with a sample identifier,
+/// it must be a message `SliceError` reads back and prints the same, so the parsing
+/// here cannot drift from the code either.
+fn slice_error_templates() -> Vec<String> {
+    let source = read("crates/slice-core/src/error.rs");
+    let (_, body) = source
+        .split_once("pub enum SliceError {")
+        .expect("error.rs defines SliceError");
+    let (body, _) = body.split_once("\n}").expect("SliceError's closing brace");
+    let mut templates = Vec::new();
+    let mut pending: Option<&str> = None;
+    for line in body.lines().map(str::trim) {
+        if let Some(text) = line.strip_prefix("#[error(\"") {
+            let text = text.strip_suffix("\")]").expect("a one-line #[error]");
+            pending = Some(text);
+        } else if let Some(text) = pending.filter(|_| !line.is_empty() && !line.starts_with("//")) {
+            // The variant the attribute belongs to: `Name(Identifier),`.
+            let identifier = line
+                .split_once('(')
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map(|(identifier, _)| identifier)
+                .unwrap_or_else(|| panic!("a variant with one field: {line}"));
+            let (placeholder, sample) = match identifier {
+                "SliceName" => ("<slice_name>", "blue"),
+                "PortId" => ("<port_name>", "0xab:1"),
+                "MacAddress" => ("<mac_address>", "00:00:00:00:00:01"),
+                other => panic!("no placeholder for {other}: name one here and in docs/api.md"),
+            };
+            let message = text.replace("{0}", sample);
+            let error = slice_core::SliceError::from_message(&message)
+                .unwrap_or_else(|| panic!("{message:?} is not a message of SliceError"));
+            assert_eq!(error.to_string(), message);
+            templates.push(text.replace("{0}", placeholder));
+            pending = None;
+        }
+    }
+    templates
+}
+
+/// The slice paths of the OpenAPI document the daemon serves (`/slices`, `/slices:apply`,
+/// `/slices/{slice}/ports`...), each with its twin under `/api/`.
+fn slice_paths() -> Vec<String> {
+    let document: serde_json::Value =
+        serde_json::from_str(&read("crates/slice-http/openapi.json")).expect("JSON");
+    let paths = document["paths"].as_object().expect("paths");
+    let mut named = Vec::new();
+    for (path, item) in paths.iter().filter(|(path, _)| path.starts_with("/slices")) {
+        assert_eq!(
+            item["x-api-mirror"],
+            serde_json::json!(true),
+            "{path} has no /api/ twin"
+        );
+        named.push(path.clone());
+        named.push(format!("/api{path}"));
+    }
+    named
+}
+
+/// The words of the code spans of `doc`: `POST /slices/{slice}/ports` names the path.
+fn span_words(doc: &str) -> Vec<&str> {
+    code_spans(doc)
+        .into_iter()
+        .flat_map(str::split_whitespace)
+        .collect()
+}
+
+#[test]
+fn the_api_reference_names_every_contract_message_and_slice_path() {
+    let doc = api_md();
+    let spans = code_spans(&doc);
+    let templates = slice_error_templates();
+    assert!(templates.len() >= 6, "too few templates: {templates:?}");
+    let missing: Vec<&String> = templates
+        .iter()
+        .filter(|template| !spans.contains(&template.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/api.md does not name these messages of SliceError: {missing:?}"
+    );
+
+    let words = span_words(&doc);
+    let paths = slice_paths();
+    assert!(paths.len() >= 12, "too few slice paths: {paths:?}");
+    let missing: Vec<&String> = paths
+        .iter()
+        .filter(|path| !words.contains(&path.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/api.md does not name these paths of the OpenAPI document: {missing:?}"
+    );
+    // Nor may it name a slice path the document lacks (one renamed or gone).
+    let unknown: Vec<&&str> = words
+        .iter()
+        .filter(|word| word.contains('{'))
+        .filter(|word| word.starts_with("/slices") || word.starts_with("/api/slices"))
+        .filter(|word| !paths.iter().any(|path| path == **word))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "docs/api.md names slice paths the OpenAPI document lacks: {unknown:?}"
+    );
 }
