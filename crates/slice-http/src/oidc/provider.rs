@@ -325,8 +325,8 @@ impl Provider {
                     state.last_error.clone_from(err);
                     // At most one line per backoff: logins cannot make more.
                     log::warn!(
-                        "{err}; OpenID Connect logins answer 503 until it can be, tried \
-                         again from {} s on",
+                        "{err}; OpenID Connect logins answer 503 until it can be, and the \
+                         next login tries again in {} s at the earliest",
                         backoff.as_secs()
                     );
                 }
