@@ -42,6 +42,9 @@ struct ProxyFile {
     user_header: String,
     email_header: Option<String>,
     role_header: Option<String>,
+    /// What separates the groups in `role_header`: one ASCII punctuation character, `,`
+    /// by default (`;` for LDAP distinguished names, which hold commas).
+    role_separator: Option<String>,
     /// Addresses or CIDR blocks the proxy connects from.
     trusted: Vec<String>,
 }
@@ -151,9 +154,26 @@ impl AuthFile {
                 .as_deref()
                 .map(|name| header("role_header", name))
                 .transpose()?,
+            role_separator: role_separator(file.role_separator.as_deref())?,
             trusted,
             roles: self.roles()?,
         }))
+    }
+}
+
+/// `auth.proxy.role_separator`: one character that is neither a letter or digit of a
+/// group's name nor whitespace, which the trimming of each group would swallow.
+fn role_separator(written: Option<&str>) -> anyhow::Result<char> {
+    let Some(written) = written else {
+        return Ok(slice_http::DEFAULT_ROLE_SEPARATOR);
+    };
+    let mut chars = written.chars();
+    match (chars.next(), chars.next()) {
+        (Some(separator), None) if separator.is_ascii_punctuation() => Ok(separator),
+        _ => anyhow::bail!(
+            "auth.proxy.role_separator must be one ASCII punctuation character \
+             (such as \",\" or \";\"), not {written:?}"
+        ),
     }
 }
 
@@ -247,6 +267,25 @@ mod tests {
         }
         assert!(parse("").proxy().unwrap().is_none());
         assert_eq!(parse("").roles().unwrap(), RoleMapping::default());
+    }
+
+    #[test]
+    fn the_role_separator_is_one_punctuation_character() {
+        let separator = |line: &str| {
+            parse(&format!(
+                "proxy = {{ user_header = \"X-User\", trusted = [\"::1\"]{line} }}"
+            ))
+            .proxy()
+            .map(|proxy| proxy.map(|proxy| proxy.role_separator))
+        };
+        assert_eq!(separator("").unwrap(), Some(','));
+        assert_eq!(separator(", role_separator = \";\"").unwrap(), Some(';'));
+        for bad in ["", " ", "ab", ";;", "x", "\\t", "é"] {
+            let err = separator(&format!(", role_separator = \"{bad}\""))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("auth.proxy.role_separator"), "{bad:?}: {err}");
+        }
     }
 
     #[test]

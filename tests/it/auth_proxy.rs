@@ -244,7 +244,7 @@ fn the_proxy_names_the_user_roles_limit_them_and_every_write_is_audited() {
         .send_json(json!({"name": "mallory"}));
     assert_eq!(status_json(forged_write).0, 403);
 
-    // The local socket's owner stays an operator.
+    // The local socket's peer stays an operator, named as its Unix user.
     let listed = slice(&data, &["add", "green"]);
     assert!(listed.status.success(), "{listed:?}");
 
@@ -273,7 +273,7 @@ fn the_proxy_names_the_user_roles_limit_them_and_every_write_is_audited() {
         vec![
             expected("ada", "proxy", "create_slice"),
             expected("ada", "proxy", "add_port"),
-            expected("local", "local_socket", "create_slice"),
+            expected(&crate::audit::unix_user(), "local_socket", "create_slice"),
         ],
         "{entries:#?}"
     );
@@ -355,5 +355,261 @@ fn a_proxy_turns_the_developer_login_off_unless_the_settings_ask_for_it() {
         text.lines().any(|line| line.contains("WARN")
             && line.contains("developer login is on beside a real login")),
         "{text}"
+    );
+}
+
+/// Sends the header lines `headers` (each ending in CRLF) with `GET path` from `source`, as
+/// the proxy's own connection would come; the answer's status and JSON body.
+fn from_address(
+    daemon: &Daemon,
+    source: std::net::Ipv4Addr,
+    path: &str,
+    headers: &[u8],
+) -> (u16, Value) {
+    use std::io::Read as _;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let mut connection = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from((source, 0)))?;
+            socket.connect(daemon.http).await?.into_std()
+        })
+        .expect("connects");
+    connection.set_nonblocking(false).unwrap();
+    connection
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n",
+        daemon.http
+    )
+    .into_bytes();
+    request.extend_from_slice(headers);
+    request.extend_from_slice(b"\r\n");
+    connection.write_all(&request).unwrap();
+    let mut answer = Vec::new();
+    connection.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer}"));
+    let body = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, body)| serde_json::from_str(body).ok())
+        .unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// The proxy's own address, as the test connects from it.
+fn proxy_source() -> std::net::Ipv4Addr {
+    PROXY_SOURCE.parse().unwrap()
+}
+
+/// A listener on `[::]` sees the proxy's IPv4 address in its IPv6-mapped form
+/// (`::ffff:127.0.0.2`); the daemon compares addresses in their canonical form, so the
+/// proxy is trusted, and the trail names it as it knows itself.
+#[test]
+fn a_proxy_reaching_an_ipv6_listener_is_known_by_its_ipv4_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sliced.log");
+    let config = config(dir.path());
+    let port = free_port().port();
+    let daemon = Daemon::start_filtered_on(
+        &dir.path().join("data"),
+        SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
+        &["--config", config.to_str().unwrap()],
+        "warn,sliced::audit=info",
+        &log,
+    );
+    let proxy = Nginx::start(SocketAddr::from(([127, 0, 0, 1], port)));
+    let me = agent()
+        .get(&proxy.url("/api/session"))
+        .set("Authorization", &basic("ada"))
+        .set("Accept", "application/json");
+    assert_eq!(
+        status_json(me.call()),
+        (
+            200,
+            json!({"name": "ada", "email": "ada@example.com", "role": "operator"})
+        )
+    );
+    let created = agent()
+        .post(&proxy.url("/slices"))
+        .set("Authorization", &basic("ada"))
+        .send_json(json!({"name": "blue"}));
+    assert_eq!(status_json(created).0, 201);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let entries = loop {
+        let entries = audit_lines(&log);
+        if !entries.is_empty() || Instant::now() > deadline {
+            break entries;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(entries.len(), 1, "{entries:#?}");
+    assert_eq!(entries[0]["user"], "ada");
+    assert!(
+        entries[0]["source"]
+            .as_str()
+            .is_some_and(|source| source.starts_with(&format!("{PROXY_SOURCE}:"))),
+        "{}",
+        entries[0]
+    );
+    drop(daemon);
+}
+
+/// A header the proxy sent twice is two claims, of which the daemon cannot tell the
+/// proxy's from one a client slipped past it; a value that is no text cannot be compared.
+/// Either refuses the request, saying why (naming the header, never its value), and the
+/// refusal is in the audit trail.
+#[test]
+fn repeated_or_unreadable_proxy_headers_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sliced.log");
+    let config = config(dir.path());
+    let daemon = Daemon::start_filtered_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+        "warn,sliced::audit=info",
+        &log,
+    );
+    let refused = |reason: &str| {
+        (
+            403,
+            json!({ "error": format!("the proxy's headers are refused: {reason}") }),
+        )
+    };
+    for (headers, reason) in [
+        (
+            &b"X-Forwarded-User: mallory\r\nX-Forwarded-User: bob\r\n"[..],
+            "x-forwarded-user came 2 times; the proxy must send it once",
+        ),
+        (
+            b"X-Forwarded-User: bob\r\nX-Forwarded-Groups: staff\r\nX-Forwarded-Groups: net-admins\r\n",
+            "x-forwarded-groups came 2 times; the proxy must send it once",
+        ),
+        (
+            b"X-Forwarded-User: bob\r\nX-Forwarded-Email: bob@example.com\r\nX-Forwarded-Email: mallory@example.com\r\n",
+            "x-forwarded-email came 2 times; the proxy must send it once",
+        ),
+        (
+            b"X-Forwarded-User: bob\r\nX-Forwarded-Groups: net-admins,caf\xe9\r\n",
+            "x-forwarded-groups is not UTF-8 text",
+        ),
+    ] {
+        for path in ["/api/session", "/slices"] {
+            assert_eq!(
+                from_address(&daemon, proxy_source(), path, headers),
+                refused(reason),
+                "{path}: {}",
+                String::from_utf8_lossy(headers)
+            );
+        }
+    }
+    // Names and groups beyond ASCII, in UTF-8, are text like any other.
+    assert_eq!(
+        from_address(
+            &daemon,
+            proxy_source(),
+            "/api/session",
+            "X-Forwarded-User: José\r\nX-Forwarded-Groups: Ingénieurs, net-admins\r\n".as_bytes(),
+        ),
+        (
+            200,
+            json!({"name": "José", "email": "", "role": "operator"})
+        )
+    );
+    // From another address the same headers are not the proxy's: ignored, as before.
+    assert_eq!(
+        from_address(
+            &daemon,
+            "127.0.0.1".parse().unwrap(),
+            "/api/session",
+            b"X-Forwarded-User: mallory\r\nX-Forwarded-User: bob\r\n",
+        ),
+        (403, json!({"status": "forbidden"}))
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let entries = loop {
+        let entries = audit_lines(&log);
+        if entries.len() >= 8 || Instant::now() > deadline {
+            break entries;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(entries.len(), 8, "{entries:#?}");
+    for entry in &entries {
+        assert_eq!(
+            (
+                &entry["operation"],
+                &entry["target"],
+                &entry["via"],
+                &entry["status"]
+            ),
+            (
+                &json!("login"),
+                &json!({"method": "proxy"}),
+                &json!("proxy"),
+                &json!(403)
+            ),
+            "{entry}"
+        );
+        assert!(
+            entry["result"]
+                .as_str()
+                .is_some_and(|result| result.starts_with("the proxy's headers are refused: ")),
+            "{entry}"
+        );
+        assert!(!entry.to_string().contains("mallory"), "{entry}");
+    }
+}
+
+/// `role_separator` says what separates groups: with `;` an LDAP distinguished name is one
+/// group, which maps only if listed whole, where `,` would have split it into parts of
+/// which one (`net-admins`) maps.
+#[test]
+fn the_group_separator_is_configured_and_groups_count_only_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&config)
+        .unwrap();
+    // The file ends in the [auth.proxy] table.
+    writeln!(file, "role_separator = \";\"").unwrap();
+    let daemon = Daemon::start_with(
+        &dir.path().join("data"),
+        &["--config", config.to_str().unwrap()],
+    );
+    let role = |groups: &str| {
+        let headers = format!("X-Forwarded-User: ada\r\nX-Forwarded-Groups: {groups}\r\n");
+        let (status, me) =
+            from_address(&daemon, proxy_source(), "/api/session", headers.as_bytes());
+        assert_eq!(status, 200, "{groups}: {me}");
+        me["role"].clone()
+    };
+    assert_eq!(role("cn=x,net-admins,ou=groups"), "viewer");
+    assert_eq!(role("cn=x,ou=groups; net-admins"), "operator");
+    assert_eq!(role("cn=x,ou=groups"), "viewer");
+
+    let bad = config.with_file_name("bad.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &bad,
+        text.replace("role_separator = \";\"", "role_separator = \"ab\""),
+    )
+    .unwrap();
+    let stderr = crate::common::refused_start(
+        &dir.path().join("other"),
+        &["--config", bad.to_str().unwrap()],
+    );
+    assert!(
+        stderr.contains("auth.proxy.role_separator must be one ASCII punctuation character"),
+        "{stderr}"
     );
 }

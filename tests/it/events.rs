@@ -148,7 +148,7 @@ fn committed_changes_stream_in_order_with_growing_ids_and_a_client_resumes_where
             change("mac_added"),
             audit("add_mac", "anonymous"),
             change("slice_created"),
-            audit("create_slice", "local"),
+            audit("create_slice", &crate::audit::unix_user()),
         ]
     );
     let ids: Vec<u64> = seen.iter().map(|event| event.id.unwrap()).collect();

@@ -6,6 +6,7 @@
 mod common;
 
 mod applies;
+mod audit;
 mod auth;
 mod auth_proxy;
 mod cli;

@@ -5,17 +5,29 @@
 //! Writes are told where they are carried out (`slices::write`), so a write is told
 //! whichever route brought it (the slice API, its `/api/` twin, the local socket) and a
 //! request the guard or the body check refused, which changes nothing, is not.
+//!
+//! An apply can remove every slice at once, so its entry alone (counts) cannot say who
+//! removed a given slice. Its entry carries an id, and the log follows it with detail
+//! entries (`apply_steps`) of the same requester and id, listing every step it carried
+//! out, [`STEPS_PER_ENTRY`] to an entry so that no line grows with the apply. The
+//! details go to the log only: the event stream, which readers follow live and which
+//! drops a reader that falls 1,024 events behind, gets the one entry with its counts.
 
 use actix_web::{web, HttpRequest};
 use serde::Serialize;
 use serde_json::{json, Value};
 use slice_core::{Write, Written};
 
-use crate::identity::{Requester, Via};
+use crate::identity::{LocalPeer, Requester, Via};
 use crate::{ApiError, EventHub, Settings};
 
 /// The log target of the audit trail (one line per write, at info level).
 pub const AUDIT_LOG: &str = "sliced::audit";
+
+/// How many steps of an apply one detail entry lists: at most about 16 KiB of JSON (a
+/// step names a slice of at most 64 bytes, a port and a MAC address), within what log
+/// pipelines keep as one line (journald's `LineMax=` is 48 KiB by default).
+pub(crate) const STEPS_PER_ENTRY: usize = 100;
 
 /// What was done, in the trail's words, and to what.
 pub(crate) struct Operation {
@@ -74,6 +86,14 @@ impl Operation {
             target: Value::Null,
         }
     }
+
+    /// Part `part` of `parts` of the steps of the apply `apply`.
+    fn apply_steps(apply: &str, part: usize, parts: usize, steps: &[slice_core::Step]) -> Self {
+        Self {
+            name: "apply_steps",
+            target: json!({ "apply": apply, "part": part, "parts": parts, "steps": steps }),
+        }
+    }
 }
 
 /// One line of the trail.
@@ -116,12 +136,6 @@ pub(crate) fn record<T>(
     result: &Result<T, ApiError>,
     outcome: impl FnOnce(&T) -> Value,
 ) {
-    let local = req.conn_data::<crate::LocalPeer>().is_some();
-    let source = match (local, req.peer_addr()) {
-        (true, _) => "local".to_owned(),
-        (false, Some(peer)) => peer.to_string(),
-        (false, None) => "unknown".to_owned(),
-    };
     let (result_text, status, outcome) = match result {
         Ok(value) => ("ok".to_owned(), None, outcome(value)),
         Err(err) => (
@@ -129,6 +143,92 @@ pub(crate) fn record<T>(
             Some(actix_web::ResponseError::status_code(err).as_u16()),
             Value::Null,
         ),
+    };
+    let Some(line) = entry(req, requester, operation, result_text, status, outcome) else {
+        return;
+    };
+    log::info!(target: AUDIT_LOG, "{line}");
+    if let Some(settings) = req.app_data::<web::Data<Settings>>() {
+        let hub: &EventHub = &settings.events;
+        hub.publish("audit", &without_personal_data(line));
+    }
+}
+
+/// Tells the trail of a store write: one entry, and for an apply that changed anything
+/// its detail entries after it (see the module's documentation).
+pub(crate) fn record_write(
+    req: &HttpRequest,
+    requester: &Requester,
+    operation: Operation,
+    written: &Result<Written, ApiError>,
+) {
+    let steps = match written {
+        Ok(Written::Plan(plan)) if !plan.steps.is_empty() => &plan.steps,
+        _ => return record(req, requester, operation, written, outcome_of),
+    };
+    let apply = apply_id();
+    let parts = steps.len().div_ceil(STEPS_PER_ENTRY);
+    record(
+        req,
+        requester,
+        operation,
+        written,
+        |_| json!({ "steps": steps.len(), "apply": apply, "parts": parts }),
+    );
+    for (index, chunk) in steps.chunks(STEPS_PER_ENTRY).enumerate() {
+        let operation = Operation::apply_steps(&apply, index + 1, parts, chunk);
+        if let Some(line) = entry(req, requester, operation, "ok".into(), None, Value::Null) {
+            log::info!(target: AUDIT_LOG, "{line}");
+        }
+    }
+}
+
+/// Tells the trail that a trusted proxy's headers were refused for `reason`, and returns
+/// the answer the request gets: 403 with the reason, which names headers, never their
+/// values (those are the client's, and go nowhere).
+pub(crate) fn proxy_refused(req: &HttpRequest, reason: String) -> ApiError {
+    let message = format!("the proxy's headers are refused: {reason}");
+    let requester = Requester {
+        user: None,
+        via: Via::Proxy,
+    };
+    let refused: Result<(), _> = Err(ApiError::Forbidden(message.clone()));
+    record(req, &requester, Operation::login("proxy"), &refused, |_| {
+        Value::Null
+    });
+    ApiError::Forbidden(message)
+}
+
+/// An apply's id in the trail, which links its entry to its details: 64 random bits in
+/// hex, unique across restarts and the instances of a cluster without a counter.
+fn apply_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        // No randomness (it never fails on Linux once booted): the time still tells
+        // this apply's details from another's in the same log.
+        let nanos = jiff::Timestamp::now().as_nanosecond();
+        bytes = (nanos as u64).to_be_bytes();
+    }
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// One entry of the trail, as JSON; `None` (and an error logged) if it cannot be encoded.
+fn entry(
+    req: &HttpRequest,
+    requester: &Requester,
+    operation: Operation,
+    result: String,
+    status: Option<u16>,
+    outcome: Value,
+) -> Option<Value> {
+    let source = match (req.conn_data::<LocalPeer>(), req.peer_addr()) {
+        (Some(_), _) => "local".to_owned(),
+        // A listener on [::] sees an IPv4 peer as ::ffff:a.b.c.d; the trail names it as
+        // the peer knows itself.
+        (None, Some(peer)) => {
+            std::net::SocketAddr::new(peer.ip().to_canonical(), peer.port()).to_string()
+        }
+        (None, None) => "unknown".to_owned(),
     };
     let entry = Entry {
         time: jiff::Timestamp::now().to_string(),
@@ -138,21 +238,16 @@ pub(crate) fn record<T>(
         source,
         operation: operation.name,
         target: operation.target,
-        result: result_text,
+        result,
         status,
         outcome,
     };
-    let line = match serde_json::to_value(&entry) {
-        Ok(line) => line,
+    match serde_json::to_value(&entry) {
+        Ok(line) => Some(line),
         Err(err) => {
             log::error!(target: AUDIT_LOG, "cannot encode an audit entry: {err}");
-            return;
+            None
         }
-    };
-    log::info!(target: AUDIT_LOG, "{line}");
-    if let Some(settings) = req.app_data::<web::Data<Settings>>() {
-        let hub: &EventHub = &settings.events;
-        hub.publish("audit", &without_personal_data(line));
     }
 }
 
@@ -168,7 +263,7 @@ fn without_personal_data(mut entry: Value) -> Value {
 }
 
 /// What a write returned, for the trail: an apply's counts of steps.
-pub(crate) fn outcome_of(written: &Written) -> Value {
+fn outcome_of(written: &Written) -> Value {
     match written {
         Written::Plan(plan) => json!({ "steps": plan.steps.len() }),
         _ => Value::Null,

@@ -18,7 +18,7 @@ use url::Url;
 use crate::audit::{self, Operation};
 use crate::body::Body;
 pub(crate) use crate::identity::User;
-use crate::identity::{ProxyVerdict, Requester, Role, Via};
+use crate::identity::{LocalPeer, ProxyVerdict, Requester, Role, Via};
 use crate::page::UI_PATH;
 use crate::routing::Mount;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
@@ -38,11 +38,6 @@ const EXPIRES_AT_KEY: &str = "exp";
 /// How far ahead of this instance's clock a login time may be: the instances of a
 /// cluster log users in by their own clocks, which differ a little.
 const CLOCK_SKEW_SECS: u64 = 60;
-
-/// Marks a request that came over the daemon's local Unix socket: the socket is
-/// owner-only, so whoever reaches it is trusted as the owner.
-#[derive(Debug, Clone, Copy)]
-pub struct LocalPeer;
 
 /// The login and logout routes, below `/auth` (the scope that runs the session
 /// middleware for them).
@@ -370,27 +365,25 @@ pub(crate) fn requester(req: &HttpRequest) -> Result<Option<Requester>, ApiError
     requester_of(req)
 }
 
-/// Who a request comes from, when anything vouches for them: a trusted proxy's header
-/// (which names the user even over the local socket), the local socket's owner, or a
-/// login session. `Err` carries the answer for a request refused outright.
+/// Who a request comes from, when anything vouches for them: the local socket's peer (no
+/// header counts there), a trusted proxy's header, or a login session. `Err` carries the
+/// answer for a request refused outright, such as one whose proxy headers are ambiguous.
 fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
-    let local = req.conn_data::<LocalPeer>().is_some();
+    if let Some(local) = req.conn_data::<LocalPeer>() {
+        return Ok(Some(local.requester()));
+    }
     let proxy = req
         .app_data::<web::Data<Settings>>()
         .and_then(|settings| settings.proxy.clone());
-    if let Some(proxy) = proxy {
-        let peer = if local {
-            None
-        } else {
-            req.peer_addr().map(|addr| addr.ip())
-        };
-        match proxy.judge(peer, req.headers()) {
+    if let (Some(proxy), Some(peer)) = (proxy, req.peer_addr()) {
+        match proxy.judge(peer.ip(), req.headers()) {
             ProxyVerdict::Accepted(user) => {
                 return Ok(Some(Requester {
                     user: Some(user),
                     via: Via::Proxy,
                 }))
             }
+            ProxyVerdict::Refused(reason) => return Err(audit::proxy_refused(req, reason)),
             ProxyVerdict::NoRole(name) => {
                 log::info!("the proxy's user {name:?} has no role here: refused");
                 return Ok(None);
@@ -398,16 +391,10 @@ fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
             ProxyVerdict::Untrusted => {
                 // Anyone can send the header; only the proxy's is believed. The request
                 // goes on as if it had none, so a session still counts.
-                log::debug!("a proxy user header from {peer:?}, not a trusted proxy: ignored");
+                log::debug!("a proxy user header from {peer}, not a trusted proxy: ignored");
             }
             ProxyVerdict::Absent => {}
         }
-    }
-    if local {
-        return Ok(Some(Requester {
-            user: None,
-            via: Via::LocalSocket,
-        }));
     }
     Ok(live_session(req)?.map(|live| Requester {
         user: Some(live.user),

@@ -7,8 +7,12 @@
 //! linearizable read, which only a member with a quorum answers), the OpenFlow controller
 //! (a check the binary registers once its listeners are bound, see
 //! [`Health::watch_openflow`]), and whether the daemon is stopping. Both are open to
-//! anyone, as a probe has no session, even where `--require-auth` guards the rest; each
-//! names a check's reason and nothing more.
+//! anyone, as a probe has no session, even where `--require-auth` guards the rest; so
+//! they answer anyone with the status alone. A check's reason can name an etcd member's
+//! address and the system's error, which tell an outsider where the store lives and what
+//! ails it: `/readyz` gives the checks and their reasons only to a requester something
+//! vouches for (a session of any role, a trusted proxy's user, the local socket), as
+//! `/cluster` gives the store's health to whoever may read it.
 //!
 //! A probe must not load what it probes, so the store is probed at most once per
 //! [`READINESS_CACHE`]: one request probes, on a blocking thread and bounded by
@@ -21,13 +25,16 @@ use std::time::{Duration, Instant};
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 use slice_core::SliceStore;
 
 use crate::routing::readable;
 use crate::routing::Mount;
 use crate::Settings;
+
+/// Where readiness is served: a scope of its own, which reads sessions (see `app`).
+pub(crate) const READY_PATH: &str = "/readyz";
 
 /// How long one probe of the store answers for.
 pub(crate) const READINESS_CACHE: Duration = Duration::from_secs(1);
@@ -62,8 +69,19 @@ impl Readiness {
         self.checks.iter().all(|(_, outcome)| outcome.is_ok())
     }
 
-    /// The answer's body: `{"status": "ready", "checks": ...}`, or `{"error": ...,
-    /// "checks": ...}` naming the first check that failed.
+    /// The answer's body for anyone: `{"status": "ready"}` or `{"error": "not ready"}`,
+    /// which say nothing of the daemon's insides.
+    pub fn status_body(&self) -> Value {
+        if self.is_ready() {
+            json!({"status": "ready"})
+        } else {
+            json!({"error": "not ready"})
+        }
+    }
+
+    /// The answer's body for a requester something vouches for: `{"status": "ready",
+    /// "checks": ...}`, or `{"error": ..., "checks": ...}` naming the first check that
+    /// failed.
     pub fn body(&self) -> Value {
         let checks: Map<String, Value> = self
             .checks
@@ -141,23 +159,37 @@ pub(crate) fn routes(cfg: &mut impl Mount) {
     cfg.mount("/healthz", crate::routing::READ, |r| {
         r.route(readable(live))
     });
-    cfg.mount("/readyz", crate::routing::READ, |r| {
-        r.route(readable(ready))
-    });
+}
+
+/// `/readyz`, mounted below [`READY_PATH`].
+pub(crate) fn ready_routes(cfg: &mut impl Mount) {
+    cfg.mount("", crate::routing::READ, |r| r.route(readable(ready)));
 }
 
 async fn live() -> HttpResponse {
     uncached(StatusCode::OK).json(json!({"status": "ok"}))
 }
 
-async fn ready(store: web::Data<dyn SliceStore>, settings: web::Data<Settings>) -> HttpResponse {
+async fn ready(
+    req: HttpRequest,
+    store: web::Data<dyn SliceStore>,
+    settings: web::Data<Settings>,
+) -> HttpResponse {
     let readiness = settings.health.readiness(store.into_inner()).await;
     let status = if readiness.is_ready() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    uncached(status).json(readiness.body())
+    // A requester that cannot be told (a session the store cannot check, a proxy's
+    // refused headers) gets what anyone gets: a probe answers, it does not refuse.
+    let vouched = matches!(crate::auth::requester(&req), Ok(Some(_)));
+    let body = if vouched {
+        readiness.body()
+    } else {
+        readiness.status_body()
+    };
+    uncached(status).json(body)
 }
 
 /// A probe's answer is about this moment: no cache between the prober and the daemon may
@@ -317,17 +349,33 @@ mod tests {
         }));
         let app = crate::app(store.clone(), None, settings);
         let service = test::init_service(app).await;
+        let readiness = || {
+            let (health, store) = (Arc::clone(&health), Arc::clone(&store));
+            async move { health.readiness(store).await.body() }
+        };
         assert_eq!(
             get(&service, "/healthz").await,
             (StatusCode::OK, json!({"status": "ok"}))
         );
-        let ready =
-            json!({"status": "ready", "checks": {"store": "ok", "openflow": "ok", "http": "ok"}});
-        assert_eq!(get(&service, "/readyz").await, (StatusCode::OK, ready));
+        // Anyone gets the status, and nothing of the checks.
+        assert_eq!(
+            get(&service, "/readyz").await,
+            (StatusCode::OK, json!({"status": "ready"}))
+        );
+        assert_eq!(
+            readiness().await,
+            json!({"status": "ready", "checks": {"store": "ok", "openflow": "ok", "http": "ok"}})
+        );
 
         openflow_up.store(false, Ordering::SeqCst);
-        let (status, body) = get(&service, "/readyz").await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            get(&service, "/readyz").await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "not ready"})
+            )
+        );
+        let body = readiness().await;
         assert_eq!(
             body["error"],
             "not ready: openflow: the OpenFlow controller has stopped"
@@ -336,17 +384,27 @@ mod tests {
 
         store.failing.store(true, Ordering::SeqCst);
         std::thread::sleep(READINESS_CACHE);
-        let (status, body) = get(&service, "/readyz").await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(body["error"], "not ready: store: no quorum");
+        assert_eq!(
+            get(&service, "/readyz").await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "not ready"})
+            )
+        );
+        assert_eq!(readiness().await["error"], "not ready: store: no quorum");
 
         store.failing.store(false, Ordering::SeqCst);
         openflow_up.store(true, Ordering::SeqCst);
         health.stopping();
         std::thread::sleep(READINESS_CACHE);
-        let (status, body) = get(&service, "/readyz").await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(body["checks"]["http"], "the daemon is stopping");
+        assert_eq!(
+            get(&service, "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            readiness().await["checks"]["http"],
+            "the daemon is stopping"
+        );
         // Liveness is not readiness: a stopping daemon still lives.
         assert_eq!(get(&service, "/healthz").await.0, StatusCode::OK);
     }

@@ -3,8 +3,8 @@
 //!
 //! [`app`] builds the actix-web application around a shared [`SliceStore`], whichever
 //! backend it is; [`serve`] builds the servers the `sliced` binary runs it on, TCP and its
-//! local Unix socket, marking local connections with [`LocalPeer`] so that they pass the
-//! session guard.
+//! local Unix socket, marking local connections with their [`LocalPeer`] so that they pass
+//! the session guard as the peer's Unix user.
 
 mod audit;
 mod auth;
@@ -42,7 +42,7 @@ use actix_web::{middleware, web, App};
 use slice_core::SliceStore;
 
 pub use audit::AUDIT_LOG;
-pub use auth::{is_email, LocalPeer};
+pub use auth::is_email;
 pub use body::{decode_body, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use cluster::ClusterView;
@@ -50,7 +50,7 @@ pub use error::ApiError;
 pub use events::EventHub;
 pub use head_guard::MAX_REQUEST_HEAD;
 pub use health::{Health, Readiness};
-pub use identity::{ProxyAuth, Role, RoleMapping, User};
+pub use identity::{LocalPeer, ProxyAuth, Role, RoleMapping, User, DEFAULT_ROLE_SEPARATOR};
 pub use network::{NetworkView, ViewFuture, ViewKind};
 pub use oidc::{Oidc, OidcConfig, CALLBACK_PATH as OIDC_CALLBACK_PATH};
 pub use openapi::document as openapi_document;
@@ -255,6 +255,14 @@ pub fn app(
                 .wrap(sessions())
                 .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, page::UI_PATH))),
         )
+        // Readiness tells its reasons to a logged-in requester only, so it reads sessions.
+        .service(
+            web::scope(health::READY_PATH)
+                .wrap(sessions())
+                .configure(|cfg| {
+                    health::ready_routes(&mut mount::Mounting::new(cfg, health::READY_PATH))
+                }),
+        )
         .configure(|cfg| open_routes(&mut mount::Mounting::new(cfg, "")));
     // The guarded scope takes every path, so it comes last.
     let app = if guard_slices {
@@ -351,6 +359,8 @@ pub fn served_routes() -> Vec<(String, Vec<String>)> {
     login_routes(&mut login);
     let mut web_view = routing::Listing::new(page::UI_PATH);
     ui::routes(&mut web_view);
+    let mut ready = routing::Listing::new(health::READY_PATH);
+    health::ready_routes(&mut ready);
     let mut root = routing::Listing::new("");
     open_routes(&mut root);
     twin_routes(&mut root);
@@ -358,6 +368,7 @@ pub fn served_routes() -> Vec<(String, Vec<String>)> {
         .into_iter()
         .chain(login.routes)
         .chain(web_view.routes)
+        .chain(ready.routes)
         .chain(root.routes)
         .collect()
 }

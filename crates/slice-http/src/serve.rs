@@ -8,7 +8,9 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use actix_http::{error::DispatchError, HttpService, Protocol};
@@ -18,7 +20,7 @@ use actix_web::dev::{AppConfig, Extensions};
 use actix_web::rt::net::{TcpStream, UnixStream};
 use actix_web::App;
 use slice_core::SliceStore;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::hangup::HangupWatch;
 use crate::head_guard::HeadGuard;
@@ -39,6 +41,10 @@ pub const STOP_GRACE_SECS: u64 = 1;
 
 /// Pending connections the kernel queues for each TCP listener (actix-web's default).
 const LISTEN_BACKLOG: i32 = 1024;
+
+/// How long the account name of the local socket's peer may take to look up (NSS may ask
+/// a directory over the network); past it the peer is named by its user id.
+const NAME_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What each worker builds its copy of the application from.
 #[derive(Clone)]
@@ -133,7 +139,7 @@ fn listen_tcp<F: AppFactory>(
             let peer = io.peer_addr().ok();
             Ok((HangupWatch::new(HeadGuard::new(io)), Protocol::Http1, peer))
         })
-        .and_then(http_service(&parts, shutdown.clone(), false, &make_app))
+        .and_then(http_service(&parts, shutdown.clone(), &make_app))
     })
 }
 
@@ -165,28 +171,121 @@ fn listen_local<F: AppFactory>(
     let shutdown = shutdown.clone();
     builder.listen_uds("local", listener, move || {
         fn_service(|io: UnixStream| async move {
-            Ok((HangupWatch::new(HeadGuard::new(io)), Protocol::Http1, None))
+            let peer = local_peer(&io).await.map_err(|err| {
+                log::warn!("a connection to the local socket whose peer is unknown: {err}");
+                DispatchError::Io(err)
+            })?;
+            let io = HangupWatch::new(HeadGuard::new(io));
+            Ok((LocalConnection { io, peer }, Protocol::Http1, None))
         })
-        .and_then(http_service(&parts, shutdown.clone(), true, &make_app))
+        .and_then(http_service(&parts, shutdown.clone(), &make_app))
     })
 }
 
+/// Who is at the other end of `stream`, as the kernel says (`SO_PEERCRED`: the user when
+/// it connected), named by the account database. The request's headers are never asked:
+/// its client could write anything there.
+async fn local_peer(stream: &UnixStream) -> io::Result<LocalPeer> {
+    let uid = stream.peer_cred()?.uid();
+    let lookup = tokio::task::spawn_blocking(move || {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+    });
+    let name = match tokio::time::timeout(NAME_LOOKUP_TIMEOUT, lookup).await {
+        Ok(Ok(Ok(account))) => account.map(|account| account.name),
+        Ok(Ok(Err(err))) => {
+            log::warn!("cannot look up the account of user id {uid}: {err}");
+            None
+        }
+        Ok(Err(err)) => {
+            log::warn!("the lookup of user id {uid} failed: {err}");
+            None
+        }
+        Err(_) => {
+            log::warn!("no account name for user id {uid} within {NAME_LOOKUP_TIMEOUT:?}");
+            None
+        }
+    };
+    Ok(LocalPeer::new(uid, name))
+}
+
+/// A guarded connection as each request sees it, in its connection data.
+trait Connection: AsyncRead + AsyncWrite + Unpin + 'static {
+    /// Puts what requests on this connection read into `data`: whether its client hung
+    /// up, for the event streams, and on the local socket who the client is.
+    fn describe(&self, data: &mut Extensions);
+}
+
+impl Connection for HangupWatch<HeadGuard<TcpStream>> {
+    fn describe(&self, data: &mut Extensions) {
+        data.insert(self.hangup());
+    }
+}
+
+/// A connection to the local socket, with its peer.
+struct LocalConnection {
+    io: HangupWatch<HeadGuard<UnixStream>>,
+    peer: LocalPeer,
+}
+
+impl Connection for LocalConnection {
+    fn describe(&self, data: &mut Extensions) {
+        data.insert(self.io.hangup());
+        data.insert(self.peer.clone());
+    }
+}
+
+impl AsyncRead for LocalConnection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for LocalConnection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
 /// actix-http's HTTP/1 service over one kind of guarded connection.
-fn http_service<T, F: AppFactory>(
+fn http_service<C: Connection, F: AppFactory>(
     parts: &AppParts,
     shutdown: GracefulShutdownSignal,
-    local: bool,
     make_app: &impl MakeApp<F>,
 ) -> impl ServiceFactory<
-    (HangupWatch<HeadGuard<T>>, Protocol, Option<SocketAddr>),
+    (C, Protocol, Option<SocketAddr>),
     Config = (),
     Response = (),
     Error = DispatchError,
     InitError = (),
->
-where
-    T: AsyncRead + AsyncWrite + Unpin + 'static,
-{
+> {
     let application = make_app(
         Arc::clone(&parts.store),
         parts.network.clone(),
@@ -202,16 +301,7 @@ where
         })
         .client_request_timeout(parts.settings.request_timeout)
         .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)
-        // Each connection's data: whether its client hung up, for the event streams, and
-        // on the local socket the mark of its owner.
-        .on_connect_ext(
-            move |io: &HangupWatch<HeadGuard<T>>, data: &mut Extensions| {
-                data.insert(io.hangup());
-                if local {
-                    data.insert(LocalPeer);
-                }
-            },
-        );
+        .on_connect_ext(|io: &C, data: &mut Extensions| io.describe(data));
     // The application reads neither the configured host nor the local address (the Host
     // policy reads the header itself), so the default configuration serves.
     service.finish(map_config(application, |()| AppConfig::default()))

@@ -131,13 +131,7 @@ fn created<T: Serialize>(
 async fn write(req: &HttpRequest, store: StoreData, write: Write) -> Result<Written, ApiError> {
     let operation = audit::Operation::of(&write);
     let written = perform(store, write).await;
-    audit::record(
-        req,
-        &auth::requester_seen(req),
-        operation,
-        &written,
-        audit::outcome_of,
-    );
+    audit::record_write(req, &auth::requester_seen(req), operation, &written);
     written
 }
 

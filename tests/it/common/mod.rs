@@ -102,6 +102,21 @@ impl Daemon {
         daemon
     }
 
+    /// Starts listening for HTTP on `http` (such as `[::]:port`) with `extra` arguments and
+    /// `RUST_LOG=filter`, the daemon's log going to `log`.
+    pub(crate) fn start_filtered_on(
+        data_dir: &Path,
+        http: SocketAddr,
+        extra: &[&str],
+        filter: &str,
+        log: &Path,
+    ) -> Self {
+        let log = std::fs::File::create(log).expect("the log file can be created");
+        let mut daemon = Self::spawn(data_dir, http, extra, true, log.into(), filter);
+        daemon.wait_until_ready();
+        daemon
+    }
+
     fn launch(
         data_dir: &Path,
         http: SocketAddr,
@@ -347,6 +362,53 @@ pub(crate) fn status_json(result: Result<ureq::Response, ureq::Error>) -> (u16, 
         status,
         serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
     )
+}
+
+/// Sends `method path` over the daemon's local socket in `data_dir`, with `headers`
+/// (`Name: value` each) and a JSON `body` if given; the answer's status and its body as
+/// JSON (Null when the body is not JSON).
+pub(crate) fn local_request(
+    data_dir: &Path,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: Option<&serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(data_dir.join("sliced.sock"))
+        .expect("the local socket answers");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a read timeout");
+    let body = body.map(ToString::to_string).unwrap_or_default();
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for header in headers {
+        request.push_str(&format!("{header}\r\n"));
+    }
+    if !body.is_empty() {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream
+        .write_all(request.as_bytes())
+        .expect("the request is sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("an answer");
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer}"));
+    let json = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, body)| serde_json::from_str(body).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (status, json)
 }
 
 /// Overwrites the first 4 KiB of the database's log (`<data dir>/store/db`, sled's one data
