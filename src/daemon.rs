@@ -17,10 +17,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) fn spawn_background(config: &Config) -> anyhow::Result<()> {
     let root = config.data_dir.root();
     // Owner-only before the log file goes in; the daemon reports any tightening itself.
-    config
-        .data_dir
-        .make_private()
-        .with_context(|| format!("cannot create the data directory {}", root.display()))?;
+    crate::store::make_private(&config.data_dir)?;
     let pid_file = config
         .pid_file
         .clone()

@@ -25,6 +25,7 @@ mod logging;
 mod manuals;
 mod metrics;
 mod network;
+mod secrets;
 mod servers;
 mod stop;
 mod store;

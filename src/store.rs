@@ -19,18 +19,14 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    /// Makes the data directory owner-only, then opens the configured store.
+    /// Makes the data directory owner-only and checks the secret files, then opens the
+    /// configured store: nothing is made or read where another user may have put files.
     pub(crate) fn open(config: &Config) -> anyhow::Result<Self> {
         let data_dir = &config.data_dir;
-        let tightened = data_dir.make_private().with_context(|| {
-            format!(
-                "cannot make the data directory {} owner-only",
-                data_dir.root().display()
-            )
-        })?;
-        for change in tightened {
+        for change in make_private(data_dir)? {
             log::warn!("{change}");
         }
+        crate::secrets::check(config)?;
         Ok(match &config.etcd {
             None => Backend::Sled(Arc::new(open_store(data_dir)?)),
             Some(etcd) => Backend::Etcd(Arc::new(open_etcd(data_dir, etcd)?)),
@@ -84,6 +80,19 @@ impl Backend {
             Backend::Etcd(_) => (Ok(()), None),
         }
     }
+}
+
+/// Creates the data directory owner-only, or checks that it is: another user's, or one
+/// others may write, is refused (what is in it may be theirs). A refusal names the path
+/// and what to check; only a failing call needs more words.
+pub(crate) fn make_private(data_dir: &DataDir) -> anyhow::Result<Vec<slice_store::Tightened>> {
+    data_dir.make_private().map_err(|err| match err {
+        slice_store::NotPrivate::Io { .. } => anyhow::Error::new(err).context(format!(
+            "cannot make the data directory {} owner-only",
+            data_dir.root().display()
+        )),
+        refused => refused.into(),
+    })
 }
 
 /// Connects to etcd. Without the sled database's lock to tell, another daemon on the same

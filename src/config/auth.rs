@@ -181,17 +181,10 @@ fn role_separator(written: Option<&str>) -> anyhow::Result<char> {
 /// files, it must be its owner's alone: whoever reads it can pose as the daemon to the
 /// provider, and tightening the mode here would hide that it may have leaked.
 fn read_secret(path: &std::path::Path) -> anyhow::Result<String> {
-    use std::os::unix::fs::PermissionsExt;
+    // Owner-only, and this user's (or root's): the rule of every secret file
+    // (src/secrets.rs); another user's file here would have sliced pose with their secret.
+    slice_store::check_secret_file(path, "auth.oidc.client_secret_file", false)?;
     let shown = path.display();
-    let metadata = std::fs::metadata(path).map_err(|err| {
-        anyhow::anyhow!("cannot read auth.oidc.client_secret_file {shown}: {err}")
-    })?;
-    let mode = metadata.permissions().mode() & 0o777;
-    anyhow::ensure!(
-        mode & 0o077 == 0,
-        "auth.oidc.client_secret_file {shown} is open to other users (mode {mode:o}): \
-         run `chmod 600 {shown}`"
-    );
     let text = std::fs::read_to_string(path).map_err(|err| {
         anyhow::anyhow!("cannot read auth.oidc.client_secret_file {shown}: {err}")
     })?;

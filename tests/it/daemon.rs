@@ -580,3 +580,95 @@ fn a_write_after_the_log_file_was_removed_is_refused_and_the_daemon_stops() {
         }
     }
 }
+
+/// Names and modes of what is in `dir`, to show that nothing was made or changed there.
+fn listing(dir: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut names: Vec<(String, u32)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let mode = entry.metadata().unwrap().mode() & 0o7777;
+            (entry.file_name().to_string_lossy().into_owned(), mode)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A data directory others could write (0777 before the first start) and a session key
+/// another user planted in it (0600, theirs): sliced "tightened" the directory and used
+/// the key, so a cookie that user sealed was an operator's session. Now the directory is
+/// refused as it is found, and once its owner made it 0700, the planted key is: exit 1
+/// with a line that names the path and what to check, and nothing made or changed there.
+#[test]
+fn a_data_directory_others_may_write_or_a_session_key_another_user_planted_stops_sliced() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::common::running_as_root("the planted session key test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let key = data.join("session.key");
+    crate::common::plant(&key, &[7u8; 64], 0o600);
+    let before = listing(&data);
+
+    let refused = crate::common::refused_start(&data, &[]);
+    let expected = format!(
+        "sliced: the data directory {} may be written by other users (mode 0777)",
+        data.display()
+    );
+    assert!(refused.contains(&expected), "{refused}");
+    assert!(
+        refused.contains(&format!("chmod 700 {}", data.display())),
+        "{refused}"
+    );
+    assert_eq!(listing(&data), before);
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o777, "the directory was tightened");
+
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let before = listing(&data);
+    let refused = crate::common::refused_start(&data, &[]);
+    let expected = format!(
+        "sliced: the session key {} belongs to uid {}",
+        key.display(),
+        crate::common::ANOTHER_UID
+    );
+    assert!(refused.contains(&expected), "{refused}");
+    assert_eq!(listing(&data), before, "something was made beside the key");
+}
+
+/// Every secret file the settings name is checked before the store is opened: an LLDP
+/// secret another user owns (an owner-only file of theirs) is refused, and so is one of
+/// this user's that others may read; nothing is made in the data directory.
+#[test]
+fn a_secret_file_another_user_owns_or_others_may_read_stops_sliced() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::common::running_as_root("the planted secret file test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let secret = dir.path().join("lldp.secret");
+    crate::common::plant(&secret, b"a secret of thirty-two bytes or more\n", 0o600);
+    let flag = secret.display().to_string();
+    let refused = crate::common::refused_start(&data, &["--lldp-secret-file", &flag]);
+    let expected = format!(
+        "sliced: the LLDP secret file {flag} belongs to uid {}",
+        crate::common::ANOTHER_UID
+    );
+    assert!(refused.contains(&expected), "{refused}");
+    assert!(listing(&data).is_empty(), "{:?}", listing(&data));
+
+    std::os::unix::fs::chown(&secret, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = crate::common::refused_start(&data, &["--lldp-secret-file", &flag]);
+    assert!(
+        refused.contains("is open to other users (mode 644)"),
+        "{refused}"
+    );
+    assert!(listing(&data).is_empty(), "{:?}", listing(&data));
+}

@@ -320,3 +320,48 @@ fn the_tool_refuses_credentials_over_plain_http_as_sliced_does_unless_allowed() 
         "{listed:?}"
     );
 }
+
+/// A password file another user owns (owner-only, theirs) would have the tool and sliced
+/// log in with a password that user chose: both refuse it before etcd is asked anything.
+#[test]
+fn a_password_file_another_user_owns_is_refused_by_the_tool_and_sliced() {
+    if !crate::common::running_as_root("the planted password file test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("planted.password");
+    crate::common::plant(&password, b"chosen-by-them\n", 0o600);
+    let spy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    spy.set_nonblocking(true).unwrap();
+    let endpoint = format!("http://{}", spy.local_addr().unwrap());
+    let password = password.display().to_string();
+    let flags = [
+        "--etcd",
+        endpoint.as_str(),
+        "--etcd-allow-plaintext",
+        "--etcd-user",
+        "sliced",
+        "--etcd-password-file",
+        password.as_str(),
+    ];
+    let data = dir.path().join("data");
+    let expected = format!(
+        "the etcd password file {password} belongs to uid {}",
+        crate::common::ANOTHER_UID
+    );
+    let mut args = flags.to_vec();
+    args.push("list");
+    let tool = crate::common::slice(&data, &args);
+    assert_eq!(tool.status.code(), Some(1), "{tool:?}");
+    let stderr = String::from_utf8_lossy(&tool.stderr);
+    assert!(
+        stderr.starts_with(&format!("slice: {expected}")),
+        "{stderr}"
+    );
+    let daemon = crate::common::refused_start(&data, &flags);
+    assert!(daemon.contains(&format!("sliced: {expected}")), "{daemon}");
+    assert!(
+        matches!(spy.accept(), Err(err) if err.kind() == std::io::ErrorKind::WouldBlock),
+        "etcd was asked"
+    );
+}

@@ -60,6 +60,9 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatab
     // send the credentials in clear is wrong whoever answers today.
     slice_etcd::Access::refuse_plaintext(&etcd.endpoints, etcd.allow_plaintext)
         .map_err(CliError::EtcdAccess)?;
+    for (path, what, group_may_read) in etcd.access.secret_files() {
+        slice_store::check_secret_file(path, what, group_may_read).map_err(CliError::NotPrivate)?;
+    }
     let socket = data_dir.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
         return Ok(Box::new(DaemonClient::new(socket, stream)));
@@ -146,7 +149,11 @@ fn create_data_dir(data_dir: &DataDir) -> Result<(), CliError> {
             "it exists and is not a directory",
         )));
     }
-    for change in data_dir.make_private().map_err(fail)? {
+    let tightened = data_dir.make_private().map_err(|err| match err {
+        slice_store::NotPrivate::Io { source, .. } => fail(source),
+        refused => CliError::NotPrivate(refused),
+    })?;
+    for change in tightened {
         eprintln!("slice: {change}");
     }
     Ok(())

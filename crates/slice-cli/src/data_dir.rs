@@ -1,6 +1,6 @@
 //! Where sliced keeps its files, so that the daemon and the `slice` tool agree on them.
 
-use slice_store::Tightened;
+use slice_store::{NotPrivate, Tightened};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -47,33 +47,26 @@ impl DataDir {
     }
 
     /// Creates the data directory owner-only (0700) when it is missing, and takes the
-    /// group's and others' permissions away when it has them: it holds the session key
-    /// and the database. Returns what was changed, for the caller to report.
-    pub fn make_private(&self) -> std::io::Result<Vec<Tightened>> {
+    /// group's and others' read permissions away when it has them: it holds the session
+    /// key and the database. Returns what was changed, for the caller to report. A data
+    /// directory of another user, or one others may write, is refused: what is in it may
+    /// have been put there by them (see [`slice_store::make_private_dir`]).
+    pub fn make_private(&self) -> Result<Vec<Tightened>, NotPrivate> {
         slice_store::make_private_dir(&self.root)
     }
 }
 
 /// Reads the session key from `path`, or makes one and keeps it there (owner-only,
 /// durably), so that sessions survive a restart. Like ssh with a private key, it refuses a
-/// key file that others may read or write: whoever reads it can mint sessions, and
-/// tightening the mode ourselves would hide that it may already have leaked.
+/// key file that others may read or write, or that another user owns: whoever reads it
+/// can mint sessions, whoever planted it already can, and tightening the mode ourselves
+/// would hide that it may have leaked.
 pub fn load_or_create_session_key(path: &Path) -> io::Result<Vec<u8>> {
-    use std::os::unix::fs::PermissionsExt;
-
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "session key {path} is open to other users (mode {mode:o}): \
-                     run `chmod 600 {path}`, or delete it to make a new one \
-                     (which logs everyone out)",
-                    path = path.display()
-                ),
-            ));
-        }
+    if let Err(refused) = slice_store::check_secret_file(path, "the session key", false) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{refused}; deleting it makes a new one (which logs everyone out)"),
+        ));
     }
     match std::fs::read(path) {
         Ok(key) if key.len() >= SESSION_KEY_LEN => Ok(key),

@@ -35,6 +35,10 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The data directory, or a file in it, may have been written by another user; it
+    /// was left as it was.
+    #[error(transparent)]
+    NotPrivate(slice_store::NotPrivate),
     /// A command that reads or removes found no database in the data directory, and
     /// created none: most likely the daemon keeps its data elsewhere.
     #[error(

@@ -60,6 +60,20 @@ impl Access {
         endpoints.iter().any(|endpoint| is_https(endpoint))
     }
 
+    /// The files of these settings that hold a secret, for the caller to check before
+    /// they are read: (path, what it is, whether its group may read it, as a TLS
+    /// private key's often may).
+    pub fn secret_files(&self) -> Vec<(&Path, &'static str, bool)> {
+        let mut files = Vec::new();
+        if let Some(path) = &self.password_file {
+            files.push((path.as_path(), "the etcd password file", false));
+        }
+        if let Some(path) = &self.key_file {
+            files.push((path.as_path(), "the etcd client key", true));
+        }
+        files
+    }
+
     /// The one rule for `sliced` and the `slice` tool alike: plain `http://` endpoints
     /// only where `allow_plaintext` says the network to etcd is trusted. Over them the
     /// slices, a user's password (etcd's Authenticate call carries it) and the token

@@ -63,7 +63,9 @@ pub use crate::holder::LockHolder;
 use crate::job::{Job, Op, Reply};
 use crate::keys::Key;
 use crate::model::Model;
-pub use crate::permissions::{make_private_dir, Tightened};
+pub use crate::permissions::{
+    check_secret_file, effective_uid, make_private_dir, NotPrivate, Tightened,
+};
 pub use crate::private_file::write_private_durably;
 pub use crate::writer::CommitObserver;
 
@@ -94,12 +96,10 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// The database directory or its files could not be made owner-only.
-    #[error("cannot make the database {} owner-only: {source}", path.display())]
-    Permissions {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// The database directory or its files could not be made owner-only, or another
+    /// user may have written them; nothing was opened.
+    #[error(transparent)]
+    NotPrivate(#[from] NotPrivate),
     /// The database file could not be made durable.
     #[error("cannot sync the database to disk: {0}")]
     Sync(std::io::Error),
@@ -222,12 +222,8 @@ impl Store {
     /// release may be readable by all. What was loosened before is logged and kept for
     /// [`Store::tightened`].
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let permissions = |source| Error::Permissions {
-            path: path.to_owned(),
-            source,
-        };
         let tightened = if path.is_dir() {
-            let mut tightened = permissions::tighten_tree(path).map_err(permissions)?;
+            let mut tightened = permissions::tighten_tree(path)?;
             // sled writes its snapshots with the umask's permissions, inside a directory
             // that is owner-only: only files others could reach are worth a report.
             if tightened.first().is_some_and(|change| change.path != path) {
@@ -239,7 +235,11 @@ impl Store {
                 .recursive(true)
                 .mode(0o700)
                 .create(path)
-                .map_err(permissions)?;
+                .map_err(|source| Error::Io {
+                    path: path.to_owned(),
+                    source,
+                })?;
+            permissions::check_directory(path, "the database directory")?;
             Vec::new()
         };
         for change in &tightened {
@@ -280,7 +280,7 @@ impl Store {
             });
         }
         // What sled has just created, with the umask's permissions.
-        permissions::tighten_tree(path).map_err(permissions)?;
+        permissions::tighten_tree(path)?;
         let log_path = path.join(SLED_LOG_FILE);
         let log_file = std::fs::File::open(&log_path).map_err(Error::Sync)?;
         let tree = db.open_tree(TREE)?;

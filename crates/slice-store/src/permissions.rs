@@ -1,20 +1,212 @@
 //! Owner-only permissions for sliced's files: the data directory holds the session key
 //! and the database.
+//!
+//! What another local user could have put in place is refused, never tightened: a data
+//! directory others may write (a `session.key` planted there before it was made
+//! owner-only would seal the cookies), a file or directory of the store, or a secret,
+//! that another user owns. Only read permissions that an earlier release or a loose umask
+//! left on sliced's own files are taken away, and reported.
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::Path;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why sliced will not use a file or directory: another local user may have written it.
+#[derive(Debug, thiserror::Error)]
+pub enum NotPrivate {
+    #[error(
+        "{what} {} belongs to uid {owner}, not to uid {uid} that runs this command: another \
+         user may have made it or put it there. Run the command as its owner if that is the \
+         user sliced runs as; otherwise check it (ls -ln {}) and remove it",
+        path.display(),
+        path.display()
+    )]
+    Owner {
+        what: &'static str,
+        path: PathBuf,
+        owner: u32,
+        uid: u32,
+    },
+    #[error(
+        "{what} {} may be written by other users (mode {mode:04o}): they could have put files \
+         in it. Check what it holds, then chmod 700 {}",
+        path.display(),
+        path.display()
+    )]
+    OpenDirectory {
+        what: &'static str,
+        path: PathBuf,
+        mode: u32,
+    },
+    #[error(
+        "{what} {} is open to other users (mode {mode:o}): it may have leaked or been \
+         replaced, so it is not tightened quietly. Check it, then chmod 600 {} (or replace \
+         it)",
+        path.display(),
+        path.display()
+    )]
+    OpenSecret {
+        what: &'static str,
+        path: PathBuf,
+        mode: u32,
+    },
+    #[error(
+        "the data directory would be made in {}, {reason}: another user could replace it \
+         there. Name a data directory in a directory only this user (or root) may change",
+        path.display()
+    )]
+    OpenParent { path: PathBuf, reason: String },
+    #[error("cannot check or change the permissions of {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The effective user id of this process: the owner its files must have.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> NotPrivate + '_ {
+    move |source| NotPrivate::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
 
 /// Creates `dir` owner-only (0700) when it is missing, and takes the group's and others'
-/// permissions away when it has them. Returns what was changed, for the caller to report.
-pub fn make_private_dir(dir: &Path) -> std::io::Result<Vec<Tightened>> {
+/// read permissions away when it has them. Returns what was changed, for the caller to
+/// report. Refused: a directory that another user owns or that others may write, and
+/// a missing one whose nearest existing parent others could rename it in (writable by
+/// others without the sticky bit, or owned by another user than root or this one).
+pub fn make_private_dir(dir: &Path) -> Result<Vec<Tightened>, NotPrivate> {
+    const WHAT: &str = "the data directory";
     if !dir.is_dir() {
+        if let Some(parent) = nearest_existing(dir) {
+            check_parent(&parent)?;
+        }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
-            .create(dir)?;
+            .create(dir)
+            .map_err(io(dir))?;
     }
-    Ok(tighten(dir)?.into_iter().collect())
+    // Checked after creating too: whoever made the name in between owns it.
+    check_directory(dir, WHAT)?;
+    Ok(tighten(dir, WHAT)?.into_iter().collect())
+}
+
+/// The closest ancestor of `path` that exists; the current directory for a relative
+/// path whose first component is missing.
+fn nearest_existing(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .map(|ancestor| {
+            if ancestor.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                ancestor
+            }
+        })
+        .find(|ancestor| ancestor.is_dir())
+        .map(Path::to_owned)
+}
+
+/// A directory sliced creates its data directory in: others may not replace what it
+/// makes there. A sticky directory (such as /tmp) keeps others from renaming entries
+/// they do not own.
+fn check_parent(parent: &Path) -> Result<(), NotPrivate> {
+    let metadata = std::fs::metadata(parent).map_err(io(parent))?;
+    let refused = |reason| {
+        Err(NotPrivate::OpenParent {
+            path: parent.to_owned(),
+            reason,
+        })
+    };
+    let owner = metadata.uid();
+    if owner != effective_uid() && owner != 0 {
+        return refused(format!("which uid {owner} owns"));
+    }
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return refused(format!(
+            "which other users may write (mode {mode:04o}, not sticky)"
+        ));
+    }
+    Ok(())
+}
+
+/// A directory of sliced's own: this user's, and writable by nobody else.
+pub(crate) fn check_directory(dir: &Path, what: &'static str) -> Result<(), NotPrivate> {
+    let metadata = std::fs::metadata(dir).map_err(io(dir))?;
+    check_owner(dir, &metadata, what)?;
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(NotPrivate::OpenDirectory {
+            what,
+            path: dir.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+fn check_owner(
+    path: &Path,
+    metadata: &std::fs::Metadata,
+    what: &'static str,
+) -> Result<(), NotPrivate> {
+    let uid = effective_uid();
+    if metadata.uid() != uid {
+        return Err(NotPrivate::Owner {
+            what,
+            path: path.to_owned(),
+            owner: metadata.uid(),
+            uid,
+        });
+    }
+    Ok(())
+}
+
+/// A file holding a secret (a key, a password) that this process reads: its owner's
+/// (this user's, or root's, who is trusted with everything anyway) and nobody else's.
+/// `group_may_read` admits a group read permission on a file root owns, as a TLS private
+/// key is often shared with a service's group (`root:sliced 0640`); the rule PostgreSQL
+/// applies to its server key. A missing file is not checked here.
+pub fn check_secret_file(
+    path: &Path,
+    what: &'static str,
+    group_may_read: bool,
+) -> Result<(), NotPrivate> {
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(io(path)(err)),
+    };
+    let uid = effective_uid();
+    if metadata.uid() != uid && metadata.uid() != 0 {
+        return Err(NotPrivate::Owner {
+            what,
+            path: path.to_owned(),
+            owner: metadata.uid(),
+            uid,
+        });
+    }
+    let mode = metadata.mode() & 0o777;
+    let forbidden = if group_may_read && metadata.uid() == 0 {
+        0o037
+    } else {
+        0o077
+    };
+    if mode & forbidden != 0 {
+        return Err(NotPrivate::OpenSecret {
+            what,
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 /// A permission taken away from one of sliced's files or directories.
@@ -41,14 +233,17 @@ impl std::fmt::Display for Tightened {
 /// Owner-only: whatever the owner has, the group and others lose.
 const NOT_FOR_OTHERS: u32 = 0o077;
 
-/// Takes the group's and others' permissions away from `path`.
-fn tighten(path: &Path) -> std::io::Result<Option<Tightened>> {
-    let from = std::fs::metadata(path)?.permissions().mode() & 0o7777;
+/// Takes the group's and others' permissions away from `path`, which must be this
+/// user's.
+fn tighten(path: &Path, what: &'static str) -> Result<Option<Tightened>, NotPrivate> {
+    let metadata = std::fs::metadata(path).map_err(io(path))?;
+    check_owner(path, &metadata, what)?;
+    let from = metadata.permissions().mode() & 0o7777;
     if from & NOT_FOR_OTHERS == 0 {
         return Ok(None);
     }
     let to = from & !NOT_FOR_OTHERS;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(to))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(to)).map_err(io(path))?;
     Ok(Some(Tightened {
         path: path.to_owned(),
         from,
@@ -57,16 +252,25 @@ fn tighten(path: &Path) -> std::io::Result<Option<Tightened>> {
 }
 
 /// Takes the group's and others' permissions away from the directory `dir` and everything
-/// in it; symbolic links are left alone (their targets are not ours to change).
-pub(crate) fn tighten_tree(dir: &Path) -> std::io::Result<Vec<Tightened>> {
-    let mut changed: Vec<Tightened> = tighten(dir)?.into_iter().collect();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
+/// in it; symbolic links are left alone (their targets are not ours to change). The
+/// directory must be this user's and writable by nobody else, and every file and
+/// directory in it this user's: anything else may have been put there by someone else.
+pub(crate) fn tighten_tree(dir: &Path) -> Result<Vec<Tightened>, NotPrivate> {
+    const WHAT: &str = "the database directory";
+    check_directory(dir, WHAT)?;
+    tighten_inside(dir)
+}
+
+fn tighten_inside(dir: &Path) -> Result<Vec<Tightened>, NotPrivate> {
+    const WHAT: &str = "the database file";
+    let mut changed: Vec<Tightened> = tighten(dir, WHAT)?.into_iter().collect();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let kind = entry.file_type().map_err(io(&entry.path()))?;
         if kind.is_dir() {
-            changed.extend(tighten_tree(&entry.path())?);
+            changed.extend(tighten_inside(&entry.path())?);
         } else if kind.is_file() {
-            changed.extend(tighten(&entry.path())?);
+            changed.extend(tighten(&entry.path(), WHAT)?);
         }
     }
     Ok(changed)
@@ -107,5 +311,65 @@ mod tests {
         assert_eq!(changed.len(), 3, "{changed:?}");
         assert!(tighten_tree(&store).unwrap().is_empty());
         assert!(make_private_dir(&root).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused_not_tightened() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("data");
+        std::fs::create_dir(&root).unwrap();
+        for mode in [0o777, 0o770, 0o1777] {
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(mode)).unwrap();
+            match make_private_dir(&root) {
+                Err(NotPrivate::OpenDirectory { mode: found, .. }) => assert_eq!(found, mode),
+                other => panic!("{mode:o}: {other:?}"),
+            }
+            let left = std::fs::metadata(&root).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(left, mode, "the mode was changed");
+        }
+    }
+
+    #[test]
+    fn a_data_dir_is_made_only_where_others_cannot_replace_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = make_private_dir(&open.join("a/data")).unwrap_err();
+        assert!(
+            matches!(&err, NotPrivate::OpenParent { path, .. } if *path == open),
+            "{err}"
+        );
+        assert!(!open.join("a").exists());
+        // Sticky, as /tmp is: others cannot rename what is not theirs.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        make_private_dir(&open.join("a/data")).unwrap();
+    }
+
+    #[test]
+    fn a_secret_open_to_others_is_refused_and_a_group_read_only_where_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        check_secret_file(&secret, "the secret", false).unwrap();
+        std::fs::write(&secret, "x").unwrap();
+        // Owned by this user: owner-only whatever the kind. (Root's files admit a group
+        // read for TLS keys: the integration tests run as root and show it.)
+        let own = effective_uid() != 0;
+        for (mode, group_may_read, refused) in [
+            (0o600, false, false),
+            (0o400, false, false),
+            (0o640, false, true),
+            (0o640, true, own),
+            (0o660, true, true),
+            (0o604, true, true),
+        ] {
+            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(mode)).unwrap();
+            let checked = check_secret_file(&secret, "the secret", group_may_read);
+            assert_eq!(
+                checked.is_err(),
+                refused,
+                "{mode:o} {group_may_read}: {checked:?}"
+            );
+        }
     }
 }

@@ -252,6 +252,14 @@ fn a_damaged_database_with_a_snapshot_is_reported_too() {
     );
 }
 
+/// A database of two slices, one with a host, written by three runs: its log is one
+/// segment, and sled has written a snapshot of it.
+fn small_database(d: &Path) {
+    ok(d, &["add", "blue"]);
+    ok(d, &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"]);
+    ok(d, &["add", "red"]);
+}
+
 /// A database of many slices written in one run, so that its log spans several of
 /// sled's segments and sled has written no snapshot of it yet.
 fn large_database(d: &Path) {
@@ -271,29 +279,23 @@ fn large_database(d: &Path) {
 /// both binaries exit 1 naming the database as corrupt, and every byte stays as it was.
 #[test]
 fn damage_in_the_middle_of_the_log_or_a_log_cut_in_half_stops_both_binaries_and_changes_nothing() {
-    let small = |d: &Path| {
-        ok(d, &["add", "blue"]);
-        ok(d, &["add_host", "-m", MAC1, "-p", "0x1:1", "-s", "blue"]);
-        ok(d, &["add", "red"]);
-    };
-    let cases: [(&str, &dyn Fn(&Path), fn(&Path) -> Vec<_>); 3] = [
-        ("small, middle", &small, crate::common::damage_middle_of_log),
-        (
-            "large, middle",
-            &large_database,
-            crate::common::damage_middle_of_log,
-        ),
-        (
-            "large, cut in half",
-            &large_database,
-            crate::common::cut_log_in_half,
-        ),
-    ];
-    for (case, make, damage) in cases {
+    for (case, large, cut) in [
+        ("small, middle", false, false),
+        ("large, middle", true, false),
+        ("large, cut in half", true, true),
+    ] {
         let dir = private_tempdir().unwrap();
         let d = dir.path();
-        make(d);
-        let damaged = damage(d);
+        if large {
+            large_database(d);
+        } else {
+            small_database(d);
+        }
+        let damaged = if cut {
+            crate::common::cut_log_in_half(d)
+        } else {
+            crate::common::damage_middle_of_log(d)
+        };
         let run = list_of_damaged_database(d);
         assert!(!run.stderr.contains("panicked"), "{case}: {}", run.stderr);
         assert!(
@@ -346,5 +348,57 @@ fn a_log_sled_panics_on_after_a_crash_is_reported_without_a_panic_and_left_untou
     assert!(
         crate::common::files_with_bytes(d) == damaged,
         "sliced rewrote it"
+    );
+}
+
+/// The tool applies sliced's rule when it opens the database itself: a data directory
+/// others may write, one made inside a directory others may write, and a database of
+/// which a file or directory belongs to another user are refused, with the path and what
+/// to check, and nothing is made or changed.
+#[test]
+fn a_data_directory_others_may_write_or_a_database_file_of_another_user_is_refused() {
+    if !crate::common::running_as_root("the tool's planted file test") {
+        return;
+    }
+    let dir = private_tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    chmod(&open, 0o777);
+    let refused = run(&open, &["add", "blue"]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    let expected = format!(
+        "slice: the data directory {} may be written by other users (mode 0777)",
+        open.display()
+    );
+    assert!(refused.stderr.starts_with(&expected), "{}", refused.stderr);
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    assert_eq!(mode_of(&open), 0o777);
+
+    let inside = open.join("data");
+    let refused = run(&inside, &["add", "blue"]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    let expected = format!(
+        "slice: the data directory would be made in {}, which other users may write",
+        open.display()
+    );
+    assert!(refused.stderr.starts_with(&expected), "{}", refused.stderr);
+    assert!(!inside.exists());
+
+    let d = dir.path().join("data");
+    ok(&d, &["add", "blue"]);
+    let conf = d.join("store").join("conf");
+    std::os::unix::fs::chown(&conf, Some(crate::common::ANOTHER_UID), None).unwrap();
+    let before = crate::common::files_with_bytes(&d);
+    let refused = run(&d, &["add", "red"]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    let expected = format!(
+        "the database file {} belongs to uid {}",
+        conf.display(),
+        crate::common::ANOTHER_UID
+    );
+    assert!(refused.stderr.contains(&expected), "{}", refused.stderr);
+    assert!(
+        crate::common::files_with_bytes(&d) == before,
+        "the database changed"
     );
 }

@@ -507,3 +507,30 @@ pub(crate) fn duplicate_first_segment_header(data_dir: &Path) -> Vec<(PathBuf, V
     log.sync_all().unwrap();
     files_with_bytes(data_dir)
 }
+
+/// Whether this test runs as root, which it needs to make files another user owns. In
+/// CI (`CI=true`, as root) not being root is a failure; elsewhere the test says loudly
+/// that it did not run.
+pub(crate) fn running_as_root(test: &str) -> bool {
+    if slice_store::effective_uid() == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test} must run as root in CI"
+    );
+    eprintln!("{test} NOT RUN: files of another user can be made only as root");
+    false
+}
+
+/// The user files of "another user" belong to in the tests: nobody.
+pub(crate) const ANOTHER_UID: u32 = 65534;
+
+/// Writes `bytes` to `path` with `mode`, owned by [`ANOTHER_UID`], as another local
+/// user would plant it.
+pub(crate) fn plant(path: &Path, bytes: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, bytes).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::chown(path, Some(ANOTHER_UID), Some(ANOTHER_UID)).unwrap();
+}

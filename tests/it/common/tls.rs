@@ -52,7 +52,7 @@ impl Pki {
         };
         std::fs::write(&pki.ca_file, pki.ca.pem()).unwrap();
         std::fs::write(&pki.cert_file, cert.pem()).unwrap();
-        std::fs::write(&pki.key_file, key.serialize_pem()).unwrap();
+        write_key(&pki.key_file, &key.serialize_pem());
         pki
     }
 
@@ -101,7 +101,7 @@ impl Pki {
             dir.join(format!("client-{name}-key.pem")),
         );
         std::fs::write(&files.0, cert.pem()).unwrap();
-        std::fs::write(&files.1, key.serialize_pem()).unwrap();
+        write_key(&files.1, &key.serialize_pem());
         files
     }
 
@@ -198,4 +198,18 @@ pub(crate) fn refused(controller: SocketAddr, client: Arc<ClientConfig>, wait: D
             Err(_) => panic!("the controller neither refused nor served the client"),
         }
     })
+}
+
+/// A private key file as sliced takes one: its owner's alone.
+fn write_key(path: &Path, pem: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap();
+    file.write_all(pem.as_bytes()).unwrap();
 }

@@ -60,6 +60,12 @@ impl LabPki {
             std::fs::write(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
+        // sliced refuses a private key others may read; Open vSwitch runs as root.
+        for key in [&pki.controller_key, &pki.switch_key] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("cannot make {} owner-only", key.display()))?;
+        }
         Ok(pki)
     }
 
