@@ -14,6 +14,9 @@ use slice_http::{ClusterView, ViewFuture};
 pub(crate) struct EtcdCluster {
     pub election: Arc<MasterElection>,
     pub store: Arc<EtcdStore>,
+    /// The store's key prefix: with the endpoints, which store this instance serves
+    /// (the `slice` tool checks it before it sends a command here).
+    pub prefix: String,
 }
 
 impl ClusterView for EtcdCluster {
@@ -30,6 +33,7 @@ impl ClusterView for EtcdCluster {
             "healthy": health.healthy,
             "endpoints": self.election.endpoints(),
             "in_use": self.store.endpoint_in_use(),
+            "prefix": self.prefix,
         });
         if let Some(error) = health.error {
             etcd["error"] = Value::String(error);

@@ -95,6 +95,10 @@ fn show_network(
         (Backend::Etcd(store), Some(election)) => Arc::new(cluster::EtcdCluster {
             election: Arc::clone(election),
             store: Arc::clone(store),
+            prefix: config
+                .etcd
+                .as_ref()
+                .map_or_else(String::new, |etcd| etcd.prefix.clone()),
         }),
         _ => Arc::new(cluster::SingleInstance {
             name: config::default_name(&config.openflow),

@@ -229,12 +229,18 @@ fn the_tool_works_on_the_cluster_directly_or_through_the_local_daemon() {
         tool(&["list"])
     );
 
-    // Beside a running daemon the tool goes through its socket: an etcd that nobody
-    // serves is never asked.
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    // Beside a running daemon the tool goes through its socket once the daemon says it
+    // serves the store the command names (an etcd nobody serves is refused:
+    // `etcd_tool::a_daemon_that_serves_another_store_is_refused_and_nothing_is_written`).
     let output = slice(
         daemon_dir.path(),
-        &["--etcd", &nowhere, "--etcd-allow-plaintext", "add", "green"],
+        &[
+            "--etcd",
+            &endpoint,
+            "--etcd-allow-plaintext",
+            "add",
+            "green",
+        ],
     );
     assert!(
         output.status.success(),

@@ -16,6 +16,7 @@ mod daemon;
 mod docs;
 mod etcd_foreign;
 mod etcd_locked;
+mod etcd_tool;
 mod events;
 mod health;
 mod hostile_network;

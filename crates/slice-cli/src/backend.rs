@@ -8,9 +8,11 @@
 //! operations both modes have, with the tool's error.
 
 use slice_core::{
-    MacAddress, Plan, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError,
+    MacAddress, Plan, Port, PortId, Slice, SliceError, SliceName, SliceStore, StoreError, Write,
+    Written,
 };
 
+use crate::audit::Trail;
 use crate::CliError;
 
 /// Reads and writes of the slice database. Every write is durable when it returns and
@@ -59,16 +61,36 @@ pub(crate) trait SliceDatabase {
     }
 }
 
-/// The database opened by this process, whichever backend it is: no daemon runs on it.
+/// The database opened by this process, whichever backend it is: no daemon runs on it,
+/// so no daemon audits its writes, and the tool does (see the audit module).
 pub(crate) struct Direct {
     store: Box<dyn SliceStore>,
     /// Named in errors, so that the user knows which database failed.
     place: String,
+    trail: Trail,
 }
 
 impl Direct {
-    pub(crate) fn new(store: Box<dyn SliceStore>, place: String) -> Self {
-        Self { store, place }
+    pub(crate) fn new(store: Box<dyn SliceStore>, place: String, trail: Trail) -> Self {
+        Self {
+            store,
+            place,
+            trail,
+        }
+    }
+
+    /// Carries out `write`, audited: the trail is ready before the store is touched.
+    fn write(&self, write: Write) -> Result<Written, CliError> {
+        self.trail.ready()?;
+        let result = self.check(write.clone().perform(&*self.store));
+        match (self.trail.record(&write, &result), result) {
+            (Err(CliError::Audit { path, source }), Ok(_)) => {
+                Err(CliError::Unaudited { path, source })
+            }
+            (Err(unrecorded), Ok(_)) => Err(unrecorded),
+            // The write's own failure says more; it changed nothing.
+            (_, result) => result,
+        }
     }
 
     fn check<T>(&self, result: Result<T, StoreError>) -> Result<T, CliError> {
@@ -97,27 +119,29 @@ impl SliceDatabase for Direct {
     }
 
     fn create_slice(&self, slice: &SliceName) -> Result<(), CliError> {
-        self.check(self.store.create_slice(slice))
+        self.write(Write::CreateSlice(slice.clone())).map(drop)
     }
 
     fn delete_slice(&self, slice: &SliceName) -> Result<(), CliError> {
-        self.check(self.store.delete_slice(slice)).map(drop)
+        self.write(Write::DeleteSlice(slice.clone())).map(drop)
     }
 
     fn add_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
-        self.check(self.store.add_port(slice, port))
+        self.write(Write::AddPort(slice.clone(), port)).map(drop)
     }
 
     fn delete_port(&self, slice: &SliceName, port: PortId) -> Result<(), CliError> {
-        self.check(self.store.delete_port(slice, port)).map(drop)
+        self.write(Write::DeletePort(slice.clone(), port)).map(drop)
     }
 
     fn add_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
-        self.check(self.store.add_mac(slice, port, mac)).map(drop)
+        self.write(Write::AddMac(slice.clone(), port, mac))
+            .map(drop)
     }
 
     fn delete_mac(&self, slice: &SliceName, port: PortId, mac: MacAddress) -> Result<(), CliError> {
-        self.check(self.store.delete_mac(slice, port, mac))
+        self.write(Write::DeleteMac(slice.clone(), port, mac))
+            .map(drop)
     }
 
     fn apply(&self, declared: &[Slice], dry_run: bool) -> Result<Plan, CliError> {
@@ -125,7 +149,13 @@ impl SliceDatabase for Direct {
             let current = self.check(self.store.snapshot())?;
             return Plan::between(&current, declared).map_err(CliError::Plan);
         }
-        self.check(self.store.apply(declared))
+        match self.write(Write::Apply(declared.to_vec()))? {
+            Written::Plan(plan) => Ok(plan),
+            other => Err(CliError::Store {
+                place: self.place.clone(),
+                source: StoreError::Failed(format!("the store answered {other:?}").into()),
+            }),
+        }
     }
 
     /// One consistent read of the store, rather than the default's many.
@@ -258,8 +288,10 @@ mod tests {
     #[test]
     fn direct_maps_contract_errors_and_keeps_the_order() {
         let dir = tempfile::tempdir().unwrap();
-        let store = slice_store::Store::open(dir.path()).unwrap();
-        let direct = Direct::new(Box::new(store), dir.path().display().to_string());
+        let store = slice_store::Store::open(&dir.path().join("store")).unwrap();
+        let place = dir.path().display().to_string();
+        let trail = Trail::new(crate::DataDir::new(dir.path()), place.clone());
+        let direct = Direct::new(Box::new(store), place, trail);
         let s = name("s");
         direct.create_slice(&s).unwrap();
         match direct.create_slice(&s) {

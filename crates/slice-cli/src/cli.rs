@@ -17,7 +17,10 @@ slice opens the database (<data dir>/store) itself. Either way every change is o
 the command returns. Commands that only read or remove (list, export, apply --dry-run, \
 delete, delete_port, delete_host) need a database to be there: where the data directory \
 holds none and no daemon answers, they say so and exit with status 1, creating nothing. \
-Commands that add create the data directory and the database when they are missing.
+Commands that add create the data directory and the database when they are missing. \
+With --etcd, a daemon on the socket is sent the command only if it serves that etcd and \
+prefix. A change the tool makes itself (no daemon) is recorded in <data dir>/audit.log and \
+sent to syslog.
 
 Port names are 0x<hex datapath id>:<decimal port number>, such as 0x1:1 or 0xab:12. MAC \
 addresses are six colon-separated pairs of hex digits, such as 00:1b:21:3a:4f:0c. Slice \

@@ -10,6 +10,7 @@ use slice_store::{Opened, Store};
 
 use crate::DataDir;
 
+use crate::audit::Trail;
 use crate::backend::{Direct, SliceDatabase};
 use crate::daemon::DaemonClient;
 use crate::CliError;
@@ -65,11 +66,18 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatab
     }
     let socket = data_dir.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
-        return Ok(Box::new(DaemonClient::new(socket, stream)));
+        let daemon = DaemonClient::new(socket, stream);
+        // A daemon on another store (sled, another cluster or prefix) would take the
+        // command and change what the operator did not name.
+        daemon.check_serves(etcd)?;
+        return Ok(Box::new(daemon));
     }
     let place = format!("etcd at {} under {}", etcd.endpoints.join(","), etcd.prefix);
     match slice_etcd::EtcdStore::open_with(&etcd.endpoints, &etcd.prefix, &etcd.access) {
-        Ok(store) => Ok(Box::new(Direct::new(Box::new(store), place))),
+        Ok(store) => {
+            let trail = Trail::new(data_dir.clone(), place.clone());
+            Ok(Box::new(Direct::new(Box::new(store), place, trail)))
+        }
         Err(err) => Err(CliError::Store {
             place,
             source: err.into(),
@@ -117,10 +125,9 @@ fn open_local(
             for notice in store.notices() {
                 eprintln!("slice: warning: {notice}");
             }
-            Ok(Box::new(Direct::new(
-                store,
-                store_path.display().to_string(),
-            )))
+            let place = store_path.display().to_string();
+            let trail = Trail::new(data_dir.clone(), place.clone());
+            Ok(Box::new(Direct::new(store, place, trail)))
         }
         Err(slice_store::Error::Locked(_)) => Err(CliError::Unavailable {
             socket,

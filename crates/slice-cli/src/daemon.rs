@@ -84,6 +84,68 @@ impl DaemonClient {
     }
 }
 
+impl DaemonClient {
+    /// Asks the daemon which store it serves (`GET /cluster`) and refuses, before any
+    /// command is sent, one that does not serve `etcd`: a sled daemon, another cluster
+    /// (no endpoint in common) or another prefix. A daemon that cannot say is refused
+    /// too.
+    pub(crate) fn check_serves(&self, etcd: &crate::EtcdTarget) -> Result<(), CliError> {
+        let named = format!(
+            "the store this command names (etcd at {} under {})",
+            etcd.endpoints.join(","),
+            etcd.prefix
+        );
+        let other = |serves: String| CliError::OtherStore {
+            socket: self.socket.clone(),
+            serves,
+            named: named.clone(),
+        };
+        let view: serde_json::Value = match self.get("/cluster") {
+            Ok(view) => view,
+            Err(CliError::Refused { status, message }) => {
+                return Err(other(format!(
+                    "a store it does not name (GET /cluster: HTTP {status}, {message})"
+                )))
+            }
+            Err(err) => return Err(err),
+        };
+        let served = &view["etcd"];
+        let endpoints: Vec<String> = served["endpoints"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|e| e.as_str())
+                    .map(normalize)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let prefix = served["prefix"].as_str();
+        let same = view["store"] == "etcd"
+            && prefix == Some(etcd.prefix.as_str())
+            && etcd
+                .endpoints
+                .iter()
+                .any(|endpoint| endpoints.contains(&normalize(endpoint)));
+        if same {
+            return Ok(());
+        }
+        Err(other(match view["store"].as_str() {
+            Some("etcd") => format!(
+                "etcd at {} under {}",
+                endpoints.join(","),
+                prefix.unwrap_or("a prefix it does not name")
+            ),
+            Some("sled") => "the sled database of its data directory".to_owned(),
+            _ => format!("a store it does not name ({view})"),
+        }))
+    }
+}
+
+/// An endpoint as written in two places can differ in case and a final slash only.
+fn normalize(endpoint: &str) -> String {
+    endpoint.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
 /// How long [`daemon_answers`] waits for an answer: a serving daemon answers at once.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 

@@ -78,6 +78,34 @@ pub enum CliError {
     /// The etcd settings cannot be used as given; nothing was sent.
     #[error(transparent)]
     EtcdAccess(slice_etcd::AccessError),
+    /// The audit trail of a write the tool makes itself cannot be written; the write was
+    /// not made.
+    #[error("cannot write the audit trail {}: {source}", path.display())]
+    Audit {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The write was made, but its audit entry could not be written.
+    #[error(
+        "the change was made, but its audit entry could not be written to {}: {source}",
+        path.display()
+    )]
+    Unaudited {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A daemon answers on the data directory's socket, but it serves another store than
+    /// the one the command names; nothing was sent to it.
+    #[error(
+        "the sliced on {} serves {serves}, not {named}: name its store (or none) with \
+         --etcd and --etcd-prefix, or another data directory with --db",
+        socket.display()
+    )]
+    OtherStore {
+        socket: PathBuf,
+        serves: String,
+        named: String,
+    },
     /// Standard output could not be written.
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),

@@ -19,6 +19,7 @@
 //! # Ok::<(), slice_cli::CliError>(())
 //! ```
 
+mod audit;
 mod backend;
 mod cli;
 mod connect;
