@@ -66,6 +66,7 @@ impl Backend {
                     "the database could not be flushed: {reason}; stopping to avoid serving \
                      state that is not on disk"
                 );
+                crate::stop::notify_systemd(sd_notify::NotifyState::Stopping);
                 // The stop commands are sent at once; the future only reports completion.
                 drop(stopping.begin());
             });
