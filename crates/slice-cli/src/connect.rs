@@ -66,7 +66,7 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatab
     }
     let socket = data_dir.socket_path();
     if let Ok(stream) = UnixStream::connect(&socket) {
-        let daemon = DaemonClient::new(socket, stream);
+        let daemon = daemon(data_dir, socket, stream)?;
         // A daemon on another store (sled, another cluster or prefix) would take the
         // command and change what the operator did not name.
         daemon.check_serves(etcd)?;
@@ -85,6 +85,18 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatab
     }
 }
 
+/// The daemon that answered on `socket`, once the socket is known to be the data
+/// directory owner's in a directory nobody else may write: in one others may write, any
+/// user could listen there in sliced's place and be sent the command.
+fn daemon(
+    data_dir: &DataDir,
+    socket: std::path::PathBuf,
+    stream: UnixStream,
+) -> Result<DaemonClient, CliError> {
+    slice_store::check_daemon_socket(data_dir.root(), &socket).map_err(CliError::NotPrivate)?;
+    Ok(DaemonClient::new(socket, stream))
+}
+
 fn open_local(
     data_dir: &DataDir,
     wait: Duration,
@@ -96,7 +108,7 @@ fn open_local(
     // etcd answers on a data directory without one.
     if missing == Missing::Refuse && !Store::exists_in(&store_path) {
         return match UnixStream::connect(&socket) {
-            Ok(stream) => Ok(Box::new(DaemonClient::new(socket, stream))),
+            Ok(stream) => Ok(Box::new(daemon(data_dir, socket, stream)?)),
             Err(_) => Err(CliError::NoDatabase(data_dir.root().to_owned())),
         };
     }
@@ -117,7 +129,7 @@ fn open_local(
         None
     });
     match opened {
-        Ok(Opened::Elsewhere(stream)) => Ok(Box::new(DaemonClient::new(socket, stream?))),
+        Ok(Opened::Elsewhere(stream)) => Ok(Box::new(daemon(data_dir, socket, stream?)?)),
         Ok(Opened::Store(store)) => {
             for change in store.tightened() {
                 eprintln!("slice: {change}");

@@ -55,6 +55,18 @@ pub enum NotPrivate {
         path.display()
     )]
     OpenParent { path: PathBuf, reason: String },
+    #[error(
+        "the socket {} belongs to uid {owner}, but its data directory to uid {dir_owner}: \
+         another user may be listening there in sliced's place. Check it (ls -ln {}) and \
+         remove it",
+        path.display(),
+        path.display()
+    )]
+    ForeignSocket {
+        path: PathBuf,
+        owner: u32,
+        dir_owner: u32,
+    },
     #[error("cannot check or change the permissions of {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -164,6 +176,32 @@ fn check_owner(
             path: path.to_owned(),
             owner: metadata.uid(),
             uid,
+        });
+    }
+    Ok(())
+}
+
+/// The daemon's socket `socket` in the data directory `dir`: the directory writable by
+/// nobody but its owner, and the socket that owner's, so that no other user can listen
+/// there in the daemon's place. The tool may run as another user than the daemon (root
+/// may reach its socket), so the owner is the directory's, not this process's.
+pub fn check_daemon_socket(dir: &Path, socket: &Path) -> Result<(), NotPrivate> {
+    const WHAT: &str = "the data directory";
+    let directory = std::fs::metadata(dir).map_err(io(dir))?;
+    let mode = directory.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(NotPrivate::OpenDirectory {
+            what: WHAT,
+            path: dir.to_owned(),
+            mode,
+        });
+    }
+    let listener = std::fs::symlink_metadata(socket).map_err(io(socket))?;
+    if listener.uid() != directory.uid() {
+        return Err(NotPrivate::ForeignSocket {
+            path: socket.to_owned(),
+            owner: listener.uid(),
+            dir_owner: directory.uid(),
         });
     }
     Ok(())
@@ -344,6 +382,20 @@ mod tests {
         // Sticky, as /tmp is: others cannot rename what is not theirs.
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
         make_private_dir(&open.join("a/data")).unwrap();
+    }
+
+    #[test]
+    fn a_socket_in_a_directory_others_may_write_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sliced.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        check_daemon_socket(dir.path(), &socket).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            check_daemon_socket(dir.path(), &socket),
+            Err(NotPrivate::OpenDirectory { mode: 0o777, .. })
+        ));
     }
 
     #[test]

@@ -328,3 +328,51 @@ fn a_malformed_answer_is_reported_as_such() {
         assert_eq!(run.stdout, "", "{sent:?}");
     }
 }
+
+/// In a data directory others may write, anyone could listen on `sliced.sock` in the
+/// daemon's place and be sent the command; a socket of another user than the
+/// directory's owner may be such a stand-in too. The tool refuses both before it sends
+/// anything: the listener reads no byte.
+#[test]
+fn a_socket_another_user_could_have_put_there_is_sent_nothing() {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = private_tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = data.join("sliced.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let received = |listener: &std::os::unix::net::UnixListener| {
+        let mut bytes = Vec::new();
+        while let Ok((mut stream, _)) = listener.accept() {
+            stream.set_nonblocking(false).unwrap();
+            stream.read_to_end(&mut bytes).unwrap();
+        }
+        bytes
+    };
+    let refused = run(&data, &["add", "blue"]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    let expected = format!(
+        "slice: the data directory {} may be written by other users (mode 0777)",
+        data.display()
+    );
+    assert!(refused.stderr.starts_with(&expected), "{}", refused.stderr);
+    assert!(received(&listener).is_empty(), "the tool sent a request");
+
+    if !crate::common::running_as_root("the foreign socket test") {
+        return;
+    }
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let other = crate::common::ANOTHER_UID;
+    std::os::unix::fs::lchown(&socket, Some(other), Some(other)).unwrap();
+    let refused = run(&data, &["list"]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    let expected = format!(
+        "slice: the socket {} belongs to uid {other}, but its data directory to uid 0",
+        socket.display()
+    );
+    assert!(refused.stderr.starts_with(&expected), "{}", refused.stderr);
+    assert!(received(&listener).is_empty(), "the tool sent a request");
+}
