@@ -443,6 +443,9 @@ fn the_access_log_writes_a_line_per_request_only_when_its_target_is_on() {
             .get(&daemon.url("/slices"))
             .set("Host", "evil.example");
         assert_eq!(status_json(foreign.call()).0, 403);
+        // A long target costs the log a capped line, whoever sends it.
+        let long = format!("/nothing?{}", "a".repeat(60_000));
+        assert_eq!(status_json(agent.get(&daemon.url(&long)).call()).0, 404);
         // The Logger writes a line once the answer's body is gone, which on a keep-alive
         // connection is before the next request is read: one more answer makes sure.
         assert_eq!(status_json(agent.get(&daemon.url("/slices")).call()).0, 200);
@@ -465,6 +468,14 @@ fn the_access_log_writes_a_line_per_request_only_when_its_target_is_on() {
             assert!(line.contains(expected), "{line:?} has no {expected:?}");
             assert!(line.ends_with("ms"), "{line:?} gives no time");
         }
+        let capped = lines
+            .iter()
+            .find(|line| line.contains("GET /nothing?aaa"))
+            .expect("the long request's line");
+        assert!(
+            capped.len() < 400 && capped.contains("... HTTP/1.1\" 404 "),
+            "{capped:?}"
+        );
     }
 }
 

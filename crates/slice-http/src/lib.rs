@@ -288,8 +288,31 @@ pub fn app_with_access_log(
     network: Option<Arc<dyn NetworkView>>,
     settings: Settings,
 ) -> App<impl AppFactory> {
-    app(store, network, settings)
-        .wrap(middleware::Logger::new("%a \"%r\" %s %b %Dms").log_target(ACCESS_LOG))
+    app(store, network, settings).wrap(
+        middleware::Logger::new("%a \"%{request}xi\" %s %b %Dms")
+            .custom_request_replace("request", request_line)
+            .log_target(ACCESS_LOG),
+    )
+}
+
+/// The most characters of a request's target the access log keeps.
+const LOGGED_TARGET_CHARS: usize = 200;
+
+/// The request line as the access log shows it: its target cut to
+/// [`LOGGED_TARGET_CHARS`], so that a client cannot make one request cost the log
+/// kilobytes. The target arrives percent-encoded, and anything else is escaped, so no
+/// line it is in can be forged.
+fn request_line(req: &actix_web::dev::ServiceRequest) -> String {
+    let target = req.uri().to_string();
+    let mut shown: String = target
+        .chars()
+        .take(LOGGED_TARGET_CHARS)
+        .flat_map(char::escape_default)
+        .collect();
+    if target.chars().count() > LOGGED_TARGET_CHARS {
+        shown.push_str("...");
+    }
+    format!("{} {shown} {:?}", req.method(), req.version())
 }
 
 /// Whether the access log's target passes the log filter.
