@@ -229,9 +229,9 @@ pub struct Engine {
     /// next election this instance wins.
     switch_roles: BTreeMap<u64, Role>,
     role_refused: HashSet<u64>,
-    /// Switches whose stale refusal made the engine ask the election for the current
-    /// generation, and that have not been asked again since.
-    recheck_asked: HashSet<u64>,
+    /// A stale refusal since the last change of leadership asked the election for the
+    /// current generation.
+    recheck_asked: bool,
     /// Bumped whenever `switch_roles` changes, so that the server publishes them only then.
     switch_roles_version: u64,
     /// Path flows found in switches by a read-back and kept, by pair; at most
@@ -284,7 +284,7 @@ impl Engine {
             known_generation: None,
             switch_roles: BTreeMap::new(),
             role_refused: HashSet::new(),
-            recheck_asked: HashSet::new(),
+            recheck_asked: false,
             switch_roles_version: 0,
             adopted: HashMap::new(),
             adopted_unchecked: HashMap::new(),

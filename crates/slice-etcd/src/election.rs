@@ -28,7 +28,6 @@
 //! gone, it starts again with a new lease and campaigns again.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -148,7 +147,6 @@ impl MasterElection {
         let recheck = Arc::new(Notify::new());
         let campaign = Campaign {
             recheck: Arc::clone(&recheck),
-            force_publish: AtomicBool::new(false),
             layout: Layout::new(&config.prefix),
             connection: Arc::clone(&connection),
             leadership: leadership_tx,
@@ -180,8 +178,9 @@ impl MasterElection {
     }
 
     /// What to notify when a switch refused a role request as stale: the election reads
-    /// the master key again and publishes its state, even when nothing changed, so that
-    /// the controller asks the switch again with the generation etcd holds now.
+    /// the master key again at once, instead of waiting for its watch, and publishes a
+    /// newer generation if etcd holds one, which the controller then asks the switches
+    /// for. An unchanged state is not told again, so a refusal cannot start a loop.
     pub fn generation_recheck(&self) -> Arc<Notify> {
         Arc::clone(&self.recheck)
     }
@@ -254,8 +253,6 @@ struct Campaign {
     known_generation: Option<u64>,
     /// Asks the loop to read the master key again ([`MasterElection::generation_recheck`]).
     recheck: Arc<Notify>,
-    /// The next state published goes out even when unchanged: the answer to a recheck.
-    force_publish: AtomicBool,
 }
 
 /// Why one lease's campaign ended.
@@ -298,10 +295,6 @@ impl Campaign {
 
     /// Publishes a change of this instance's place, once.
     fn publish(&self, leadership: Leadership) {
-        if self.force_publish.swap(false, Ordering::Relaxed) {
-            self.leadership.send_replace(leadership);
-            return;
-        }
         self.leadership.send_if_modified(|current| {
             let changed = *current != leadership;
             *current = leadership;
@@ -424,7 +417,6 @@ impl Campaign {
                 }
                 _ = sleep_until_some(claim_at), if !suspended && master_key.is_none() => {}
                 () = self.recheck.notified(), if !suspended => {
-                    self.force_publish.store(true, Ordering::Relaxed);
                     master_key = None;
                     claim_at = Some(Instant::now());
                 }

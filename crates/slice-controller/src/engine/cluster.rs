@@ -11,17 +11,9 @@ impl Engine {
     /// every switch to make this instance its slave.
     pub fn set_leadership(&mut self, leadership: Leadership, now: Instant) {
         if self.leadership.as_ref() == Some(&leadership) {
-            // The election read etcd again after a stale refusal and found the same: the
-            // switches that refused are asked again with what etcd says, once.
-            let refused: Vec<u64> = self.role_refused.iter().copied().collect();
-            for dpid in refused {
-                if self.recheck_asked.remove(&dpid) {
-                    self.request_role(dpid);
-                }
-            }
             return;
         }
-        self.recheck_asked.clear();
+        self.recheck_asked = false;
         self.known_generation = self.known_generation.max(leadership.generation());
         match &leadership {
             Leadership::Master { generation } => {
@@ -111,33 +103,41 @@ impl Engine {
         if self.switch_roles.insert(dpid, role) != Some(role) {
             self.switch_roles_version += 1;
         }
-        if role == Role::Master {
-            // Asked again after a stale refusal, with the generation etcd holds now.
-            self.role_refused.remove(&dpid);
-        }
     }
 
-    /// The switch refused this instance's role request. A stale generation means a newer
-    /// master claimed it than this instance knows of: it is not the switch's master,
-    /// whatever the election last said, and writes nothing to it until it wins a later
-    /// election. The switch keeps the role it gave before (EQUAL on a new connection),
-    /// which is what the cluster view shows. Returns whether to ask the election for the
-    /// current generation in etcd: once per switch until the election's answer, which
-    /// then asks the switch again (see [`Engine::set_leadership`]).
+    /// The switch refused this instance's role request. Whatever the reason, this
+    /// instance writes nothing to it until it wins a later election: a stale generation
+    /// means a newer master claimed it than this instance knows of, and a switch that
+    /// cannot give roles (a 1.0 switch without Open vSwitch's extension) cannot be
+    /// shared safely by a cluster. The switch keeps the role it gave before: EQUAL on a
+    /// new connection, SLAVE where this instance was its master (the newer master
+    /// demoted it), which is what the cluster view shows. Returns whether to ask the
+    /// election to read the current generation from etcd: after a stale refusal, once
+    /// per change of leadership, so that a switch refusing on and on costs etcd nothing
+    /// more; a newer generation found there is a new leadership, which asks again.
     pub fn role_refused(&mut self, dpid: u64, reason: RoleRefusal) -> bool {
         if !self.topology.has_switch(dpid) {
             return false;
         }
-        log::warn!("switch {dpid:#x} refuses this instance's role request: {reason}");
-        if reason != RoleRefusal::Stale {
-            return false;
+        if reason == RoleRefusal::Stale {
+            log::warn!("switch {dpid:#x} refuses this instance's role request: {reason}");
+        } else {
+            log::error!(
+                "switch {dpid:#x} refuses this instance's role request ({reason}): a cluster \
+                 needs switches that give roles (OpenFlow 1.3, or Open vSwitch on 1.0); \
+                 this instance writes nothing to it"
+            );
         }
         self.role_refused.insert(dpid);
-        if let std::collections::btree_map::Entry::Vacant(role) = self.switch_roles.entry(dpid) {
-            role.insert(Role::Equal);
+        let shown = match self.switch_roles.get(&dpid) {
+            Some(Role::Master) => Role::Slave,
+            Some(role) => *role,
+            None => Role::Equal,
+        };
+        if self.switch_roles.insert(dpid, shown) != Some(shown) {
             self.switch_roles_version += 1;
         }
-        self.recheck_asked.insert(dpid)
+        reason == RoleRefusal::Stale && !std::mem::replace(&mut self.recheck_asked, true)
     }
 
     /// This instance's place in the election; None for a single instance.

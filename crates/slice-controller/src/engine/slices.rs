@@ -66,7 +66,8 @@ impl Engine {
         if self.fabric_in_settings {
             if fabric != self.config.fabric {
                 log::warn!(
-                    "another instance declared the fabric in the store; this one keeps the                      fabric its settings declare: give every instance the same"
+                    "another instance declared the fabric in the store; this one keeps the \
+                     fabric its settings declare: give every instance the same"
                 );
             }
             return;

@@ -160,7 +160,6 @@ impl Engine {
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
         self.role_refused.remove(&dpid);
-        self.recheck_asked.remove(&dpid);
         if self.switch_roles.remove(&dpid).is_some() {
             self.switch_roles_version += 1;
         }

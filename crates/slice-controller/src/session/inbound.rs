@@ -55,8 +55,16 @@ impl SwitchSession {
                     priority: removed.priority,
                 }
             }
+            // Only the answer to the latest request counts: a late MASTER reply to a
+            // request since superseded (by one for SLAVE) must not open the write gate.
+            Message::RoleReply(_) | Message::NxRoleReply(_)
+                if open.role_request != Some(header.xid) =>
+            {
+                return log::debug!("switch {dpid:#x}: a reply to an earlier role request");
+            }
             Message::RoleReply(RoleMsg { role, .. }) => match controller_role(role) {
                 Some(role) => {
+                    open.role_request = None;
                     self.role_confirmed(role);
                     SwitchEvent::RoleChanged { role }
                 }
@@ -64,6 +72,7 @@ impl SwitchSession {
             },
             Message::NxRoleReply(role) => match nicira_role(role) {
                 Some(role) => {
+                    open.role_request = None;
                     self.role_confirmed(role);
                     SwitchEvent::RoleChanged { role }
                 }

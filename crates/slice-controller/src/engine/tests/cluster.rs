@@ -219,36 +219,61 @@ fn confirmed_roles_are_versioned_and_forgotten_with_the_switch() {
 }
 
 #[test]
-fn a_stale_refusal_asks_etcd_once_and_the_answer_asks_the_switch_again() {
+fn a_stale_refusal_asks_etcd_once_per_leadership_and_a_newer_generation_asks_the_switch_again() {
     let now = Instant::now();
     let mut engine = Engine::new(config(), membership(&[]));
     // A standby woken from a pause, still with the generation it knew before.
     engine.set_leadership(standby(Some(4)), now);
-    engine.switch_connected(1, SENDS_MISSES, ports(&[1]), now);
-    assert_eq!(
-        role_requests(&engine.take_commands()),
-        [(1, Role::Slave, 4)]
+    for dpid in [1, 2] {
+        engine.switch_connected(dpid, SENDS_MISSES, ports(&[1]), now);
+    }
+    engine.take_commands();
+    assert!(engine.role_refused(1, RoleRefusal::Stale), "ask etcd");
+    assert!(
+        !engine.role_refused(2, RoleRefusal::Stale),
+        "once per leadership"
     );
-    assert!(engine.role_refused(1, RoleRefusal::Stale));
-    assert!(!engine.role_refused(1, RoleRefusal::Stale), "once");
-    // The election read etcd again: a new generation is a new request...
-    engine.set_leadership(standby(Some(9)), now);
-    assert_eq!(
-        role_requests(&engine.take_commands()),
-        [(1, Role::Slave, 9)]
-    );
-    // ...and so is the same answer again, once, for a switch refused since.
-    assert!(engine.role_refused(1, RoleRefusal::Stale));
-    engine.set_leadership(standby(Some(9)), now);
-    assert_eq!(
-        role_requests(&engine.take_commands()),
-        [(1, Role::Slave, 9)]
-    );
-    engine.set_leadership(standby(Some(9)), now);
+    // The same answer from etcd changes nothing and asks nobody: no loop.
+    engine.set_leadership(standby(Some(4)), now);
     assert_eq!(role_requests(&engine.take_commands()), []);
-    engine.role_changed(1, Role::Slave);
+    // A newer generation from etcd asks every switch again.
+    engine.set_leadership(standby(Some(9)), now);
+    let mut asked = role_requests(&engine.take_commands());
+    asked.sort_by_key(|(dpid, _, _)| *dpid);
+    assert_eq!(asked, [(1, Role::Slave, 9), (2, Role::Slave, 9)]);
+    assert!(
+        engine.role_refused(1, RoleRefusal::Stale),
+        "a new leadership, a new ask"
+    );
+    engine.role_changed(2, Role::Slave);
     assert_eq!(
         engine.switch_roles().0.clone(),
-        BTreeMap::from([(1, Role::Slave)])
+        BTreeMap::from([(1, Role::Equal), (2, Role::Slave)])
+    );
+}
+
+#[test]
+fn a_switch_that_cannot_give_roles_is_written_nothing_and_a_demoted_master_shows_slave() {
+    let now = Instant::now();
+    let mut engine = Engine::new(config(), membership(&[]));
+    engine.set_leadership(master(2), now);
+    engine.switch_connected(1, SENDS_MISSES, ports(&[1]), now);
+    engine.switch_connected(2, SENDS_MISSES, ports(&[1]), now);
+    engine.take_commands();
+    engine.role_changed(2, Role::Master);
+    assert!(
+        !engine.role_refused(1, RoleRefusal::Unsupported),
+        "etcd knows no better"
+    );
+    assert!(engine.role_refused(2, RoleRefusal::Stale));
+    assert_eq!(
+        engine.switch_roles().0.clone(),
+        BTreeMap::from([(1, Role::Equal), (2, Role::Slave)])
+    );
+    engine.tick(now);
+    let commands = engine.take_commands();
+    assert!(
+        commands.iter().all(|(_, command)| !command.writes()),
+        "{commands:?}"
     );
 }

@@ -47,11 +47,12 @@ fn a_role_request_on_1_0_is_nicira_s_and_its_reply_becomes_an_event() {
             role,
             generation: 42,
         });
+        let sent = sent_with_xids(&mut session);
         assert_eq!(
-            sent_messages(&mut session),
+            sent.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>(),
             [Message::NxRoleRequest(nicira)]
         );
-        session.handle_bytes(&wire(OF10, 77, &Message::NxRoleReply(nicira)), now);
+        session.handle_bytes(&wire(OF10, sent[0].0, &Message::NxRoleReply(nicira)), now);
         assert_eq!(events(&mut session), [SwitchEvent::RoleChanged { role }]);
     }
 }
@@ -320,15 +321,42 @@ fn in_a_cluster_a_1_0_switch_takes_writes_once_it_confirms_the_master_and_not_as
         role: Role::Master,
         generation: 1,
     });
-    assert_eq!(
-        sent_messages(&mut session),
-        [Message::NxRoleRequest(NxRole::Master)]
+    let master = sent_with_xids(&mut session);
+    assert!(
+        matches!(master[..], [(_, Message::NxRoleRequest(NxRole::Master))]),
+        "{master:?}"
     );
-    session.handle_bytes(&wire(OF10, 9, &Message::NxRoleReply(NxRole::Master)), now);
+    session.handle_bytes(
+        &wire(OF10, master[0].0, &Message::NxRoleReply(NxRole::Master)),
+        now,
+    );
     let out = sent_messages(&mut session);
     assert!(matches!(out[..], [Message::FlowMod(_)]), "{out:?}");
-    // A reply with another role closes the gate again.
-    session.handle_bytes(&wire(OF10, 10, &Message::NxRoleReply(NxRole::Slave)), now);
+    // Standing by: the gate closes with the request, and a late MASTER reply to the
+    // earlier request does not open it again.
+    session.queue(Command::SetRole {
+        role: Role::Slave,
+        generation: 2,
+    });
+    let slave = sent_with_xids(&mut session);
+    session.handle_bytes(
+        &wire(OF10, master[0].0, &Message::NxRoleReply(NxRole::Master)),
+        now,
+    );
+    session.queue(a_flow());
+    assert_eq!(sent_messages(&mut session), []);
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleChanged { role: Role::Master }]
+    );
+    session.handle_bytes(
+        &wire(OF10, slave[0].0, &Message::NxRoleReply(NxRole::Slave)),
+        now,
+    );
+    assert_eq!(
+        events(&mut session),
+        [SwitchEvent::RoleChanged { role: Role::Slave }]
+    );
     session.queue(a_flow());
     assert_eq!(sent_messages(&mut session), []);
 }
