@@ -104,7 +104,7 @@ fn a_fabric_declared_through_the_api_withdraws_a_relayed_link_at_once_and_is_kep
 }
 
 #[test]
-fn settings_that_declare_the_fabric_refuse_another_from_the_api_or_the_store() {
+fn settings_that_declare_the_fabric_refuse_the_api_and_outrank_the_store_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start_with(dir.path(), &["--fabric", "0x1:3-0x2:3"]);
     let (status, body) = declare(&daemon, &["0x1:4-0x2:4"]);
@@ -119,19 +119,33 @@ fn settings_that_declare_the_fabric_refuse_another_from_the_api_or_the_store() {
     );
     daemon.terminate();
 
-    // Declared through the API, then started with other settings: which one holds is
-    // unclear, so the daemon does not start.
+    // Declared through the API (by another instance, in a cluster), then started with
+    // other settings: the settings hold, as they do when the declaration comes while the
+    // daemon runs, and the log names both.
     let daemon = Daemon::start(dir.path());
     assert_eq!(declare(&daemon, &["0x1:4-0x2:4"]).0, 200);
     daemon.terminate();
-    let stderr = crate::common::refused_start(
-        dir.path(),
-        &[
-            "--openflow",
-            &crate::common::free_port().to_string(),
-            "--fabric",
-            "0x1:3-0x2:3",
-        ],
+    let log = dir.path().join("daemon.log");
+    let daemon =
+        Daemon::start_filtered_with(dir.path(), &["--fabric", "0x1:3-0x2:3"], "warn", &log);
+    assert_eq!(
+        fabric_of(&daemon),
+        (json!("declared"), json!("settings"), json!(["0x1:3-0x2:3"]))
     );
-    assert!(stderr.contains("so does the store"), "says why: {stderr}");
+    daemon.terminate();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let warnings: Vec<&str> = logged
+        .lines()
+        .filter(|line| line.contains("the store holds another"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning: {logged}");
+    assert!(
+        !logged.contains("another instance declared"),
+        "and no other: {logged}"
+    );
+    assert!(
+        warnings[0].contains("0x1:3-0x2:3") && warnings[0].contains("0x1:4-0x2:4"),
+        "names both: {}",
+        warnings[0]
+    );
 }

@@ -64,11 +64,6 @@ pub enum StartError {
     NoListener,
     #[error(transparent)]
     ProbeKey(#[from] ProbeKeyError),
-    /// The settings declare one fabric and the store (`PUT /topology/fabric`) another.
-    #[error(
-        "the settings declare the fabric and so does the store (through the API),          differently: end the store's with PUT /topology/fabric {{\"declared\": []}} from          an instance without --fabric, or drop the settings' declaration"
-    )]
-    FabricDeclaredTwice,
 }
 
 /// What ties the controller to a cluster's master election, handed in by the program that
@@ -263,11 +258,17 @@ impl Controller {
         let stored_fabric = store
             .declared_fabric()
             .map_err(|err| StartError::Membership(Box::new(err)))?;
-        if config.engine.fabric.is_declared()
-            && stored_fabric.is_declared()
-            && stored_fabric != config.engine.fabric
-        {
-            return Err(StartError::FabricDeclaredTwice);
+        // The settings win, as they do when another instance declares one at run time:
+        // refusing to start would let one PUT keep every such instance down.
+        let settings_fabric = config.engine.fabric.is_declared();
+        if settings_fabric && stored_fabric.is_declared() && stored_fabric != config.engine.fabric {
+            log::warn!(
+                "the settings declare the fabric ({}) and the store holds another, declared \
+                 through the API ({}): this instance keeps its settings'; give every instance \
+                 the same, or end the store's with PUT /topology/fabric {{\"declared\": []}}",
+                fabric_list(&config.engine.fabric),
+                fabric_list(&stored_fabric),
+            );
         }
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -278,7 +279,7 @@ impl Controller {
             .map_err(StartError::Runtime)?;
         let (shutdown, stopped) = watch::channel(false);
         let mut engine = Engine::new(config.engine.clone(), membership);
-        if stored_fabric.is_declared() {
+        if stored_fabric.is_declared() && !settings_fabric {
             engine.fabric_declared(stored_fabric);
         }
         let (notices, _) = broadcast::channel(NOTICE_BUFFER);
@@ -401,4 +402,20 @@ async fn forward_changes(
             return;
         }
     }
+}
+
+/// A declaration for a log line: its first entries and how many more, so that the line
+/// stays short whatever the declaration's size.
+fn fabric_list(fabric: &slice_core::DeclaredFabric) -> String {
+    const SHOWN: usize = 4;
+    let entries = fabric.entries();
+    let mut text: Vec<String> = entries
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if entries.len() > SHOWN {
+        text.push(format!("and {} more", entries.len() - SHOWN));
+    }
+    text.join(", ")
 }
