@@ -3,7 +3,9 @@
 //! Another user's file in the place of a key would make sliced trust what that user
 //! chose (a planted session key seals any login; a planted LLDP secret signs probes).
 //! The OIDC client secret is checked where the settings read it (`config::auth`), by
-//! the same rule, and the session key again where it is read or made.
+//! the same rule. This check refuses a bad file before anything starts; each reader
+//! then reads its file through `slice_store::read_secret_file`, which checks the handle
+//! it reads from again, so a file swapped in after this check is never read.
 
 use crate::config::Config;
 

@@ -181,13 +181,15 @@ fn role_separator(written: Option<&str>) -> anyhow::Result<char> {
 /// files, it must be its owner's alone: whoever reads it can pose as the daemon to the
 /// provider, and tightening the mode here would hide that it may have leaked.
 fn read_secret(path: &std::path::Path) -> anyhow::Result<String> {
-    // Owner-only, and this user's (or root's): the rule of every secret file
-    // (src/secrets.rs); another user's file here would have sliced pose with their secret.
-    slice_store::check_secret_file(path, "auth.oidc.client_secret_file", false)?;
+    // Owner-only, and this user's (or root's): the rule of every secret file, checked on
+    // the handle it is read from; another user's file here would have sliced pose with
+    // their secret.
+    const WHAT: &str = "auth.oidc.client_secret_file";
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|err| {
-        anyhow::anyhow!("cannot read auth.oidc.client_secret_file {shown}: {err}")
-    })?;
+    let bytes = slice_store::read_secret_file(path, WHAT, false)?
+        .ok_or_else(|| anyhow::anyhow!("cannot read {WHAT} {shown}: it does not exist"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{WHAT} {shown} is not UTF-8 text"))?;
     let secret = text.trim();
     anyhow::ensure!(
         !secret.is_empty(),

@@ -62,15 +62,17 @@ impl DataDir {
 /// can mint sessions, whoever planted it already can, and tightening the mode ourselves
 /// would hide that it may have leaked.
 pub fn load_or_create_session_key(path: &Path) -> io::Result<Vec<u8>> {
-    if let Err(refused) = slice_store::check_secret_file(path, "the session key", false) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{refused}; deleting it makes a new one (which logs everyone out)"),
-        ));
-    }
-    match std::fs::read(path) {
-        Ok(key) if key.len() >= SESSION_KEY_LEN => Ok(key),
-        Ok(key) => Err(io::Error::new(
+    let read =
+        slice_store::read_secret_file(path, "the session key", false).map_err(|err| match err {
+            slice_store::SecretFileError::Io { source, .. } => source,
+            refused => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{refused}; deleting it makes a new one (which logs everyone out)"),
+            ),
+        })?;
+    match read {
+        Some(key) if key.len() >= SESSION_KEY_LEN => Ok(key),
+        Some(key) => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
                 "session key {} has {} bytes, fewer than the {SESSION_KEY_LEN} a key needs: \
@@ -79,13 +81,12 @@ pub fn load_or_create_session_key(path: &Path) -> io::Result<Vec<u8>> {
                 key.len()
             ),
         )),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+        None => {
             let mut key = vec![0u8; SESSION_KEY_LEN];
             getrandom::getrandom(&mut key).map_err(|err| io::Error::other(err.to_string()))?;
             slice_store::write_private_durably(path, &key)?;
             Ok(key)
         }
-        Err(err) => Err(err),
     }
 }
 

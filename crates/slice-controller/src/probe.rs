@@ -28,11 +28,9 @@ pub enum ProbeKeyError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "LLDP secret file {path} is open to other users (mode {mode:o}): whoever reads it \
-         can forge links; run `chmod 600 {path}`"
-    )]
-    OpenToOthers { path: std::path::PathBuf, mode: u32 },
+    /// The file breaks the rule of every secret file (another user's, open to others).
+    #[error(transparent)]
+    NotPrivate(#[from] slice_secret::SecretFileError),
     #[error(
         "LLDP secret file {path} holds {len} bytes; it needs at least {MIN_SECRET_LEN} \
          (for example `head -c 32 /dev/urandom > {path}`)"
@@ -114,23 +112,11 @@ impl ProbeKey {
     /// that it may have leaked) and hold at least [`MIN_SECRET_LEN`] bytes, not counting
     /// a trailing newline.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ProbeKeyError> {
-        use std::os::unix::fs::PermissionsExt;
-        let read_error = |source| ProbeKeyError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mode = std::fs::metadata(path)
-            .map_err(read_error)?
-            .permissions()
-            .mode()
-            & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(ProbeKeyError::OpenToOthers {
+        let bytes = slice_secret::read_secret_file(path, "the LLDP secret file", false)?
+            .ok_or_else(|| ProbeKeyError::Read {
                 path: path.to_path_buf(),
-                mode,
-            });
-        }
-        let bytes = std::fs::read(path).map_err(read_error)?;
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
         let secret = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let secret = secret.strip_suffix(b"\r").unwrap_or(secret);
         if secret.len() < MIN_SECRET_LEN {

@@ -29,6 +29,9 @@ pub enum TlsError {
     Cert { path: PathBuf, reason: String },
     #[error("cannot read the private key file {path}: {reason}")]
     Key { path: PathBuf, reason: String },
+    /// The key file breaks the rule of every secret file (another user's, open to others).
+    #[error(transparent)]
+    NotPrivate(#[from] slice_secret::SecretFileError),
     #[error("cannot use the CA file {path}: {reason}")]
     Ca { path: PathBuf, reason: String },
     // The reason is in the message, so it is no `source`: the chain would say it twice.
@@ -49,10 +52,17 @@ impl TlsFiles {
             reason,
         };
         let chain = read_certificates(&self.cert).map_err(cert_error)?;
-        let key = PrivateKeyDer::from_pem_file(&self.key).map_err(|err| TlsError::Key {
+        let key_error = |reason: String| TlsError::Key {
             path: self.key.clone(),
-            reason: pem_reason(err),
-        })?;
+            reason,
+        };
+        // Read through the secret-file rule, from the handle it checked; rustls gets the
+        // bytes, so that nothing opens the path a second time.
+        let pem = slice_secret::read_secret_file(&self.key, "the OpenFlow TLS private key", true)?
+            .ok_or_else(|| {
+                key_error(std::io::Error::from(std::io::ErrorKind::NotFound).to_string())
+            })?;
+        let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|err| key_error(pem_reason(err)))?;
 
         let ca_error = |reason: String| TlsError::Ca {
             path: self.ca.clone(),

@@ -28,13 +28,10 @@ pub enum AccessError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "the etcd password file {} may be read or written by others (mode {mode:o}); it must \
-         be its owner's alone: chmod 600 {}",
-        path.display(),
-        path.display()
-    )]
-    PasswordFileOpen { path: PathBuf, mode: u32 },
+    /// A key or password file that breaks the rule of every secret file (another user's,
+    /// open to others).
+    #[error(transparent)]
+    NotPrivate(#[from] slice_secret::SecretFileError),
     #[error("the etcd password file {} is empty", path.display())]
     EmptyPassword { path: PathBuf },
     #[error("an etcd client certificate needs its key and a key its certificate (--etcd-certfile with --etcd-keyfile)")]
@@ -66,10 +63,10 @@ impl Access {
     pub fn secret_files(&self) -> Vec<(&Path, &'static str, bool)> {
         let mut files = Vec::new();
         if let Some(path) = &self.password_file {
-            files.push((path.as_path(), "the etcd password file", false));
+            files.push((path.as_path(), PASSWORD, false));
         }
         if let Some(path) = &self.key_file {
-            files.push((path.as_path(), "the etcd client key", true));
+            files.push((path.as_path(), KEY, true));
         }
         files
     }
@@ -107,7 +104,9 @@ impl Access {
         options: ConnectOptions,
     ) -> Result<ConnectOptions, AccessError> {
         let identity = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => Some(Identity::from_pem(read(cert)?, read(key)?)),
+            (Some(cert), Some(key)) => {
+                Some(Identity::from_pem(read(cert)?, read_secret(key, KEY)?))
+            }
             (None, None) => None,
             _ => return Err(AccessError::HalfIdentity),
         };
@@ -171,24 +170,27 @@ fn read(path: &Path) -> Result<Vec<u8>, AccessError> {
     })
 }
 
+/// What the key and password files are called in errors, as [`Access::secret_files`]
+/// names them.
+const KEY: &str = "the etcd client key";
+const PASSWORD: &str = "the etcd password file";
+
+/// The content of the secret file `path`, read from the handle the rule of every secret
+/// file checked (a TLS key root owns may be its group's too).
+fn read_secret(path: &Path, what: &'static str) -> Result<Vec<u8>, AccessError> {
+    slice_secret::read_secret_file(path, what, what == KEY)?.ok_or_else(|| AccessError::Read {
+        path: path.to_owned(),
+        source: std::io::ErrorKind::NotFound.into(),
+    })
+}
+
 /// The password in `path`, without its trailing newline; the file must be its owner's
 /// alone, as the session key's is.
 fn read_password(path: &Path) -> Result<String, AccessError> {
-    use std::os::unix::fs::MetadataExt;
-    let metadata = std::fs::metadata(path).map_err(|source| AccessError::Read {
+    let bytes = read_secret(path, PASSWORD)?;
+    let text = String::from_utf8(bytes).map_err(|err| AccessError::Read {
         path: path.to_owned(),
-        source,
-    })?;
-    let mode = metadata.mode() & 0o777;
-    if mode & 0o077 != 0 {
-        return Err(AccessError::PasswordFileOpen {
-            path: path.to_owned(),
-            mode,
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(|source| AccessError::Read {
-        path: path.to_owned(),
-        source,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, err),
     })?;
     let password = text.trim_end_matches(['\n', '\r']);
     if password.is_empty() {
@@ -226,7 +228,9 @@ mod tests {
         let open = with_user(password_file(dir.path(), "secret\n", 0o644));
         assert!(matches!(
             open.credentials(),
-            Err(AccessError::PasswordFileOpen { mode: 0o644, .. })
+            Err(AccessError::NotPrivate(
+                slice_secret::SecretFileError::OpenToOthers { mode: 0o644, .. }
+            ))
         ));
         let owned = with_user(password_file(dir.path(), "secret\n", 0o600));
         assert_eq!(

@@ -37,18 +37,9 @@ pub enum NotPrivate {
         path: PathBuf,
         mode: u32,
     },
-    #[error(
-        "{what} {} is open to other users (mode {mode:o}): it may have leaked or been \
-         replaced, so it is not tightened quietly. Check it, then chmod 600 {} (or replace \
-         it)",
-        path.display(),
-        path.display()
-    )]
-    OpenSecret {
-        what: &'static str,
-        path: PathBuf,
-        mode: u32,
-    },
+    /// A secret file that breaks the rule of `slice_secret`.
+    #[error(transparent)]
+    Secret(#[from] slice_secret::SecretFileError),
     #[error(
         "the data directory would be made in {}, {reason}: another user could replace it \
          there. Name a data directory in a directory only this user (or root) may change",
@@ -74,11 +65,7 @@ pub enum NotPrivate {
     },
 }
 
-/// The effective user id of this process: the owner its files must have.
-pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub use slice_secret::effective_uid;
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> NotPrivate + '_ {
     move |source| NotPrivate::Io {
@@ -208,43 +195,17 @@ pub fn check_daemon_socket(dir: &Path, socket: &Path) -> Result<(), NotPrivate> 
 }
 
 /// A file holding a secret (a key, a password) that this process reads: its owner's
-/// (this user's, or root's, who is trusted with everything anyway) and nobody else's.
-/// `group_may_read` admits a group read permission on a file root owns, as a TLS private
-/// key is often shared with a service's group (`root:sliced 0640`); the rule PostgreSQL
-/// applies to its server key. A missing file is not checked here.
+/// (this user's, or root's) and nobody else's; `group_may_read` admits a group read on a
+/// key root owns. The rule and the reading are `slice_secret`'s: this checks a file
+/// before anything is started, and each reader reads it through
+/// [`slice_secret::read_secret_file`], which checks the handle it reads. A missing file
+/// passes here.
 pub fn check_secret_file(
     path: &Path,
     what: &'static str,
     group_may_read: bool,
 ) -> Result<(), NotPrivate> {
-    let metadata = match std::fs::metadata(path) {
-        Ok(metadata) => metadata,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => return Err(io(path)(err)),
-    };
-    let uid = effective_uid();
-    if metadata.uid() != uid && metadata.uid() != 0 {
-        return Err(NotPrivate::Owner {
-            what,
-            path: path.to_owned(),
-            owner: metadata.uid(),
-            uid,
-        });
-    }
-    let mode = metadata.mode() & 0o777;
-    let forbidden = if group_may_read && metadata.uid() == 0 {
-        0o037
-    } else {
-        0o077
-    };
-    if mode & forbidden != 0 {
-        return Err(NotPrivate::OpenSecret {
-            what,
-            path: path.to_owned(),
-            mode,
-        });
-    }
-    Ok(())
+    Ok(slice_secret::check_secret_file(path, what, group_may_read)?)
 }
 
 /// A permission taken away from one of sliced's files or directories.
