@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use etcd_client::{Compare, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use slice_core::{
     ChangeListener, DeclaredFabric, FabricDeclarations, MacAddress, MembershipSource, Plan,
     PlanError, Port, PortId, SessionRevocations, Slice, SliceError, SliceName, SliceRead,
@@ -547,15 +547,24 @@ impl FabricDeclarations for EtcdStore {
         Ok(self.read(|mirror| mirror.fabric.get().clone()))
     }
 
-    /// One transaction that puts the declaration's text, or deletes the key for an empty
-    /// one; the copy's declaration already equal writes nothing, so that nobody is told.
+    /// One transaction that leaves the key alone when it already holds `fabric` (for an
+    /// empty declaration: when the key does not exist), and writes it otherwise. etcd
+    /// decides, not this instance's copy, which may lag behind another's declaration;
+    /// either way the answer waits for the copy to reach the transaction's revision, so
+    /// that a read after it sees what etcd holds. The copy tells the listeners only a
+    /// real change.
     fn declare_fabric(&self, fabric: &DeclaredFabric) -> Result<(), StoreError> {
-        if self.read(|mirror| mirror.fabric.get() == fabric) {
-            return Ok(());
-        }
+        let key = self.layout.fabric();
+        let unchanged = if fabric.is_declared() {
+            Compare::value(key, CompareOp::Equal, fabric.to_text())
+        } else {
+            absent(key)
+        };
         let write = fabric::write(&self.layout, fabric);
-        // A put of the same value or a delete: the same outcome when applied twice.
-        let response = self.txn(Txn::new().and_then([write]), Retry::Always)?;
+        let txn = Txn::new().when([unchanged]).or_else([write]);
+        // Sent again only when surely not sent: after a lost answer, a second try could
+        // write over a declaration another instance made in between.
+        let response = self.txn(txn, Retry::IfNotSent)?;
         Ok(self.committed(&response)?)
     }
 }

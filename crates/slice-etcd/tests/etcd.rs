@@ -133,6 +133,44 @@ fn a_fabric_declared_through_one_instance_is_read_and_told_once_on_another() {
     assert_eq!(open(&etcd).declared_fabric().unwrap(), declared);
 }
 
+/// What etcd holds at the fabric key, read past every instance's copy.
+fn fabric_in_etcd(etcd: &LocalEtcd) -> String {
+    let key = format!("{DEFAULT_PREFIX}fabric");
+    etcd.etcdctl(None, &["get", "--print-value-only", &key])
+}
+
+#[test]
+fn a_declaration_is_decided_by_etcd_not_by_a_copy_that_lags() {
+    let etcd = LocalEtcd::start();
+    let (a, b) = (open(&etcd), open(&etcd));
+    let mine = DeclaredFabric::parse(&["0x1:10-0x2:10"]).unwrap();
+    // b declares what its copy still holds right after a declared another: each time, its
+    // answer means etcd holds b's, whether b's copy had heard of a's or not.
+    for round in 1..=20u32 {
+        let theirs = DeclaredFabric::parse(&[format!("0x9:{round}")]).unwrap();
+        a.declare_fabric(&theirs).unwrap();
+        b.declare_fabric(&mine).unwrap();
+        assert_eq!(
+            fabric_in_etcd(&etcd).trim_end(),
+            mine.to_text().trim_end(),
+            "round {round}"
+        );
+        assert_eq!(
+            b.declared_fabric().unwrap(),
+            mine,
+            "b reads its own declaration"
+        );
+    }
+    // An empty declaration over a value no copy reads as one deletes it, so that
+    // etcd holds none.
+    let key = format!("{DEFAULT_PREFIX}fabric");
+    etcd.etcdctl(None, &["put", &key, "not a port"]);
+    assert!(eventually(|| b.skipped_keys() == 1));
+    b.declare_fabric(&DeclaredFabric::default()).unwrap();
+    assert_eq!(fabric_in_etcd(&etcd), "", "the key is gone");
+    assert!(eventually(|| a.skipped_keys() == 0 && b.skipped_keys() == 0));
+}
+
 #[test]
 fn the_watch_resumes_after_etcd_restarts() {
     let mut etcd = LocalEtcd::start();
