@@ -27,7 +27,8 @@ struct Nginx {
 
 impl Nginx {
     /// nginx on a free port in front of `upstream`, logging in `ada` (group `net-admins`)
-    /// and `bob` (group `staff`) with the password `secret`.
+    /// and `bob` (group `staff`) with the password `secret`. Below `/passing/` it forwards
+    /// the client's headers as they came, as a proxy that does not overwrite them would.
     fn start(upstream: SocketAddr) -> Self {
         let dir = tempfile::tempdir().expect("a directory for nginx");
         let path = |name: &str| dir.path().join(name).display().to_string();
@@ -58,6 +59,12 @@ http {{
             proxy_set_header X-Forwarded-User $remote_user;
             proxy_set_header X-Forwarded-Email $remote_user@example.com;
             proxy_set_header X-Forwarded-Groups $sliced_groups;
+        }}
+        # The proxy done wrong: the client's own headers pass through as they came.
+        location /passing/ {{
+            proxy_pass http://{upstream}/;
+            proxy_bind {PROXY_SOURCE};
+            proxy_buffering off;
         }}
     }}
 }}
@@ -611,5 +618,158 @@ fn the_group_separator_is_configured_and_groups_count_only_whole() {
     assert!(
         stderr.contains("auth.proxy.role_separator must be one ASCII punctuation character"),
         "{stderr}"
+    );
+}
+
+/// Sends `method path` over HTTP/1.0 (no chunked answer) to `addr` with the header lines
+/// `headers` (each ending in CRLF) and a JSON `body`; the answer's status and JSON body.
+fn raw_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    use std::io::Read as _;
+    let mut connection = TcpStream::connect(addr).expect("connects");
+    connection
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let body = body.map(|body| body.to_string()).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: application/json\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n{headers}\r\n{body}",
+        body.len()
+    );
+    connection.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    connection.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer}"));
+    let body = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, body)| serde_json::from_str(body).ok())
+        .unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// Without `require_for_slices` no guard stands on the unprefixed routes, yet a request
+/// from the proxy whose identity headers are refused is refused on every route that asks
+/// who it is from (a write, the fabric, `/events`), before anything changes, and is told
+/// once in the trail. Before, the write went on as anonymous after a `login` refusal in
+/// the trail. The probes answer as to anyone and tell the trail nothing.
+#[test]
+fn refused_proxy_headers_refuse_the_open_routes_too_and_probes_tell_the_trail_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("sliced.log");
+    let config = config_with(dir.path(), "developer_login = false");
+    let daemon = Daemon::start_filtered_with(
+        &data,
+        &["--config", config.to_str().unwrap()],
+        "warn,sliced::audit=info",
+        &log,
+    );
+    let proxy = Nginx::start(daemon.http);
+    let login = format!("Authorization: {}\r\n", basic("ada"));
+    let twice = format!(
+        "{login}X-Forwarded-User: ada\r\nX-Forwarded-User: ada\r\n\
+         X-Forwarded-Groups: net-admins\r\n"
+    );
+
+    // The probes, through the proxy, with the refused headers and with the proxy's own:
+    // they answer, and tell the trail nothing. Readiness with refused headers is told
+    // what anyone is told, the status alone.
+    assert_eq!(
+        raw_request(proxy.addr, "GET", "/passing/readyz", &twice, None),
+        (200, json!({"status": "ready"}))
+    );
+    for path in ["/passing/healthz", "/readyz", "/healthz"] {
+        assert_eq!(
+            raw_request(proxy.addr, "GET", path, &twice, None).0,
+            200,
+            "{path}"
+        );
+    }
+    // An open read names no one, so it answers as it does to anyone.
+    assert_eq!(
+        raw_request(proxy.addr, "GET", "/passing/slices", &twice, None),
+        (200, json!([]))
+    );
+
+    let refused = (
+        403,
+        json!({"error": "the proxy's headers are refused: \
+                         x-forwarded-user came 2 times; the proxy must send it once"}),
+    );
+    for (method, path, body) in [
+        ("POST", "/passing/slices", Some(json!({"name": "blue"}))),
+        (
+            "PUT",
+            "/passing/topology/fabric",
+            Some(json!({"declared": []})),
+        ),
+        ("GET", "/passing/events", None),
+    ] {
+        assert_eq!(
+            raw_request(proxy.addr, method, path, &twice, body),
+            refused,
+            "{method} {path}"
+        );
+    }
+    // The proxy's own headers, once each, write as before: the trail's last line.
+    assert_eq!(
+        raw_request(
+            proxy.addr,
+            "POST",
+            "/slices",
+            &login,
+            Some(json!({"name": "green"}))
+        )
+        .0,
+        201
+    );
+    let (status, slices) = status_json(agent().get(&daemon.url("/slices")).call());
+    assert_eq!((status, slices), (200, json!([{"name": "green"}])));
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let entries = loop {
+        let entries = audit_lines(&log);
+        let done = entries
+            .iter()
+            .any(|entry| entry["operation"] == "create_slice");
+        if done || Instant::now() > deadline {
+            break entries;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let summary: Vec<(Value, Value, Value)> = entries
+        .iter()
+        .map(|entry| {
+            (
+                entry["operation"].clone(),
+                entry["target"].clone(),
+                entry["status"].clone(),
+            )
+        })
+        .collect();
+    let proxy_refusal = (json!("login"), json!({"method": "proxy"}), json!(403));
+    assert_eq!(
+        summary,
+        vec![
+            proxy_refusal.clone(),
+            proxy_refusal.clone(),
+            proxy_refusal,
+            (
+                json!("create_slice"),
+                json!({"slice": "green"}),
+                Value::Null
+            ),
+        ],
+        "{entries:#?}"
     );
 }

@@ -183,20 +183,31 @@ pub(crate) fn record_write(
     }
 }
 
-/// Tells the trail that a trusted proxy's headers were refused for `reason`, and returns
-/// the answer the request gets: 403 with the reason, which names headers, never their
-/// values (those are the client's, and go nowhere).
-pub(crate) fn proxy_refused(req: &HttpRequest, reason: String) -> ApiError {
-    let message = format!("the proxy's headers are refused: {reason}");
+/// Tells the trail of an answer that refused a trusted proxy's headers
+/// ([`ApiError::ProxyRefused`]): 403 with the reason, which names headers, never their
+/// values (those are the client's, and go nowhere). Called where answers leave
+/// (`front_door`), so each refused request is told once, whichever route refused it,
+/// and a request whose handler answered otherwise (a probe) is not told.
+pub(crate) fn proxy_refused(response: &actix_web::dev::ServiceResponse<impl Sized>) {
+    let Some(ApiError::ProxyRefused(reason)) = response
+        .response()
+        .error()
+        .and_then(|err| err.as_error::<ApiError>())
+    else {
+        return;
+    };
     let requester = Requester {
         user: None,
         via: Via::Proxy,
     };
-    let refused: Result<(), _> = Err(ApiError::Forbidden(message.clone()));
-    record(req, &requester, Operation::login("proxy"), &refused, |_| {
-        Value::Null
-    });
-    ApiError::Forbidden(message)
+    let refused: Result<(), ApiError> = Err(ApiError::ProxyRefused(reason.clone()));
+    record(
+        response.request(),
+        &requester,
+        Operation::login("proxy"),
+        &refused,
+        |_| Value::Null,
+    );
 }
 
 /// An apply's id in the trail, which links its entry to its details: 64 random bits in

@@ -367,7 +367,10 @@ pub(crate) fn requester(req: &HttpRequest) -> Result<Option<Requester>, ApiError
 
 /// Who a request comes from, when anything vouches for them: the local socket's peer (no
 /// header counts there), a trusted proxy's header, or a login session. `Err` carries the
-/// answer for a request refused outright, such as one whose proxy headers are ambiguous.
+/// answer for a request refused outright, such as one whose proxy headers are ambiguous
+/// ([`ApiError::ProxyRefused`]). It only looks: the trail tells a refusal where it
+/// becomes the answer (`front_door`), so a caller that answers otherwise (a probe) tells
+/// nothing, and no request is told twice however many times it is asked.
 fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
     if let Some(local) = req.conn_data::<LocalPeer>() {
         return Ok(Some(local.requester()));
@@ -383,7 +386,7 @@ fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
                     via: Via::Proxy,
                 }))
             }
-            ProxyVerdict::Refused(reason) => return Err(audit::proxy_refused(req, reason)),
+            ProxyVerdict::Refused(reason) => return Err(ApiError::ProxyRefused(reason)),
             ProxyVerdict::NoRole(name) => {
                 log::info!("the proxy's user {name:?} has no role here: refused");
                 return Ok(None);
@@ -405,11 +408,13 @@ fn requester_of(req: &HttpRequest) -> Result<Option<Requester>, ApiError> {
 /// The requester of a request, as the guard found it, or, where no guard stands (the
 /// open slice API, where no session is read), as the request shows it: the local
 /// socket, a trusted proxy's user, or anonymous. For the audit trail and `/api/session`.
-pub(crate) fn requester_seen(req: &HttpRequest) -> Requester {
-    requester(req).ok().flatten().unwrap_or(Requester {
+/// A trusted proxy's refused headers refuse the request here too, guard or not: a write
+/// asks before it reaches the store, so such a request changes nothing.
+pub(crate) fn requester_seen(req: &HttpRequest) -> Result<Requester, ApiError> {
+    Ok(requester(req)?.unwrap_or(Requester {
         user: None,
         via: Via::Anonymous,
-    })
+    }))
 }
 
 /// Whether a method changes something: all but the reads need an operator.
@@ -467,13 +472,14 @@ pub(crate) fn wants_html(req: &HttpRequest) -> bool {
     accept.contains("text/html") && !accept.contains("application/json")
 }
 
-pub(crate) async fn whoami(req: HttpRequest) -> HttpResponse {
-    let requester = requester_seen(&req);
-    HttpResponse::Ok().json(requester.user.clone().unwrap_or_else(|| User {
+pub(crate) async fn whoami(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let requester = requester_seen(&req)?;
+    let user = requester.user.clone().unwrap_or_else(|| User {
         name: requester.name().to_owned(),
         email: String::new(),
         role: requester.role(),
-    }))
+    });
+    Ok(HttpResponse::Ok().json(user))
 }
 
 pub(crate) async fn api_status() -> HttpResponse {

@@ -30,6 +30,11 @@ pub enum ApiError {
     /// cross-origin write).
     #[error("{0}")]
     Forbidden(String),
+    /// A trusted proxy's identity headers cannot be believed (one came twice, or is not
+    /// text). The reason names the header, never its value. The answer that carries it
+    /// is what the audit trail tells (see `audit::proxy_refused`), once per request.
+    #[error("the proxy's headers are refused: {0}")]
+    ProxyRefused(String),
     /// A browser sent a body without saying what it is.
     #[error(
         "missing content type: a request from a browser must send Content-Type: application/json"
@@ -91,7 +96,7 @@ impl ResponseError for ApiError {
             Self::UnsupportedMediaType(_) | Self::MissingContentType => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::ProxyRefused(_) => StatusCode::FORBIDDEN,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

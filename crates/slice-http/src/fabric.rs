@@ -23,6 +23,8 @@ pub(crate) async fn declare(
         declared: fabric.entries().iter().map(ToString::to_string).collect(),
     };
     let entries = answer.declared.len();
+    // Asked before the store is touched, as for the slice writes (`slices::write`).
+    let requester = auth::requester_seen(&req)?;
     // Told to the audit trail where it reaches the store, like the slice writes: a
     // refused body changes nothing.
     let stored = match web::block(move || store.declare_fabric(&fabric)).await {
@@ -31,7 +33,7 @@ pub(crate) async fn declare(
     };
     audit::record(
         &req,
-        &auth::requester_seen(&req),
+        &requester,
         audit::Operation::declare_fabric(entries),
         &stored,
         |()| serde_json::Value::Null,

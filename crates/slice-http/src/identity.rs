@@ -310,13 +310,18 @@ fn once<'h>(
 }
 
 /// A header's value as text, trimmed: UTF-8 (a proxy passes non-ASCII names and groups
-/// as their UTF-8 bytes) without control characters, or why not. Only the header's name
+/// as their UTF-8 bytes) holding nothing the log cannot show as itself
+/// ([`crate::log_text::hidden`]), or why not. Only the header's name
 /// is in the reason: its value is the client's, and the reason is logged.
 fn text(header: &HeaderName, value: &HeaderValue) -> Result<String, String> {
     let text =
         std::str::from_utf8(value.as_bytes()).map_err(|_| format!("{header} is not UTF-8 text"))?;
-    if text.chars().any(char::is_control) {
-        return Err(format!("{header} holds a control character"));
+    // What the log would have to escape has no place in a name or a group: the trail
+    // shows names as they are.
+    if text.chars().any(crate::log_text::hidden) {
+        return Err(format!(
+            "{header} holds a control, invisible or line-breaking character"
+        ));
     }
     Ok(text.trim().to_owned())
 }
@@ -496,7 +501,7 @@ mod tests {
         );
         assert_eq!(
             refused(&[("x-forwarded-user", b"a\tda")]),
-            "x-forwarded-user holds a control character"
+            "x-forwarded-user holds a control, invisible or line-breaking character"
         );
         assert_eq!(
             refused(&[("x-forwarded-user", &[b'a'; 201])]),

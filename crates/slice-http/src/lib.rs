@@ -18,6 +18,7 @@ mod hangup;
 mod head_guard;
 mod health;
 mod identity;
+mod log_text;
 pub mod metrics;
 mod mount;
 mod network;
@@ -303,15 +304,7 @@ const LOGGED_TARGET_CHARS: usize = 200;
 /// kilobytes. The target arrives percent-encoded, and anything else is escaped, so no
 /// line it is in can be forged.
 fn request_line(req: &actix_web::dev::ServiceRequest) -> String {
-    let target = req.uri().to_string();
-    let mut shown: String = target
-        .chars()
-        .take(LOGGED_TARGET_CHARS)
-        .flat_map(char::escape_default)
-        .collect();
-    if target.chars().count() > LOGGED_TARGET_CHARS {
-        shown.push_str("...");
-    }
+    let shown = log_text::escaped_in_quotes(&req.uri().to_string(), LOGGED_TARGET_CHARS);
     format!("{} {shown} {:?}", req.method(), req.version())
 }
 
@@ -322,8 +315,9 @@ pub fn access_log_enabled() -> bool {
 
 /// The middleware every request passes first: it refuses foreign requests (DNS
 /// rebinding, cross-site writes: see `browser`) before anything else runs, and counts
-/// every request, refusals included (see `metrics`). One layer for both jobs, as each
-/// layer of `from_fn` costs a boxed future per request.
+/// every request, refusals included (see `metrics`); and it tells the audit trail of an
+/// answer that refused a trusted proxy's headers, once, whichever route gave it. One
+/// layer for these jobs, as each layer of `from_fn` costs a boxed future per request.
 pub(crate) async fn front_door(
     req: ServiceRequest,
     next: middleware::Next<impl MessageBody + 'static>,
@@ -333,6 +327,7 @@ pub(crate) async fn front_door(
         Some(refused) => req.error_response(refused),
         None => next.call(req).await?.map_into_boxed_body(),
     };
+    audit::proxy_refused(&response);
     arrival.answered(&response);
     Ok(response)
 }

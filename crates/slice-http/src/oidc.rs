@@ -34,6 +34,7 @@ use crate::audit::{self, Operation};
 use crate::auth;
 use crate::hangup::Hangup;
 use crate::identity::{Requester, Role, RoleMapping, User, Via};
+use crate::log_text;
 use crate::page::UI_PATH;
 use crate::routing::Mount;
 use crate::{ApiError, Settings};
@@ -431,42 +432,18 @@ async fn callback(
 /// The provider's error in a callback (`error`, `error_description`), quoted short.
 fn provider_error(query: &[(String, String)]) -> Option<LoginError> {
     let error = parameter(query, "error")?;
-    let described = parameter(query, "error_description")
-        .map_or_else(String::new, |text| format!(" ({})", quoted(text)));
-    let text = format!("the OpenID provider answered {}{described}", quoted(error));
+    let described = parameter(query, "error_description").map_or_else(String::new, |text| {
+        format!(" ({})", log_text::quoted(text, MAX_QUOTED_CHARS))
+    });
+    let text = format!(
+        "the OpenID provider answered {}{described}",
+        log_text::quoted(error, MAX_QUOTED_CHARS)
+    );
     Some(if error == "access_denied" {
         LoginError::Refused(text)
     } else {
         LoginError::BadRequest(text)
     })
-}
-
-/// A client's text as an answer or a log line may quote it: in quotes, at most
-/// [`MAX_QUOTED_CHARS`] characters of it, with quotes, backslashes and control characters
-/// escaped, so that it can neither start a line of the log nor fill it.
-fn quoted(text: &str) -> String {
-    let mut chars = text.chars();
-    let kept: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
-    let cut = if chars.next().is_some() { "..." } else { "" };
-    format!("{kept:?}{cut}")
-}
-
-/// `text` fit for one line of the log: control characters and line or paragraph
-/// separators escaped, at most [`MAX_LOGGED_CHARS`] characters.
-fn one_line(text: &str) -> String {
-    let mut line = String::new();
-    for (taken, c) in text.chars().enumerate() {
-        if taken == MAX_LOGGED_CHARS {
-            line.push_str("...");
-            break;
-        }
-        if c.is_control() || (c.is_whitespace() && c != ' ') {
-            line.extend(c.escape_default());
-        } else {
-            line.push(c);
-        }
-    }
-    line
 }
 
 /// Redeems the callback's code and reads the user the provider vouches for, with the
@@ -489,7 +466,7 @@ async fn finish_login(
         if issuer.trim_end_matches('/') != config.issuer.trim_end_matches('/') {
             let text = format!(
                 "the callback comes from issuer {}, not {}",
-                quoted(issuer),
+                log_text::quoted(issuer, MAX_QUOTED_CHARS),
                 config.issuer
             );
             return (Err(LoginError::BadRequest(text)), None);
@@ -570,7 +547,10 @@ enum Told {
 /// A failed login's answer: a page to a browser, `{"error": ...}` to anyone else.
 fn answer(req: &HttpRequest, err: ApiError, told: Told) -> HttpResponse {
     if let ApiError::Internal(detail) = &err {
-        log::error!("OpenID Connect login failed: {}", one_line(detail));
+        log::error!(
+            "OpenID Connect login failed: {}",
+            log_text::escaped(detail, MAX_LOGGED_CHARS)
+        );
     }
     let status = actix_web::ResponseError::status_code(&err);
     let text = err.to_string();
@@ -582,7 +562,7 @@ fn answer(req: &HttpRequest, err: ApiError, told: Told) -> HttpResponse {
         log::log!(
             level,
             "OpenID Connect login refused ({status}): {}",
-            one_line(&text)
+            log_text::escaped(&text, MAX_LOGGED_CHARS)
         );
     }
     if auth::wants_html(req) {
@@ -704,16 +684,22 @@ mod tests {
 
     #[test]
     fn a_clients_text_is_quoted_escaped_and_short() {
-        assert_eq!(quoted("access_denied"), r#""access_denied""#);
+        assert_eq!(
+            log_text::quoted("access_denied", MAX_QUOTED_CHARS),
+            r#""access_denied""#
+        );
         let forged = "x\n[time INFO  sliced::audit] {\"user\":\"mallory\"}\r\u{1b}[2J";
-        let shown = quoted(forged);
+        let shown = log_text::quoted(forged, MAX_QUOTED_CHARS);
         assert!(!shown.chars().any(char::is_control), "{shown}");
         assert!(shown.contains(r"x\n[time"), "{shown}");
-        let long = quoted(&"é".repeat(10_000));
+        let long = log_text::quoted(&"é".repeat(10_000), MAX_QUOTED_CHARS);
         assert_eq!(long.chars().count(), MAX_QUOTED_CHARS + 2 + 3, "{long}");
         assert!(long.ends_with("\"..."));
 
-        let line = one_line(&format!("a\nb\t\u{2028}{}", "c".repeat(5000)));
+        let line = log_text::escaped(
+            &format!("a\nb\t\u{2028}{}", "c".repeat(5000)),
+            MAX_LOGGED_CHARS,
+        );
         assert!(line.starts_with(r"a\nb\t\u{2028}ccc"), "{line}");
         assert!(!line.chars().any(char::is_control));
         // 1000 characters kept, three of them escaped (`\n`, `\t`, `\u{2028}`), then "...".

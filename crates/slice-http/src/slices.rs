@@ -129,9 +129,12 @@ fn created<T: Serialize>(
 /// fsync or a quorum: through the store's own writer when it has one, else on the
 /// blocking pool.
 async fn write(req: &HttpRequest, store: StoreData, write: Write) -> Result<Written, ApiError> {
+    // Who asks is settled before the store is touched: a request refused for its proxy
+    // headers is refused here, on the open routes too, and changes nothing.
+    let requester = auth::requester_seen(req)?;
     let operation = audit::Operation::of(&write);
     let written = perform(store, write).await;
-    audit::record_write(req, &auth::requester_seen(req), operation, &written);
+    audit::record_write(req, &requester, operation, &written);
     written
 }
 
