@@ -173,6 +173,41 @@ fn committed_changes_stream_in_order_with_growing_ids_and_a_client_resumes_where
 }
 
 #[test]
+fn a_fabric_declaration_is_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let mut events = Events::open(&daemon, "/events", None);
+    let declare = |entries: &[&str]| {
+        let (status, body) = status_json(
+            agent()
+                .put(&daemon.url("/topology/fabric"))
+                .send_json(json!({ "declared": entries })),
+        );
+        assert_eq!(status, 200, "{body}");
+    };
+    declare(&["0x3:1", "0x2:10-0x1:10"]);
+    let declared = events.next();
+    assert_eq!(declared.kind, "fabric_declared");
+    assert_eq!(
+        declared.data,
+        json!({"mode": "declared", "declared": ["0x1:10-0x2:10", "0x3:1"]})
+    );
+    // The same again changes nothing and tells nothing: the next event is the slice's.
+    declare(&["0x1:10-0x2:10", "0x3:1"]);
+    post(&daemon, "/slices", json!({"name": "blue"}));
+    assert_eq!(events.next().kind, "slice_created");
+    declare(&[]);
+    let ended = events.next();
+    assert_eq!(
+        (ended.kind.as_str(), ended.data),
+        (
+            "fabric_declared",
+            json!({"mode": "discovered", "declared": []})
+        )
+    );
+}
+
+#[test]
 fn an_id_from_before_this_run_asks_the_client_to_read_the_state_again() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(dir.path());

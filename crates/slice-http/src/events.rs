@@ -196,6 +196,15 @@ impl EventHub {
                 "mac_deleted",
                 json!({ "slice": slice, "port": port, "mac": mac }),
             ),
+            // Told by the store on every instance, whichever one declared it: what the
+            // store holds, which an instance whose settings declare the fabric ignores.
+            Change::FabricDeclared(fabric) => (
+                "fabric_declared",
+                json!({
+                    "mode": if fabric.is_declared() { "declared" } else { "discovered" },
+                    "declared": fabric.entries().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                }),
+            ),
             // A kind of change slice-core may add later has no event kind in the API yet,
             // so none is sent for it.
             _ => return,
