@@ -18,6 +18,46 @@ use crate::PortId;
 /// takes in one request (1.5 MiB by default).
 pub const MAX_FABRIC_ENTRIES: usize = 16_384;
 
+/// The longest text of one entry in its canonical form: a cable between two ports with
+/// the largest datapath id and port number.
+pub const LONGEST_FABRIC_ENTRY: usize = 2 * "0xffffffffffffffff:4294967295".len() + 1;
+
+/// Reads a list of entries' texts, refusing the list as soon as it holds more than
+/// [`MAX_FABRIC_ENTRIES`]: a body of a million empty strings is refused after the
+/// first [`MAX_FABRIC_ENTRIES`], not kept whole and counted after.
+#[cfg(feature = "serde")]
+pub fn deserialize_bounded_entries<'de, D>(deserializer: D) -> Result<Vec<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Bounded;
+
+    impl<'de> serde::de::Visitor<'de> for Bounded {
+        type Value = Vec<String>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a list of at most {MAX_FABRIC_ENTRIES} fabric entries")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut entries =
+                Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX_FABRIC_ENTRIES));
+            while let Some(entry) = seq.next_element::<String>()? {
+                if entries.len() == MAX_FABRIC_ENTRIES {
+                    return Err(serde::de::Error::custom(FabricError::TooLarge));
+                }
+                entries.push(entry);
+            }
+            Ok(entries)
+        }
+    }
+
+    deserializer.deserialize_seq(Bounded)
+}
+
 /// One line of a declaration: `0x1:10-0x2:10` for a cable, `0x1:10` for a fabric port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FabricEntry {

@@ -462,6 +462,7 @@ pub struct DeclaredPort {
 #[serde(deny_unknown_fields)]
 pub struct FabricBody {
     /// The entries; the answer lists them cables first, each once.
+    #[serde(deserialize_with = "crate::fabric::deserialize_bounded_entries")]
     pub declared: Vec<String>,
 }
 

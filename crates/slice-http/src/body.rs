@@ -21,6 +21,16 @@ pub const BODY_LIMIT: usize = 16 * 1024;
 /// The most bytes the body of `POST /slices:apply` may have: a whole declared state.
 pub(crate) const DECLARATION_LIMIT: usize = 8 * 1024 * 1024;
 
+/// The most bytes the body of `PUT /topology/fabric` may have: [`MAX_FABRIC_ENTRIES`] of
+/// the longest entries, each with its quotes, comma and room for indentation, plus
+/// [`BODY_LIMIT`] for the rest; about 1.1 MiB, where [`DECLARATION_LIMIT`] would let a body
+/// of empty strings grow eight times as far.
+///
+/// [`MAX_FABRIC_ENTRIES`]: slice_core::fabric::MAX_FABRIC_ENTRIES
+pub(crate) const FABRIC_LIMIT: usize = slice_core::fabric::MAX_FABRIC_ENTRIES
+    * (slice_core::fabric::LONGEST_FABRIC_ENTRY + 3 + 8)
+    + BODY_LIMIT;
+
 /// A request body decoded into `T` from JSON or `application/x-www-form-urlencoded`, of at
 /// most `LIMIT` bytes.
 pub(crate) struct Body<T, const LIMIT: usize = BODY_LIMIT>(pub T);

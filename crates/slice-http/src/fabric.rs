@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use slice_core::wire::FabricBody;
 use slice_core::{DeclaredFabric, SliceStore};
 
-use crate::body::{Body, DECLARATION_LIMIT};
+use crate::body::{Body, FABRIC_LIMIT};
 use crate::{audit, auth, ApiError, Settings};
 
 /// Declares the fabric in the body, replacing the one before; an empty list ends the
@@ -16,7 +16,7 @@ pub(crate) async fn declare(
     req: HttpRequest,
     store: web::Data<dyn SliceStore>,
     settings: web::Data<Settings>,
-    Body(body): Body<FabricBody, DECLARATION_LIMIT>,
+    Body(body): Body<FabricBody, FABRIC_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     let fabric = check(&settings, &body)?;
     let answer = FabricBody {

@@ -149,3 +149,51 @@ fn settings_that_declare_the_fabric_refuse_the_api_and_outrank_the_store_with_a_
         warnings[0]
     );
 }
+
+#[test]
+fn a_fabric_body_is_bounded_by_its_own_limit_and_its_entries_while_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(dir.path());
+    let put = |body: String| {
+        status_json(
+            agent()
+                .put(&daemon.url("/topology/fabric"))
+                .set("Content-Type", "application/json")
+                .send_string(&body),
+        )
+    };
+    // The most entries, each as long as an entry gets, fit.
+    let side = |n: u64| format!("0x{:x}:4294967295", u64::MAX - n);
+    let entries: Vec<String> = (0..slice_core::fabric::MAX_FABRIC_ENTRIES as u64)
+        .map(|n| format!("\"{}-{}\"", side(2 * n), side(2 * n + 1)))
+        .collect();
+    assert_eq!(
+        entries[0].len(),
+        2 + slice_core::fabric::LONGEST_FABRIC_ENTRY
+    );
+    let (status, body) = put(format!("{{\"declared\": [{}]}}", entries.join(", ")));
+    assert_eq!(status, 200, "{}", body["error"]);
+    // One more is refused, counted while the body is read.
+    let empty = vec!["\"\""; slice_core::fabric::MAX_FABRIC_ENTRIES + 1];
+    let (status, body) = put(format!("{{\"declared\": [{}]}}", empty.join(",")));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid request body: a fabric declaration holds at most 16384"),
+        "{body}"
+    );
+    // Two mebibytes are refused before they are read as JSON: far more than any
+    // declaration, and well under the limit of a whole declared state.
+    let (status, body) = put(format!(
+        "{{\"declared\": [{}]}}",
+        vec!["\"\""; 700_000].join(",")
+    ));
+    assert_eq!(status, 413, "{body}");
+    // Nothing of the refused ones was declared.
+    assert_eq!(
+        fabric_of(&daemon).2.as_array().unwrap().len(),
+        slice_core::fabric::MAX_FABRIC_ENTRIES
+    );
+}
