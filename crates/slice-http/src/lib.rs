@@ -6,6 +6,7 @@
 //! local Unix socket, marking local connections with their [`LocalPeer`] so that they pass
 //! the session guard as the peer's Unix user.
 
+mod account_names;
 mod audit;
 mod auth;
 mod body;

@@ -22,6 +22,7 @@ use actix_web::App;
 use slice_core::SliceStore;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::account_names::AccountNames;
 use crate::hangup::HangupWatch;
 use crate::head_guard::HeadGuard;
 use crate::{
@@ -169,42 +170,32 @@ fn listen_local<F: AppFactory>(
 ) -> io::Result<ServerBuilder> {
     let parts = parts.clone();
     let shutdown = shutdown.clone();
+    // One for the socket, whatever the workers: it bounds the lookups under way.
+    let names = Arc::new(AccountNames::system());
     builder.listen_uds("local", listener, move || {
-        fn_service(|io: UnixStream| async move {
-            let peer = local_peer(&io).await.map_err(|err| {
-                log::warn!("a connection to the local socket whose peer is unknown: {err}");
-                DispatchError::Io(err)
-            })?;
-            let io = HangupWatch::new(HeadGuard::new(io));
-            Ok((LocalConnection { io, peer }, Protocol::Http1, None))
+        let names = Arc::clone(&names);
+        fn_service(move |io: UnixStream| {
+            let names = Arc::clone(&names);
+            async move {
+                let peer = local_peer(&io, &names).await.map_err(|err| {
+                    log::warn!("a connection to the local socket whose peer is unknown: {err}");
+                    DispatchError::Io(err)
+                })?;
+                let io = HangupWatch::new(HeadGuard::new(io));
+                Ok((LocalConnection { io, peer }, Protocol::Http1, None))
+            }
         })
         .and_then(http_service(&parts, shutdown.clone(), &make_app))
     })
 }
 
 /// Who is at the other end of `stream`, as the kernel says (`SO_PEERCRED`: the user when
-/// it connected), named by the account database. The request's headers are never asked:
-/// its client could write anything there.
-async fn local_peer(stream: &UnixStream) -> io::Result<LocalPeer> {
+/// it connected), named by the account database through `names`, which looks each user
+/// id up once. The request's headers are never asked: its client could write anything
+/// there.
+async fn local_peer(stream: &UnixStream, names: &AccountNames) -> io::Result<LocalPeer> {
     let uid = stream.peer_cred()?.uid();
-    let lookup = tokio::task::spawn_blocking(move || {
-        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-    });
-    let name = match tokio::time::timeout(NAME_LOOKUP_TIMEOUT, lookup).await {
-        Ok(Ok(Ok(account))) => account.map(|account| account.name),
-        Ok(Ok(Err(err))) => {
-            log::warn!("cannot look up the account of user id {uid}: {err}");
-            None
-        }
-        Ok(Err(err)) => {
-            log::warn!("the lookup of user id {uid} failed: {err}");
-            None
-        }
-        Err(_) => {
-            log::warn!("no account name for user id {uid} within {NAME_LOOKUP_TIMEOUT:?}");
-            None
-        }
-    };
+    let name = names.name(uid, NAME_LOOKUP_TIMEOUT).await;
     Ok(LocalPeer::new(uid, name))
 }
 
