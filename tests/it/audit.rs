@@ -270,3 +270,92 @@ fn the_local_socket_is_its_peers_unix_user_whatever_its_headers_say() {
     assert_eq!(told, [by_me("blue"), by_me("red")]);
     assert!(!lines.iter().any(|(line, _)| line.contains("mallory")));
 }
+
+#[test]
+fn a_fabric_declaration_names_the_entries_it_added_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("sliced.log");
+    let daemon = Daemon::start_filtered(&data, "warn,sliced::audit=info", &log);
+    let declare = |entries: &[String]| {
+        let (status, body) = status_json(
+            agent()
+                .put(&daemon.url("/topology/fabric"))
+                .send_json(json!({ "declared": entries })),
+        );
+        assert_eq!(status, 200, "{body}");
+    };
+    let port = |n: u32| format!("0x1:{n}");
+    // 250 fabric ports, then 0x1:1..150 kept, 0x1:151..250 removed, 0x1:251..300 added.
+    declare(&(1..=250).map(port).collect::<Vec<_>>());
+    declare(
+        &(1..=300)
+            .filter(|n| !(151..=250).contains(n))
+            .map(port)
+            .collect::<Vec<_>>(),
+    );
+    declare(
+        &(1..=300)
+            .filter(|n| !(151..=250).contains(n))
+            .map(port)
+            .collect::<Vec<_>>(),
+    );
+
+    let mut lines = Vec::new();
+    let complete = eventually(WRITTEN, || {
+        lines = audit_lines(&log);
+        lines
+            .iter()
+            .filter(|(_, entry)| entry["operation"] == "declare_fabric")
+            .count()
+            == 3
+    });
+    assert!(complete, "{lines:?}");
+    let declarations: Vec<&Value> = lines
+        .iter()
+        .map(|(_, entry)| entry)
+        .filter(|entry| entry["operation"] == "declare_fabric")
+        .collect();
+    let counts: Vec<(Value, Value, Value)> = declarations
+        .iter()
+        .map(|entry| {
+            let outcome = &entry["outcome"];
+            (
+                entry["target"]["entries"].clone(),
+                outcome["added"].clone(),
+                outcome["removed"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (json!(250), json!(250), json!(0)),
+            (json!(200), json!(50), json!(100)),
+            (json!(200), json!(0), json!(0)),
+        ]
+    );
+    // Each change is named in detail entries of at most 100 entries, log only.
+    let named = |index: usize, kind: &str| -> BTreeSet<String> {
+        let id = &declarations[index]["outcome"]["declaration"];
+        let details: Vec<&Value> = lines
+            .iter()
+            .map(|(_, entry)| entry)
+            .filter(|entry| {
+                entry["operation"] == "fabric_changes" && &entry["target"]["declaration"] == id
+            })
+            .collect();
+        assert!(details
+            .iter()
+            .all(|entry| { entry["target"]["changes"].as_array().unwrap().len() <= 100 }));
+        details
+            .iter()
+            .flat_map(|entry| entry["target"]["changes"].as_array().unwrap().clone())
+            .filter_map(|change| change[kind].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(named(0, "added"), (1..=250).map(port).collect());
+    assert_eq!(named(1, "added"), (251..=300).map(port).collect());
+    assert_eq!(named(1, "removed"), (151..=250).map(port).collect());
+    assert!(declarations[2]["outcome"].get("declaration").is_none());
+}

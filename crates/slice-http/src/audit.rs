@@ -12,6 +12,8 @@
 //! out, [`STEPS_PER_ENTRY`] to an entry so that no line grows with the apply. The
 //! details go to the log only: the event stream, which readers follow live and which
 //! drops a reader that falls 1,024 events behind, gets the one entry with its counts.
+//! A declaration of the fabric replaces up to 16,384 entries at once and is told the
+//! same way (`fabric_changes`), naming each entry it added or removed.
 
 use actix_web::{web, HttpRequest};
 use serde::Serialize;
@@ -24,9 +26,10 @@ use crate::{ApiError, EventHub, Settings};
 /// The log target of the audit trail (one line per write, at info level).
 pub const AUDIT_LOG: &str = "sliced::audit";
 
-/// How many steps of an apply one detail entry lists: at most about 16 KiB of JSON (a
-/// step names a slice of at most 64 bytes, a port and a MAC address), within what log
-/// pipelines keep as one line (journald's `LineMax=` is 48 KiB by default).
+/// How many steps of an apply (or entries of a fabric declaration) one detail entry lists:
+/// at most about 16 KiB of JSON (a step names a slice of at most 64 bytes, a port and a
+/// MAC address; an entry two ports), within what log pipelines keep as one line
+/// (journald's `LineMax=` is 48 KiB by default).
 pub(crate) const STEPS_PER_ENTRY: usize = 100;
 
 /// What was done, in the trail's words, and to what.
@@ -69,6 +72,22 @@ impl Operation {
         Self {
             name: "declare_fabric",
             target: json!({ "entries": entries }),
+        }
+    }
+
+    /// Part `part` of `parts` of the entries the declaration `declaration` of the fabric
+    /// added and removed.
+    fn fabric_changes(
+        declaration: &str,
+        part: usize,
+        parts: usize,
+        changes: &[FabricChange],
+    ) -> Self {
+        Self {
+            name: "fabric_changes",
+            target: json!({
+                "declaration": declaration, "part": part, "parts": parts, "changes": changes,
+            }),
         }
     }
 
@@ -175,8 +194,68 @@ pub(crate) fn record_write(
         written,
         |_| json!({ "steps": steps.len(), "apply": apply, "parts": parts }),
     );
-    for (index, chunk) in steps.chunks(STEPS_PER_ENTRY).enumerate() {
-        let operation = Operation::apply_steps(&apply, index + 1, parts, chunk);
+    record_details(req, requester, steps, |part, chunk| {
+        Operation::apply_steps(&apply, part, parts, chunk)
+    });
+}
+
+/// One entry the fabric's declaration gained or lost, for the trail.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FabricChange {
+    Added(String),
+    Removed(String),
+}
+
+/// Tells the trail of a declaration of the fabric: one entry with the counts of entries
+/// added and removed, and, when it changed anything, detail entries (`fabric_changes`,
+/// log only) naming each, as for an apply, so that no line grows with the declaration.
+pub(crate) fn record_fabric(
+    req: &HttpRequest,
+    requester: &Requester,
+    entries: usize,
+    changes: &[FabricChange],
+    stored: &Result<(), ApiError>,
+) {
+    let operation = Operation::declare_fabric(entries);
+    let count = |added: bool| {
+        changes
+            .iter()
+            .filter(|change| matches!(change, FabricChange::Added(_)) == added)
+            .count()
+    };
+    if changes.is_empty() || stored.is_err() {
+        return record(
+            req,
+            requester,
+            operation,
+            stored,
+            |()| json!({ "added": 0, "removed": 0 }),
+        );
+    }
+    let declaration = apply_id();
+    let parts = changes.len().div_ceil(STEPS_PER_ENTRY);
+    record(req, requester, operation, stored, |()| {
+        json!({
+            "added": count(true), "removed": count(false),
+            "declaration": declaration, "parts": parts,
+        })
+    });
+    record_details(req, requester, changes, |part, chunk| {
+        Operation::fabric_changes(&declaration, part, parts, chunk)
+    });
+}
+
+/// Logs `items` as detail entries after their write's entry, [`STEPS_PER_ENTRY`] to an
+/// entry, each the operation `detail` makes of its part (counted from 1) and items.
+fn record_details<T>(
+    req: &HttpRequest,
+    requester: &Requester,
+    items: &[T],
+    detail: impl Fn(usize, &[T]) -> Operation,
+) {
+    for (index, chunk) in items.chunks(STEPS_PER_ENTRY).enumerate() {
+        let operation = detail(index + 1, chunk);
         if let Some(line) = entry(req, requester, operation, "ok".into(), None, Value::Null) {
             log::info!(target: AUDIT_LOG, "{line}");
         }

@@ -2,6 +2,8 @@
 //! (docs/security.md, "Links"). The declaration goes to the store, which keeps it durable
 //! and tells every instance's controller; the answer is the declaration as stored.
 
+use std::collections::BTreeSet;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use slice_core::wire::FabricBody;
 use slice_core::{DeclaredFabric, SliceStore};
@@ -26,18 +28,23 @@ pub(crate) async fn declare(
     // Asked before the store is touched, as for the slice writes (`slices::write`).
     let requester = auth::requester_seen(&req)?;
     // Told to the audit trail where it reaches the store, like the slice writes: a
-    // refused body changes nothing.
-    let stored = match web::block(move || store.declare_fabric(&fabric)).await {
-        Ok(done) => done.map_err(ApiError::from),
+    // refused body changes nothing. The trail names what changed against the declaration
+    // before, as this instance's store holds it.
+    let stored = match web::block(move || {
+        let before = store.declared_fabric()?;
+        store.declare_fabric(&fabric)?;
+        Ok(changes(&before, &fabric))
+    })
+    .await
+    {
+        Ok(done) => done.map_err(|err: slice_core::StoreError| ApiError::from(err)),
         Err(blocked) => Err(ApiError::from(blocked)),
     };
-    audit::record(
-        &req,
-        &requester,
-        audit::Operation::declare_fabric(entries),
-        &stored,
-        |()| serde_json::Value::Null,
-    );
+    let (stored, changes) = match stored {
+        Ok(changes) => (Ok(()), changes),
+        Err(err) => (Err(err), Vec::new()),
+    };
+    audit::record_fabric(&req, &requester, entries, &changes, &stored);
     stored?;
     Ok(HttpResponse::Ok().json(answer))
 }
@@ -51,4 +58,19 @@ fn check(settings: &Settings, body: &FabricBody) -> Result<DeclaredFabric, ApiEr
         ));
     }
     DeclaredFabric::parse(&body.declared).map_err(|err| ApiError::BadRequest(err.to_string()))
+}
+
+/// The entries `after` has that `before` lacks, then those it dropped.
+fn changes(before: &DeclaredFabric, after: &DeclaredFabric) -> Vec<audit::FabricChange> {
+    let (before, after): (BTreeSet<_>, BTreeSet<_>) = (
+        before.entries().into_iter().collect(),
+        after.entries().into_iter().collect(),
+    );
+    let added = after
+        .difference(&before)
+        .map(|entry| audit::FabricChange::Added(entry.to_string()));
+    let removed = before
+        .difference(&after)
+        .map(|entry| audit::FabricChange::Removed(entry.to_string()));
+    added.chain(removed).collect()
 }
