@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
+use slice_etcd::test_server::LocalEtcd;
 
 use crate::common::{agent, free_port, signal, status_json, wait_with_timeout, Daemon, SLICED};
 
@@ -111,30 +112,63 @@ fn feeds_within(
     (feeds, None)
 }
 
-#[test]
-fn the_watchdog_is_fed_while_the_daemon_is_ready_and_starves_once_its_store_is_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let notify_path = dir.path().join("notify");
-    let notify = UnixDatagram::bind(&notify_path).unwrap();
-    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
-    let data_dir = dir.path().join("db");
-    let (http, openflow) = (free_port(), free_port());
-    // systemd names the process it watches; a shell that execs keeps its pid.
-    let mut child = KillOnDrop(
+/// `sliced` with `args`, watched as systemd would watch it: `NOTIFY_SOCKET` at `notify`,
+/// a watchdog of [`WATCHDOG`], and `WATCHDOG_PID` naming it (a shell that execs keeps its
+/// pid, which systemd names).
+fn watched_sliced(notify: &Path, args: &[&str]) -> KillOnDrop {
+    KillOnDrop(
         Command::new("sh")
             .arg("-c")
             .arg("WATCHDOG_PID=$$ exec \"$0\" \"$@\"")
             .arg(SLICED)
-            .arg("--db")
-            .arg(&data_dir)
-            .args(["--http", &http.to_string()])
-            .args(["--openflow", &openflow.to_string()])
-            .env("NOTIFY_SOCKET", &notify_path)
+            .args(args)
+            .env("NOTIFY_SOCKET", notify)
             .env("WATCHDOG_USEC", WATCHDOG.as_micros().to_string())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()
             .expect("sliced starts"),
+    )
+}
+
+/// Waits (at most [`NOTIFY_TIMEOUT`]) for a stretch of `quiet` without a message; false
+/// when none came, the feeds going on. A message other than a feed fails the test.
+fn falls_quiet_for(socket: &UnixDatagram, quiet: Duration) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < NOTIFY_TIMEOUT {
+        match feeds_within(socket, quiet, quiet) {
+            (0, None) => return true,
+            (_, None) => {}
+            (_, Some(other)) => panic!("sliced said {other:?} while not ready"),
+        }
+    }
+    false
+}
+
+#[test]
+fn the_watchdog_starves_while_the_store_is_unreachable_and_is_fed_again_once_it_is_back() {
+    let mut etcd = LocalEtcd::start();
+    let member = etcd.endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let notify_path = dir.path().join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
+    let data_dir = dir.path().join("data");
+    let (http, openflow) = (free_port(), free_port());
+    let (http_arg, openflow_arg) = (http.to_string(), openflow.to_string());
+    let mut child = watched_sliced(
+        &notify_path,
+        &[
+            "--db",
+            data_dir.to_str().unwrap(),
+            "--http",
+            &http_arg,
+            "--openflow",
+            &openflow_arg,
+            "--etcd",
+            &member,
+            "--etcd-allow-plaintext",
+        ],
     );
     let ready = next_message(&notify);
     assert!(ready.lines().any(|line| line == "READY=1"), "{ready:?}");
@@ -144,9 +178,68 @@ fn the_watchdog_is_fed_while_the_daemon_is_ready_and_starves_once_its_store_is_n
         "{feeds} feeds, then {other:?}"
     );
 
-    // Readiness fails: the store takes no more writes (its log is gone), so the daemon
-    // stops by itself (fail-stop, issue 34 row 5): the feeds end, systemd hears
-    // STOPPING=1, and the process exits with status 1.
+    // Not ready, and nothing fatal: the store cannot reach etcd, and the daemon keeps
+    // running, so only the starved watchdog has systemd restart it.
+    etcd.stop();
+    let readyz = || status_json(agent().get(&format!("http://{http}/readyz")).call()).0;
+    let started = std::time::Instant::now();
+    while readyz() != 503 && started.elapsed() < NOTIFY_TIMEOUT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(readyz(), 503, "the store probe fails with etcd down");
+    // Ten halves of the watchdog's time without a feed: a daemon that fed it would
+    // have sent ten.
+    assert!(
+        falls_quiet_for(&notify, WATCHDOG * 5),
+        "the watchdog is still fed with etcd down"
+    );
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the daemon stopped: a store out of reach is not fatal"
+    );
+    assert_eq!(readyz(), 503);
+
+    etcd.restart();
+    let (feeds, other) = feeds_within(&notify, NOTIFY_TIMEOUT, NOTIFY_TIMEOUT);
+    assert!(
+        feeds >= 1 && other.is_none(),
+        "{feeds} feeds, then {other:?}"
+    );
+    signal(child.0.id(), "TERM");
+    let status = wait_with_timeout(&mut child.0, NOTIFY_TIMEOUT).expect("sliced stops");
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn the_watchdog_is_fed_while_the_daemon_is_ready_and_a_store_that_fails_stops_it_with_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let notify_path = dir.path().join("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(NOTIFY_TIMEOUT)).unwrap();
+    let data_dir = dir.path().join("db");
+    let (http, openflow) = (free_port().to_string(), free_port().to_string());
+    let mut child = watched_sliced(
+        &notify_path,
+        &[
+            "--db",
+            data_dir.to_str().unwrap(),
+            "--http",
+            &http,
+            "--openflow",
+            &openflow,
+        ],
+    );
+    let ready = next_message(&notify);
+    assert!(ready.lines().any(|line| line == "READY=1"), "{ready:?}");
+    let (feeds, other) = feeds_within(&notify, WATCHDOG * 5, NOTIFY_TIMEOUT);
+    assert!(
+        feeds >= 3 && other.is_none(),
+        "{feeds} feeds, then {other:?}"
+    );
+
+    // The store takes no more writes (its log is gone): fatal, so the daemon stops by
+    // itself (fail-stop, issue 34 row 5) rather than wait for the watchdog: the feeds
+    // end, systemd hears STOPPING=1, and the process exits with status 1.
     std::fs::remove_file(data_dir.join("store/db")).unwrap();
     let (_, other) = feeds_within(&notify, NOTIFY_TIMEOUT, NOTIFY_TIMEOUT);
     let stopping = other.expect("sliced says it stops");
