@@ -15,7 +15,7 @@ use std::cell::OnceCell;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use slice_core::audit::{ApplyOutcome, Entry, Operation, Target, STEPS_PER_ENTRY};
 use slice_core::{Write, Written};
 
 use crate::{CliError, DataDir};
@@ -26,9 +26,6 @@ pub(crate) const AUDIT_FILE: &str = "audit.log";
 /// Past this size the file becomes `audit.log.1` (replacing the one before) and a new one
 /// starts: the trail keeps the last 16 to 32 MiB of entries.
 const MAX_FILE_BYTES: u64 = 16 << 20;
-
-/// How many steps of an apply one detail entry lists, as in the daemon's trail.
-const STEPS_PER_ENTRY: usize = 100;
 
 /// syslog's authpriv facility (10) at info severity (6): `<10 * 8 + 6>`.
 const SYSLOG_PRIORITY: u8 = 86;
@@ -87,37 +84,23 @@ impl Trail {
         result: &Result<Written, CliError>,
     ) -> Result<(), CliError> {
         let file = self.ready()?;
-        let (name, target) = operation(write);
         // An apply's entries share an id, so that its details are found among others'.
         let apply = apply_id();
         let (text, outcome, steps) = match result {
-            Ok(Written::Plan(plan)) if !plan.steps.is_empty() => (
+            Ok(Written::Plan(plan)) => (
                 "ok".to_owned(),
-                json!({
-                    "steps": plan.steps.len(),
-                    "apply": apply,
-                    "parts": plan.steps.len().div_ceil(STEPS_PER_ENTRY),
-                }),
+                Some(ApplyOutcome::of(plan.steps.len(), &apply)),
                 plan.steps.as_slice(),
             ),
-            Ok(Written::Plan(plan)) => ("ok".to_owned(), json!({ "steps": 0 }), &plan.steps[..]),
-            Ok(_) => ("ok".to_owned(), Value::Null, &[][..]),
-            Err(err) => (err.to_string(), Value::Null, &[][..]),
+            Ok(_) => ("ok".to_owned(), None, &[][..]),
+            Err(err) => (err.to_string(), None, &[][..]),
         };
         let user = User::current();
-        let mut lines = vec![entry(&user, &self.store, name, target, &text, outcome)];
+        let mut lines = vec![self.entry(&user, Operation::of(write), &text, outcome)];
         let parts = steps.len().div_ceil(STEPS_PER_ENTRY);
         for (index, chunk) in steps.chunks(STEPS_PER_ENTRY).enumerate() {
-            let target =
-                json!({ "apply": apply, "part": index + 1, "parts": parts, "steps": chunk });
-            lines.push(entry(
-                &user,
-                &self.store,
-                "apply_steps",
-                target,
-                "ok",
-                Value::Null,
-            ));
+            let operation = Operation::apply_steps(&apply, index + 1, parts, chunk);
+            lines.push(self.entry(&user, operation, "ok", None));
         }
         let mut text = lines.join("\n");
         text.push('\n');
@@ -134,6 +117,36 @@ impl Trail {
             let _ = send_syslog(Path::new(SYSLOG_SOCKET), line);
         }
         Ok(())
+    }
+
+    /// One entry, as one line of JSON, in the words and fields of the daemon's trail.
+    fn entry(
+        &self,
+        user: &User,
+        operation: Operation<'_>,
+        result: &str,
+        outcome: Option<ApplyOutcome<'_>>,
+    ) -> String {
+        let entry: Entry<'_, Target<'_>, ApplyOutcome<'_>> = Entry {
+            time: jiff::Timestamp::now().to_string(),
+            user: &user.name,
+            email: "",
+            uid: Some(user.uid),
+            via: "slice_tool",
+            source: "local",
+            store: Some(&self.store),
+            operation: operation.name,
+            target: operation.target,
+            result,
+            status: None,
+            outcome,
+        };
+        // Encoding names, identifiers and counts cannot fail; if it did, the line still
+        // says which operation it was.
+        serde_json::to_string(&entry).unwrap_or_else(|err| {
+            serde_json::json!({ "operation": entry.operation, "error": err.to_string() })
+                .to_string()
+        })
     }
 }
 
@@ -152,56 +165,6 @@ impl User {
             .map_or_else(|| format!("uid:{uid}"), |user| user.name);
         Self { uid, name }
     }
-}
-
-/// What was done, in the daemon's trail's words, and to what.
-fn operation(write: &Write) -> (&'static str, Value) {
-    match write {
-        Write::CreateSlice(slice) => ("create_slice", json!({ "slice": slice })),
-        Write::DeleteSlice(slice) => ("delete_slice", json!({ "slice": slice })),
-        Write::AddPort(slice, port) => ("add_port", json!({ "slice": slice, "port": port })),
-        Write::DeletePort(slice, port) => ("delete_port", json!({ "slice": slice, "port": port })),
-        Write::AddMac(slice, port, mac) => (
-            "add_mac",
-            json!({ "slice": slice, "port": port, "mac": mac }),
-        ),
-        Write::DeleteMac(slice, port, mac) => (
-            "delete_mac",
-            json!({ "slice": slice, "port": port, "mac": mac }),
-        ),
-        Write::Apply(declared) => (
-            "apply",
-            json!({
-                "slices": declared.len(),
-                "records": slice_core::plan::records(declared),
-            }),
-        ),
-    }
-}
-
-fn entry(
-    user: &User,
-    store: &str,
-    operation: &str,
-    target: Value,
-    result: &str,
-    outcome: Value,
-) -> String {
-    let mut entry = json!({
-        "time": jiff::Timestamp::now().to_string(),
-        "user": user.name,
-        "uid": user.uid,
-        "via": "slice_tool",
-        "source": "local",
-        "store": store,
-        "operation": operation,
-        "target": target,
-        "result": result,
-    });
-    if !outcome.is_null() {
-        entry["outcome"] = outcome;
-    }
-    entry.to_string()
 }
 
 /// 16 random hex digits.

@@ -12,6 +12,7 @@
 //! [`MembershipSource`]),
 //! with its error [`StoreError`]; the controller needs only its [`MembershipSource`] part.
 //! `fabric` is the operator's declaration of the cables between switches ([`DeclaredFabric`]).
+//! `audit` is the audit trail's vocabulary, in which the daemon and the tool tell writes.
 //!
 //! # Features
 //!
@@ -35,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 mod change;
 pub mod cluster;
 mod error;

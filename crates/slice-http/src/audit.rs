@@ -18,6 +18,7 @@
 use actix_web::{web, HttpRequest};
 use serde::Serialize;
 use serde_json::{json, Value};
+use slice_core::audit::{self as shared, ApplyOutcome};
 use slice_core::{Write, Written};
 
 use crate::identity::{LocalPeer, Requester, Via};
@@ -30,7 +31,7 @@ pub const AUDIT_LOG: &str = "sliced::audit";
 /// at most about 16 KiB of JSON (a step names a slice of at most 64 bytes, a port and a
 /// MAC address; an entry two ports), within what log pipelines keep as one line
 /// (journald's `LineMax=` is 48 KiB by default).
-pub(crate) const STEPS_PER_ENTRY: usize = 100;
+pub(crate) const STEPS_PER_ENTRY: usize = shared::STEPS_PER_ENTRY;
 
 /// What was done, in the trail's words, and to what.
 pub(crate) struct Operation {
@@ -39,40 +40,24 @@ pub(crate) struct Operation {
 }
 
 impl Operation {
-    /// The operation a store write carries out.
+    /// The operation a store write carries out, in the words the tool's trail shares.
     pub(crate) fn of(write: &Write) -> Self {
-        let (name, target) = match write {
-            Write::CreateSlice(slice) => ("create_slice", json!({ "slice": slice })),
-            Write::DeleteSlice(slice) => ("delete_slice", json!({ "slice": slice })),
-            Write::AddPort(slice, port) => ("add_port", json!({ "slice": slice, "port": port })),
-            Write::DeletePort(slice, port) => {
-                ("delete_port", json!({ "slice": slice, "port": port }))
-            }
-            Write::AddMac(slice, port, mac) => (
-                "add_mac",
-                json!({ "slice": slice, "port": port, "mac": mac }),
-            ),
-            Write::DeleteMac(slice, port, mac) => (
-                "delete_mac",
-                json!({ "slice": slice, "port": port, "mac": mac }),
-            ),
-            Write::Apply(declared) => (
-                "apply",
-                json!({
-                    "slices": declared.len(),
-                    "records": slice_core::plan::records(declared),
-                }),
-            ),
-        };
-        Self { name, target }
+        Self::shared(shared::Operation::of(write))
+    }
+
+    /// An operation of the vocabulary both trails share (`slice_core::audit`).
+    fn shared(operation: shared::Operation<'_>) -> Self {
+        Self {
+            name: operation.name,
+            // Encoding identifiers and counts cannot fail; if it did, the entry would
+            // still name the operation.
+            target: serde_json::to_value(operation.target).unwrap_or(Value::Null),
+        }
     }
 
     /// A declaration of the fabric with `entries` entries.
     pub(crate) fn declare_fabric(entries: usize) -> Self {
-        Self {
-            name: "declare_fabric",
-            target: json!({ "entries": entries }),
-        }
+        Self::shared(shared::Operation::declare_fabric(entries))
     }
 
     /// Part `part` of `parts` of the entries the declaration `declaration` of the fabric
@@ -93,49 +78,17 @@ impl Operation {
 
     /// A login, by `method` (`developer`, `oidc`).
     pub(crate) fn login(method: &'static str) -> Self {
-        Self {
-            name: "login",
-            target: json!({ "method": method }),
-        }
+        Self::shared(shared::Operation::login(method))
     }
 
     pub(crate) fn logout() -> Self {
-        Self {
-            name: "logout",
-            target: Value::Null,
-        }
+        Self::shared(shared::Operation::logout())
     }
 
     /// Part `part` of `parts` of the steps of the apply `apply`.
     fn apply_steps(apply: &str, part: usize, parts: usize, steps: &[slice_core::Step]) -> Self {
-        Self {
-            name: "apply_steps",
-            target: json!({ "apply": apply, "part": part, "parts": parts, "steps": steps }),
-        }
+        Self::shared(shared::Operation::apply_steps(apply, part, parts, steps))
     }
-}
-
-/// One line of the trail.
-#[derive(Serialize)]
-struct Entry<'a> {
-    /// RFC 3339, UTC.
-    time: String,
-    user: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    email: &'a str,
-    via: &'static str,
-    /// The peer's address and port, or `local` for the local socket.
-    source: String,
-    operation: &'static str,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    target: Value,
-    /// `ok`, or the error the requester was answered with.
-    result: String,
-    /// The status of a refused write's answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    outcome: Value,
 }
 
 fn via_name(via: Via) -> &'static str {
@@ -187,13 +140,9 @@ pub(crate) fn record_write(
     };
     let apply = apply_id();
     let parts = steps.len().div_ceil(STEPS_PER_ENTRY);
-    record(
-        req,
-        requester,
-        operation,
-        written,
-        |_| json!({ "steps": steps.len(), "apply": apply, "parts": parts }),
-    );
+    record(req, requester, operation, written, |_| {
+        to_json(ApplyOutcome::of(steps.len(), &apply))
+    });
     record_details(req, requester, steps, |part, chunk| {
         Operation::apply_steps(&apply, part, parts, chunk)
     });
@@ -320,17 +269,19 @@ fn entry(
         }
         (None, None) => "unknown".to_owned(),
     };
-    let entry = Entry {
+    let entry = shared::Entry {
         time: jiff::Timestamp::now().to_string(),
         user: requester.name(),
         email: requester.user.as_ref().map_or("", |user| &user.email),
+        uid: None,
         via: via_name(requester.via),
-        source,
+        source: &source,
+        store: None,
         operation: operation.name,
-        target: operation.target,
-        result,
+        target: (!operation.target.is_null()).then_some(operation.target),
+        result: &result,
         status,
-        outcome,
+        outcome: (!outcome.is_null()).then_some(outcome),
     };
     match serde_json::to_value(&entry) {
         Ok(line) => Some(line),
@@ -355,7 +306,12 @@ fn without_personal_data(mut entry: Value) -> Value {
 /// What a write returned, for the trail: an apply's counts of steps.
 fn outcome_of(written: &Written) -> Value {
     match written {
-        Written::Plan(plan) => json!({ "steps": plan.steps.len() }),
+        Written::Plan(plan) => to_json(ApplyOutcome::of(plan.steps.len(), "")),
         _ => Value::Null,
     }
+}
+
+/// An outcome as the entry holds it; encoding counts and an id cannot fail.
+fn to_json(outcome: ApplyOutcome<'_>) -> Value {
+    serde_json::to_value(outcome).unwrap_or(Value::Null)
 }
