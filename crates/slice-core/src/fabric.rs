@@ -157,6 +157,8 @@ pub struct DeclaredFabric {
     /// Each end of a declared cable, with the entry that declared it.
     cable_ends: BTreeMap<PortId, (PortId, FabricEntry)>,
     ports: BTreeSet<PortId>,
+    /// A store holds a declaration that cannot be read: declared, with nothing in it.
+    unreadable: bool,
 }
 
 impl DeclaredFabric {
@@ -194,9 +196,25 @@ impl DeclaredFabric {
         Ok(fabric)
     }
 
+    /// What a store holds when its declaration cannot be read (a foreign writer, a later
+    /// release's form): declared, and allowing no link, so that every instance reading it
+    /// agrees and none falls back to discovering links. Only a store's read makes one; a
+    /// store never writes it.
+    pub fn unreadable() -> Self {
+        Self {
+            unreadable: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is [`DeclaredFabric::unreadable`].
+    pub fn is_unreadable(&self) -> bool {
+        self.unreadable
+    }
+
     /// Whether the operator declared anything: then only what is declared makes links.
     pub fn is_declared(&self) -> bool {
-        !self.cable_ends.is_empty() || !self.ports.is_empty()
+        self.unreadable || !self.cable_ends.is_empty() || !self.ports.is_empty()
     }
 
     /// Whether a link may join `a` and `b`: a declared cable between exactly these two,

@@ -2,10 +2,12 @@
 //! kept whole at the one key `fabric` (see `keys`) as `DeclaredFabric::to_text` writes it.
 //!
 //! The copy holds the declaration in force ([`FabricInForce`]). A value that is not a
-//! declaration counts as no declaration, never as part of one, and is skipped like any
-//! record sliced would not write: a fresh instance reading it has nothing older to fall
-//! back on, so every instance, whenever it started, agrees on none. A fabric change is
-//! told to the listeners but is no slice content: `content_version` does not move.
+//! declaration is never read in part: it is `DeclaredFabric::unreadable`, which allows no
+//! new link (failing closed, where none would let links be discovered again), and is
+//! skipped like any record sliced would not write. A fresh instance reading it has
+//! nothing older to fall back on, so every instance, whenever it started, agrees. A
+//! fabric change is told to the listeners but is no slice content: `content_version`
+//! does not move.
 
 use etcd_client::TxnOp;
 use slice_core::{Change, DeclaredFabric};
@@ -158,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unreadable_declaration_counts_as_none_and_is_skipped_until_replaced() {
+    fn an_unreadable_declaration_allows_no_link_and_is_skipped_until_replaced() {
         let one = fabric(&["0x1:10-0x2:10"]);
         let (mut mirror, heard) = copy_of(&[(FABRIC, &one.to_text())]);
         // A valid line before a bad one: none of it is read.
@@ -167,13 +169,13 @@ mod tests {
             101,
             &[(FABRIC, Some("0x1:10-0x2:10\nnot a port\n"))],
         );
-        assert_eq!(*mirror.fabric.get(), DeclaredFabric::default());
+        assert_eq!(*mirror.fabric.get(), DeclaredFabric::unreadable());
         assert_eq!(
             taken(&heard),
-            [Change::FabricDeclared(DeclaredFabric::default())]
+            [Change::FabricDeclared(DeclaredFabric::unreadable())]
         );
         assert_eq!(mirror.skipped_keys(), 1);
-        // Unreadable over unreadable, or over none: nothing changes.
+        // Unreadable over unreadable: nothing changes.
         write(&mut mirror, 102, &[(FABRIC, Some("\u{0}\u{ff}"))]);
         write(&mut mirror, 103, &[(FABRIC, Some("0x1:1\n0x1:1-0x2:1\n"))]);
         assert_eq!(taken(&heard), []);
@@ -192,7 +194,7 @@ mod tests {
             create_revision: 1,
         };
         let read = Mirror::from_entries(&Layout::new("/sliced/"), 100, [invalid_utf8].into_iter());
-        assert_eq!(*read.fabric.get(), DeclaredFabric::default());
+        assert_eq!(*read.fabric.get(), DeclaredFabric::unreadable());
         assert_eq!(read.skipped_keys(), 1);
     }
 

@@ -214,10 +214,11 @@ impl Mirror {
                     self.fabric.set(declared);
                     self.foreign.remove(entry.key);
                 }
-                // None rather than the last one read: that is all an instance starting now
-                // can know, and instances must not disagree on where links may form.
+                // Not the last one read, which an instance starting now cannot know, and
+                // not none, which would let links be discovered again: one that allows no
+                // new link, on which every instance agrees.
                 Err(why) => {
-                    self.fabric.set(DeclaredFabric::default());
+                    self.fabric.set(DeclaredFabric::unreadable());
                     self.skip(entry.key, &why, skipped);
                 }
             },

@@ -259,7 +259,7 @@ fn what_sliced_creates_starts_without_what_another_writer_left_under_it() {
 }
 
 #[test]
-fn a_fabric_value_that_is_no_declaration_counts_as_none_until_a_valid_one() {
+fn a_fabric_value_that_is_no_declaration_allows_no_link_until_a_valid_one() {
     let etcd = LocalEtcd::start();
     let watched = Watched::open(&etcd);
     let store = &watched.store;
@@ -268,9 +268,10 @@ fn a_fabric_value_that_is_no_declaration_counts_as_none_until_a_valid_one() {
     store.declare_fabric(&declared).unwrap();
     assert_eq!(watched.heard(), [Change::FabricDeclared(declared.clone())]);
 
-    // A valid line then a bad one: none of it is read, and the declaration ends.
+    // A valid line then a bad one: none of it is read, and no link may form (the fail
+    // closed reading every instance agrees on), rather than links being discovered again.
     etcdctl(&etcd, &["put", &key, "0x1:10-0x2:10\nnot a port\n"]);
-    let none = DeclaredFabric::default();
+    let none = DeclaredFabric::unreadable();
     let read = poll(
         SETTLE,
         || store.declared_fabric().unwrap(),

@@ -201,7 +201,13 @@ impl EventHub {
             Change::FabricDeclared(fabric) => (
                 "fabric_declared",
                 json!({
-                    "mode": if fabric.is_declared() { "declared" } else { "discovered" },
+                    "mode": if fabric.is_unreadable() {
+                        "unreadable"
+                    } else if fabric.is_declared() {
+                        "declared"
+                    } else {
+                        "discovered"
+                    },
                     "declared": fabric.entries().iter().map(ToString::to_string).collect::<Vec<_>>(),
                 }),
             ),

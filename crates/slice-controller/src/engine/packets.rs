@@ -125,7 +125,14 @@ impl Engine {
     /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
     pub(super) fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
-        let permit = if self.config.fabric.is_declared() {
+        let permit = if self.config.fabric.is_unreadable() {
+            // Fail closed: the links there stay, and none forms until it is declared anew.
+            if self.topology.link_from(from) == Some(at) {
+                Permit::Known
+            } else {
+                Permit::Refused
+            }
+        } else if self.config.fabric.is_declared() {
             if self.config.fabric.allows(from, at) {
                 Permit::Declared
             } else {

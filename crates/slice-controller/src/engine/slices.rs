@@ -81,6 +81,12 @@ impl Engine {
             }
         );
         self.config.fabric = fabric;
+        if self.config.fabric.is_unreadable() {
+            return log::error!(
+                "the store holds a fabric declaration that cannot be read: no new link \
+                 forms until the fabric is declared again (PUT /topology/fabric)"
+            );
+        }
         if !self.config.fabric.is_declared() {
             return;
         }

@@ -53,7 +53,7 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        let discovered = declared.is_empty();
+        let discovered = !self.config.fabric.is_declared();
         let refused = self
             .guard
             .refused_pairs()
@@ -61,7 +61,13 @@ impl Engine {
             .map(|(src, dst)| Link { src, dst })
             .collect();
         FabricView {
-            mode: if discovered { "discovered" } else { "declared" },
+            mode: if self.config.fabric.is_unreadable() {
+                "unreadable"
+            } else if discovered {
+                "discovered"
+            } else {
+                "declared"
+            },
             source: match (discovered, self.fabric_in_settings) {
                 (true, _) => None,
                 (false, true) => Some("settings"),
@@ -163,7 +169,8 @@ pub struct SwitchView {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FabricView {
     /// "declared": links form on the declared entries only; "discovered": within the
-    /// discovery window of a switch, and where a link was.
+    /// discovery window of a switch, and where a link was; "unreadable": the store holds
+    /// a declaration that cannot be read, so the links there stay and none forms.
     pub mode: &'static str,
     /// Where the declaration comes from: "settings" (`--fabric`, `controller.fabric`) or
     /// "api" (`PUT /topology/fabric`, kept in the store); null while links are discovered.

@@ -160,3 +160,23 @@ fn a_fabric_declared_at_run_time_withdraws_the_links_it_lacks_and_forms_its_own(
     exchange(&mut engine, p(1, 10), p(2, 10), later);
     assert_eq!(link_ends(&engine), cable);
 }
+
+#[test]
+fn an_unreadable_stored_declaration_keeps_the_links_and_forms_no_new_one() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    exchange(&mut engine, p(1, 10), p(2, 10), start);
+    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
+    assert_eq!(link_ends(&engine), cable);
+    engine.membership_changed(&Change::FabricDeclared(DeclaredFabric::unreadable()));
+    assert_eq!(engine.fabric().mode, "unreadable");
+    // Within the window, where discovery would let it, a relay makes no link; the cable's
+    // own probes keep it.
+    for round in 0..3 {
+        let now = start + Duration::from_secs(round);
+        exchange(&mut engine, p(1, 5), p(2, 5), now);
+        exchange(&mut engine, p(1, 10), p(2, 10), now);
+    }
+    assert_eq!(link_ends(&engine), cable);
+    assert_eq!(off_fabric(&engine), 6);
+}
