@@ -17,7 +17,9 @@
 //! The copy costs the database's size in I/O and disk, which is why it is kept for a
 //! database that was not closed cleanly.
 
+use std::cell::Cell;
 use std::path::Path;
+use std::sync::Once;
 
 use crate::{Error, Key, SCHEMA_VERSION, SLED_LOG_FILE, TREE};
 
@@ -110,18 +112,20 @@ pub(crate) fn check_before_open(dir: &Path) -> Result<u64, Error> {
 /// panics on some damaged logs (serialising a page its recovery could not read), and
 /// what it wrote before the panic is in the copy alone; so a panic is caught here and
 /// reported as damage, and the copy is thrown away without being used again. The panic
-/// hook is silenced meanwhile, so that no backtrace reaches the operator's terminal.
+/// hook stays quiet for this thread meanwhile, so that no backtrace reaches the
+/// operator's terminal (see [`quiet_on_trial_threads`]).
 fn trial_open(dir: &Path, copy: &Path) -> Result<(), Error> {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    quiet_on_trial_threads();
+    let _quiet = QuietHere::new();
     let opened = std::panic::catch_unwind(|| {
+        #[cfg(test)]
+        DURING_TRIAL.with(|hook| hook.take().map(|hook| hook()));
         let db = sled::Config::new()
             .path(copy)
             .open()
             .map_err(|err| sled_damage(dir, err))?;
         verify(&db, dir)
     });
-    std::panic::set_hook(hook);
     opened.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -133,6 +137,59 @@ fn trial_open(dir: &Path, copy: &Path) -> Result<(), Error> {
         Err(damaged(dir, format!("sled cannot recover its log: {what}")))
     })
 }
+
+thread_local! {
+    /// Whether this thread is in a trial open, whose panics are caught and reported.
+    static TRIAL_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Wraps the process's panic hook, once: a panic on a thread in a trial open is not
+/// shown, every other goes to the hook that was there before. Replacing the hook for the
+/// time of a trial instead would hide the panics of every other thread meanwhile, and two
+/// trials at once would race to put it back.
+fn quiet_on_trial_threads() {
+    static WRAPPED: Once = Once::new();
+    WRAPPED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // A panic while the thread's locals are being destroyed is not a trial's.
+            if TRIAL_HERE.try_with(Cell::get).unwrap_or(false) {
+                return;
+            }
+            #[cfg(test)]
+            FORWARDED.lock().push(std::thread::current().id());
+            previous(info);
+        }));
+    });
+}
+
+/// Marks this thread as in a trial open for as long as it lives, panic or not.
+struct QuietHere;
+
+impl QuietHere {
+    fn new() -> Self {
+        TRIAL_HERE.with(|here| here.set(true));
+        Self
+    }
+}
+
+impl Drop for QuietHere {
+    fn drop(&mut self) {
+        TRIAL_HERE.with(|here| here.set(false));
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Runs inside a trial open, for the test of what other threads' panics do then.
+    static DURING_TRIAL: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The threads whose panics the wrapper passed on, for the tests.
+#[cfg(test)]
+static FORWARDED: parking_lot::Mutex<Vec<std::thread::ThreadId>> =
+    parking_lot::Mutex::new(Vec::new());
 
 /// How many bytes that were not zero in `original` the trial open changed in `trial`:
 /// what sled dropped from the end of the log. Only the changed part counts: sled zeroes
@@ -284,4 +341,40 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_on_another_thread_during_a_trial_open_reaches_the_previous_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        let other = std::sync::Arc::new(parking_lot::Mutex::new(None));
+        let seen = std::sync::Arc::clone(&other);
+        DURING_TRIAL.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                let thread = std::thread::spawn(|| panic!("another thread's panic"));
+                *seen.lock() = Some(thread.thread().id());
+                assert!(thread.join().is_err());
+                // And the trial's own panic, which is caught and reported instead.
+                panic!("the trial's panic");
+            }));
+        });
+        let damaged = trial_open(dir.path(), copy.path()).unwrap_err();
+        assert!(
+            damaged.to_string().contains("the trial's panic"),
+            "{damaged}"
+        );
+        let other = other.lock().expect("the other thread ran");
+        // A copy: an assertion failing under the lock would deadlock in the hook.
+        let forwarded = FORWARDED.lock().clone();
+        assert!(
+            forwarded.contains(&other),
+            "the other thread's panic was lost"
+        );
+        let here = std::thread::current().id();
+        assert!(!forwarded.contains(&here), "the trial's panic was shown");
+    }
 }
