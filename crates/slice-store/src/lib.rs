@@ -67,8 +67,8 @@ pub use crate::permissions::{
     check_daemon_socket, check_secret_file, effective_uid, make_private_dir, NotPrivate, Tightened,
 };
 pub use crate::private_file::write_private_durably;
-pub use slice_secret::{read_secret_file, SecretFileError};
 pub use crate::writer::CommitObserver;
+pub use slice_secret::{read_secret_file, SecretFileError};
 
 /// Why an operation of the sled store failed. Through [`SliceStore`] it is a
 /// [`StoreError`]: a contract error stays one, `Locked` is `Unavailable`, the rest `Failed`.
