@@ -14,19 +14,6 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum NotPrivate {
     #[error(
-        "{what} {} belongs to uid {owner}, not to uid {uid} that runs this command: another \
-         user may have made it or put it there. Run the command as its owner if that is the \
-         user sliced runs as; otherwise check it (ls -ln {}) and remove it",
-        path.display(),
-        path.display()
-    )]
-    Owner {
-        what: &'static str,
-        path: PathBuf,
-        owner: u32,
-        uid: u32,
-    },
-    #[error(
         "{what} {} may be written by other users (mode {mode:04o}): they could have put files \
          in it. Check what it holds, then chmod 700 {}",
         path.display(),
@@ -37,7 +24,8 @@ pub enum NotPrivate {
         path: PathBuf,
         mode: u32,
     },
-    /// A secret file that breaks the rule of `slice_secret`.
+    /// A secret file that breaks the rule of `slice_secret`, or a file or directory of
+    /// the data directory that another user owns (in the same words).
     #[error(transparent)]
     Secret(#[from] slice_secret::SecretFileError),
     #[error(
@@ -158,12 +146,13 @@ fn check_owner(
 ) -> Result<(), NotPrivate> {
     let uid = effective_uid();
     if metadata.uid() != uid {
-        return Err(NotPrivate::Owner {
+        return Err(slice_secret::SecretFileError::Owner {
             what,
             path: path.to_owned(),
             owner: metadata.uid(),
             uid,
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -357,32 +346,5 @@ mod tests {
             check_daemon_socket(dir.path(), &socket),
             Err(NotPrivate::OpenDirectory { mode: 0o777, .. })
         ));
-    }
-
-    #[test]
-    fn a_secret_open_to_others_is_refused_and_a_group_read_only_where_allowed() {
-        let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().join("secret");
-        check_secret_file(&secret, "the secret", false).unwrap();
-        std::fs::write(&secret, "x").unwrap();
-        // Owned by this user: owner-only whatever the kind. (Root's files admit a group
-        // read for TLS keys: the integration tests run as root and show it.)
-        let own = effective_uid() != 0;
-        for (mode, group_may_read, refused) in [
-            (0o600, false, false),
-            (0o400, false, false),
-            (0o640, false, true),
-            (0o640, true, own),
-            (0o660, true, true),
-            (0o604, true, true),
-        ] {
-            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(mode)).unwrap();
-            let checked = check_secret_file(&secret, "the secret", group_may_read);
-            assert_eq!(
-                checked.is_err(),
-                refused,
-                "{mode:o} {group_may_read}: {checked:?}"
-            );
-        }
     }
 }
