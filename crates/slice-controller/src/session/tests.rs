@@ -116,6 +116,13 @@ fn connected_1_0(config: ControllerConfig, now: Instant) -> SwitchSession {
 
 /// A 1.3 session through its handshake with ports 1 and 2, the meter setup still open.
 fn connected_1_3(config: ControllerConfig, now: Instant) -> SwitchSession {
+    let (mut session, _) = handshake_1_3(config, now);
+    events(&mut session);
+    session
+}
+
+/// [`connected_1_3`], with what the session sent meanwhile; its events are left to read.
+fn handshake_1_3(config: ControllerConfig, now: Instant) -> (SwitchSession, Vec<Message>) {
     let mut session = session(config, now);
     session.handle_bytes(&hello(OF13), now);
     session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
@@ -124,9 +131,8 @@ fn connected_1_3(config: ControllerConfig, now: Instant) -> SwitchSession {
         more: false,
     };
     session.handle_bytes(&wire(OF13, 3, &parts), now);
-    sent(&mut session);
-    events(&mut session);
-    session
+    let sent = sent_messages(&mut session);
+    (session, sent)
 }
 
 fn ethernet(src: u8) -> Vec<u8> {

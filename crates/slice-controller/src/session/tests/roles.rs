@@ -198,15 +198,7 @@ fn role_reply(role: ControllerRole, generation_id: u64) -> Message {
 #[test]
 fn in_a_cluster_nothing_is_written_before_the_switch_confirms_this_instance_as_master() {
     let now = Instant::now();
-    let mut session = session(clustered(), now);
-    session.handle_bytes(&hello(OF13), now);
-    session.handle_bytes(&wire(OF13, 2, &features(Vec::new())), now);
-    let parts = Message::PortDescReply {
-        ports: vec![port(1), port(2)],
-        more: false,
-    };
-    session.handle_bytes(&wire(OF13, 3, &parts), now);
-    let handshake = sent_messages(&mut session);
+    let (mut session, handshake) = handshake_1_3(clustered(), now);
     // SET_CONFIG is no write a slave is refused (OpenFlow 1.3.5, 6.3.5): it asks for
     // whole PACKET_INs on this connection, with the default fragment handling.
     assert!(
