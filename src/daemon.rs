@@ -4,6 +4,7 @@
 //! process group of its own, with its output going to a log file, and waits until the
 //! child has written its pid file, which it does only after binding every socket.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,7 +32,14 @@ pub(crate) fn spawn_background(config: &Config) -> anyhow::Result<()> {
         .append(true)
         .open(&log_file)
         .with_context(|| format!("cannot open the log file {}", log_file.display()))?;
-    let _ = std::fs::remove_file(&pid_file);
+    // The pid file is the running daemon's: a second start that fails must not take it
+    // away (the child overwrites it once it serves, and a stale one names no sliced).
+    if let Some(pid) = running_sliced(&pid_file) {
+        bail!(
+            "sliced is already running (pid {pid}, in {}); stop it first (kill {pid})",
+            pid_file.display()
+        );
+    }
 
     let args = std::env::args_os()
         .skip(1)
@@ -71,4 +79,18 @@ pub(crate) fn spawn_background(config: &Config) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The pid in `pid_file` when it is a running sliced: a pid file left by a crash may
+/// name a process that has gone, or whose pid another program has taken since.
+fn running_sliced(pid_file: &std::path::Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let program = cmdline.split(|byte| *byte == 0).next()?;
+    let name = std::path::Path::new(std::ffi::OsStr::from_bytes(program)).file_name()?;
+    (name == "sliced").then_some(pid)
 }

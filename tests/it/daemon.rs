@@ -117,6 +117,59 @@ fn background_mode_returns_once_serving_and_sigterm_stops_it_cleanly() {
     assert_eq!(slice_names(daemon.http), json!([{"name": "blue"}]));
 }
 
+/// Issue 35, item 1: a second background start while one runs is refused before it
+/// starts anything, and the running daemon's pid file stays; a stale one is no obstacle.
+#[test]
+fn a_second_background_start_is_refused_and_leaves_the_running_daemons_pid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let pid_file = dir.path().join("sliced.pid");
+    let http = free_port();
+    let first = sliced_on(&data, http, &["-d", "--pid-file", path_str(&pid_file)])
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let written = std::fs::read_to_string(&pid_file).unwrap();
+    let pid: u32 = written.trim().parse().unwrap();
+
+    let second = sliced_on(
+        &data,
+        free_port(),
+        &["-d", "--pid-file", path_str(&pid_file)],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{second:?}");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!("sliced is already running (pid {pid}")),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&pid_file).unwrap(), written);
+    assert!(process_is_alive(pid));
+    create_slice(http, "still-served");
+
+    signal(pid, "TERM");
+    assert!(wait_for(|| !process_is_alive(pid)));
+    // A pid file a crash left behind, naming no sliced, does not stop a start.
+    std::fs::write(&pid_file, format!("{}\n", std::process::id())).unwrap();
+    let again = sliced_on(
+        &data,
+        free_port(),
+        &["-d", "--pid-file", path_str(&pid_file)],
+    )
+    .output()
+    .unwrap();
+    assert!(again.status.success(), "{again:?}");
+    let restarted: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    signal(restarted, "TERM");
+    assert!(wait_for(|| !process_is_alive(restarted)));
+}
+
 #[test]
 fn background_mode_reports_a_failed_start_and_names_the_log() {
     let dir = tempfile::tempdir().unwrap();
