@@ -73,45 +73,13 @@ mod tests {
     use slice_core::SliceName;
 
     use super::*;
-    use crate::mirror::{Entry, Event, Mirror};
+    use crate::mirror::tests::{copy_with_values as copy_of, write};
+    use crate::mirror::{Entry, Mirror};
 
     const FABRIC: &str = "/sliced/fabric";
 
     fn fabric(lines: &[&str]) -> DeclaredFabric {
         DeclaredFabric::parse(lines).unwrap()
-    }
-
-    /// A copy of `keys` with their values, each created at its index, hearing every change
-    /// from then on.
-    fn copy_of(keys: &[(&str, &str)]) -> (Mirror, Arc<Mutex<Vec<Change>>>) {
-        let entries = keys.iter().zip(1..).map(|((key, value), revision)| Entry {
-            key: key.as_bytes(),
-            value: value.as_bytes(),
-            create_revision: revision,
-        });
-        let mut mirror = Mirror::from_entries(&Layout::new("/sliced/"), 100, entries);
-        let heard = Arc::new(Mutex::new(Vec::new()));
-        let sink = heard.clone();
-        mirror.listeners.push(Box::new(move |change| {
-            sink.lock().unwrap().push(change.clone())
-        }));
-        (mirror, heard)
-    }
-
-    /// One revision: `Some(value)` puts the key, `None` deletes it.
-    fn write(mirror: &mut Mirror, revision: i64, writes: &[(&str, Option<&str>)]) {
-        let events: Vec<Event> = writes
-            .iter()
-            .map(|(key, value)| match value {
-                Some(value) => Event::Put(Entry {
-                    key: key.as_bytes(),
-                    value: value.as_bytes(),
-                    create_revision: revision,
-                }),
-                None => Event::Delete(key.as_bytes()),
-            })
-            .collect();
-        mirror.apply_revision(&Layout::new("/sliced/"), revision, &events);
     }
 
     fn taken(heard: &Arc<Mutex<Vec<Change>>>) -> Vec<Change> {

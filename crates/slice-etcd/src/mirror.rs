@@ -628,7 +628,7 @@ pub(crate) fn place_of_kv(kv: &KeyValue) -> Place {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
@@ -641,16 +641,22 @@ mod tests {
         MacAddress::new([0, 0, 0, 0, 0, last])
     }
 
-    /// A copy of the records `keys` (slice, port and MAC keys with empty values, each
-    /// created at its index), hearing every change from then on.
+    /// A copy of `keys` (empty values), each created at its index, hearing every change
+    /// from then on.
     fn copy_of(keys: &[&str]) -> (Mirror, Arc<Mutex<Vec<Change>>>) {
-        let layout = Layout::new("/sliced/");
-        let entries = keys.iter().zip(1..).map(|(key, revision)| Entry {
+        let keys: Vec<(&str, &str)> = keys.iter().map(|key| (*key, "")).collect();
+        copy_with_values(&keys)
+    }
+
+    /// A copy of `keys` with their values, each created at its index, hearing every change
+    /// from then on. Shared with the fabric's tests.
+    pub(crate) fn copy_with_values(keys: &[(&str, &str)]) -> (Mirror, Arc<Mutex<Vec<Change>>>) {
+        let entries = keys.iter().zip(1..).map(|((key, value), revision)| Entry {
             key: key.as_bytes(),
-            value: b"",
+            value: value.as_bytes(),
             create_revision: revision,
         });
-        let mut mirror = Mirror::from_entries(&layout, 100, entries);
+        let mut mirror = Mirror::from_entries(&Layout::new("/sliced/"), 100, entries);
         let heard = Arc::new(Mutex::new(Vec::new()));
         let sink = heard.clone();
         mirror.listeners.push(Box::new(move |change| {
@@ -660,7 +666,7 @@ mod tests {
     }
 
     /// One revision: `Some(value)` puts the key, `None` deletes it.
-    fn write(mirror: &mut Mirror, revision: i64, writes: &[(&str, Option<&str>)]) {
+    pub(crate) fn write(mirror: &mut Mirror, revision: i64, writes: &[(&str, Option<&str>)]) {
         let events: Vec<Event> = writes
             .iter()
             .map(|(key, value)| match value {
