@@ -6,6 +6,7 @@
 //! section 7), `identifiers`, `bad_input` and `daemon` (the real daemon).
 
 mod bad_input;
+mod bindings;
 mod daemon;
 mod endpoints;
 mod errors;

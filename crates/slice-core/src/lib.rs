@@ -4,7 +4,8 @@
 //! MAC addresses. Two hosts may talk when some slice holds both of them. This crate defines
 //! the identifiers ([`SliceName`], [`PortId`], [`MacAddress`]), the tree that describes a
 //! slice ([`Slice`], [`Port`]), the errors of the slice contract ([`SliceError`]), the
-//! errors of malformed identifiers ([`ParseError`]) and an in-memory membership index
+//! errors of malformed identifiers ([`ParseError`]), the refusal of a port or MAC address
+//! that can never match a frame ([`BindingError`]) and an in-memory membership index
 //! ([`Membership`]) that answers "may these two hosts talk?" without touching storage.
 //! `wire` holds the JSON bodies of the REST API, shared by the daemon and the tool.
 //! [`SliceStore`] is the interface of a store of slices, whichever backend keeps them, by
@@ -37,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+mod binding;
 mod change;
 pub mod cluster;
 mod error;
@@ -49,6 +51,7 @@ mod store;
 #[cfg(feature = "wire")]
 pub mod wire;
 
+pub use binding::{BindingError, MAX_SWITCH_PORT};
 pub use change::Change;
 pub use cluster::Leadership;
 pub use error::{ParseError, SliceError};

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{Change, MacAddress, Port, PortId, Slice, SliceName};
+use crate::{BindingError, Change, MacAddress, Port, PortId, Slice, SliceName};
 
 /// One step of a plan. Serialized as `{"op": "delete_slice", "slice": ...}` and so on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +75,9 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
+    /// A declared port or MAC address can never match a frame.
+    #[error(transparent)]
+    Unbindable(#[from] BindingError),
     /// Two declared slices have this name.
     #[error("slice {0} is declared twice")]
     DuplicateSlice(SliceName),
@@ -131,6 +134,7 @@ impl Plan {
     /// slice, a port of a slice or a MAC address of a port twice.
     pub fn between(current: &[Slice], declared: &[Slice]) -> Result<Self, PlanError> {
         check_unique(declared)?;
+        crate::binding::check_declared(declared)?;
         // Indexes, so that a plan costs time linear in the two states, whatever their
         // shape (a declaration is a request body: one slice of many ports must not cost
         // the square of them).

@@ -24,7 +24,8 @@
 //! blocking pool first.
 
 use crate::{
-    Change, DeclaredFabric, MacAddress, Plan, PlanError, Port, PortId, Slice, SliceError, SliceName,
+    BindingError, Change, DeclaredFabric, MacAddress, Plan, PlanError, Port, PortId, Slice,
+    SliceError, SliceName,
 };
 
 /// A failure of the backend itself, for the log: the message names the cause.
@@ -43,6 +44,9 @@ pub enum StoreError {
     /// than the backend can do at once (HTTP 400).
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The write would add a port or MAC address that can never match a frame (HTTP 400).
+    #[error(transparent)]
+    Unbindable(#[from] BindingError),
     /// The backend cannot serve the request now, and retrying later may succeed: a
     /// cluster without a quorum, a database another process holds, a store that can make
     /// nothing durable any more and whose daemon is stopping (HTTP 503). A write
@@ -259,7 +263,9 @@ pub enum Written {
 impl Write {
     /// Carries the write out through `store`'s blocking methods, on the calling thread.
     /// Any store will do, `&dyn SliceStore` included.
+    /// A write that [`Write::check_bindings`] refuses changes nothing.
     pub fn perform<S: SliceWrite + ?Sized>(self, store: &S) -> Result<Written, StoreError> {
+        self.check_bindings()?;
         Ok(match self {
             Write::CreateSlice(slice) => store.create_slice(&slice).map(|()| Written::Done)?,
             Write::DeleteSlice(slice) => Written::Slice(store.delete_slice(&slice)?),

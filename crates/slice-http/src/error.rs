@@ -50,6 +50,11 @@ pub enum ApiError {
     /// serve the request now (a cluster without a quorum).
     #[error("{0}")]
     Unavailable(String),
+    /// The daemon's settings are wrong in a way only its operator can fix (a login
+    /// provider that refuses the daemon's client secret): the server's fault, not the
+    /// client's, so a 500, but one that says what is wrong, as it names no secret.
+    #[error("{0}")]
+    Misconfigured(String),
     /// The server's own failure (the disk, a worker pool); the message is logged, not sent.
     #[error("internal error")]
     Internal(String),
@@ -66,6 +71,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::Slice(err) => Self::Slice(err),
             StoreError::Plan(err) => Self::BadRequest(err.to_string()),
+            StoreError::Unbindable(err) => Self::BadRequest(err.to_string()),
             StoreError::Unavailable(err) => Self::Unavailable(err.to_string()),
             StoreError::Failed(err) => Self::Internal(err.to_string()),
             // A kind of failure slice-core may add later is the server's own until it has
@@ -100,7 +106,7 @@ impl ResponseError for ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Misconfigured(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 

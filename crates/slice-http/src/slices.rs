@@ -10,7 +10,7 @@ use actix_web::http::header::{ContentType, LOCATION};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
 use serde::Serialize;
 use slice_core::wire::{Applied, Declaration, MacBody, PortBody, PortRequest, SliceBody};
-use slice_core::{MacAddress, PortId, SliceName, SliceStore, Write, Written};
+use slice_core::{MacAddress, PortId, SliceName, SliceStore, StoreError, Write, Written};
 
 use crate::body::{Body, DECLARATION_LIMIT};
 use crate::read_cache::ReadCache;
@@ -132,6 +132,9 @@ async fn write(req: &HttpRequest, store: StoreData, write: Write) -> Result<Writ
     // Who asks is settled before the store is touched: a request refused for its proxy
     // headers is refused here, on the open routes too, and changes nothing.
     let requester = auth::requester_seen(req)?;
+    // Bad input, like a name that does not parse: refused before the store's writer (whose
+    // queue does not pass through `Write::perform`) and before the audit trail.
+    write.check_bindings().map_err(StoreError::from)?;
     let operation = audit::Operation::of(&write);
     let written = perform(store, write).await;
     audit::record_write(req, &requester, operation, &written);

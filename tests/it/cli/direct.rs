@@ -226,16 +226,16 @@ fn large_identifiers_survive_the_round_trip() {
         &[
             "add_host",
             "-m",
-            "ff:ff:ff:ff:ff:ff",
+            "fe:ff:ff:ff:ff:ff",
             "-p",
-            "0xFFFFFFFFFFFFFFFF:4294967295",
+            "0xFFFFFFFFFFFFFFFF:4294967040",
             "-s",
             &name,
         ],
     );
     assert_eq!(
         list(d),
-        format!("{name}\n  0xffffffffffffffff:4294967295\n    ff:ff:ff:ff:ff:ff\n")
+        format!("{name}\n  0xffffffffffffffff:4294967040\n    fe:ff:ff:ff:ff:ff\n")
     );
     assert_eq!(list_json(d)[0]["ports"][0]["dpid"], json!(u64::MAX));
 }

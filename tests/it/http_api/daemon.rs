@@ -149,7 +149,7 @@ fn everything_survives_a_restart_in_order() {
     for (port, mac) in [
         ("0x2:1", "00:00:00:00:00:02"),
         ("0x1:1", "00:00:00:00:00:01"),
-        ("0x1:1", "00:00:00:00:00:00"),
+        ("0x1:1", "00:00:00:00:00:03"),
     ] {
         agent
             .post(&daemon.url(&format!("/slices/a/ports/{port}/mac_addresses")))
@@ -175,7 +175,7 @@ fn everything_survives_a_restart_in_order() {
         get("/slices/a/ports/0x1:1/mac_addresses"),
         (
             200,
-            json!([{"name": "00:00:00:00:00:01"}, {"name": "00:00:00:00:00:00"}])
+            json!([{"name": "00:00:00:00:00:01"}, {"name": "00:00:00:00:00:03"}])
         )
     );
 }
