@@ -133,6 +133,17 @@ pub enum ParseError {
         /// What rule it breaks.
         reason: &'static str,
     },
+    /// A [`PortId`] written without the `0x` before its datapath id, such as `1:1`.
+    #[error(
+        "invalid port name {input:?}: the datapath id is written in hexadecimal after 0x; \
+         did you mean {suggestion}?"
+    )]
+    PortNameWithoutPrefix {
+        /// The text as given.
+        input: String,
+        /// The port name or names the text likely meant, as the message shows them.
+        suggestion: String,
+    },
     /// Not a [`MacAddress`] in its text form.
     #[error("invalid MAC address {input:?}: {reason}")]
     MacAddress {

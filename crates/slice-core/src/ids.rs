@@ -124,7 +124,13 @@ impl FromStr for PortId {
         let hex = dpid
             .strip_prefix("0x")
             .or_else(|| dpid.strip_prefix("0X"))
-            .ok_or_else(|| fail(expected))?;
+            .ok_or_else(|| match meant_without_prefix(dpid, port_no) {
+                Some(suggestion) => ParseError::PortNameWithoutPrefix {
+                    input: input.to_owned(),
+                    suggestion,
+                },
+                None => fail(expected),
+            })?;
         // from_str_radix would also take a sign, which is not part of the form.
         if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(fail("the datapath id must be hexadecimal digits after 0x"));
@@ -139,6 +145,29 @@ impl FromStr for PortId {
             .map_err(|_| fail("the port number does not fit in 32 bits"))?;
         Ok(Self { dpid, port_no })
     }
+}
+
+/// The port names `<dpid>:<port_no>` likely meant when it lacks the `0x`: the dpid read as
+/// hexadecimal (how Open vSwitch prints it), and when it is all decimal digits that read
+/// differently, also read as decimal (how Mininet numbers its switches, s10 being 0xa).
+fn meant_without_prefix(dpid: &str, port_no: &str) -> Option<String> {
+    let port_no = port_no
+        .parse::<u32>()
+        .ok()
+        .filter(|_| port_no.bytes().all(|b| b.is_ascii_digit()))?;
+    if dpid.is_empty() || !dpid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let as_hex = PortId::new(u64::from_str_radix(dpid, 16).ok()?, port_no);
+    let as_decimal = dpid
+        .parse::<u64>()
+        .ok()
+        .map(|dpid| PortId::new(dpid, port_no))
+        .filter(|port| *port != as_hex);
+    Some(match as_decimal {
+        Some(decimal) => format!("{as_hex} (hexadecimal {dpid}) or {decimal} (decimal {dpid})"),
+        None => as_hex.to_string(),
+    })
 }
 
 impl fmt::Display for PortId {
@@ -340,6 +369,25 @@ mod tests {
             " 0x1:1",
         ] {
             assert!(bad.parse::<PortId>().is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_port_without_0x_suggests_what_it_meant() {
+        let said = |text: &str| text.parse::<PortId>().unwrap_err().to_string();
+        assert!(
+            said("1:1").ends_with("did you mean 0x1:1?"),
+            "{}",
+            said("1:1")
+        );
+        assert!(
+            said("10:2").ends_with("did you mean 0x10:2 (hexadecimal 10) or 0xa:2 (decimal 10)?"),
+            "{}",
+            said("10:2")
+        );
+        assert!(said("ab:3").ends_with("did you mean 0xab:3?"));
+        for unsuggested in ["x:1", "1:x", "1:+1", ":1", "1:99999999999"] {
+            assert!(!said(unsuggested).contains("did you mean"), "{unsuggested}");
         }
     }
 
