@@ -60,11 +60,20 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Below this much room, the next read gets a new chunk.
 const MIN_READ_ROOM: usize = 2 * 1024;
 
+/// How a TLS connection begins: a handshake record (content type 22) of TLS 1.x (major
+/// version 3). No OpenFlow HELLO begins so, since no OpenFlow version is 0x16.
+const TLS_HANDSHAKE: [u8; 2] = [0x16, 0x03];
+
 /// Why a session closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CloseReason {
     #[error("malformed OpenFlow: {0}")]
     Malformed(#[from] openflow::Error),
+    #[error(
+        "the switch speaks TLS to a listener of plain TCP: give it the address of the TLS \
+         listener (--openflow-tls), or make its controller target tcp: instead of ssl:"
+    )]
+    TlsOnPlainListener,
     #[error("expected HELLO, got message type {0}")]
     NoHello(u8),
     #[error("no common OpenFlow version (switch offers {0:#04x})")]
@@ -268,6 +277,10 @@ impl SwitchSession {
     /// queue of events stays one event deep however much one read brought.
     pub fn handle_read_until_event(&mut self, now: Instant) -> bool {
         while self.closed.is_none() {
+            if matches!(self.state, State::Hello) && self.inbound.starts_with(&TLS_HANDSHAKE) {
+                self.close(CloseReason::TlsOnPlainListener);
+                break;
+            }
             let len = match openflow::frame_len(&self.inbound) {
                 Ok(Some(len)) => len,
                 Ok(None) => return false,

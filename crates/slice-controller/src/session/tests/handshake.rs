@@ -383,3 +383,14 @@ fn a_message_in_an_unknown_version_closes_the_session() {
             if *version == Version::from(9)
     ));
 }
+
+#[test]
+fn a_tls_client_hello_on_the_plain_listener_is_named_as_such() {
+    let now = Instant::now();
+    let mut session = session(config(), now);
+    // The first bytes of a TLS 1.2 ClientHello record, as `ovs-vsctl set-controller ssl:` sends.
+    session.handle_bytes(&[0x16, 0x03, 0x01, 0x00, 0xf1, 0x01, 0x00, 0x00, 0xed], now);
+    let reason = session.close_reason().cloned();
+    assert_eq!(reason, Some(CloseReason::TlsOnPlainListener));
+    assert!(reason.unwrap().to_string().contains("--openflow-tls"));
+}
