@@ -3,8 +3,10 @@
 //! its commands over the daemon's Unix socket). This file holds the helpers and the checks
 //! both modes share; `direct` the commands on their own, `database` where the data
 //! directory is and what the tool does with one held, open to others or damaged, `daemon`
-//! the tool beside a real daemon and a stand-in one, `apply` slices as a file.
+//! the tool beside a real daemon and a stand-in one, `apply` slices as a file, `access`
+//! the tool run by a user who may not use the data directory.
 
+mod access;
 mod apply;
 mod daemon;
 mod database;

@@ -104,20 +104,32 @@ fn open_local(
 ) -> Result<Box<dyn SliceDatabase>, CliError> {
     let socket = data_dir.socket_path();
     let store_path = data_dir.store_path();
+    // Who owns the data directory comes first: as another user, nothing below is
+    // reachable, and each step would fail with a symptom of that.
+    let owner = crate::access::data_dir_owner(data_dir)?;
     // sled makes a database wherever it is opened, so the look comes first. A daemon on
     // etcd answers on a data directory without one.
     if missing == Missing::Refuse && !Store::exists_in(&store_path) {
-        return match UnixStream::connect(&socket) {
+        return match connect(data_dir, &socket, owner)? {
             Ok(stream) => Ok(Box::new(daemon(data_dir, socket, stream)?)),
-            Err(_) => Err(CliError::NoDatabase(data_dir.root().to_owned())),
+            Err(_) => {
+                // Another user's database may be there, out of this user's sight.
+                crate::access::refuse_foreign(data_dir, owner)?;
+                Err(CliError::NoDatabase(data_dir.root().to_owned()))
+            }
         };
     }
     let mut connect_error = None;
     let mut data_dir_made = false;
     let opened = Store::open_waiting(&store_path, wait, || {
-        match UnixStream::connect(&socket) {
-            Ok(stream) => return Some(Ok(stream)),
-            Err(err) => connect_error = Some(err),
+        match connect(data_dir, &socket, owner) {
+            Ok(Ok(stream)) => return Some(Ok(stream)),
+            Ok(Err(err)) => connect_error = Some(err),
+            Err(denied) => return Some(Err(denied)),
+        }
+        // No daemon to send the command to: only the owner opens the database itself.
+        if let Err(foreign) = crate::access::refuse_foreign(data_dir, owner) {
+            return Some(Err(foreign));
         }
         // Made only once no daemon answers: with one, the database is left alone.
         if !data_dir_made {
@@ -155,6 +167,28 @@ fn open_local(
     }
 }
 
+/// A connection to the daemon's socket, or why none was made; a connection this user is
+/// not allowed to make is the error, naming the data directory when it is another
+/// user's (its search permission is what is missing), else the socket.
+fn connect(
+    data_dir: &DataDir,
+    socket: &std::path::Path,
+    owner: Option<u32>,
+) -> Result<std::io::Result<UnixStream>, CliError> {
+    match UnixStream::connect(socket) {
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            if owner.is_some_and(|owner| owner != slice_store::effective_uid()) {
+                Err(crate::access::denied(data_dir.root()))
+            } else if owner.is_none() {
+                Err(crate::access::denied_below(data_dir.root()))
+            } else {
+                Err(crate::access::denied(socket))
+            }
+        }
+        other => Ok(other),
+    }
+}
+
 /// Makes the data directory owner-only, as `sliced` does, for it holds the session key.
 fn create_data_dir(data_dir: &DataDir) -> Result<(), CliError> {
     let root = data_dir.root();
@@ -169,6 +203,12 @@ fn create_data_dir(data_dir: &DataDir) -> Result<(), CliError> {
         )));
     }
     let tightened = data_dir.make_private().map_err(|err| match err {
+        // A directory above, not this user's, where it cannot be made.
+        slice_store::NotPrivate::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            crate::access::denied_below(root)
+        }
         slice_store::NotPrivate::Io { source, .. } => fail(source),
         refused => CliError::NotPrivate(refused),
     })?;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use slice_core::{ParseError, PlanError, SliceError, StoreError};
 
+use crate::access::Account;
 use crate::http::HttpError;
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +40,31 @@ pub enum CliError {
     /// was left as it was.
     #[error(transparent)]
     NotPrivate(slice_store::NotPrivate),
+    /// This user may not enter `path`, most likely the data directory of the daemon's
+    /// user, or may not use the data directory without a daemon; nothing was tried there.
+    #[error(
+        "permission denied: {} {}, and this command runs as {me}. Run slice as the user \
+         sliced runs as, the owner of the data directory{}, or name a data directory of \
+         your own with --db",
+        path.display(),
+        crate::access::owner_text(owner),
+        crate::access::sudo_hint(owner)
+    )]
+    PermissionDenied {
+        path: PathBuf,
+        owner: Option<Account>,
+        me: Account,
+    },
+    /// Root found another user's data directory and no daemon on it: opening the
+    /// database would leave files of root's that the owner cannot open.
+    #[error(
+        "the data directory {} belongs to {owner}, not to root that runs this command, and \
+         no sliced answers on its socket: a database opened here would get files its owner \
+         cannot open. Run slice as its owner (sudo -u {} slice ...)",
+        path.display(),
+        owner.sudo_name()
+    )]
+    ForeignDataDir { path: PathBuf, owner: Account },
     /// A command that reads or removes found no database in the data directory, and
     /// created none: most likely the daemon keeps its data elsewhere.
     #[error(

@@ -19,6 +19,7 @@
 //! # Ok::<(), slice_cli::CliError>(())
 //! ```
 
+mod access;
 mod audit;
 mod backend;
 mod cli;
@@ -37,6 +38,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use slice_core::ParseError;
 
+pub use crate::access::Account;
 use crate::backend::SliceDatabase;
 pub use crate::cli::{Cli, Command};
 pub use crate::connect::EtcdTarget;
