@@ -198,7 +198,7 @@ fn check_invalid_values(dir: &Path) {
         ),
         (
             &["add_port", "-p", "1:1", "-s", "blue"],
-            r#"invalid port name "1:1": expected 0x<hex dpid>:<decimal port number>"#,
+            r#"invalid port name "1:1": the datapath id is written in hexadecimal after 0x; did you mean 0x1:1?"#,
         ),
         (
             &["add_port", "-p", "0xg:1", "-s", "blue"],

@@ -97,6 +97,7 @@ impl Direct {
         result.map_err(|err| match err {
             StoreError::Slice(err) => CliError::Slice(err),
             StoreError::Plan(err) => CliError::Plan(err),
+            StoreError::Unbindable(err) => CliError::Unbindable(err),
             source => CliError::Store {
                 place: self.place.clone(),
                 source,

@@ -120,6 +120,9 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Slice>, FileError> {
                 .get_ref()
                 .parse()
                 .map_err(|err| fail(at, format!("{err}")))?;
+            // Refused here too, rather than by the store, to name the line.
+            id.check_bindable()
+                .map_err(|err| fail(at, format!("{err}")))?;
             if !seen_ports.insert(id) {
                 return Err(fail(
                     at,
@@ -133,6 +136,9 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Slice>, FileError> {
                 let parsed: MacAddress = mac
                     .get_ref()
                     .parse()
+                    .map_err(|err| fail(at, format!("{err}")))?;
+                parsed
+                    .check_bindable()
                     .map_err(|err| fail(at, format!("{err}")))?;
                 if !seen_macs.insert(parsed) {
                     return Err(fail(
@@ -213,6 +219,14 @@ mod tests {
                 "x:1: unknown field `nome`",
             ),
             ("[[slice]\n", "x:1: "),
+            (
+                "[[slice]]\nname = \"a\"\n[[slice.port]]\nname = \"0x1:0\"\n",
+                "x:4: port 0x1:0 cannot be bound to a slice: ",
+            ),
+            (
+                "[[slice]]\nname = \"a\"\n[[slice.port]]\nname = \"0x1:1\"\nmac_addresses = [\"ff:ff:ff:ff:ff:ff\"]\n",
+                "x:5: MAC address ff:ff:ff:ff:ff:ff cannot be bound to a slice: ",
+            ),
         ];
         for (text, start) in cases {
             let err = parse("x", text).unwrap_err().to_string();

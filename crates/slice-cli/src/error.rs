@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use slice_core::{ParseError, PlanError, SliceError, StoreError};
+use slice_core::{BindingError, ParseError, PlanError, SliceError, StoreError};
 
 use crate::access::Account;
 use crate::http::HttpError;
@@ -15,6 +15,10 @@ pub enum CliError {
     /// A declared state cannot be applied (it names something twice, or is too large).
     #[error(transparent)]
     Plan(PlanError),
+    /// A port or MAC address that can never match a frame; refused before anything is
+    /// sent or opened, so that both modes say the same.
+    #[error(transparent)]
+    Unbindable(#[from] BindingError),
     /// A file of slices is wrong where it says; nothing was changed.
     #[error(transparent)]
     File(#[from] crate::declare::FileError),

@@ -125,9 +125,16 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         }
         Command::Add { slice } => backend()?.create_slice(&slice),
         Command::Delete { slice } => existing()?.delete_slice(&slice),
-        Command::AddPort { port, slice } => backend()?.add_port(&slice, port),
+        Command::AddPort { port, slice } => {
+            port.check_bindable()?;
+            backend()?.add_port(&slice, port)
+        }
         Command::DeletePort { port, slice } => existing()?.delete_port(&slice, port),
-        Command::AddHost { mac, port, slice } => backend()?.add_mac(&slice, port, mac),
+        Command::AddHost { mac, port, slice } => {
+            port.check_bindable()?;
+            mac.check_bindable()?;
+            backend()?.add_mac(&slice, port, mac)
+        }
         Command::DeleteHost { mac, port, slice } => existing()?.delete_mac(&slice, port, mac),
         Command::Completions { shell } => {
             // The generators panic on a failed write; a Vec cannot fail, `out` can.
@@ -265,7 +272,7 @@ mod tests {
             ),
             (
                 &["add_port", "-p", "1:1", "-s", "a"][..],
-                r#"invalid port name "1:1": expected 0x<hex dpid>:<decimal port number>"#,
+                r#"invalid port name "1:1": the datapath id is written in hexadecimal after 0x; did you mean 0x1:1?"#,
             ),
             (
                 &["delete_host", "-m", "00:00", "-p", "0x1:1", "-s", "a"][..],

@@ -140,6 +140,17 @@ fn contract_errors_on_awkward_names_are_the_same_in_both_modes() {
                 &[
                     "add_port",
                     "-p",
+                    "0xffffffffffffffff:4294967040",
+                    "-s",
+                    name,
+                ],
+            ));
+            // A port no switch has: refused before either mode is asked.
+            seen.push(fails(
+                dir,
+                &[
+                    "add_port",
+                    "-p",
                     "0xffffffffffffffff:4294967295",
                     "-s",
                     name,
@@ -156,8 +167,15 @@ fn contract_errors_on_awkward_names_are_the_same_in_both_modes() {
     ok(dir.path(), &["add", "other"]);
     let direct = errors(dir.path());
     assert_eq!(direct[0], "slice: Slice ... not found\n");
-    assert_eq!(direct[2], "slice: Slice ... already exists\n");
-    assert_eq!(direct[3], "slice: Port 0x0:0 not found\n");
+    assert_eq!(direct[1], "slice: Slice ... not found\n");
+    assert!(
+        direct[2]
+            .starts_with("slice: port 0xffffffffffffffff:4294967295 cannot be bound to a slice: "),
+        "{}",
+        direct[2]
+    );
+    assert_eq!(direct[3], "slice: Slice ... already exists\n");
+    assert_eq!(direct[4], "slice: Port 0x0:0 not found\n");
     let daemon = Daemon::start(dir.path());
     assert_eq!(errors(dir.path()), direct);
     assert!(daemon.terminate().success());
