@@ -13,13 +13,15 @@ Host hN has the MAC address 00:00:00:00:00:<N in hex>, 10.0.0.N and fd00::N (as 
 (the odd hosts) and `blue` (the even ones). Needs root, Debian's `mininet` (run it with
 /usr/bin/python3) and Open vSwitch; OVS_RUNDIR and friends point it at a private
 Open vSwitch. It never runs `mn -c`: it refuses to start when interfaces of the same names
-are already there.
+are already there, and when sliced already holds slices that would change the network it
+prints (one of its slices' names, or one on its switches' ports) unless --replace.
 """
 
 import argparse
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -92,6 +94,11 @@ def parse_args():
                         help='make this slice of these hosts (repeatable); without it, '
                              'red (odd hosts) and blue (even hosts)')
     parser.add_argument('--no-slices', action='store_true', help='make no slice')
+    parser.add_argument('--replace', action='store_true',
+                        help='delete the slices sliced already has under the names of '
+                             "this run's slices or on its switches' ports (left from an "
+                             'earlier run), then make them anew; without it the script '
+                             'names them and stops')
     parser.add_argument('--describe', metavar='FILE',
                         help='once the network is up and sliced, write it here as JSON')
     parser.add_argument('--no-cli', action='store_true',
@@ -149,36 +156,103 @@ class Api:
         self.url = url.rstrip('/')
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def post(self, path, body):
-        """POSTs body; True when made, False when it was there already (409)."""
+    def call(self, method, path, body=None, allowed=()):
+        """The answer's JSON (None when empty), or the status when it is one of
+        `allowed`; any other error stops the script."""
+        data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
-            self.url + urllib.parse.quote(path, safe='/:'),
-            data=json.dumps(body).encode(), method='POST',
+            self.url + urllib.parse.quote(path, safe='/:'), data=data, method=method,
             headers={'Content-Type': 'application/json'})
         try:
-            with self.opener.open(request, timeout=10):
-                return True
+            with self.opener.open(request, timeout=10) as response:
+                text = response.read()
+                return json.loads(text) if text.strip() else None
         except urllib.error.HTTPError as err:
-            if err.code == 409:
-                return False
-            raise SystemExit('sliced_mininet: POST %s %s: %d %s' % (
-                path, json.dumps(body), err.code, err.read().decode(errors='replace')))
+            if err.code in allowed:
+                return err.code
+            raise SystemExit('sliced_mininet: %s %s %s: %d %s' % (
+                method, path, '' if body is None else json.dumps(body), err.code,
+                err.read().decode(errors='replace')))
         except urllib.error.URLError as err:
             raise SystemExit('sliced_mininet: cannot reach sliced at %s: %s' % (
                 self.url, err.reason))
 
 
+def switch_dpids(topo):
+    """The datapath ids Mininet will give the topology's switches: the one a topology
+    sets (a torus), else the number in the switch's name (s10 is 10), as Mininet's
+    Switch.defaultDpid."""
+    dpids = set()
+    for name in topo.switches():
+        given = topo.nodeInfo(name).get('dpid')
+        if given:
+            dpids.add(int(given.replace(':', ''), 16))
+        else:
+            digits = re.findall(r'\d+', name)
+            if digits:
+                dpids.add(int(digits[0]))
+    return dpids
+
+
+def leftover_slices(api, names, dpids):
+    """The slices sliced already has that would make the network differ from what the
+    script prints: one of the names it is about to make (it would merge into it), or
+    any slice holding a port of one of its switches (its hosts would reach beyond
+    their slices). Each with why, in sliced's order."""
+    found = []
+    for entry in api.call('GET', '/slices') or []:
+        name = entry.get('name')
+        ports = api.call('GET', '/slices/%s/ports' % name, allowed=(404,))
+        if ports == 404:
+            continue  # deleted meanwhile
+        ours = sorted(p['name'] for p in ports if p.get('dpid') in dpids)
+        if name in names:
+            found.append((name, 'a name this run makes'))
+        elif ours:
+            found.append((name, 'holds %s' % ', '.join(ours)))
+    return found
+
+
+def check_leftovers(api, slices, dpids, replace):
+    """Before the network is built: stops when sliced holds slices left from before
+    that would change the network, unless --replace. Returns those to delete, which
+    wait until the network is up: a run that fails before then leaves sliced as it was."""
+    leftovers = leftover_slices(api, {name for name, _ in slices}, dpids)
+    if leftovers and not replace:
+        listed = '; '.join('%s (%s)' % (name, why) for name, why in leftovers)
+        raise SystemExit(
+            'sliced_mininet: sliced at %s already has slices that would change this '
+            'network: %s. They are probably left from an earlier run; delete them '
+            '(slice delete NAME, or DELETE /slices) or run again with --replace to have '
+            'them deleted and this run\'s slices made anew. Nothing was changed.' % (
+                api.url, listed))
+    return leftovers
+
+
+def delete_leftovers(api, leftovers):
+    for name, why in leftovers:
+        api.call('DELETE', '/slices', {'name': name}, allowed=(404,))
+        print('sliced_mininet: --replace: deleted slice %s (%s)' % (name, why),
+              file=sys.stderr)
+
+
 def make_slices(net, api, slices):
     for name, members in slices:
-        if not api.post('/slices', {'name': name}):
-            print('sliced_mininet: slice %s was there already' % name, file=sys.stderr)
+        # 409: made by someone else since the check; merging into it would make a
+        # network other than the one printed.
+        if api.call('POST', '/slices', {'name': name}, allowed=(409,)) == 409:
+            raise SystemExit('sliced_mininet: slice %s appeared in sliced while the '
+                             'network was built; stopping rather than merging into '
+                             'it' % name)
         for member in members:
             host = net[member]
             at = end(far_end(host.defaultIntf()))
             # sliced's name of a port: 0x<dpid in hex>:<port number>.
             port = '0x%x:%d' % (at['dpid'], at['port_no'])
-            api.post('/slices/%s/ports' % name, {'dpid': at['dpid'], 'port_no': at['port_no']})
-            api.post('/slices/%s/ports/%s/mac_addresses' % (name, port), {'name': host.MAC()})
+            api.call('POST', '/slices/%s/ports' % name,
+                     {'dpid': at['dpid'], 'port_no': at['port_no']}, allowed=(409,))
+            api.call('POST', '/slices/%s/ports/%s/mac_addresses' % (name, port),
+                     {'name': host.MAC()}, allowed=(409,))
 
 
 def description(net, topo, of, slices):
@@ -218,9 +292,28 @@ def raise_ipv6_neighbour_limits():
     IPv6 ones. That table is one for all namespaces, of 1024 entries by default, which a
     hundred hosts pinging each other over IPv6 overflow ("ndisc_cache: neighbor table
     overflow!" in dmesg, and neighbour solicitations that never go out). Raised to
-    Mininet's IPv4 values; never lowered."""
+    Mininet's IPv4 values; never lowered.
+
+    The kernel shows these limits only in the first network namespace (they are the
+    table's, not a namespace's): in any other, a container's, the files do not exist and
+    a read-only /proc/sys refuses the write. Then they stay as the host has them, and a
+    line says so; the network still comes up."""
+    skipped = []
     for level, limit in ((1, 4096), (2, 8192), (3, 16384)):
-        sysctlTestAndSet('net.ipv6.neigh.default.gc_thresh%d' % level, limit)
+        name = 'net.ipv6.neigh.default.gc_thresh%d' % level
+        path = '/proc/sys/' + name.replace('.', '/')
+        if not os.path.exists(path):
+            skipped.append('%s (not in this network namespace)' % name)
+            continue
+        try:
+            sysctlTestAndSet(path, limit)
+        except OSError as err:
+            skipped.append('%s (%s)' % (name, err.strerror or err))
+    if skipped:
+        print('sliced_mininet: left the IPv6 neighbour table limits as they are: %s; '
+              'the table is shared with the host, so for a hundred hosts or more raise '
+              'them there (sysctl -w net.ipv6.neigh.default.gc_thresh3=16384 and '
+              'gc_thresh1/2 to 4096/8192)' % ', '.join(skipped), file=sys.stderr)
 
 
 def configure_hosts(net):
@@ -284,6 +377,11 @@ def main():
         if unknown:
             raise SystemExit('sliced_mininet: slice %s: no host %s in %s' % (
                 name, ', '.join(unknown), args.topo))
+    api = Api(args.api)
+    # Without --slice the names are the default ones, red and blue. With --no-slices a
+    # leftover slice on the switches' ports still counts: its hosts would talk.
+    names = [] if args.no_slices else (args.slice or [('red', []), ('blue', [])])
+    leftovers = check_leftovers(api, names, switch_dpids(topo), args.replace)
     protocol, ip, port = args.controller
     net = Mininet(topo=topo, build=False, autoSetMacs=True,
                   switch=partial(OVSSwitch, datapath='user',
@@ -298,7 +396,8 @@ def main():
         if not wait_connected(net, signals):
             return
         slices = [] if args.no_slices else (args.slice or default_slices(net))
-        make_slices(net, Api(args.api), slices)
+        delete_leftovers(api, leftovers)
+        make_slices(net, api, slices)
         for name, members in slices:
             print('slice %s: %s' % (name, ' '.join(members) or '(no host)'))
         if args.describe:

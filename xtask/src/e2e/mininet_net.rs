@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context};
 use serde_json::Value;
 
+use super::ovs::Ovs;
 use super::stage::Stage;
 use super::sys::{self, Daemon};
 
@@ -180,6 +181,8 @@ pub(super) struct Mininet {
     process: Option<Daemon>,
     stdin: Option<ChildStdin>,
     log: PathBuf,
+    /// The network namespace the script runs in, when not the lab's own.
+    netns: Option<String>,
     /// The switches' names once known: their interfaces must go with the network.
     pub switches: Vec<String>,
 }
@@ -189,17 +192,33 @@ impl Mininet {
     /// vSwitch (so that Mininet's ovs-vsctl goes there), its output in the stage's
     /// directory.
     pub(super) fn start(stage: &mut Stage, args: &[String]) -> anyhow::Result<Mininet> {
+        let ovs = stage.ovs();
+        Mininet::start_on(stage, ovs, None, args)
+    }
+
+    /// [`Mininet::start`] on another Open vSwitch, in the network namespace it runs in
+    /// (`netns`, as the script runs in a container).
+    pub(super) fn start_on(
+        stage: &mut Stage,
+        ovs: &Ovs,
+        netns: Option<&str>,
+        args: &[String],
+    ) -> anyhow::Result<Mininet> {
         let script = crate::workspace_root().join(SCRIPT);
         let log = stage.dir().join("mininet.log");
+        let within = netns
+            .map(|ns| format!("ip netns exec {ns} "))
+            .unwrap_or_default();
         stage.step(format!(
-            "{} {}  (log: {})",
+            "{within}{} {}  (log: {})",
             SCRIPT,
             args.join(" "),
             log.display()
         ));
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut command = stage.ovs().command(&script.display().to_string(), args);
+        // Ovs::command runs it in the instance's namespace.
+        let mut command = ovs.command(&script.display().to_string(), args);
         command
             .stdin(Stdio::piped())
             .stdout(log_file.try_clone()?)
@@ -209,6 +228,7 @@ impl Mininet {
             stdin: process.stdin(),
             process: Some(process),
             log,
+            netns: netns.map(str::to_owned),
             switches: Vec::new(),
         })
     }
@@ -222,6 +242,11 @@ impl Mininet {
             );
         }
         Ok(())
+    }
+
+    /// Everything the script printed so far.
+    pub(super) fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     pub(super) fn log_tail(&self, lines: usize) -> String {
@@ -270,20 +295,42 @@ impl Mininet {
         }
     }
 
-    /// The interfaces of its switches still in the root namespace.
+    /// The interfaces of its switches still in its namespace.
     fn leftovers(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir("/sys/class/net") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        interfaces(self.netns.as_deref())
+            .into_iter()
             .filter(|name| {
                 let switch = name.split("-eth").next().unwrap_or(name);
                 self.switches.iter().any(|s| s == switch)
             })
             .collect()
     }
+}
+
+/// The names of the interfaces in `netns` (None: the lab's own namespace).
+pub(super) fn interfaces(netns: Option<&str>) -> Vec<String> {
+    let Some(netns) = netns else {
+        let Ok(entries) = std::fs::read_dir("/sys/class/net") else {
+            return Vec::new();
+        };
+        return entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .collect();
+    };
+    let listing = sys::output_always(&mut sys::command(
+        "ip",
+        &["-o", "-n", netns, "link", "show"],
+    ));
+    let Ok(listing) = listing else {
+        return Vec::new();
+    };
+    // Lines look like `12: s1-eth1@if11: <BROADCAST,...> ...`.
+    String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter_map(|line| line.split(": ").nth(1))
+        .map(|name| name.split('@').next().unwrap_or(name).to_owned())
+        .collect()
 }
 
 impl Drop for Mininet {

@@ -16,6 +16,7 @@ pub(crate) mod lldp;
 mod meter;
 mod mininet;
 mod mininet_net;
+mod mininet_netns;
 mod mininet_tables;
 mod net;
 mod ofmsg_log;
@@ -732,7 +733,15 @@ mod tests {
             .filter(|s| s.needs_mininet)
             .map(|s| s.name)
             .collect();
-        assert_eq!(needing, ["mininet-tree", "mininet-linear", "mininet-torus"]);
+        assert_eq!(
+            needing,
+            [
+                "mininet-tree",
+                "mininet-linear",
+                "mininet-torus",
+                "mininet-netns"
+            ]
+        );
         assert!(SCENARIOS
             .iter()
             .filter(|s| s.needs_mininet)

@@ -73,6 +73,9 @@ pub(super) fn missing_parts() -> Vec<String> {
 /// A running private Open vSwitch. Dropping it stops both daemons.
 pub(super) struct Ovs {
     dir: PathBuf,
+    /// The network namespace both daemons and every command run in (`ip netns exec`),
+    /// when not the lab's own.
+    netns: Option<String>,
     // Field order is drop order: the switch daemon goes before its database.
     vswitchd: Daemon,
     ovsdb: Daemon,
@@ -81,12 +84,21 @@ pub(super) struct Ovs {
 impl Ovs {
     /// Creates a database in `dir` and starts both daemons on it.
     pub(super) fn start(dir: &Path) -> anyhow::Result<Ovs> {
+        Self::start_in(dir, None)
+    }
+
+    /// [`Ovs::start`] inside the network namespace `netns`, as Open vSwitch runs in a
+    /// container: its userspace datapath and the ports it opens are that namespace's.
+    /// Not the lab's instance: the emergency clean-up stops it by pid and removes the
+    /// namespace (and with it the datapath's tap).
+    pub(super) fn start_in(dir: &Path, netns: Option<&str>) -> anyhow::Result<Ovs> {
+        let command = |program: &str, args: &[String]| in_netns(netns, program, args);
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let db_file = dir.join("conf.db");
         let schema = Path::new(PKGDATADIR).join("vswitch.ovsschema");
         sys::run(&mut with_env(
             dir,
-            sys::command(
+            command(
                 "ovsdb-tool",
                 &["create".into(), path_arg(&db_file), path_arg(&schema)],
             ),
@@ -95,7 +107,7 @@ impl Ovs {
         let mut ovsdb = Daemon::spawn(
             &mut quiet(with_env(
                 dir,
-                sys::command(
+                command(
                     "ovsdb-server",
                     &[
                         path_arg(&db_file),
@@ -120,9 +132,14 @@ impl Ovs {
             }
             let init = &mut with_env(
                 dir,
-                sys::command(
+                command(
                     "ovs-vsctl",
-                    &[db.as_str(), "--no-wait", "--timeout=2", "init"],
+                    &[
+                        db.clone(),
+                        "--no-wait".into(),
+                        "--timeout=2".into(),
+                        "init".into(),
+                    ],
                 ),
             );
             Ok(sys::succeeds(init)?.then_some(()))
@@ -137,7 +154,7 @@ impl Ovs {
         // The userspace datapath owns a tap named `ovs-netdev`, one per network namespace:
         // a second userspace ovs-vswitchd (another lab, a benchmark, the system's own with
         // netdev bridges) would take it, and bridges would get no ports.
-        if sys::link_exists(sys::NETDEV_TAP) {
+        if netns.is_none() && sys::link_exists(sys::NETDEV_TAP) {
             if let Some(pid) = sys::other_vswitchd() {
                 bail!(
                     "another ovs-vswitchd (pid {pid}) runs a userspace datapath here (it holds \
@@ -150,7 +167,7 @@ impl Ovs {
         let mut vswitchd = Daemon::spawn(
             &mut quiet(with_env(
                 dir,
-                sys::command(
+                command(
                     "ovs-vswitchd",
                     &[
                         format!("unix:{}", dir.join("db.sock").display()),
@@ -164,7 +181,9 @@ impl Ovs {
             "ovs-vswitchd",
         )?;
         let ctl = dir.join("ovs-vswitchd.ctl");
-        sys::set_vswitchd_ctl(Some(ctl.clone()));
+        if netns.is_none() {
+            sys::set_vswitchd_ctl(Some(ctl.clone()));
+        }
         let ready = sys::poll(Duration::from_secs(10), Duration::from_millis(20), || {
             if let Some(status) = vswitchd.exited() {
                 bail!(
@@ -174,7 +193,7 @@ impl Ovs {
             }
             let version = &mut with_env(
                 dir,
-                sys::command(
+                command(
                     "ovs-appctl",
                     &["-t".into(), path_arg(&ctl), "version".into()],
                 ),
@@ -189,6 +208,7 @@ impl Ovs {
         }
         Ok(Ovs {
             dir: dir.to_owned(),
+            netns: netns.map(str::to_owned),
             vswitchd,
             ovsdb,
         })
@@ -213,7 +233,7 @@ impl Ovs {
 
     /// A command with this instance's environment.
     pub(super) fn command<S: AsRef<std::ffi::OsStr>>(&self, program: &str, args: &[S]) -> Command {
-        with_env(&self.dir, sys::command(program, args))
+        with_env(&self.dir, in_netns(self.netns.as_deref(), program, args))
     }
 
     /// Shell lines that point the OVS tools at this instance, for an operator.
@@ -304,8 +324,23 @@ impl Drop for Ovs {
         if sys::output_always(&mut exit).is_ok_and(|out| out.status.success()) {
             sys::wait_gone(self.vswitchd.pid(), Duration::from_secs(5));
         }
-        sys::set_vswitchd_ctl(None);
+        if self.netns.is_none() {
+            sys::set_vswitchd_ctl(None);
+        }
         // The daemons' own Drop stops whatever still runs.
+    }
+}
+
+/// `program args`, or `ip netns exec <netns> program args` (which execs the program: the
+/// pid spawned is the program's).
+fn in_netns<S: AsRef<std::ffi::OsStr>>(netns: Option<&str>, program: &str, args: &[S]) -> Command {
+    match netns {
+        None => sys::command(program, args),
+        Some(netns) => {
+            let mut command = sys::command("ip", &["netns", "exec", netns, program]);
+            command.args(args);
+            command
+        }
     }
 }
 

@@ -22,7 +22,14 @@ pub(super) struct Proxy {
 impl Proxy {
     /// A proxy to `target` on a free loopback port, forwarding until cut.
     pub(super) fn start(target: SocketAddr) -> anyhow::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("a proxy port")?;
+        Self::start_on(
+            TcpListener::bind("127.0.0.1:0").context("a proxy port")?,
+            target,
+        )
+    }
+
+    /// A proxy to `target` on a listener bound elsewhere (in another network namespace).
+    pub(super) fn start_on(listener: TcpListener, target: SocketAddr) -> anyhow::Result<Proxy> {
         listener.set_nonblocking(true)?;
         let proxy = Proxy {
             addr: listener.local_addr()?,

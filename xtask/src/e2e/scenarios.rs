@@ -230,4 +230,14 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_etcd: false,
         needs_mininet: true,
     },
+    Scenario {
+        name: "mininet-netns",
+        about: "sliced_mininet.py in a second network namespace (as in a container) with \
+                an Open vSwitch there: refuses over leftover slices, names them; with \
+                --replace it replaces them, comes up and pings as it printed",
+        run: super::mininet_netns::mininet_netns,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: true,
+    },
 ];

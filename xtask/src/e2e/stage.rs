@@ -103,6 +103,12 @@ impl<'a> Stage<'a> {
         Ok(())
     }
 
+    /// The stage's certificates, once it runs over TLS (for an Open vSwitch the stage does
+    /// not manage).
+    pub(super) fn pki(&self) -> Option<&LabPki> {
+        self.tls.as_ref()
+    }
+
     pub(super) fn dir(&self) -> &Path {
         &self.dir
     }
@@ -152,6 +158,12 @@ impl<'a> Stage<'a> {
         let text = text.into();
         println!("      {text}");
         self.steps.push(text);
+    }
+
+    /// The run's prefix, for a namespace or interface the stage does not make itself
+    /// (the sweep removes whatever carries it).
+    pub(super) fn prefix(&self) -> &'a str {
+        self.lab.prefix
     }
 
     /// The lab's private Open vSwitch, for a network the stage does not build itself.
