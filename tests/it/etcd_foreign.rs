@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use slice_etcd::test_server::LocalEtcd;
 
 use crate::common::switch::eventually;
-use crate::common::{agent, status_json, Daemon};
+use crate::common::{agent, metric, status_json, Daemon};
 
 /// Longer than a change takes to reach an instance on a loaded machine.
 const PROPAGATION: Duration = Duration::from_secs(20);
@@ -67,19 +67,6 @@ fn served(daemon: &Daemon) -> Value {
         })
         .collect();
     Value::Array(slices)
-}
-
-/// The sample `name` in the daemon's `GET /metrics`.
-fn metric(daemon: &Daemon, name: &str) -> Option<f64> {
-    let text = agent()
-        .get(&daemon.url("/metrics"))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .map(|value| value.trim().parse().unwrap())
 }
 
 /// What the controller holds, as `GET /metrics` counts it: slices, bound ports, bound MAC

@@ -176,15 +176,32 @@ impl LogLimiter {
 
     /// Counts `events`; returns how many to report when a line is due now.
     pub fn note(&mut self, events: u64, now: Instant) -> Option<u64> {
+        self.count(events);
+        self.due(now)
+    }
+
+    /// Counts `events` without asking for a line.
+    pub fn count(&mut self, events: u64) {
         self.unlogged = self.unlogged.saturating_add(events);
+    }
+
+    /// How many events to report when some are counted and a line is due now; a caller
+    /// that asks on a timer of [`Self::every`] reports every event within two periods,
+    /// even when no later event comes to carry the line.
+    pub fn due(&mut self, now: Instant) -> Option<u64> {
         let due = self.last_line.map_or(true, |last| {
             now.saturating_duration_since(last) >= self.every
         });
-        if !due {
+        if !due || self.unlogged == 0 {
             return None;
         }
         self.last_line = Some(now);
         Some(std::mem::take(&mut self.unlogged))
+    }
+
+    /// The least time between two lines.
+    pub fn every(&self) -> Duration {
+        self.every
     }
 }
 
@@ -299,5 +316,17 @@ mod tests {
             assert_eq!(log.note(2, start + Duration::from_secs(second)), None);
         }
         assert_eq!(log.note(1, start + Duration::from_secs(10)), Some(19));
+    }
+
+    #[test]
+    fn counted_events_are_reported_on_the_next_due_check_without_a_later_event() {
+        let start = Instant::now();
+        let mut log = LogLimiter::new(Duration::from_secs(10));
+        assert_eq!(log.note(1, start), Some(1));
+        log.count(633);
+        assert_eq!(log.due(start + Duration::from_secs(5)), None);
+        assert_eq!(log.due(start + Duration::from_secs(10)), Some(633));
+        // Nothing counted since: no line, however late.
+        assert_eq!(log.due(start + Duration::from_secs(60)), None);
     }
 }

@@ -51,6 +51,8 @@ pub struct ControllerMetrics {
     pub paths_deleted: Counter,
     /// FLOW_MODs switches refused because a table was full.
     pub flow_mods_table_full: Counter,
+    /// OpenFlow connections closed as soon as accepted, at the cap of open connections.
+    pub switch_connections_refused: Counter,
     link_up: Counter,
     link_down: Counter,
 }
@@ -117,6 +119,11 @@ impl ControllerMetrics {
                 registry,
                 "flow_mods_table_full",
                 "FLOW_MODs switches refused because a flow table was full",
+            ),
+            switch_connections_refused: counter(
+                registry,
+                "switch_connections_refused",
+                "OpenFlow connections closed as soon as accepted, at the cap of open connections",
             ),
             link_up,
             link_down,

@@ -342,6 +342,20 @@ pub(crate) fn slice(data_dir: &Path, args: &[&str]) -> Output {
         .expect("slice runs")
 }
 
+/// The sample `name` (a metric's whole name with its suffix, no labels) in the daemon's
+/// `GET /metrics`, or None when it has none.
+pub(crate) fn metric(daemon: &Daemon, name: &str) -> Option<f64> {
+    let text = agent()
+        .get(&daemon.url("/metrics"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .map(|value| value.trim().parse().unwrap())
+}
+
 /// An HTTP agent that does not turn 4xx/5xx into errors and keeps cookies.
 pub(crate) fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()

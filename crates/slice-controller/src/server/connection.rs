@@ -44,26 +44,45 @@ pub(super) async fn accept_switches(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut refusals = LogLimiter::default();
+    // A refusal is reported within a report period even when no later one comes to
+    // carry the line.
+    let mut report = tokio::time::interval(refusals.every());
+    report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let session_config = Arc::new(config.session());
     loop {
+        // A place among the handshakes is taken before the accept, not after: at the cap,
+        // switches wait in the listen backlog, where their own connection attempt keeps
+        // waiting, and go through as places free, instead of being reset and coming back
+        // on their backoff (a cold start of hundreds of switches became a storm of
+        // resets). Memory stays bounded by the cap, and by the kernel's backlog.
+        let handshaking = tokio::select! {
+            permit = Arc::clone(&caps.handshaking).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                // The semaphore is never closed; if it were, accepting is over.
+                Err(_) => return,
+            },
+            _ = stopped.changed() => return,
+            _ = report.tick() => {
+                report_refusals(&mut refusals, &caps, None);
+                continue;
+            }
+        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stopped.changed() => return,
+            _ = report.tick() => {
+                report_refusals(&mut refusals, &caps, None);
+                continue;
+            }
         };
         match accepted {
             Ok((stream, peer)) => {
-                let Some((open, handshaking)) = caps.admit() else {
+                let Ok(open) = Arc::clone(&caps.open).try_acquire_owned() else {
                     // Dropping the stream closes it before it costs a task or a buffer.
                     drop(stream);
-                    if let Some(count) = refusals.note(1, Instant::now()) {
-                        log::warn!(
-                            "OpenFlow connection from {peer} closed: at the cap of {} \
-                             connections or {} in their handshake ({count} refused since \
-                             the last report)",
-                            caps.max_open,
-                            caps.max_handshaking
-                        );
-                    }
+                    config.metrics.switch_connections_refused.inc();
+                    refusals.count(1);
+                    report_refusals(&mut refusals, &caps, Some(peer));
                     continue;
                 };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
@@ -104,13 +123,26 @@ pub(super) async fn accept_switches(
     }
 }
 
+/// Logs the refusals counted since the last line, when one is due (at most one line a
+/// [`LogLimiter`] period); `peer` is the one just refused, if a refusal prompted this.
+fn report_refusals(refusals: &mut LogLimiter, caps: &ConnectionCaps, peer: Option<SocketAddr>) {
+    let Some(count) = refusals.due(Instant::now()) else {
+        return;
+    };
+    let last = peer.map_or_else(String::new, |peer| format!(", the last from {peer}"));
+    log::warn!(
+        "{count} OpenFlow connection(s) closed at once since the last report{last}: at the \
+         cap of {} open connections (max_switch_connections)",
+        caps.max_open
+    );
+}
+
 /// The caps on OpenFlow connections, shared by both listeners.
 #[derive(Clone)]
 pub(super) struct ConnectionCaps {
     open: Arc<Semaphore>,
     handshaking: Arc<Semaphore>,
     max_open: usize,
-    max_handshaking: usize,
 }
 
 impl ConnectionCaps {
@@ -131,15 +163,7 @@ impl ConnectionCaps {
             open: Arc::new(Semaphore::new(max_open)),
             handshaking: Arc::new(Semaphore::new(max_handshaking)),
             max_open,
-            max_handshaking,
         }
-    }
-
-    /// A place for a new connection and for its handshake, or None at either cap.
-    fn admit(&self) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
-        let open = Arc::clone(&self.open).try_acquire_owned().ok()?;
-        let handshaking = Arc::clone(&self.handshaking).try_acquire_owned().ok()?;
-        Some((open, handshaking))
     }
 }
 
