@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix_web::http::header::HeaderName;
 use serde::Deserialize;
-use slice_http::{OidcConfig, ProxyAuth, Role, RoleMapping};
+use slice_http::{ClientAuth, OidcConfig, ProxyAuth, Role, RoleMapping};
 
 use super::Args;
 
@@ -61,6 +61,8 @@ struct OidcFile {
     redirect_url: String,
     scopes: Option<Vec<String>>,
     role_claim: Option<String>,
+    /// `client_secret_basic` or `client_secret_post`; unset, the provider's first.
+    token_endpoint_auth_method: Option<String>,
 }
 
 impl AuthFile {
@@ -99,6 +101,18 @@ impl AuthFile {
                 file.redirect_url
             )
         })?;
+        let token_endpoint_auth = file
+            .token_endpoint_auth_method
+            .as_deref()
+            .map(|name| {
+                ClientAuth::parse(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "auth.oidc.token_endpoint_auth_method must be \"client_secret_basic\" \
+                         or \"client_secret_post\", not {name:?}"
+                    )
+                })
+            })
+            .transpose()?;
         let config = OidcConfig {
             issuer: file.issuer.clone(),
             client_id: file.client_id.clone(),
@@ -110,6 +124,7 @@ impl AuthFile {
                 .clone()
                 .unwrap_or_else(|| OidcConfig::DEFAULT_ROLE_CLAIM.into()),
             roles: self.roles()?,
+            token_endpoint_auth,
         };
         config.check().map_err(anyhow::Error::msg)?;
         Ok(Some(config))
@@ -317,5 +332,16 @@ mod tests {
             assert!(err.contains("auth.oidc.redirect_url"), "{err}");
         }
         assert!(parse("").oidc().unwrap().is_none());
+        let with_method = |method: &str| {
+            parse(&format!(
+                r#"oidc = {{ issuer = "https://id.example.com", client_id = "sliced", client_secret_file = "{}", redirect_url = "https://sliced.example.com/auth/oidc/callback", token_endpoint_auth_method = "{method}" }}"#,
+                secret.display()
+            ))
+            .oidc()
+        };
+        let post = with_method("client_secret_post").unwrap().unwrap();
+        assert_eq!(post.token_endpoint_auth, Some(ClientAuth::Post));
+        let err = with_method("private_key_jwt").unwrap_err().to_string();
+        assert!(err.contains("auth.oidc.token_endpoint_auth_method"), "{err}");
     }
 }

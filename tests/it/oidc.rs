@@ -5,6 +5,7 @@
 //! real provider never would, which the daemon must refuse. `hostile` is what anyone who
 //! reaches the daemon, or a provider that stalls, can try.
 
+mod client;
 mod hostile;
 
 use std::io::{BufRead, BufReader};
@@ -28,6 +29,23 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc")
 }
 
+/// The client the provider registers: its secret and how it authenticates at the token
+/// endpoint (`client_secret_basic` unless said otherwise).
+#[derive(Clone, Copy)]
+pub(crate) struct Registered<'a> {
+    pub secret: &'a str,
+    pub auth_method: &'a str,
+}
+
+impl Default for Registered<'_> {
+    fn default() -> Self {
+        Self {
+            secret: CLIENT_SECRET,
+            auth_method: "client_secret_basic",
+        }
+    }
+}
+
 /// The provider, run by node, stopped when dropped.
 pub(crate) struct Provider {
     child: Child,
@@ -39,6 +57,15 @@ impl Provider {
     /// (the test skips) without node or the installed fixture, except in CI, where the
     /// test fails and says what to install.
     pub(crate) fn start(addr: SocketAddr, redirect_url: &str) -> Option<Self> {
+        Self::start_for(addr, redirect_url, Registered::default())
+    }
+
+    /// The provider with `client` registered.
+    pub(crate) fn start_for(
+        addr: SocketAddr,
+        redirect_url: &str,
+        client: Registered<'_>,
+    ) -> Option<Self> {
         let installed = fixture_dir().join("node_modules/oidc-provider").is_dir();
         let node = Command::new("node").arg("--version").output().is_ok();
         if !(installed && node) {
@@ -53,7 +80,7 @@ impl Provider {
         // CI once saw a start fail there. What node said goes into the failure.
         let mut said = String::new();
         for _ in 0..3 {
-            match Self::spawn(addr, redirect_url) {
+            match Self::spawn(addr, redirect_url, client) {
                 Ok(child) => return Some(Self { child, addr }),
                 Err(stderr) => {
                     said = stderr;
@@ -65,13 +92,18 @@ impl Provider {
     }
 
     /// node running the provider, once it said it listens; else what it wrote on stderr.
-    fn spawn(addr: SocketAddr, redirect_url: &str) -> Result<Child, String> {
+    fn spawn(
+        addr: SocketAddr,
+        redirect_url: &str,
+        client: Registered<'_>,
+    ) -> Result<Child, String> {
         let errors = tempfile::NamedTempFile::new().expect("a file for node's stderr");
         let mut child = Command::new("node")
             .arg(fixture_dir().join("provider.js"))
             .arg(addr.port().to_string())
             .arg(redirect_url)
-            .arg(CLIENT_SECRET)
+            .arg(client.secret)
+            .arg(client.auth_method)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(errors.reopen().expect("node's stderr file"))
@@ -174,9 +206,21 @@ impl Sliced {
 
     /// Started with `extra` arguments, logging as `filter` says.
     fn start_with(http: SocketAddr, issuer: &str, extra: &[&str], filter: &str) -> Self {
+        Self::start_as(http, issuer, extra, filter, CLIENT_SECRET, "")
+    }
+
+    /// Started with `client_secret` and `oidc_keys` (more lines of `[auth.oidc]`).
+    pub(crate) fn start_as(
+        http: SocketAddr,
+        issuer: &str,
+        extra: &[&str],
+        filter: &str,
+        client_secret: &str,
+        oidc_keys: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("a directory for the daemon");
         let secret = dir.path().join("client-secret");
-        std::fs::write(&secret, format!("  {CLIENT_SECRET}\n")).expect("the secret is written");
+        std::fs::write(&secret, format!("  {client_secret}\n")).expect("the secret is written");
         std::fs::set_permissions(
             &secret,
             <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
@@ -201,6 +245,7 @@ issuer = "{issuer}"
 client_id = "sliced"
 client_secret_file = "{secret}"
 redirect_url = "http://{http}/auth/oidc/callback"
+{oidc_keys}
 "#,
                 secret = secret.display()
             ),

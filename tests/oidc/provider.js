@@ -1,9 +1,12 @@
 // The OpenID provider the tests log in through: panva's certified oidc-provider, with
 // one confidential client that must use PKCE and three accounts.
 //
-//   node provider.js PORT REDIRECT_URI CLIENT_SECRET
+//   node provider.js PORT REDIRECT_URI CLIENT_SECRET [AUTH_METHOD]
 //
-// It listens on 127.0.0.1:PORT (issuer http://127.0.0.1:PORT) and prints "listening"
+// AUTH_METHOD is how the client must authenticate at the token endpoint,
+// client_secret_basic by default; with client_secret_post the discovery document lists
+// that method first, as django-oidc-provider's does, and a token request with HTTP Basic
+// is refused with invalid_client (oidc-provider itself would take either). It listens on 127.0.0.1:PORT (issuer http://127.0.0.1:PORT) and prints "listening"
 // once it does. The development login page takes any password; the account is the login
 // name. Consent is granted without a page (a first-party client), so a login is one form.
 //
@@ -23,9 +26,10 @@ import { createServer } from 'node:http';
 import { createSign, generateKeyPairSync } from 'node:crypto';
 import Provider from 'oidc-provider';
 
-const [port, redirectUri, clientSecret] = process.argv.slice(2);
-if (!port || !redirectUri || !clientSecret) {
-  console.error('usage: node provider.js PORT REDIRECT_URI CLIENT_SECRET');
+const [port, redirectUri, clientSecret, authMethod = 'client_secret_basic'] = process.argv.slice(2);
+const authMethods = ['client_secret_basic', 'client_secret_post'];
+if (!port || !redirectUri || !clientSecret || !authMethods.includes(authMethod)) {
+  console.error('usage: node provider.js PORT REDIRECT_URI CLIENT_SECRET [client_secret_basic|client_secret_post]');
   process.exit(2);
 }
 const issuer = `http://127.0.0.1:${port}`;
@@ -60,8 +64,10 @@ const provider = new Provider(issuer, {
     redirect_uris: [redirectUri],
     grant_types: ['authorization_code'],
     response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_basic',
+    token_endpoint_auth_method: authMethod,
   }],
+  // The advertised methods, the client's own first.
+  clientAuthMethods: [authMethod, ...authMethods.filter((method) => method !== authMethod)],
   pkce: { required: () => true },
   jwks: { keys: [providerKey.jwk] },
   cookies: { keys: ['sliced-oidc-fixture-cookie-key'] },
@@ -172,6 +178,14 @@ createServer((req, res) => {
   } else if (req.method === 'GET' && url.pathname === '/test/held') {
     res.setHeader('Content-Type', 'application/json');
     res.end(JSON.stringify(held));
+  } else if (authMethod === 'client_secret_post' && req.method === 'POST'
+      && url.pathname === '/token' && req.headers.authorization !== undefined) {
+    res.statusCode = 401;
+    res.setHeader('Content-Type', 'application/json');
+    res.end(JSON.stringify({
+      error: 'invalid_client',
+      error_description: 'this client authenticates with client_secret_post',
+    }));
   } else if (holdNextToken && req.method === 'POST' && url.pathname === '/token') {
     holdNextToken = false;
     held.open += 1;

@@ -14,6 +14,13 @@
 //! vouches for (a session of any role, a trusted proxy's user, the local socket), as
 //! `/cluster` gives the store's health to whoever may read it.
 //!
+//! An OpenID provider that cannot be reached, or that refuses the daemon's client, leaves
+//! the daemon ready (a load balancer that took it out would cut off the API for every
+//! requester who needs no new login) but degraded: the answer names `oidc` under
+//! `degraded`, and its check says why to a vouched requester. It is what the last
+//! exchange with the provider showed (see `Oidc::trouble`), so it costs the provider
+//! nothing more than the discovery a failed one is retried with.
+//!
 //! A probe must not load what it probes, so the store is probed at most once per
 //! [`READINESS_CACHE`]: one request probes, on a blocking thread and bounded by
 //! [`PROBE_TIMEOUT`], while the others that come meanwhile wait for its outcome and share
@@ -62,6 +69,10 @@ pub struct Health {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Readiness {
     pub checks: Vec<(&'static str, Result<(), String>)>,
+    /// Parts that fail without making the daemon unready, and why: the OpenID provider,
+    /// without which nobody new logs in through it while the API still serves every
+    /// other requester (the local socket, a proxy's users, sessions already begun).
+    pub degraded: Vec<(&'static str, String)>,
 }
 
 impl Readiness {
@@ -70,13 +81,19 @@ impl Readiness {
     }
 
     /// The answer's body for anyone: `{"status": "ready"}` or `{"error": "not ready"}`,
-    /// which say nothing of the daemon's insides.
+    /// which say nothing of the daemon's insides but, under `degraded`, the names of the
+    /// parts that fail (never why).
     pub fn status_body(&self) -> Value {
-        if self.is_ready() {
+        let mut body = if self.is_ready() {
             json!({"status": "ready"})
         } else {
             json!({"error": "not ready"})
+        };
+        if !self.degraded.is_empty() {
+            let names: Vec<&str> = self.degraded.iter().map(|(name, _)| *name).collect();
+            body["degraded"] = json!(names);
         }
+        body
     }
 
     /// The answer's body for a requester something vouches for: `{"status": "ready",
@@ -94,12 +111,21 @@ impl Readiness {
                 ((*name).to_owned(), Value::String(said))
             })
             .collect();
-        match self.checks.iter().find(|(_, outcome)| outcome.is_err()) {
+        let mut checks = checks;
+        for (name, reason) in &self.degraded {
+            checks.insert((*name).to_owned(), json!(format!("degraded: {reason}")));
+        }
+        let mut body = match self.checks.iter().find(|(_, outcome)| outcome.is_err()) {
             Some((name, Err(reason))) => {
                 json!({"error": format!("not ready: {name}: {reason}"), "checks": checks})
             }
             _ => json!({"status": "ready", "checks": checks}),
+        };
+        if !self.degraded.is_empty() {
+            let names: Vec<&str> = self.degraded.iter().map(|(name, _)| *name).collect();
+            body["degraded"] = json!(names);
         }
+        body
     }
 }
 
@@ -133,7 +159,10 @@ impl Health {
             Ok(())
         };
         checks.push(("http", serving));
-        Readiness { checks }
+        Readiness {
+            checks,
+            degraded: Vec::new(),
+        }
     }
 
     async fn store_probe(&self, store: Arc<dyn SliceStore>) -> Result<(), String> {
@@ -175,7 +204,10 @@ async fn ready(
     store: web::Data<dyn SliceStore>,
     settings: web::Data<Settings>,
 ) -> HttpResponse {
-    let readiness = settings.health.readiness(store.into_inner()).await;
+    let mut readiness = settings.health.readiness(store.into_inner()).await;
+    if let Some(trouble) = settings.oidc.as_ref().and_then(|oidc| oidc.trouble()) {
+        readiness.degraded.push(("oidc", trouble));
+    }
     let status = if readiness.is_ready() {
         StatusCode::OK
     } else {
@@ -407,6 +439,27 @@ mod tests {
         );
         // Liveness is not readiness: a stopping daemon still lives.
         assert_eq!(get(&service, "/healthz").await.0, StatusCode::OK);
+    }
+
+    #[actix_web::test]
+    async fn a_degraded_part_leaves_the_daemon_ready_and_only_a_vouched_requester_learns_why() {
+        let readiness = Readiness {
+            checks: vec![("store", Ok(()))],
+            degraded: vec![("oidc", "the provider cannot be reached".into())],
+        };
+        assert!(readiness.is_ready());
+        assert_eq!(
+            readiness.status_body(),
+            json!({"status": "ready", "degraded": ["oidc"]})
+        );
+        assert_eq!(
+            readiness.body(),
+            json!({
+                "status": "ready",
+                "degraded": ["oidc"],
+                "checks": {"store": "ok", "oidc": "degraded: the provider cannot be reached"}
+            })
+        );
     }
 
     #[actix_web::test]

@@ -54,7 +54,7 @@ pub use head_guard::MAX_REQUEST_HEAD;
 pub use health::{Health, Readiness};
 pub use identity::{LocalPeer, ProxyAuth, Role, RoleMapping, User, DEFAULT_ROLE_SEPARATOR};
 pub use network::{NetworkView, ViewFuture, ViewKind};
-pub use oidc::{Oidc, OidcConfig, CALLBACK_PATH as OIDC_CALLBACK_PATH};
+pub use oidc::{ClientAuth, Oidc, OidcConfig, CALLBACK_PATH as OIDC_CALLBACK_PATH};
 pub use openapi::document as openapi_document;
 pub use slice_core::wire::{Credentials, ErrorBody, MacBody, PortBody, PortRequest, SliceBody};
 

@@ -35,7 +35,7 @@ use crate::auth;
 use crate::hangup::Hangup;
 use crate::identity::{Requester, Role, RoleMapping, User, Via};
 use crate::log_text;
-use crate::page::UI_PATH;
+use crate::page::{escape_html, UI_PATH};
 use crate::routing::Mount;
 use crate::{ApiError, Settings};
 
@@ -77,6 +77,38 @@ pub struct OidcConfig {
     /// The claim (a string or an array of strings) whose values give the role.
     pub role_claim: String,
     pub roles: RoleMapping,
+    /// How the daemon authenticates at the token endpoint; `None`: the first method the
+    /// provider's discovery document lists that the daemon can use, and HTTP Basic when
+    /// it lists none (the default of OpenID Connect Discovery).
+    pub token_endpoint_auth: Option<ClientAuth>,
+}
+
+/// How the client secret goes to the token endpoint (RFC 6749 section 2.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// `client_secret_basic`: HTTP Basic, of the form-urlencoded id and secret.
+    Basic,
+    /// `client_secret_post`: `client_id` and `client_secret` in the request body.
+    Post,
+}
+
+impl ClientAuth {
+    /// The method of its name in `token_endpoint_auth_method` (and in a discovery
+    /// document), if the daemon can use it.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "client_secret_basic" => Some(Self::Basic),
+            "client_secret_post" => Some(Self::Post),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Basic => "client_secret_basic",
+            Self::Post => "client_secret_post",
+        }
+    }
 }
 
 impl fmt::Debug for OidcConfig {
@@ -89,6 +121,7 @@ impl fmt::Debug for OidcConfig {
             .field("scopes", &self.scopes)
             .field("role_claim", &self.role_claim)
             .field("roles", &self.roles)
+            .field("token_endpoint_auth", &self.token_endpoint_auth)
             .finish()
     }
 }
@@ -188,6 +221,15 @@ impl Oidc {
         let _ = self.provider.discovered().await;
     }
 
+    /// Whether logins can work, as the last exchange with the provider showed: `Err`
+    /// says why not (it cannot be reached, or it refuses the daemon's client), for
+    /// `/readyz`. Asked while discovery has failed and its backoff is over, it starts
+    /// discovery again, so that the answer follows a provider that comes back although
+    /// nobody logs in; the backoff bounds how often probes can make it ask.
+    pub fn trouble(&self) -> Option<String> {
+        self.provider.trouble()
+    }
+
     /// Runs `work`, which waits on the provider, in one of the places for that, and only
     /// while the client is there to take the answer: a client that hangs up ends it.
     async fn on_provider<T>(
@@ -209,7 +251,7 @@ impl Oidc {
 }
 
 /// Why a login failed, and so its status: the browser's or the user's doing (400, 403),
-/// or the provider's (503).
+/// the provider's (503), or the daemon's own configuration (500).
 #[derive(Debug)]
 pub(crate) enum LoginError {
     /// A callback the daemon did not ask for, or a code the provider refused.
@@ -220,6 +262,10 @@ pub(crate) enum LoginError {
     Token(String),
     /// The provider cannot be reached, or answered nonsense.
     Provider(String),
+    /// The provider refuses the daemon itself (`invalid_client`, `unauthorized_client`
+    /// at the token endpoint): a wrong client secret or registration, so every login
+    /// fails until the operator fixes it.
+    Misconfigured(String),
     /// The ID token names a key the kept key set lacks: fetch it again, then decide.
     UnknownKey,
     /// Too many requests wait on the provider already.
@@ -237,6 +283,7 @@ impl From<LoginError> for ApiError {
                 "the OpenID provider's ID token was refused: {text}"
             )),
             LoginError::Provider(text) => Self::Unavailable(text),
+            LoginError::Misconfigured(text) => Self::Misconfigured(text),
             LoginError::UnknownKey => {
                 Self::Forbidden("the ID token is signed by a key the provider does not list".into())
             }
@@ -554,7 +601,13 @@ fn answer(req: &HttpRequest, err: ApiError, told: Told) -> HttpResponse {
     }
     let status = actix_web::ResponseError::status_code(&err);
     let text = err.to_string();
-    if status != StatusCode::NOT_FOUND {
+    if let ApiError::Misconfigured(_) = &err {
+        // Every login fails alike until the operator acts: a warning, whoever caused it.
+        log::warn!(
+            "OpenID Connect login impossible ({status}): {}",
+            log_text::escaped(&text, MAX_LOGGED_CHARS)
+        );
+    } else if status != StatusCode::NOT_FOUND {
         let level = match told {
             Told::Quietly => log::Level::Debug,
             Told::Loudly => log::Level::Info,
@@ -565,46 +618,51 @@ fn answer(req: &HttpRequest, err: ApiError, told: Told) -> HttpResponse {
             log_text::escaped(&text, MAX_LOGGED_CHARS)
         );
     }
-    if auth::wants_html(req) {
+    let mut response = if auth::wants_html(req) {
         crate::page::html_page()
-            .status(status)
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .body(error_page(&text))
     } else {
         HttpResponse::build(status)
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .json(slice_core::wire::ErrorBody { error: text })
+    };
+    response
+        .status(status)
+        .insert_header((header::CACHE_CONTROL, "no-store"));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // The provider is retried after a backoff of at most this long.
+        response.insert_header((header::RETRY_AFTER, provider::MAX_BACKOFF.as_secs()));
+    }
+    if auth::wants_html(req) {
+        response.body(error_page(status, &text))
+    } else {
+        response.json(slice_core::wire::ErrorBody { error: text })
     }
 }
 
-fn error_page(text: &str) -> String {
+/// The page a browser gets for a failed login: what went wrong in words for the person
+/// at the browser, and the daemon's reason below.
+fn error_page(status: StatusCode, reason: &str) -> String {
+    let (title, said) = match status {
+        StatusCode::SERVICE_UNAVAILABLE => (
+            "Login provider unreachable",
+            "The login provider cannot be reached just now, so nobody can log in through \
+             it. Try again in a minute; if it lasts, tell the operator of this daemon.",
+        ),
+        StatusCode::INTERNAL_SERVER_ERROR => (
+            "Login is misconfigured",
+            "The login provider refuses this daemon, so nobody can log in through it until \
+             the operator of this daemon fixes its settings. Trying again will not help.",
+        ),
+        _ => ("Login failed", "The login did not succeed."),
+    };
     let again = auth::login_returning_to(LOGIN_PATH, UI_PATH);
-    format!(
-        r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>sliced: login failed</title></head>
-<body><h1>Login failed</h1>
-<p id="reason">{}</p>
+    let body = format!(
+        r#"<p>{said}</p>
+<p id="status">{}</p>
 <p><a href="{}">Log in again</a></p>
-</body></html>
 "#,
-        escape_html(text),
+        escape_html(reason),
         escape_html(&again)
-    )
-}
-
-fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
+    );
+    crate::page::document(title, &body)
 }
 
 #[cfg(test)]
@@ -622,6 +680,7 @@ mod tests {
             scopes: None,
             role_claim: "groups".into(),
             roles: RoleMapping::default(),
+            token_endpoint_auth: None,
         }
     }
 
@@ -708,7 +767,10 @@ mod tests {
 
     #[test]
     fn the_error_page_escapes_what_it_quotes() {
-        let page = error_page("<script>alert('x')</script> & \"more\"");
+        let page = error_page(
+            StatusCode::BAD_REQUEST,
+            "<script>alert('x')</script> & \"more\"",
+        );
         assert!(
             page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;more&quot;")
         );

@@ -246,6 +246,7 @@ mod tests {
             scopes: None,
             role_claim: "groups".into(),
             roles: crate::RoleMapping::default(),
+            token_endpoint_auth: None,
         };
         Arc::new(crate::Oidc::new(config).expect("a valid configuration"))
     }

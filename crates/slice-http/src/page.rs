@@ -26,3 +26,42 @@ pub(crate) fn html_page() -> HttpResponseBuilder {
         .insert_header((header::REFERRER_POLICY, "no-referrer"));
     response
 }
+
+/// A page of the daemon's own besides the view (a login form, why a login failed, why a
+/// request was refused): `body` (markup, its text already escaped) under `title`, with the
+/// view's stylesheet and header so that it looks like the rest of the daemon. The policy
+/// above allows no inline style, hence the stylesheet.
+pub(crate) fn document(title: &str, body: &str) -> String {
+    let title = escape_html(title);
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>sliced: {title}</title>
+<link rel="stylesheet" href="{UI_PATH}/style.css">
+</head>
+<body>
+<header><h1>sliced</h1></header>
+<main><section>
+<h2>{title}</h2>
+{body}</section></main>
+</body></html>
+"#
+    )
+}
+
+/// `text` as HTML text or an attribute value: nothing of it can become markup.
+pub(crate) fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}

@@ -17,13 +17,13 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use openidconnect::core::{
-    CoreAuthDisplay, CoreAuthPrompt, CoreErrorResponseType, CoreGenderClaim, CoreJsonWebKey,
-    CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm,
+    CoreAuthDisplay, CoreAuthPrompt, CoreClientAuthMethod, CoreErrorResponseType, CoreGenderClaim,
+    CoreJsonWebKey, CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm,
     CoreProviderMetadata, CoreRevocableToken, CoreRevocationErrorResponse,
     CoreTokenIntrospectionResponse, CoreTokenType,
 };
 use openidconnect::{
-    reqwest, AccessToken, AccessTokenHash, AdditionalClaims, AuthorizationCode,
+    reqwest, AccessToken, AccessTokenHash, AdditionalClaims, AuthType, AuthorizationCode,
     ClaimsVerificationError, Client, ClientId, ClientSecret, EmptyExtraTokenFields,
     EndpointMaybeSet, EndpointNotSet, EndpointSet, IdToken, IdTokenFields, IssuerUrl, Nonce,
     OAuth2TokenResponse, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope,
@@ -33,7 +33,8 @@ use openidconnect::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{LoginError, OidcConfig};
+use super::{ClientAuth, LoginError, OidcConfig, MAX_QUOTED_CHARS};
+use crate::log_text;
 
 /// The claims of an ID token or userinfo answer beyond the standard ones: the role claim
 /// is among them, under the name the configuration gives it.
@@ -114,7 +115,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(12);
 /// The wait after a failed discovery before the next is tried, doubled per failure...
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// ...up to this.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The least time between two fetches of the key set for an unknown key, after the first:
 /// a provider naming a key it does not list must not make every login fetch it again.
@@ -125,21 +126,34 @@ pub(super) struct Discovered {
     metadata: CoreProviderMetadata,
     client: ProviderClient,
     scopes: Vec<Scope>,
+    /// How the client authenticates at the token endpoint.
+    auth: ClientAuth,
 }
 
 impl Discovered {
     fn new(metadata: CoreProviderMetadata, config: &OidcConfig) -> Self {
+        let auth = client_auth(
+            config.token_endpoint_auth,
+            metadata.token_endpoint_auth_methods_supported(),
+        );
+        // The crate form-urlencodes the id and the secret before Basic encodes them, as
+        // RFC 6749 2.3.1 says (a secret with `+`, `/` or `=` depends on it).
         let client = ProviderClient::from_provider_metadata(
             metadata.clone(),
             ClientId::new(config.client_id.clone()),
             Some(ClientSecret::new(config.client_secret.clone())),
         )
-        .set_redirect_uri(RedirectUrl::from_url(config.redirect_url.clone()));
+        .set_redirect_uri(RedirectUrl::from_url(config.redirect_url.clone()))
+        .set_auth_type(match auth {
+            ClientAuth::Basic => AuthType::BasicAuth,
+            ClientAuth::Post => AuthType::RequestBody,
+        });
         let scopes = scopes_to_ask(config, metadata.scopes_supported().map(Vec::as_slice));
         Self {
             metadata,
             client,
             scopes,
+            auth,
         }
     }
 
@@ -151,6 +165,25 @@ impl Discovered {
     pub(super) fn scopes(&self) -> &[Scope] {
         &self.scopes
     }
+}
+
+/// The configured method; or else the first of the provider's list that the daemon can
+/// use; or else HTTP Basic, which a provider that lists nothing must take (OpenID Connect
+/// Discovery 1.0, section 3). A provider that lists methods but neither of these gets
+/// Basic too: its token endpoint then says `invalid_client`, which the log shows.
+fn client_auth(
+    configured: Option<ClientAuth>,
+    supported: Option<&Vec<CoreClientAuthMethod>>,
+) -> ClientAuth {
+    configured
+        .or_else(|| {
+            supported?.iter().find_map(|method| match method {
+                CoreClientAuthMethod::ClientSecretBasic => Some(ClientAuth::Basic),
+                CoreClientAuthMethod::ClientSecretPost => Some(ClientAuth::Post),
+                _ => None,
+            })
+        })
+        .unwrap_or(ClientAuth::Basic)
 }
 
 /// The configured scopes; or else `email`, `profile`, and the role claim's name when the
@@ -203,6 +236,8 @@ struct State {
     retry_at: Option<Instant>,
     /// When the key set was last fetched for an unknown key; `None` since discovery.
     keys_refetched: Option<Instant>,
+    /// Why the last exchange with the provider failed, unless one went well since.
+    trouble: Option<String>,
 }
 
 impl State {
@@ -250,6 +285,35 @@ impl Provider {
 
     pub(super) fn config(&self) -> &OidcConfig {
         &self.config
+    }
+
+    /// Keeps what an exchange with the provider showed of it for [`Self::trouble`]: a
+    /// provider that fails or refuses the daemon's client is trouble, one that answers
+    /// (whatever it says of the user's code) is none.
+    fn noted<T>(&self, outcome: Result<T, LoginError>) -> Result<T, LoginError> {
+        let mut state = self.state.lock();
+        match &outcome {
+            Err(LoginError::Provider(why) | LoginError::Misconfigured(why)) => {
+                state.trouble = Some(why.clone());
+            }
+            _ => state.trouble = None,
+        }
+        outcome
+    }
+
+    /// Why logins cannot work now, if the last exchange with the provider showed it; see
+    /// [`super::Oidc::trouble`]. A failed discovery whose backoff is over is started again.
+    pub(super) fn trouble(&self) -> Option<String> {
+        let mut state = self.state.lock();
+        let retry_due = state.discovered.is_none()
+            && state.failures > 0
+            && state.retry_at.map_or(true, |at| at <= Instant::now())
+            && state.fetch_under_way().is_none();
+        if retry_due {
+            let fetch = self.spawn_discovery();
+            state.fetching = Some(fetch);
+        }
+        state.trouble.clone()
     }
 
     /// The provider's metadata if discovered already: what a login can have without
@@ -310,19 +374,24 @@ impl Provider {
             match &result {
                 Ok(discovered) => {
                     log::info!(
-                        "OpenID provider {} discovered ({} signing keys)",
+                        "OpenID provider {} discovered ({} signing keys; the client \
+                         authenticates with {})",
                         config.issuer,
-                        discovered.metadata.jwks().keys().len()
+                        discovered.metadata.jwks().keys().len(),
+                        discovered.auth.name()
                     );
+                    warn_of_unlisted_auth(&config, &discovered.metadata);
                     state.discovered = Some(Arc::clone(discovered));
                     state.failures = 0;
                     state.retry_at = None;
+                    state.trouble = None;
                 }
                 Err(err) => {
                     let backoff = backoff_after(state.failures);
                     state.failures = state.failures.saturating_add(1);
                     state.retry_at = Some(Instant::now() + backoff);
                     state.last_error.clone_from(err);
+                    state.trouble = Some(err.clone());
                     // At most one line per backoff: logins cannot make more.
                     log::warn!(
                         "{err}; OpenID Connect logins answer 503 until it can be, and the \
@@ -397,8 +466,12 @@ impl Provider {
             };
             let mut state = state.lock();
             state.fetching = None;
-            if let Ok(fresh) = &result {
-                state.discovered = Some(Arc::clone(fresh));
+            match &result {
+                Ok(fresh) => {
+                    state.discovered = Some(Arc::clone(fresh));
+                    state.trouble = None;
+                }
+                Err(err) => state.trouble = Some(err.clone()),
             }
             let _ = done.send(Some(result));
         });
@@ -421,18 +494,33 @@ impl Provider {
                 LoginError::Provider(format!("the provider has no token endpoint: {err}"))
             })?
             .set_pkce_verifier(PkceCodeVerifier::new(verifier));
-        let answer = request
-            .request_async(&self.http)
-            .await
-            .map_err(|err| match err {
-                RequestTokenError::ServerResponse(refusal) => LoginError::BadRequest(format!(
-                    "the OpenID provider refused the authorization code: {refusal}"
-                )),
-                other => LoginError::Provider(format!(
-                    "the OpenID provider's token endpoint failed: {}",
-                    chain(&other)
-                )),
-            })?;
+        let answer = request.request_async(&self.http).await;
+        let answer = self.noted(answer.map_err(|err| match err {
+            RequestTokenError::ServerResponse(refusal) => {
+                // The provider's own words, which it may fill with anything: quoted short.
+                let said = log_text::quoted(&refusal.to_string(), MAX_QUOTED_CHARS);
+                match refusal.error() {
+                    CoreErrorResponseType::InvalidClient
+                    | CoreErrorResponseType::UnauthorizedClient => {
+                        LoginError::Misconfigured(format!(
+                            "the OpenID provider refuses this daemon's client {:?} \
+                             ({} at its token endpoint): it answered {said}; check \
+                             auth.oidc.client_id, client_secret_file and \
+                             token_endpoint_auth_method against the client registered there",
+                            self.config.client_id,
+                            discovered.auth.name()
+                        ))
+                    }
+                    _ => LoginError::BadRequest(format!(
+                        "the OpenID provider refused the authorization code: {said}"
+                    )),
+                }
+            }
+            other => LoginError::Provider(format!(
+                "the OpenID provider's token endpoint failed: {}",
+                chain(&other)
+            )),
+        }))?;
         let id_token = answer
             .id_token()
             .ok_or_else(|| LoginError::Provider("the OpenID provider sent no ID token".into()))?;
@@ -494,10 +582,10 @@ impl Provider {
                 return Ok(vouched);
             }
             Err(err) => {
-                return Err(LoginError::Provider(format!(
+                return self.noted(Err(LoginError::Provider(format!(
                     "the OpenID provider's userinfo endpoint failed: {}",
                     chain(&err)
-                )))
+                ))))
             }
         };
         vouched.name = vouched.name.or_else(|| {
@@ -515,6 +603,37 @@ impl Provider {
             .role_values
             .or_else(|| info.additional_claims().values(&self.config.role_claim));
         Ok(vouched)
+    }
+}
+
+/// A configured client authentication method the provider does not list is worth a
+/// warning (the token endpoint will likely refuse it), not a refusal: some providers'
+/// lists are incomplete.
+fn warn_of_unlisted_auth(config: &OidcConfig, metadata: &CoreProviderMetadata) {
+    let (Some(configured), Some(listed)) = (
+        config.token_endpoint_auth,
+        metadata.token_endpoint_auth_methods_supported(),
+    ) else {
+        return;
+    };
+    let named = |method: &CoreClientAuthMethod| {
+        serde_json::to_value(method)
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    if !listed
+        .iter()
+        .any(|method| named(method) == configured.name())
+    {
+        let listed: Vec<String> = listed.iter().map(named).collect();
+        log::warn!(
+            "auth.oidc.token_endpoint_auth_method is {} but the OpenID provider {} lists only \
+             {}: logins will likely fail with invalid_client",
+            configured.name(),
+            config.issuer,
+            log_text::escaped(&listed.join(", "), MAX_QUOTED_CHARS)
+        );
     }
 }
 
@@ -631,6 +750,7 @@ mod tests {
             scopes: scopes.map(|names| names.into_iter().map(str::to_owned).collect()),
             role_claim: role_claim.into(),
             roles: crate::RoleMapping::default(),
+            token_endpoint_auth: None,
         }
     }
 
@@ -659,6 +779,43 @@ mod tests {
                 None
             )),
             ["groups"]
+        );
+    }
+
+    #[test]
+    fn the_client_authenticates_as_configured_or_as_the_provider_lists_first() {
+        use CoreClientAuthMethod as M;
+        let listed = |methods: Vec<M>| Some(methods);
+        assert_eq!(client_auth(None, None), ClientAuth::Basic);
+        assert_eq!(
+            client_auth(
+                None,
+                listed(vec![
+                    M::PrivateKeyJwt,
+                    M::ClientSecretPost,
+                    M::ClientSecretBasic
+                ])
+                .as_ref()
+            ),
+            ClientAuth::Post
+        );
+        assert_eq!(
+            client_auth(
+                None,
+                listed(vec![M::ClientSecretBasic, M::ClientSecretPost]).as_ref()
+            ),
+            ClientAuth::Basic
+        );
+        assert_eq!(
+            client_auth(None, listed(vec![M::PrivateKeyJwt]).as_ref()),
+            ClientAuth::Basic
+        );
+        assert_eq!(
+            client_auth(
+                Some(ClientAuth::Basic),
+                listed(vec![M::ClientSecretPost]).as_ref()
+            ),
+            ClientAuth::Basic
         );
     }
 
