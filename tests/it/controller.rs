@@ -52,6 +52,86 @@ fn knows_host(daemon: &Daemon, last: u8) -> bool {
         .any(|h| h["mac"] == mac.as_str())
 }
 
+/// An ARP request from host `last` (the last octet of its MAC address) announcing `ip`,
+/// asking for 10.0.0.254.
+pub(crate) fn arp_request(last: u8, ip: [u8; 4]) -> Vec<u8> {
+    let mut frame = BROADCAST.to_vec();
+    frame.extend_from_slice(&host(last));
+    // ARP; Ethernet and IPv4, 6- and 4-octet addresses; a request.
+    frame.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 1]);
+    frame.extend_from_slice(&host(last));
+    frame.extend_from_slice(&ip);
+    frame.extend_from_slice(&[0; 6]);
+    frame.extend_from_slice(&[10, 0, 0, 254]);
+    frame.resize(60, 0);
+    frame
+}
+
+/// A neighbour solicitation from host `last` with IPv6 source `source`.
+fn neighbour_solicitation(last: u8, source: std::net::Ipv6Addr) -> Vec<u8> {
+    let mut frame = vec![0x33, 0x33, 0xff, 0, 0, 0x01];
+    frame.extend_from_slice(&host(last));
+    // IPv6, 24 octets of ICMPv6, hop limit 255 as on-link neighbour discovery must have.
+    frame.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 24, 58, 255]);
+    frame.extend_from_slice(&source.octets());
+    let solicited: std::net::Ipv6Addr = "ff02::1:ff00:1".parse().unwrap();
+    frame.extend_from_slice(&solicited.octets());
+    frame.extend_from_slice(&[135, 0, 0, 0, 0, 0, 0, 0]);
+    let target: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+    frame.extend_from_slice(&target.octets());
+    frame
+}
+
+/// The addresses `/topology/hosts` shows for host `last`.
+fn ip_addresses_of(daemon: &Daemon, last: u8) -> Value {
+    let mac = format!("00:00:00:00:00:{last:02x}");
+    daemon
+        .get_json("/topology/hosts")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["mac"] == mac.as_str())
+        .map_or(Value::Null, |h| h["ip_addresses"].clone())
+}
+
+/// A host's ARP request and neighbour solicitation, as PACKET_INs, put its IPv4 and IPv6
+/// addresses in `/topology/hosts` (most recent first), the last four only.
+#[test]
+fn hosts_show_the_ip_addresses_they_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    let mut network = Network::new();
+    network.connect(daemon.openflow, 1, Version::Of13, 2);
+    let switch = network.switch(1);
+    // A PACKET_IN before the handshake ends counts for nothing.
+    assert!(eventually(WAIT, || daemon.switch_view(1).is_some()));
+    switch.packet_in(1, arp_request(1, [10, 0, 0, 1]));
+    assert!(
+        eventually(WAIT, || ip_addresses_of(&daemon, 1) == json!(["10.0.0.1"])),
+        "{}",
+        daemon.get_json("/topology/hosts")
+    );
+    switch.packet_in(1, neighbour_solicitation(1, "fe80::1".parse().unwrap()));
+    assert!(
+        eventually(WAIT, || ip_addresses_of(&daemon, 1)
+            == json!(["fe80::1", "10.0.0.1"])),
+        "{}",
+        daemon.get_json("/topology/hosts")
+    );
+    for last in 2..=5 {
+        switch.packet_in(1, arp_request(1, [10, 0, 0, last]));
+    }
+    assert!(
+        eventually(WAIT, || ip_addresses_of(&daemon, 1)
+            == json!(["10.0.0.5", "10.0.0.4", "10.0.0.3", "10.0.0.2"])),
+        "{}",
+        daemon.get_json("/topology/hosts")
+    );
+    // Plain traffic teaches a host but no address.
+    announce(&daemon, &switch, 2, 2);
+    assert_eq!(ip_addresses_of(&daemon, 2), json!([]));
+}
+
 fn link_count(daemon: &Daemon) -> usize {
     daemon.get_json("/topology/links").as_array().unwrap().len()
 }
@@ -218,7 +298,8 @@ fn path_installed_hop_by_hop(version: Version) {
     );
     assert_eq!(
         daemon.get_json("/topology/hosts"),
-        json!([{"mac": "00:00:00:00:00:01", "port": "0x1:1"}, {"mac": "00:00:00:00:00:03", "port": "0x3:1"}])
+        json!([{"mac": "00:00:00:00:00:01", "port": "0x1:1", "ip_addresses": []},
+               {"mac": "00:00:00:00:00:03", "port": "0x3:1", "ip_addresses": []}])
     );
 }
 

@@ -1,7 +1,10 @@
 //! The learned hosts, with caps per port and per switch and the time each was last
-//! heard, so that a MAC flood learns at most the caps and idle hosts can age out.
+//! heard, so that a MAC flood learns at most the caps and idle hosts can age out. Each
+//! host also keeps the last few IP addresses it announced (ARP, neighbour discovery),
+//! for operators to read: they are the host's own claim, and nothing forwards by them.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::Instant;
 
 use slice_core::{MacAddress, PortId};
@@ -25,10 +28,17 @@ pub(crate) enum Learned {
     Refused,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// How many announced addresses a host keeps: a host with an IPv4 address, a link-local
+/// and a global IPv6 address or two fits, and one that announces address after address
+/// holds no more than this.
+pub(crate) const MAX_ADDRESSES_PER_HOST: usize = 4;
+
+#[derive(Debug, Clone)]
 struct Entry {
     port: PortId,
     last_heard: Instant,
+    /// Most recently announced first, each once, at most [`MAX_ADDRESSES_PER_HOST`].
+    addresses: Vec<IpAddr>,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +55,25 @@ impl HostTable {
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (MacAddress, PortId)> + '_ {
         self.by_mac.iter().map(|(mac, entry)| (*mac, entry.port))
+    }
+
+    /// The addresses `mac` announced, most recent first (none for a host not learned).
+    pub(crate) fn addresses(&self, mac: &MacAddress) -> &[IpAddr] {
+        self.by_mac
+            .get(mac)
+            .map_or(&[], |entry| entry.addresses.as_slice())
+    }
+
+    /// Notes that the learned host `mac` announced `address`; the oldest address goes when
+    /// it holds [`MAX_ADDRESSES_PER_HOST`]. A MAC not in the table keeps nothing, so the
+    /// caps on hosts bound the addresses too.
+    pub(crate) fn announced(&mut self, mac: &MacAddress, address: IpAddr) {
+        let Some(entry) = self.by_mac.get_mut(mac) else {
+            return;
+        };
+        entry.addresses.retain(|known| *known != address);
+        entry.addresses.insert(0, address);
+        entry.addresses.truncate(MAX_ADDRESSES_PER_HOST);
     }
 
     /// Learns `mac` at `port`, unless the port or switch is full; `exempt` hosts (those
@@ -69,14 +98,21 @@ impl HostTable {
         if full && !exempt {
             return Learned::Refused;
         }
-        if old.is_some() {
-            self.remove(&mac);
-        }
+        // A host that moved keeps the addresses it announced: they belong to the host,
+        // not to its port.
+        let addresses = if old.is_some() {
+            self.remove_entry(&mac)
+                .map(|entry| entry.addresses)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         self.by_mac.insert(
             mac,
             Entry {
                 port,
                 last_heard: now,
+                addresses,
             },
         );
         *self.per_port.entry(port).or_default() += 1;
@@ -88,10 +124,14 @@ impl HostTable {
     }
 
     pub(crate) fn remove(&mut self, mac: &MacAddress) -> Option<PortId> {
+        self.remove_entry(mac).map(|entry| entry.port)
+    }
+
+    fn remove_entry(&mut self, mac: &MacAddress) -> Option<Entry> {
         let entry = self.by_mac.remove(mac)?;
         decrement(&mut self.per_port, entry.port);
         decrement(&mut self.per_switch, entry.port.dpid);
-        Some(entry.port)
+        Some(entry)
     }
 
     /// The hosts at ports for which `at` holds.
@@ -195,6 +235,36 @@ mod tests {
         assert_eq!(
             table.idle_since(start + Duration::from_secs(5)),
             vec![(mac(2), p1)]
+        );
+    }
+
+    #[test]
+    fn a_host_keeps_its_last_announced_addresses_across_a_move() {
+        let now = Instant::now();
+        let mut table = HostTable::default();
+        let (p1, p2) = (PortId::new(1, 1), PortId::new(1, 2));
+        let ip = |last: u8| IpAddr::from([192, 0, 2, last]);
+        // Nothing is kept for a host not learned.
+        table.announced(&mac(1), ip(1));
+        assert!(table.addresses(&mac(1)).is_empty());
+        table.learn(mac(1), p1, now, false, LIMITS);
+        for last in 1..=6 {
+            table.announced(&mac(1), ip(last));
+        }
+        assert_eq!(table.addresses(&mac(1)), [ip(6), ip(5), ip(4), ip(3)]);
+        // Announced again, an address moves to the front rather than repeating.
+        table.announced(&mac(1), ip(4));
+        assert_eq!(table.addresses(&mac(1)), [ip(4), ip(6), ip(5), ip(3)]);
+        assert_eq!(
+            table.learn(mac(1), p2, now, false, LIMITS),
+            Learned::Moved(p1)
+        );
+        assert_eq!(table.addresses(&mac(1)), [ip(4), ip(6), ip(5), ip(3)]);
+        table.remove(&mac(1));
+        table.learn(mac(1), p1, now, false, LIMITS);
+        assert!(
+            table.addresses(&mac(1)).is_empty(),
+            "forgotten with the host"
         );
     }
 }

@@ -18,6 +18,7 @@ pub mod notice;
 pub mod pipeline;
 pub mod probe;
 pub mod protocol;
+mod sender_address;
 pub mod server;
 pub mod session;
 pub mod tls;

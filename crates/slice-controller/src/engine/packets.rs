@@ -41,6 +41,10 @@ impl Engine {
             self.metrics.packet_ins.ignored.inc();
             return;
         }
+        // For the operator's eyes only: nothing decides by it.
+        if let Some(address) = crate::sender_address::sender_address(&frame.data, frame.src) {
+            self.hosts.announced(&frame.src, address);
+        }
         if bound && self.proactive.is_active() {
             // Its admission entry is not in place (not yet, or refused by a full table):
             // the pipeline fails closed, and the controller forwards nothing for it.

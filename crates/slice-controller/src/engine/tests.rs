@@ -3,6 +3,7 @@ use crate::cookie::FlowKind;
 use openflow::Version;
 use slice_core::{Port, Slice, SliceName};
 
+mod addresses;
 mod cluster;
 mod hostile;
 mod links;

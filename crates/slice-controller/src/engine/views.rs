@@ -86,14 +86,22 @@ impl Engine {
         let mut hosts: Vec<HostView> = self
             .hosts
             .iter()
-            .map(|(mac, port)| HostView { mac, port })
+            .map(|(mac, port)| HostView {
+                mac,
+                port,
+                ip_addresses: self.hosts.addresses(&mac).to_vec(),
+            })
             .collect();
         let heard: HashSet<MacAddress> = hosts.iter().map(|host| host.mac).collect();
         hosts.extend(
             self.proactive
                 .served_at()
                 .filter(|(mac, _)| !heard.contains(mac))
-                .map(|(mac, port)| HostView { mac, port }),
+                .map(|(mac, port)| HostView {
+                    mac,
+                    port,
+                    ip_addresses: Vec::new(),
+                }),
         );
         hosts.sort_by_key(|host| (host.port, host.mac));
         hosts
@@ -199,6 +207,9 @@ pub struct PortView {
 pub struct HostView {
     pub mac: MacAddress,
     pub port: PortId,
+    /// What the host announced in ARP and neighbour discovery, most recent first: its
+    /// own unverified claim, for display only.
+    pub ip_addresses: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
