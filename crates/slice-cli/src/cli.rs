@@ -272,8 +272,10 @@ pub enum Command {
         plan (a line per slice, port and host to remove, `-`, or to add, `+`), then apply it \
         all at once, or nothing on an error. What the file and the slices both hold stays \
         as it is; new entries come in the file's order. A file with an error changes \
-        nothing and names its line.",
-        after_help = "Examples:\n  $ slice apply -f slices.toml --dry-run\n  $ slice apply -f slices.toml"
+        nothing and names its line. A plan that deletes more than half of the slices (or \
+        all of them: an empty file) is refused, changing nothing, unless --prune is given; \
+        --dry-run shows it with a warning.",
+        after_help = "Examples:\n  $ slice apply -f slices.toml --dry-run\n  $ slice apply -f slices.toml\n  $ slice apply -f fewer-slices.toml --prune"
     )]
     Apply {
         /// The file of slices (`-` for standard input)
@@ -282,6 +284,10 @@ pub enum Command {
         /// Print the plan and change nothing
         #[arg(long)]
         dry_run: bool,
+        /// Allow deleting more than half of the slices (all of them, for a file that
+        /// declares none); refused without it, as a truncated or wrong file would do that
+        #[arg(long)]
+        prune: bool,
     },
 
     /// Print a shell completion script

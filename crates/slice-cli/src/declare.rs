@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use slice_core::{MacAddress, Plan, Port, PortId, Slice, SliceName, Step};
 use toml::Spanned;
 
+use crate::CliError;
+
 /// What is wrong with a file, with its line when it has one.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}:{}{message}", line.map(|line| format!("{line}: ")).unwrap_or_default())]
@@ -155,6 +157,49 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Slice>, FileError> {
     Ok(slices)
 }
 
+/// Why a plan is not applied without `--prune`: it deletes more than half of the
+/// `current` slices. An apply is a whole-state replace, so an empty, truncated or wrong
+/// file would otherwise take the network down with no question asked; a plan that
+/// trims a few slices goes through as before. `None` when the plan may go ahead.
+pub(crate) fn mass_deletion(
+    file: &str,
+    declared: usize,
+    plan: &Plan,
+    current: usize,
+) -> Option<CliError> {
+    let deleted = plan
+        .steps
+        .iter()
+        .filter(|step| matches!(step, Step::DeleteSlice { .. }))
+        .count();
+    (deleted > 0 && deleted * 2 > current).then(|| CliError::Prune {
+        file: file.to_owned(),
+        declared,
+        deleted,
+        current,
+    })
+}
+
+/// What a refused plan would have deleted, for [`CliError::Prune`].
+pub(crate) fn describe_deletion(
+    file: &str,
+    declared: usize,
+    deleted: usize,
+    current: usize,
+) -> String {
+    if declared == 0 {
+        format!(
+            "{file} declares no slices: applying it would delete every slice there is ({current})"
+        )
+    } else if deleted == current {
+        format!(
+            "applying {file} would delete every slice there is ({current}): it names none of them"
+        )
+    } else {
+        format!("applying {file} would delete {deleted} of the {current} slices, more than half")
+    }
+}
+
 /// The plan as the tool prints it: one line a step, `-` for what goes, `+` for what
 /// comes.
 pub fn describe(plan: &Plan) -> String {
@@ -232,5 +277,34 @@ mod tests {
             let err = parse("x", text).unwrap_err().to_string();
             assert!(err.starts_with(start), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn only_plans_that_delete_more_than_half_of_the_slices_need_prune() {
+        let plan = |deleted: usize| Plan {
+            steps: (0..deleted)
+                .map(|n| Step::DeleteSlice {
+                    slice: format!("s{n}").parse().unwrap(),
+                })
+                .collect(),
+        };
+        // (deleted, current): half is allowed, more is not; nothing to delete never is.
+        for (deleted, current, refused) in [
+            (0, 0, false),
+            (0, 5, false),
+            (1, 2, false),
+            (2, 4, false),
+            (1, 1, true),
+            (2, 3, true),
+            (3, 4, true),
+        ] {
+            let refusal = mass_deletion("f", 1, &plan(deleted), current);
+            assert_eq!(refusal.is_some(), refused, "{deleted} of {current}");
+        }
+        let empty = mass_deletion("f", 0, &plan(2), 2).unwrap().to_string();
+        assert!(
+            empty.starts_with("f declares no slices: applying it would delete every slice there is (2): nothing was changed."),
+            "{empty}"
+        );
     }
 }

@@ -22,6 +22,19 @@ pub enum CliError {
     /// A file of slices is wrong where it says; nothing was changed.
     #[error(transparent)]
     File(#[from] crate::declare::FileError),
+    /// `slice apply` would delete more than half of the slices, and `--prune` was not
+    /// given; nothing was changed.
+    #[error(
+        "{}: nothing was changed. Check the file (slice apply -f {file} --dry-run shows the \
+         plan), and pass --prune if that is meant",
+        crate::declare::describe_deletion(file, *declared, *deleted, *current)
+    )]
+    Prune {
+        file: String,
+        declared: usize,
+        deleted: usize,
+        current: usize,
+    },
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {

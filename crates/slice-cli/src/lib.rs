@@ -110,10 +110,34 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             out.write_all(declare::export(&tree).as_bytes())
                 .map_err(CliError::Output)
         }
-        Command::Apply { file, dry_run } => {
+        Command::Apply {
+            file,
+            dry_run,
+            prune,
+        } => {
             // The file is read and checked before the database is touched.
             let declared = declare::parse(&file, &read_file(&file)?)?;
             let opened = if dry_run { existing()? } else { backend()? };
+            if !prune {
+                let preview = opened.apply(&declared, true)?;
+                if let Some(refusal) =
+                    declare::mass_deletion(&file, declared.len(), &preview, opened.slices()?.len())
+                {
+                    if !dry_run {
+                        return Err(refusal);
+                    }
+                    if let CliError::Prune {
+                        declared,
+                        deleted,
+                        current,
+                        ..
+                    } = refusal
+                    {
+                        let what = declare::describe_deletion(&file, declared, deleted, current);
+                        eprintln!("slice: warning: {what}; that needs --prune");
+                    }
+                }
+            }
             let plan = opened.apply(&declared, dry_run)?;
             let summary = match (plan.is_empty(), dry_run) {
                 (true, _) => "nothing to change\n",

@@ -64,6 +64,88 @@ fn check_export_and_apply(dir: &Path) {
     );
 }
 
+/// A plan that deletes more than half of the slices, all of them for an empty or
+/// truncated file, is refused without `--prune` and changes nothing; with it, it is
+/// applied. `--dry-run` shows it and warns. In `dir`'s mode; expects no slices.
+fn check_prune_guard(dir: &Path) {
+    for name in ["a", "b", "c", "d"] {
+        ok(dir, &["add", name]);
+    }
+    let before = list(dir);
+    let file = dir.join("slices.toml");
+    let path = file.to_str().unwrap();
+    let next_steps = format!(
+        ": nothing was changed. Check the file (slice apply -f {path} --dry-run shows the \
+         plan), and pass --prune if that is meant\n"
+    );
+    for (text, what) in [
+        (
+            "",
+            format!("{path} declares no slices: applying it would delete every slice there is (4)"),
+        ),
+        (
+            "# only a comment\n",
+            format!("{path} declares no slices: applying it would delete every slice there is (4)"),
+        ),
+        (
+            "[[slice]]\nname = \"z\"\n",
+            format!("applying {path} would delete every slice there is (4): it names none of them"),
+        ),
+        // A file cut short after its first slice.
+        (
+            "[[slice]]\nname = \"a\"\n",
+            format!("applying {path} would delete 3 of the 4 slices, more than half"),
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(
+            fails(dir, &["apply", "-f", path]),
+            format!("slice: {what}{next_steps}"),
+            "{text:?}"
+        );
+        let run = super::run(dir, &["apply", "-f", path, "--dry-run"]);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(
+            run.stdout.ends_with("dry run: nothing was changed\n"),
+            "{run:?}"
+        );
+        assert_eq!(
+            run.stderr,
+            format!("slice: warning: {what}; that needs --prune\n")
+        );
+        assert_eq!(list(dir), before);
+    }
+    // Half of them goes through as before.
+    std::fs::write(&file, "[[slice]]\nname = \"a\"\n[[slice]]\nname = \"b\"\n").unwrap();
+    assert_eq!(
+        ok(dir, &["apply", "-f", path]),
+        "- slice c\n- slice d\napplied\n"
+    );
+    // All of them, when asked for.
+    std::fs::write(&file, "").unwrap();
+    assert_eq!(
+        ok(dir, &["apply", "-f", path, "--prune"]),
+        "- slice a\n- slice b\napplied\n"
+    );
+    assert_eq!(list(dir), "");
+    // With nothing there, an empty file has nothing to change.
+    assert_eq!(ok(dir, &["apply", "-f", path]), "nothing to change\n");
+}
+
+#[test]
+fn a_file_that_deletes_most_slices_needs_prune_on_the_database() {
+    let dir = private_tempdir().unwrap();
+    check_prune_guard(dir.path());
+}
+
+#[test]
+fn a_file_that_deletes_most_slices_needs_prune_through_the_daemon() {
+    let dir = private_tempdir().unwrap();
+    let daemon = crate::common::Daemon::start(dir.path());
+    check_prune_guard(dir.path());
+    assert!(daemon.terminate().success());
+}
+
 #[test]
 fn export_and_apply_work_on_the_database() {
     let dir = private_tempdir().unwrap();
