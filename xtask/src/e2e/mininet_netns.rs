@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, ensure, Context};
 use serde_json::{json, Value};
 
 use super::mininet_net::{self, check_pairs, Description, Mininet, SCRIPT};
+use super::netns::Namespace;
 use super::ovs::{OfVersion, Ovs};
 use super::proxy::Proxy;
 use super::stage::Stage;
@@ -314,30 +315,4 @@ fn listen_in(netns: &str, port: u16) -> anyhow::Result<TcpListener> {
             .join()
             .map_err(|_| anyhow!("the thread that binds in {netns} panicked"))?
     })
-}
-
-/// A network namespace of the run (its name carries the prefix, so the sweep of an
-/// interrupted run removes it too); deleted when dropped, with whatever is left in it.
-struct Namespace(String);
-
-impl Namespace {
-    fn create(name: &str) -> anyhow::Result<Namespace> {
-        sys::run(&mut sys::command("ip", &["netns", "add", name]))?;
-        let namespace = Namespace(name.to_owned());
-        sys::run(&mut sys::command(
-            "ip",
-            &["-n", name, "link", "set", "lo", "up"],
-        ))?;
-        Ok(namespace)
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        sys::park_if_interrupted();
-        let deleted = sys::output_always(&mut sys::command("ip", &["netns", "del", &self.0]));
-        if !deleted.is_ok_and(|out| out.status.success()) {
-            eprintln!("lab: cannot delete the namespace {}", self.0);
-        }
-    }
 }

@@ -19,6 +19,7 @@ mod mininet_net;
 mod mininet_netns;
 mod mininet_tables;
 mod net;
+mod netns;
 mod ofmsg_log;
 mod ovs;
 mod packet_socket;
@@ -26,6 +27,7 @@ mod pki;
 mod proxy;
 mod random;
 pub(crate) mod relay_attack;
+mod readme_cluster;
 mod reroute;
 mod restart;
 mod scenarios;
@@ -721,7 +723,8 @@ mod tests {
                 "failover",
                 "pause-master",
                 "standby-wakes",
-                "etcd-cut"
+                "etcd-cut",
+                "readme-cluster"
             ]
         );
     }

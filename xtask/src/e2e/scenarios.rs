@@ -240,4 +240,14 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_etcd: false,
         needs_mininet: true,
     },
+    Scenario {
+        name: "readme-cluster",
+        about: "the README's three-node cluster block run as written (bash, in a namespace \
+                with an Open vSwitch of its own): one cluster, br0 on all three, the slice \
+                on every instance, a new master after kill -9",
+        run: super::readme_cluster::readme_cluster,
+        default_run: true,
+        needs_etcd: true,
+        needs_mininet: false,
+    },
 ];
