@@ -36,9 +36,16 @@ enum_with_unknown! {
         /// `OFPET_METER_MOD_FAILED` (1.3): a METER_MOD was refused; codes are
         /// [`MeterModFailedCode`].
         MeterModFailed = 12,
+        /// `OFPET_BUNDLE_FAILED` (1.4): a bundle was refused; codes are
+        /// [`crate::bundle::BundleFailedCode`]. On 1.3 Open vSwitch sends these as
+        /// [`ErrorType::Experimenter`] errors (see [`crate::bundle::bundle_failure`]).
+        BundleFailed = 17,
         /// `NXET_VENDOR` (Open vSwitch, 1.0): an error 1.0 has no code for; the data
         /// starts with a [`crate::role::NxVendorError`] naming it.
         NiciraVendor = 0xb0c2,
+        /// `OFPET_EXPERIMENTER` (1.2 and later): an experimenter's error; the code is the
+        /// experimenter's own type and the data starts with its experimenter id.
+        Experimenter = 0xffff,
     }
 }
 
@@ -63,6 +70,12 @@ enum_with_unknown! {
         /// `OFPBRC_BAD_MULTIPART` (1.0's `OFPBRC_BAD_STAT`): a multipart type the switch
         /// does not serve.
         BadMultipart = 2,
+        /// `OFPBRC_BAD_EXPERIMENTER` (1.0's `OFPBRC_BAD_VENDOR`): an experimenter (vendor)
+        /// id the switch does not know.
+        BadExperimenter = 3,
+        /// `OFPBRC_BAD_EXP_TYPE` (1.0's `OFPBRC_BAD_SUBTYPE`): an experimenter type the
+        /// switch does not know for that experimenter.
+        BadExpType = 4,
         /// `OFPBRC_EPERM`: permissions error. Open vSwitch answers a 1.0 slave's
         /// FLOW_MOD or PACKET_OUT with it (1.0 has no `IS_SLAVE`).
         Eperm = 5,

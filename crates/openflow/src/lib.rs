@@ -1,4 +1,5 @@
-//! OpenFlow 1.0 and 1.3 wire codec, in the style of smoltcp's `wire` modules.
+//! OpenFlow 1.0 and 1.3 wire codec, in the style of smoltcp's `wire` modules, with
+//! 1.4's bundles as 1.3 carries them (the ONF extension, see [`bundle`]).
 //!
 //! # Design
 //!
@@ -50,6 +51,7 @@
 mod wire;
 
 pub mod action;
+pub mod bundle;
 mod error;
 pub mod error_msg;
 pub mod features;
@@ -75,6 +77,7 @@ pub mod switch_config;
 pub mod version;
 
 pub use action::Action;
+pub use bundle::{BundleAdd, BundleControl, BundleCtrlType, BundleFailedCode};
 pub use error::Error;
 pub use error_msg::ErrorType;
 pub use features::FeaturesReply;

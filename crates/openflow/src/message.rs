@@ -1,5 +1,9 @@
 //! Whole messages: [`Message`] and the dispatch on version and type.
 
+use crate::bundle::{
+    self, BundleAdd, BundleBody, BundleControl, Framing, BUNDLE_BODY_LEN, ONFT_BUNDLE_ADD_MESSAGE,
+    ONFT_BUNDLE_CONTROL,
+};
 use crate::error_msg::{ErrorMsg, ErrorType, ERROR_MSG_LEN};
 use crate::features::{FeaturesReply, FeaturesReplyView};
 use crate::flow_mod::{FlowMod, FlowModV10, FlowModV13};
@@ -126,6 +130,13 @@ pub enum Message {
         /// `OFPSF_REPLY_MORE` / `OFPMPF_REPLY_MORE`: more parts follow.
         more: bool,
     },
+    /// A bundle control message (1.4's `OFPT_BUNDLE_CONTROL`), framed on 1.3 as the ONF
+    /// extension's experimenter message. 1.0 has no bundles.
+    BundleControl(BundleControl),
+    /// A message added to a bundle (1.4's `OFPT_BUNDLE_ADD_MESSAGE`), framed on 1.3 as
+    /// the ONF extension's experimenter message. Its message's xid is emitted as this
+    /// message's own.
+    BundleAdd(BundleAdd),
     /// Any message type not modelled above (vendor and experimenter messages, other
     /// statistics and multipart types, ...), so that callers can skip it. `body` is
     /// everything after the 8-byte header. Emitted verbatim; an `Other` whose type is a
@@ -183,7 +194,7 @@ impl Message {
         };
         let start = out.len();
         let frame = grow(out, length);
-        match self.emit_body(version, frame) {
+        match self.emit_body(version, xid, frame) {
             Ok(()) => {
                 header.emit(&mut Header::new_unchecked(frame));
                 Ok(())
@@ -243,6 +254,13 @@ impl Message {
                     version,
                 })
             }
+            Message::BundleControl(_) | Message::BundleAdd(_) if version == Version::Of10 => {
+                return Err(Error::NotInVersion {
+                    what: "bundle message",
+                    version,
+                })
+            }
+            Message::BundleControl(_) | Message::BundleAdd(_) => (0, v13::EXPERIMENTER),
             Message::RoleRequest(_) => (0, v13::ROLE_REQUEST),
             Message::RoleReply(_) => (0, v13::ROLE_REPLY),
             Message::NxRoleRequest(_) | Message::NxRoleReply(_) => (v10::VENDOR, 0),
@@ -313,6 +331,14 @@ impl Message {
                 };
                 return header.saturating_add(flow_stats::list_len(version, flows));
             }
+            Message::BundleControl(_) => {
+                return Framing::Onf13.body_offset() + BUNDLE_BODY_LEN;
+            }
+            Message::BundleAdd(add) => {
+                return Framing::Onf13
+                    .body_offset()
+                    .saturating_add(add.buffer_len());
+            }
             Message::Other { body, .. } => body.len(),
         };
         HEADER_LEN.saturating_add(body)
@@ -320,7 +346,7 @@ impl Message {
 
     /// Writes everything but the header into a zeroed frame of [`Self::buffer_len`]
     /// bytes.
-    fn emit_body(&self, version: Version, frame: &mut [u8]) -> Result<(), Error> {
+    fn emit_body(&self, version: Version, xid: u32, frame: &mut [u8]) -> Result<(), Error> {
         let v10 = version == Version::Of10;
         match self {
             Message::Hello { versions } => HelloRepr {
@@ -440,6 +466,16 @@ impl Message {
             Message::MeterFeaturesRequest => {
                 Multipart::new_unchecked(frame).set_multipart_type(MULTIPART_METER_FEATURES);
             }
+            Message::BundleControl(control) => {
+                bundle::emit_onf_header(frame, ONFT_BUNDLE_CONTROL);
+                let body = tail_mut(frame, Framing::Onf13.body_offset());
+                control.emit(&mut BundleBody::new_unchecked(body));
+            }
+            Message::BundleAdd(add) => {
+                bundle::emit_onf_header(frame, ONFT_BUNDLE_ADD_MESSAGE);
+                let body = tail_mut(frame, Framing::Onf13.body_offset());
+                add.emit(&mut BundleBody::new_unchecked(body), xid)?;
+            }
             Message::MeterFeaturesReply(features) => {
                 Multipart::new_unchecked(&mut *frame).set_multipart_type(MULTIPART_METER_FEATURES);
                 features.emit(&mut MeterFeaturesView::new_unchecked(tail_mut(
@@ -497,6 +533,19 @@ fn parse_vendor(frame: &[u8]) -> Result<Message, Error> {
         Message::NxRoleRequest(role)
     } else {
         Message::NxRoleReply(role)
+    })
+}
+
+/// A 1.3 experimenter message: the ONF extension's bundle messages are modelled, any
+/// other is [`Message::Other`].
+fn parse_experimenter(frame: &[u8]) -> Result<Message, Error> {
+    let body = tail(frame, Framing::Onf13.body_offset());
+    Ok(match bundle::onf_bundle_kind(frame) {
+        Some(ONFT_BUNDLE_CONTROL) => {
+            Message::BundleControl(BundleControl::parse(&BundleBody::new_checked(body)?))
+        }
+        Some(_) => Message::BundleAdd(BundleAdd::parse(&BundleBody::new_checked(body)?)?),
+        None => other(v13::EXPERIMENTER, frame),
     })
 }
 
@@ -603,6 +652,7 @@ fn parse_v13(msg_type: u8, frame: &[u8]) -> Result<Message, Error> {
             Message::RoleRequest(RoleMsg::parse(&RoleMsgView::new_checked(frame)?))
         }
         v13::ROLE_REPLY => Message::RoleReply(RoleMsg::parse(&RoleMsgView::new_checked(frame)?)),
+        v13::EXPERIMENTER => parse_experimenter(frame)?,
         _ => other(msg_type, frame),
     })
 }

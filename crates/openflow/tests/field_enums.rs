@@ -6,7 +6,7 @@ use openflow::error_msg::{
     BadRequestCode, HelloFailedCode, MeterModFailedCode, RoleRequestFailedCode,
 };
 use openflow::packet::{ArpOperation, ArpPacket, ArpRepr, EtherType};
-use openflow::{ControllerRole, NxRole};
+use openflow::{BundleCtrlType, BundleFailedCode, ControllerRole, NxRole};
 use openflow::{
     ErrorType, FlowRemovedReason, HeaderRepr, Message, PacketInReason, PortReason, Version,
 };
@@ -43,6 +43,8 @@ fn every_value_of_every_field_enum_round_trips() {
     check_every_value!(BadRequestCode, u16);
     check_every_value!(MeterModFailedCode, u16);
     check_every_value!(RoleRequestFailedCode, u16);
+    check_every_value!(BundleCtrlType, u16);
+    check_every_value!(BundleFailedCode, u16);
     check_every_value!(ArpOperation, u16);
     check_every_value!(EtherType, u16);
 }

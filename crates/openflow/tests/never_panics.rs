@@ -117,7 +117,23 @@ fn sample_messages() -> Vec<Vec<u8>> {
             max_color: 0,
         }),
     ];
-    for message in &meter_messages {
+    let mut inner = Vec::new();
+    meter_messages[0]
+        .emit(Version::Of13, 1, &mut inner)
+        .unwrap();
+    let bundle_messages = [
+        Message::BundleControl(openflow::BundleControl {
+            bundle_id: 1,
+            ctrl_type: openflow::BundleCtrlType::OpenRequest,
+            flags: 3,
+        }),
+        Message::BundleAdd(openflow::BundleAdd {
+            bundle_id: 1,
+            flags: 3,
+            message: inner,
+        }),
+    ];
+    for message in meter_messages.iter().chain(&bundle_messages) {
         let mut bytes = Vec::new();
         message.emit(Version::Of13, 1, &mut bytes).unwrap();
         out.push(bytes);

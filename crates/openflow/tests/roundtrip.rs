@@ -7,13 +7,14 @@
 //! flow-removed `table_id`/`hard_timeout`), on 1.3 the features reply's port list.
 //! PORT_DESC, meter and role messages, and FLOW_MODs with a meter, do not exist on 1.0
 //! and must fail to emit there; the Nicira role messages are modelled on 1.0 only and
-//! must fail to emit on 1.3.
+//! must fail to emit on 1.3. Bundle messages travel as 1.3's ONF extension only.
 
 use openflow::{
     frame_len, port, Action, ErrorType, FeaturesReply, FlowMod, FlowModCommand, FlowRemoved,
     FlowRemovedReason, Masked, Match, Message, MeterBand, MeterFeatures, MeterMod, MeterModCommand,
     PacketIn, PacketInReason, PacketOut, PortDesc, PortReason, Version,
 };
+use openflow::{BundleAdd, BundleControl, BundleCtrlType};
 use openflow::{ControllerRole, NxRole, RoleMsg};
 use proptest::collection::vec;
 use proptest::option;
@@ -364,6 +365,26 @@ fn message() -> impl Strategy<Value = Message> {
         any::<u32>().prop_map(|role| Message::NxRoleReply(NxRole::from(role))),
         (unmodelled_type(), bytes(64))
             .prop_map(|(msg_type, body)| Message::Other { msg_type, body }),
+        (any::<u32>(), any::<u16>(), any::<u16>()).prop_map(|(bundle_id, ctrl_type, flags)| {
+            Message::BundleControl(BundleControl {
+                bundle_id,
+                ctrl_type: BundleCtrlType::from(ctrl_type),
+                flags,
+            })
+        }),
+        (any::<u32>(), any::<u16>(), flow_mod()).prop_map(|(bundle_id, flags, flow_mod)| {
+            // The message inside is a 1.3 FLOW_MOD, as sliced adds them; its xid is the
+            // add's, which the trip sets.
+            let mut message = Vec::new();
+            Message::FlowMod(flow_mod)
+                .emit(Version::Of13, 0, &mut message)
+                .expect("a 1.3 FLOW_MOD encodes");
+            Message::BundleAdd(BundleAdd {
+                bundle_id,
+                flags,
+                message,
+            })
+        }),
     ]
 }
 
@@ -373,8 +394,9 @@ fn v10_port(mut desc: PortDesc) -> PortDesc {
     desc
 }
 
-/// What `message` should parse back as after a trip through `version`.
-fn normalise(message: Message, version: Version) -> Message {
+/// What `message` should parse back as after a trip through `version` with `trip_xid`
+/// (which a bundle add gives the message in it).
+fn normalise(message: Message, version: Version, trip_xid: u32) -> Message {
     match (message, version) {
         (Message::FeaturesReply(mut features), Version::Of10) => {
             features.auxiliary_id = 0;
@@ -405,6 +427,12 @@ fn normalise(message: Message, version: Version) -> Message {
             reason,
             desc: v10_port(desc),
         },
+        (Message::BundleAdd(mut add), _) => {
+            if let Some(xid) = add.message.get_mut(4..8) {
+                xid.copy_from_slice(&trip_xid.to_be_bytes());
+            }
+            Message::BundleAdd(add)
+        }
         (message, _) => message,
     }
 }
@@ -412,6 +440,9 @@ fn normalise(message: Message, version: Version) -> Message {
 fn exists_in(message: &Message, version: Version) -> bool {
     if matches!(message, Message::NxRoleRequest(_) | Message::NxRoleReply(_)) {
         return version == Version::Of10;
+    }
+    if matches!(message, Message::BundleControl(_) | Message::BundleAdd(_)) {
+        return version == Version::Of13;
     }
     version == Version::Of13
         || !matches!(
@@ -463,7 +494,7 @@ proptest! {
             prop_assert_eq!(header.xid, xid);
             prop_assert_eq!(usize::from(header.length), frame.len());
             prop_assert_eq!(header.msg_type, message.msg_type(version).unwrap());
-            prop_assert_eq!(parsed, normalise(message.clone(), version));
+            prop_assert_eq!(parsed, normalise(message.clone(), version, xid));
         }
     }
 
