@@ -4,13 +4,15 @@
 //! both modes share; `direct` the commands on their own, `database` where the data
 //! directory is and what the tool does with one held, open to others or damaged, `daemon`
 //! the tool beside a real daemon and a stand-in one, `apply` slices as a file, `access`
-//! the tool run by a user who may not use the data directory.
+//! the tool run by a user who may not use the data directory, `views` what the running
+//! daemon sees (switches, hosts, flows, topology, status) and completion.
 
 mod access;
 mod apply;
 mod daemon;
 mod database;
 mod direct;
+mod views;
 
 use std::path::Path;
 use std::process::Output;

@@ -300,7 +300,12 @@ fn the_rendered_man_pages_and_completions_name_every_flag() {
             // roff escapes each hyphen of an option.
             let in_roff = flag.replace('-', "\\-");
             assert!(page.contains(&in_roff), "{name}.1 lacks {flag}");
-            assert!(bash.contains(&flag), "{name}.bash lacks {flag}");
+            // slice's script asks slice itself for every completion: it lists no flag.
+            if name == "slice" {
+                assert!(bash.contains("COMPLETE=\"bash\""), "{bash}");
+            } else {
+                assert!(bash.contains(&flag), "{name}.bash lacks {flag}");
+            }
         }
     }
     for file in [

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use clap_complete::engine::ArgValueCompleter;
 use slice_core::{MacAddress, PortId, SliceName};
 
 const ABOUT: &str = "Manage the slices of sliced: named groups of switch ports and the host \
@@ -191,7 +192,7 @@ pub enum Command {
     /// Delete a slice with its ports and MAC addresses
     #[command(after_help = "Example:\n  $ slice delete blue")]
     Delete {
-        #[arg(value_name = "SLICE_NAME")]
+        #[arg(value_name = "SLICE_NAME", add = slice_names())]
         slice: SliceName,
     },
 
@@ -205,7 +206,7 @@ pub enum Command {
         #[arg(short, long, value_name = "PORT_NAME")]
         port: PortId,
         /// The slice's name
-        #[arg(short, long, value_name = "SLICE_NAME")]
+        #[arg(short, long, value_name = "SLICE_NAME", add = slice_names())]
         slice: SliceName,
     },
 
@@ -219,7 +220,7 @@ pub enum Command {
         #[arg(short, long, value_name = "PORT_NAME")]
         port: PortId,
         /// The slice's name
-        #[arg(short, long, value_name = "SLICE_NAME")]
+        #[arg(short, long, value_name = "SLICE_NAME", add = slice_names())]
         slice: SliceName,
     },
 
@@ -236,7 +237,7 @@ pub enum Command {
         #[arg(short, long, value_name = "PORT_NAME")]
         port: PortId,
         /// The slice's name
-        #[arg(short, long, value_name = "SLICE_NAME")]
+        #[arg(short, long, value_name = "SLICE_NAME", add = slice_names())]
         slice: SliceName,
     },
 
@@ -253,7 +254,7 @@ pub enum Command {
         #[arg(short, long, value_name = "PORT_NAME")]
         port: PortId,
         /// The slice's name
-        #[arg(short, long, value_name = "SLICE_NAME")]
+        #[arg(short, long, value_name = "SLICE_NAME", add = slice_names())]
         slice: SliceName,
     },
 
@@ -290,12 +291,96 @@ pub enum Command {
         prune: bool,
     },
 
-    /// Print a shell completion script
+    /// Print a shell completion script, or write it to a file
     #[command(
-        after_help = "Example:\n  $ slice completions bash > ~/.local/share/bash-completion/completions/slice"
+        long_about = "Print the completion script of SHELL, or write it to --output. The \
+        script completes commands and options, and slice names by asking `slice` itself, \
+        which asks the daemon running on the data directory ($SLICED_DB, the default, or \
+        the --db on the line being completed); with no daemon, slice names are not offered.",
+        after_help = "Examples:\n  $ slice completions bash --output ~/.local/share/bash-completion/completions/\n          $ slice completions zsh > ~/.zfunc/_slice"
     )]
     Completions {
         #[arg(value_name = "SHELL")]
         shell: clap_complete::Shell,
+        /// Write the script here instead of standard output, creating the directories on
+        /// the way; a directory (existing, or written with a final /) gets the file name
+        /// the shell looks for (slice, _slice, slice.fish, slice.elv, _slice.ps1)
+        #[arg(short, long, value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
+        output: Option<PathBuf>,
     },
+
+    /// Show the switches connected to the running daemon
+    #[command(
+        long_about = "Show the switches connected to the running daemon: datapath id, \
+        OpenFlow version, ports (and how many are up), whether the switch meters \
+        PACKET_INs itself, and how many messages the controller refused from it. --json \
+        prints GET /topology/switches as the daemon answers it.",
+        after_help = "Example:\n  $ slice switches\n  DPID  OPENFLOW  PORTS  LIVE  PACKET_IN METER  DROPPED\n          0x1   1.3       3      3     yes              0"
+    )]
+    Switches {
+        /// Print the daemon's JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Show the hosts the running daemon has learned
+    #[command(
+        long_about = "Show the hosts the running daemon has learned: MAC address, the \
+        switch port it was seen on, and the IP addresses it announced (its own claim). \
+        --json prints GET /topology/hosts.",
+        after_help = "Example:\n  $ slice hosts\n  MAC                PORT   IP ADDRESSES\n          00:00:00:00:00:01  0x1:1  10.0.0.1"
+    )]
+    Hosts {
+        /// Print the daemon's JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Show the flows the running daemon installed: one path per pair of hosts
+    #[command(
+        long_about = "Show the host-to-host paths the running daemon installed as flows, \
+        each with its hops (switch ports, in order); paths kept from the switches' tables \
+        after a restart are marked (adopted). --json prints GET /paths.",
+        after_help = "Example:\n  $ slice flows\n  SRC                DST                HOPS\n          00:00:00:00:00:01  00:00:00:00:00:02  0x1:1 0x1:2"
+    )]
+    Flows {
+        /// Print the daemon's JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Show the network the running daemon sees: switches, links and the fabric
+    #[command(
+        long_about = "Show the network the running daemon sees: its switches, the links \
+        between them (each direction of a cable), and where links may form (the fabric: \
+        discovered, or declared by the settings or the API). --json prints one object \
+        with GET /topology/switches, /topology/links and /topology/fabric under \
+        \"switches\", \"links\" and \"fabric\".",
+        after_help = "Example:\n  $ slice topology\n  switches:\n    0x1\n    0x2\n  links:\n            0x1:2 -> 0x2:2\n    0x2:2 -> 0x1:2\n  fabric: discovered"
+    )]
+    Topology {
+        /// Print the daemon's JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Show whether the running daemon is ready, and its cluster
+    #[command(
+        long_about = "Show whether the running daemon is ready, each of its checks (store, \
+        OpenFlow, HTTP), the instance, its store, the master and the members. Exits with \
+        status 1 when the daemon is not ready (after printing why), so scripts can wait on \
+        it. --json prints one object with GET /readyz and GET /cluster under \"ready\" and \
+        \"cluster\".",
+        after_help = "Example:\n  $ slice status\n  ready: yes\n    CHECK     STATE\n            store     ok\n  ..."
+    )]
+    Status {
+        /// Print the daemon's JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Completes an existing slice's name (see [`crate::complete`]).
+fn slice_names() -> ArgValueCompleter {
+    ArgValueCompleter::new(crate::complete::slice_names)
 }

@@ -85,6 +85,17 @@ fn open_etcd(data_dir: &DataDir, etcd: &EtcdTarget) -> Result<Box<dyn SliceDatab
     }
 }
 
+/// The daemon on the data directory's socket, for what only a running daemon can tell
+/// (the network it sees, its readiness); none there is [`CliError::NoDaemon`].
+pub(crate) fn open_daemon(data_dir: &DataDir) -> Result<DaemonClient, CliError> {
+    let owner = crate::access::data_dir_owner(data_dir)?;
+    let socket = data_dir.socket_path();
+    match connect(data_dir, &socket, owner)? {
+        Ok(stream) => daemon(data_dir, socket, stream),
+        Err(source) => Err(CliError::NoDaemon { socket, source }),
+    }
+}
+
 /// The daemon that answered on `socket`, once the socket is known to be the data
 /// directory owner's in a directory nobody else may write: in one others may write, any
 /// user could listen there in sliced's place and be sent the command.

@@ -33,6 +33,18 @@ impl DaemonClient {
         }
     }
 
+    /// The same client, giving up on an exchange after `timeout` (a completion must not
+    /// keep the shell waiting).
+    pub(crate) fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.limits.timeout = timeout;
+        self
+    }
+
+    /// The names of the slices, in creation order.
+    pub(crate) fn slice_names(&self) -> Result<Vec<SliceName>, CliError> {
+        self.slices()
+    }
+
     fn connection(&self) -> Result<UnixStream, CliError> {
         match self.probe.take() {
             Some(stream) => Ok(stream),
@@ -72,6 +84,24 @@ impl DaemonClient {
             detail: format!("cannot encode the request: {err}"),
         })?;
         self.call(method, path, Some(body)).map(drop)
+    }
+
+    /// A GET whose answer is wanted whatever its status (`/readyz` says "not ready"
+    /// with a 503 and a body that says why): the status and the body as JSON.
+    pub(crate) fn get_any(&self, path: &str) -> Result<(u16, serde_json::Value), CliError> {
+        let response = http::exchange(self.connection()?, "GET", path, None, self.limits)
+            .map_err(|err| self.failed(err))?;
+        let json = serde_json::from_slice(&response.body).map_err(|err| CliError::Protocol {
+            socket: self.socket.clone(),
+            request: format!("GET {path}"),
+            detail: format!("HTTP {}: {err}", response.status),
+        })?;
+        Ok((response.status, json))
+    }
+
+    /// A GET of JSON of any shape, a non-2xx answer being the error it reports.
+    pub(crate) fn get_json(&self, path: &str) -> Result<serde_json::Value, CliError> {
+        self.get(path)
     }
 
     fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CliError> {

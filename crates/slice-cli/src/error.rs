@@ -108,6 +108,19 @@ pub enum CliError {
         store: PathBuf,
         connect: std::io::Error,
     },
+    /// A command that shows what the running daemon sees found none on the socket.
+    #[error(
+        "no sliced answers on {} ({source}): the network views and the status come from a \
+         running daemon; start it, or name its data directory with --db",
+        socket.display()
+    )]
+    NoDaemon {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    /// `slice status`: the daemon answered that it is not ready (what it said was printed).
+    #[error("sliced is not ready (HTTP {status}): {reason}")]
+    NotReady { status: u16, reason: String },
     /// A daemon accepted the connection but the exchange failed.
     #[error("the sliced on {} did not answer properly: {source}", socket.display())]
     Daemon { socket: PathBuf, source: HttpError },
@@ -148,6 +161,12 @@ pub enum CliError {
         socket: PathBuf,
         serves: String,
         named: String,
+    },
+    /// A file the command writes (a completion script) could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
     },
     /// Standard output could not be written.
     #[error("cannot write the output: {0}")]

@@ -23,6 +23,7 @@ mod access;
 mod audit;
 mod backend;
 mod cli;
+mod complete;
 mod connect;
 mod daemon;
 mod data_dir;
@@ -30,17 +31,19 @@ pub mod declare;
 mod error;
 mod http;
 mod output;
+mod views;
 
 use std::error::Error as _;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use slice_core::ParseError;
 
 pub use crate::access::Account;
 use crate::backend::SliceDatabase;
 pub use crate::cli::{Cli, Command};
+pub use crate::complete::{complete_if_asked, completion_file_name, completion_script};
 pub use crate::connect::EtcdTarget;
 use crate::connect::Missing;
 pub use crate::daemon::daemon_answers;
@@ -54,6 +57,8 @@ pub use crate::http::HttpError;
 /// invalid identifier, an unreachable database), having changed nothing; 2 when the
 /// command line does not parse.
 pub fn main() -> ExitCode {
+    // A tab press in a shell whose completion script is `slice completions`'s.
+    complete_if_asked();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),
@@ -160,13 +165,29 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
             backend()?.add_mac(&slice, port, mac)
         }
         Command::DeleteHost { mac, port, slice } => existing()?.delete_mac(&slice, port, mac),
-        Command::Completions { shell } => {
-            // The generators panic on a failed write; a Vec cannot fail, `out` can.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "slice", &mut script);
-            out.write_all(&script).map_err(CliError::Output)
+        Command::Completions { shell, output } => {
+            let script = completion_script(shell, &complete::completer_name());
+            match output {
+                Some(path) => complete::write_script(&path, shell, &script).map(drop),
+                None => out.write_all(&script).map_err(CliError::Output),
+            }
         }
+        Command::Switches { json } => view(&data_dir, views::View::Switches, json, out),
+        Command::Hosts { json } => view(&data_dir, views::View::Hosts, json, out),
+        Command::Flows { json } => view(&data_dir, views::View::Flows, json, out),
+        Command::Topology { json } => view(&data_dir, views::View::Topology, json, out),
+        Command::Status { json } => view(&data_dir, views::View::Status, json, out),
     }
+}
+
+/// What the daemon on the data directory sees; there is nothing to show without one.
+fn view(
+    data_dir: &DataDir,
+    view: views::View,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    views::show(&connect::open_daemon(data_dir)?, view, json, out)
 }
 
 /// The text of `path`, or of standard input for `-`.
@@ -221,6 +242,7 @@ fn report(err: &CliError) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("slice").chain(args.iter().copied()))
@@ -249,7 +271,12 @@ mod tests {
                 "delete_host",
                 "export",
                 "apply",
-                "completions"
+                "completions",
+                "switches",
+                "hosts",
+                "flows",
+                "topology",
+                "status"
             ]
         );
     }
@@ -323,7 +350,7 @@ mod tests {
         let cli = parse(&["--db", db.to_str().unwrap(), "completions", "bash"]).unwrap();
         let mut out = Vec::new();
         run(cli, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().contains("add_host"));
+        assert!(String::from_utf8(out).unwrap().contains("COMPLETE=\"bash\""));
         assert!(!db.exists());
     }
 
