@@ -2,6 +2,8 @@
 //! the session cookie are tested in-process against the application; what needs the real
 //! daemon (its flags and settings file, a restart, the local socket) is tested black-box.
 
+mod refusals;
+
 use crate::common::in_process::{Answer, Api};
 use crate::common::{agent, status_json, Daemon};
 use serde_json::{json, Value};
@@ -224,12 +226,18 @@ fn a_session_survives_a_restart() {
 }
 
 #[actix_web::test]
-async fn a_browser_is_sent_to_the_login_form() {
+async fn a_browser_gets_the_contracts_403_under_api_and_the_login_form_from_the_view() {
     let api = Api::start().await;
     let html = "Accept: text/html,application/xhtml+xml";
     let answer = api.send("GET", "/api/slices", &[html], "").await;
+    assert_eq!(answer.status, 403);
+    assert_eq!(answer.body, r#"{"status":"forbidden"}"#);
+    let answer = api.send("GET", "/ui", &[html], "").await;
     assert_eq!(answer.status, 302);
-    assert_eq!(answer.header("location"), Some("/auth/developer"));
+    assert_eq!(
+        answer.header("location"),
+        Some("/auth/developer?next=%2Fui")
+    );
     // Followed, the redirect ends at a form that posts to the callback.
     let page = api.send("GET", "/auth/developer", &[html], "").await;
     assert_eq!(page.status, 200);

@@ -509,6 +509,33 @@ fn oidc_users_get_the_role_their_groups_give_and_each_login_is_audited() {
             "{path}"
         );
     }
+    // Why, in a header beside the contract's body; and to a browser outside `/api/`, as
+    // a page.
+    for (path, accept) in [
+        ("/api/slices", "text/html"),
+        ("/slices", "application/json"),
+    ] {
+        let refused = answer(
+            bob.post(&sliced.url(path))
+                .set("Accept", accept)
+                .send_json(json!({"name": "red"})),
+        );
+        assert_eq!(refused.status(), 403);
+        assert_eq!(
+            refused.header("X-Sliced-Refusal"),
+            Some("viewers cannot write")
+        );
+        assert_eq!(refused.into_string().unwrap(), r#"{"status":"forbidden"}"#);
+    }
+    let refused = answer(
+        bob.post(&sliced.url("/slices"))
+            .set("Accept", "text/html")
+            .send_json(json!({"name": "red"})),
+    );
+    assert_eq!(refused.status(), 403);
+    assert!(refused.content_type().starts_with("text/html"));
+    let page = refused.into_string().unwrap();
+    assert!(page.contains("logged in as a viewer"), "{page}");
 
     // Eve's groups name no role, and the mapping has no default: no session.
     let eve = browser();

@@ -1,6 +1,8 @@
 //! Client authentication (spec section 5): a developer login that starts a session kept
 //! in a signed and encrypted cookie, and a guard in front of everything under `/api/`.
 
+mod refusal;
+
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix_session::{Session, SessionExt};
@@ -19,9 +21,11 @@ use crate::audit::{self, Operation};
 use crate::body::Body;
 pub(crate) use crate::identity::User;
 use crate::identity::{LocalPeer, ProxyVerdict, Requester, Role, Via};
-use crate::page::UI_PATH;
+use crate::page::{escape_html, UI_PATH};
 use crate::routing::Mount;
 use crate::{ApiError, Settings, DEFAULT_SESSION_TTL};
+pub(crate) use refusal::guard_view;
+use refusal::{refused, Refusal};
 
 /// The session entry that marks a client as logged in.
 const USER_KEY: &str = "user";
@@ -310,19 +314,28 @@ pub(crate) fn stays_on(origin: &Url, next: &str) -> bool {
         .is_ok_and(|target| target.origin() == origin.origin())
 }
 
+/// The developer login form, with the view's look and a word on what it is: any name
+/// logs in, as an operator, which is why production turns it off.
 fn login_page() -> String {
-    // `data-home`: where the script goes when `next` fails its own check.
-    format!(
-        r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>sliced: developer login</title>
-<script src="{UI_PATH}/login.js" defer></script></head>
-<body><form method="post" action="{LOGIN_PAGE}/callback" data-home="{UI_PATH}">
-<label>Name <input name="name" required></label>
-<label>E-mail <input name="email" type="email" required></label>
+    // `data-home`: where the script goes when `next` fails its own check. The script
+    // sits in the body (deferred all the same): the shared head takes no extras.
+    let body = format!(
+        r#"<p>A login for development: <strong>any name and e-mail address log you in</strong>,
+as an operator who may change everything. Nothing is checked, so production turns it
+off (<code>auth.developer_login = false</code>) and logs users in through OpenID Connect
+or an authenticating proxy.</p>
+<form method="post" action="{}" data-home="{}">
+<label>Name <input name="name" required autocomplete="name"></label>
+<label>E-mail <input name="email" type="email" required autocomplete="email"></label>
 <button type="submit">Log in</button>
-</form></body></html>
-"#
-    )
+</form>
+<script src="{}" defer></script>
+"#,
+        escape_html(&format!("{LOGIN_PAGE}/callback")),
+        escape_html(UI_PATH),
+        escape_html(&format!("{UI_PATH}/login.js")),
+    );
+    crate::page::document("Developer login", &body)
 }
 
 #[derive(Serialize)]
@@ -429,8 +442,9 @@ pub(crate) struct Refused;
 
 /// Lets a request through when something vouches for its requester (see
 /// [`requester_of`]) and their role allows the method; otherwise answers 403
-/// `{"status":"forbidden"}`, or, to a browser that asks for HTML and has no login yet,
-/// redirects to the login form.
+/// `{"status":"forbidden"}` with the reason in a header (see [`refusal`]). A browser that
+/// navigates outside `/api/` without a login is sent to the login page instead, where
+/// there is one; under `/api/` every client gets the contract's 403.
 pub(crate) async fn require_session(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -451,13 +465,13 @@ pub(crate) async fn require_session(
     let login_page = req
         .app_data::<web::Data<Settings>>()
         .and_then(|settings| settings.login_page());
-    let response = match login_page {
-        Some(page) if requester.is_none() && wants_html(&req) => HttpResponse::Found()
+    let under_api = req.path() == "/api" || req.path().starts_with("/api/");
+    let response = match (requester, login_page) {
+        (None, Some(page)) if wants_html(&req) && !under_api => HttpResponse::Found()
             .insert_header((header::LOCATION, page))
             .finish(),
-        _ => HttpResponse::Forbidden().json(Status {
-            status: "forbidden",
-        }),
+        (None, _) => refused(&req, Refusal::LoginRequired),
+        (Some(_), _) => refused(&req, Refusal::ViewerCannotWrite),
     };
     Ok(ServiceResponse::new(req, response))
 }

@@ -254,6 +254,7 @@ pub fn app(
         )
         .service(
             web::scope(page::UI_PATH)
+                .wrap(middleware::from_fn(auth::guard_view))
                 .wrap(sessions())
                 .configure(|cfg| ui::routes(&mut mount::Mounting::new(cfg, page::UI_PATH))),
         )
