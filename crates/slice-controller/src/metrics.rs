@@ -51,6 +51,8 @@ pub struct ControllerMetrics {
     pub paths_deleted: Counter,
     /// FLOW_MODs switches refused because a table was full.
     pub flow_mods_table_full: Counter,
+    /// Bundles of the pipeline switches refused (a full table included).
+    pub bundles_refused: Counter,
     /// OpenFlow connections closed as soon as accepted, at the cap of open connections.
     pub switch_connections_refused: Counter,
     link_up: Counter,
@@ -119,6 +121,11 @@ impl ControllerMetrics {
                 registry,
                 "flow_mods_table_full",
                 "FLOW_MODs switches refused because a flow table was full",
+            ),
+            bundles_refused: counter(
+                registry,
+                "bundles_refused",
+                "Bundles of pipeline changes switches refused (each left the table as it was)",
             ),
             switch_connections_refused: counter(
                 registry,

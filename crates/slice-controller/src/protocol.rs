@@ -100,9 +100,11 @@ pub enum Command {
     Flood { out_ports: Vec<u32>, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
-    /// Add or delete an entry of the proactive pipeline, as the 1.3 FLOW_MOD that says so
-    /// ([`crate::pipeline::Entry::flow_mod`]).
-    Pipeline(openflow::FlowMod),
+    /// One switch's change of the proactive pipeline: the 1.3 FLOW_MODs that add and
+    /// delete its entries ([`crate::pipeline::Entry::flow_mod`]), in the order they
+    /// apply (deletes first). The session writes them as bundles where the switch takes
+    /// them, else one FLOW_MOD each.
+    Pipeline(Vec<openflow::FlowMod>),
 }
 
 impl Command {
@@ -194,6 +196,12 @@ pub enum SwitchEvent {
     FlowsRead(FlowsRead),
     /// The switch refused a FLOW_MOD because its table is full.
     TableFull,
+    /// The switch refused a bundle of the pipeline as a whole: it keeps the table it
+    /// had. `table_full` when the refusal was for a full table.
+    BundleRefused { table_full: bool },
+    /// The switch does not take bundles: what was sent as one did nothing, and the
+    /// session writes one FLOW_MOD per entry from now on.
+    BundlesUnsupported,
 }
 
 /// Why a switch refused a role request.

@@ -20,8 +20,9 @@
 //! This file holds the session's state, its public calls and the dispatch of frames; the
 //! rest is in parts, each an `impl SwitchSession` that names only this file: `handshake`
 //! (HELLO to connected), `inbound` (messages of a known switch), `flow_read` (the
-//! flow-table read-back) and `outbound` (commands encoded, the meter setup's messages,
-//! the outbound bound).
+//! flow-table read-back), `outbound` (commands encoded, the meter setup's messages,
+//! the outbound bound) and `bundles` (a pipeline change written as bundles, and what
+//! the switch answers them).
 //!
 //! A PACKET_IN's payload is not copied on its way in: the session cuts each frame out of
 //! its read buffer as `Bytes`, the engine reads the packet as a slice of that buffer, and
@@ -45,8 +46,9 @@ use crate::topology::PortState;
 
 use self::flow_read::{FlowRead, FLOW_READ_TIMEOUT};
 use self::inbound::packet_in_parts;
-pub(crate) use self::outbound::MAX_PORTS_PER_PACKET_OUT;
+pub(crate) use self::outbound::{MAX_PORTS_PER_PACKET_OUT, PIPELINE_FLOW_MOD_BYTES};
 
+mod bundles;
 mod flow_read;
 mod handshake;
 mod inbound;
@@ -152,6 +154,8 @@ struct Open {
     flow_read: Option<FlowRead>,
     /// Whether the switch takes this instance's writes yet.
     gate: WriteGate,
+    /// Whether the switch takes bundles, and the bundles it has not answered yet.
+    bundles: bundles::Bundles,
 }
 
 /// What a switch of a cluster lets this instance write. A connection starts EQUAL, which

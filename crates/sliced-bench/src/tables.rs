@@ -242,13 +242,15 @@ impl Tally {
                     self.pipeline.remove(&dpid);
                     self.flows.remove(&dpid);
                 }
-                Command::Pipeline(flow_mod) => {
-                    sent.flow_mods += 1;
-                    let change = match flow_mod.command {
-                        FlowModCommand::Add => 1,
-                        _ => -1,
-                    };
-                    *self.pipeline.entry(dpid).or_default() += change;
+                Command::Pipeline(flow_mods) => {
+                    for flow_mod in flow_mods {
+                        sent.flow_mods += 1;
+                        let change = match flow_mod.command {
+                            FlowModCommand::Add => 1,
+                            _ => -1,
+                        };
+                        *self.pipeline.entry(dpid).or_default() += change;
+                    }
                 }
                 Command::FlowAdd { rule, priority, .. } => {
                     sent.flow_mods += 1;

@@ -131,6 +131,9 @@ pub struct Dropped {
     pub packet_ins_rate_limited: u64,
     /// FLOW_MODs the switch refused because its table was full.
     pub flow_mods_table_full: u64,
+    /// Bundles of the pipeline the switch refused for another reason than a full
+    /// table: it kept the table it had.
+    pub bundles_refused: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,6 +150,7 @@ pub(super) enum DropCause {
     PortRefused,
     PacketInRateLimited,
     TableFull,
+    BundleRefused,
 }
 
 impl DropCause {
@@ -166,6 +170,10 @@ impl DropCause {
             Self::HostAgedOut => "forgot an idle host",
             Self::PortRefused => "ignored a port beyond the per-switch port limit",
             Self::PacketInRateLimited => "dropped PACKET_INs over the rate limit",
+            Self::BundleRefused => {
+                "refused a bundle of the pipeline: its table stays as it was, to be filled \
+                 again later"
+            }
             Self::TableFull => {
                 "a flow table is full: entries refused, to be retried (traffic they would \
                  carry is dropped meanwhile)"

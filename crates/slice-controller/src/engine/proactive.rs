@@ -160,6 +160,35 @@ impl Engine {
         }
         self.metrics.flow_mods_table_full.inc();
         self.count_drop(dpid, DropCause::TableFull, 1, now);
+        self.refill_later(dpid, now);
+    }
+
+    /// The switch `dpid` refused a bundle of the pipeline: it applied none of it, so it
+    /// runs the table it had, whole (fail closed). Counted, and handled as a full table
+    /// is: read back and filled again after a wait that doubles while it keeps refusing.
+    pub fn bundle_refused(&mut self, dpid: u64, table_full: bool, now: Instant) {
+        if !self.topology.has_switch(dpid) {
+            return;
+        }
+        self.metrics.bundles_refused.inc();
+        if table_full {
+            return self.table_full(dpid, now);
+        }
+        self.count_drop(dpid, DropCause::BundleRefused, 1, now);
+        self.refill_later(dpid, now);
+    }
+
+    /// The switch `dpid` does not take bundles, so the one it was sent did nothing: it
+    /// is read back at the next tick and filled one FLOW_MOD per entry (its session
+    /// remembers). Not a refusal: nothing is counted.
+    pub fn bundles_unsupported(&mut self, dpid: u64) {
+        if self.topology.has_switch(dpid) {
+            self.proactive.retry_at.entry(dpid).or_insert(None);
+        }
+    }
+
+    /// Reads `dpid` back after the retry wait, doubling the wait for the next time.
+    fn refill_later(&mut self, dpid: u64, now: Instant) {
         if self.proactive.retry_at.contains_key(&dpid) {
             return;
         }
@@ -269,12 +298,11 @@ impl Engine {
                 diff.add.len(),
                 diff.delete.len()
             );
-            for entry in &diff.delete {
-                self.send(dpid, Command::Pipeline(entry.delete_flow_mod()));
-            }
-            for entry in &diff.add {
-                self.send(dpid, Command::Pipeline(entry.flow_mod(meter)));
-            }
+            // One change per switch, so that it goes as one bundle: applied whole.
+            let change = (diff.delete.iter().map(Entry::delete_flow_mod))
+                .chain(diff.add.iter().map(|entry| entry.flow_mod(meter)))
+                .collect();
+            self.send(dpid, Command::Pipeline(change));
             self.proactive.held.insert(dpid, entries);
         }
     }
@@ -313,9 +341,8 @@ impl Engine {
             );
             let held = std::mem::take(&mut self.proactive.held);
             for (dpid, entries) in held {
-                for entry in entries {
-                    self.send(dpid, Command::Pipeline(entry.delete_flow_mod()));
-                }
+                let change = entries.iter().map(Entry::delete_flow_mod).collect();
+                self.send(dpid, Command::Pipeline(change));
             }
             self.proactive.bound_at.clear();
             self.proactive.bound_ports.clear();

@@ -45,6 +45,7 @@ impl Engine {
             DropCause::PortRefused => &mut dropped.ports_refused,
             DropCause::PacketInRateLimited => &mut dropped.packet_ins_rate_limited,
             DropCause::TableFull => &mut dropped.flow_mods_table_full,
+            DropCause::BundleRefused => &mut dropped.bundles_refused,
         };
         *counter += count;
         let total = *counter;

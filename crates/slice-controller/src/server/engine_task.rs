@@ -277,6 +277,10 @@ impl Decider {
                 engine.packet_ins_rate_limited(dpid, count, Instant::now())
             }
             Event::TableFull { dpid } => engine.table_full(dpid, Instant::now()),
+            Event::BundleRefused { dpid, table_full } => {
+                engine.bundle_refused(dpid, table_full, Instant::now())
+            }
+            Event::BundlesUnsupported { dpid } => engine.bundles_unsupported(dpid),
             Event::PacketInMeter {
                 dpid,
                 connection,
@@ -400,8 +404,8 @@ impl Decider {
                         | Command::FlowDelete { .. }
                         | Command::FlowDeleteExact(_)
                         | Command::ClearFlows
-                        | Command::TableMiss
-                        | Command::Pipeline(_) => flow_mods += 1,
+                        | Command::TableMiss => flow_mods += 1,
+                        Command::Pipeline(changes) => flow_mods += changes.len() as u64,
                         Command::PacketOut { .. }
                         | Command::Flood { .. }
                         | Command::Discovery { .. } => packet_outs += 1,
@@ -453,6 +457,7 @@ pub(super) fn command_bytes(command: &Command) -> usize {
     const MESSAGE: usize = 160;
     match command {
         Command::PacketOut { data, .. } => MESSAGE + data.len(),
+        Command::Pipeline(flow_mods) => flow_mods.len() * crate::session::PIPELINE_FLOW_MOD_BYTES,
         // Each message of a flood carries the frame and 16 bytes an output.
         Command::Flood { out_ports, data } => {
             let messages = out_ports

@@ -115,6 +115,15 @@ enum Event {
     TableFull {
         dpid: u64,
     },
+    /// The switch refused a bundle of the pipeline.
+    BundleRefused {
+        dpid: u64,
+        table_full: bool,
+    },
+    /// The switch does not take bundles.
+    BundlesUnsupported {
+        dpid: u64,
+    },
     /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
     PacketInMeter {
         dpid: u64,

@@ -194,6 +194,7 @@ impl SwitchSession {
             role_request: None,
             refused_writes: 0,
             flow_read: None,
+            bundles: Default::default(),
             gate,
         });
         let profile = SwitchProfile {

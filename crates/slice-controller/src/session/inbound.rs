@@ -81,12 +81,33 @@ impl SwitchSession {
             Message::FlowStatsReply { flows, more } => {
                 return self.flow_stats_part(header, flows, more)
             }
+            Message::BundleControl(control) => {
+                return open.bundles.reply(header.xid, &control);
+            }
             Message::Error {
                 err_type,
                 code,
                 data,
             } => {
-                if open.role_request == Some(header.xid) {
+                if let Some(event) = open
+                    .bundles
+                    .error(version, header.xid, err_type, code, &data)
+                {
+                    match &event {
+                        Some(SwitchEvent::BundlesUnsupported) => log::info!(
+                            "switch {dpid:#x} does not take bundles: writing its pipeline \
+                             one FLOW_MOD per entry"
+                        ),
+                        Some(_) => log::warn!(
+                            "switch {dpid:#x} refused a bundle of the pipeline (error type \
+                             {err_type:?} code {code}): it keeps its table, and is filled \
+                             again later"
+                        ),
+                        None => {}
+                    }
+                    let Some(event) = event else { return };
+                    event
+                } else if open.role_request == Some(header.xid) {
                     open.role_request = None;
                     let reason = role_refusal(err_type, code, &data);
                     self.close_gate();

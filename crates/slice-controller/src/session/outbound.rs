@@ -96,13 +96,13 @@ impl SwitchSession {
                 }
                 return;
             }
-            Command::Pipeline(flow_mod) if self.version == Version::Of13 => {
-                Message::FlowMod(flow_mod)
+            Command::Pipeline(flow_mods) if self.version == Version::Of13 => {
+                return self.write_pipeline(flow_mods);
             }
             Command::Pipeline(_) => {
                 // The engine writes the pipeline only to switches that said they can hold it.
                 return log::warn!(
-                    "not sending a 1.3 pipeline entry to a {:#04x} switch",
+                    "not sending a 1.3 pipeline change to a {:#04x} switch",
                     self.version
                 );
             }
@@ -341,6 +341,7 @@ impl SwitchSession {
 fn held_size(command: &Command) -> usize {
     let payload = match command {
         Command::PacketOut { data, .. } | Command::Flood { data, .. } => data.len(),
+        Command::Pipeline(flow_mods) => flow_mods.len() * PIPELINE_FLOW_MOD_BYTES,
         _ => 0,
     };
     std::mem::size_of::<Command>() + payload
@@ -354,6 +355,10 @@ pub(super) fn rule_match(rule: Rule) -> Match {
         ..Match::default()
     }
 }
+
+/// About what one FLOW_MOD of the pipeline takes held in memory (the value, its
+/// actions and its bundle framing): to bound the writes held for a role.
+pub(crate) const PIPELINE_FLOW_MOD_BYTES: usize = 256;
 
 /// Output actions in one PACKET_OUT of a flood: 256 take 4 KiB on 1.3, far from the
 /// 64 KiB a message may hold with the frame; a larger flood goes in several.

@@ -19,6 +19,7 @@ const DPID: u64 = 0xabc;
 const SECOND: Duration = Duration::from_secs(1);
 
 mod bounds;
+mod bundles;
 mod commands;
 mod flow_read;
 mod handshake;

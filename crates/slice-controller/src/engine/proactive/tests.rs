@@ -35,22 +35,24 @@ struct Changes {
 fn changes(commands: &[(u64, Command)]) -> Changes {
     let mut changes = Changes::default();
     for (dpid, command) in commands {
-        let Command::Pipeline(flow_mod) = command else {
+        let Command::Pipeline(flow_mods) = command else {
             continue;
         };
-        match flow_mod.command {
-            FlowModCommand::Add => {
-                let entry = Entry::of_flow_mod(flow_mod).expect("an entry of the pipeline");
-                changes.added.entry(*dpid).or_default().insert(entry);
+        for flow_mod in flow_mods {
+            match flow_mod.command {
+                FlowModCommand::Add => {
+                    let entry = Entry::of_flow_mod(flow_mod).expect("an entry of the pipeline");
+                    changes.added.entry(*dpid).or_default().insert(entry);
+                }
+                FlowModCommand::DeleteStrict => {
+                    changes
+                        .deleted
+                        .entry(*dpid)
+                        .or_default()
+                        .push(flow_mod.clone());
+                }
+                other => panic!("a pipeline {other:?}"),
             }
-            FlowModCommand::DeleteStrict => {
-                changes
-                    .deleted
-                    .entry(*dpid)
-                    .or_default()
-                    .push(flow_mod.clone());
-            }
-            other => panic!("a pipeline {other:?}"),
         }
     }
     changes
@@ -395,6 +397,105 @@ fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
     engine.tick(again + FIRST_RETRY * 2);
     assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+}
+
+#[test]
+fn each_switch_gets_its_change_as_one_command_deletes_first() {
+    let (mut engine, _) = two_switches_read_back();
+    let slice = || "s".parse().unwrap();
+    engine.membership_changed(&Change::PortAdded {
+        slice: slice(),
+        port: p(2, 3),
+    });
+    engine.membership_changed(&Change::MacAdded {
+        slice: slice(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    engine.take_commands();
+    // The host goes: its entries on switch 2 are deleted and the flood entry changed, in
+    // one change (one bundle), the deletes first.
+    engine.membership_changed(&Change::MacDeleted {
+        slice: slice(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    let commands = engine.take_commands();
+    let on_2: Vec<&Vec<FlowMod>> = commands
+        .iter()
+        .filter_map(|(dpid, command)| match command {
+            Command::Pipeline(flow_mods) if *dpid == 2 => Some(flow_mods),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(on_2.len(), 1, "{commands:?}");
+    let kinds: Vec<FlowModCommand> = on_2[0].iter().map(|flow_mod| flow_mod.command).collect();
+    let first_add = kinds
+        .iter()
+        .position(|c| *c == FlowModCommand::Add)
+        .unwrap();
+    assert!(first_add > 0, "{kinds:?}");
+    assert!(
+        kinds[first_add..].iter().all(|c| *c == FlowModCommand::Add),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn a_refused_bundle_is_counted_and_refilled_as_a_full_table_is() {
+    let (mut engine, written) = two_switches_read_back();
+    let metrics = std::sync::Arc::new(crate::metrics::ControllerMetrics::default());
+    engine.set_metrics(std::sync::Arc::clone(&metrics));
+    let start = Instant::now();
+    engine.bundle_refused(1, false, start);
+    engine.bundle_refused(2, true, start);
+    assert_eq!(metrics.bundles_refused.get(), 2);
+    assert_eq!(metrics.flow_mods_table_full.get(), 1);
+    let views = engine.switches();
+    assert_eq!(views[0].dropped.bundles_refused, 1);
+    assert_eq!(views[0].dropped.flow_mods_table_full, 0);
+    assert_eq!(views[1].dropped.bundles_refused, 0);
+    assert_eq!(views[1].dropped.flow_mods_table_full, 1);
+    engine.tick(start + Duration::from_secs(1));
+    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    engine.tick(start + FIRST_RETRY);
+    let commands = engine.take_commands();
+    assert!(commands.contains(&(1, Command::ReadFlows)));
+    assert!(commands.contains(&(2, Command::ReadFlows)));
+    // The switch kept its old table (here: none of the pipeline): all of it is sent again.
+    engine.flows_read(1, empty_table(), start + FIRST_RETRY);
+    assert_eq!(
+        changes(&engine.take_commands()).added[&1],
+        written.added[&1]
+    );
+    // Refused again: the next retry waits twice as long.
+    let again = start + FIRST_RETRY;
+    engine.bundle_refused(1, false, again);
+    engine.tick(again + FIRST_RETRY);
+    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    engine.tick(again + FIRST_RETRY * 2);
+    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+}
+
+#[test]
+fn a_switch_without_bundles_is_read_back_at_the_next_tick_and_nothing_is_counted() {
+    let (mut engine, _) = two_switches_read_back();
+    let metrics = std::sync::Arc::new(crate::metrics::ControllerMetrics::default());
+    engine.set_metrics(std::sync::Arc::clone(&metrics));
+    let now = Instant::now();
+    engine.bundles_unsupported(1);
+    // A switch the engine does not know changes nothing.
+    engine.bundles_unsupported(9);
+    engine.tick(now);
+    let reads: Vec<u64> = engine
+        .take_commands()
+        .into_iter()
+        .filter(|(_, command)| *command == Command::ReadFlows)
+        .map(|(dpid, _)| dpid)
+        .collect();
+    assert_eq!(reads, [1]);
+    assert_eq!(metrics.bundles_refused.get(), 0);
+    assert_eq!(engine.switches()[0].dropped, Default::default());
 }
 
 #[test]

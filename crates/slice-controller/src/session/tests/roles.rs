@@ -401,12 +401,12 @@ fn a_full_table_is_reported_in_either_versions_numbers_and_a_pipeline_entry_neve
             goto_table: Some(2),
             ..openflow::FlowMod::default()
         };
-        session.queue(Command::Pipeline(entry.clone()));
+        session.queue(Command::Pipeline(vec![entry.clone()]));
         let out = sent_messages(&mut session);
         if version == OF10 {
             assert!(out.is_empty(), "{out:?}");
         } else {
-            assert_eq!(out, [Message::FlowMod(entry)]);
+            assert_eq!(super::bundles::unbundle(&out), [vec![entry]]);
         }
         assert_eq!(session.close_reason(), None);
     }
