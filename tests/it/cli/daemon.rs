@@ -285,7 +285,7 @@ fn a_daemon_without_its_socket_is_reported_with_both_paths() {
 /// Listens on the data directory's daemon socket and answers each request with what
 /// `reply` gives for its request line, then closes the connection: the tool takes it for a
 /// running sliced.
-fn scripted_daemon(dir: &Path, reply: fn(&str) -> &'static str) {
+pub(super) fn scripted_daemon(dir: &Path, reply: fn(&str) -> &'static str) {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::os::unix::net::UnixListener::bind(dir.join("sliced.sock")).unwrap();
     std::thread::spawn(move || {

@@ -260,3 +260,35 @@ fn completions_are_written_where_asked_making_the_directories() {
     );
     assert!(!db.exists());
 }
+
+/// A daemon that answers it is not ready: `slice status` prints why, then fails (status
+/// 1, the reason on stderr), so that a script can wait on it.
+#[test]
+fn status_fails_when_the_daemon_is_not_ready_after_saying_why() {
+    let dir = private_tempdir().unwrap();
+    super::daemon::scripted_daemon(dir.path(), |request_line| {
+        if request_line.starts_with("GET /readyz ") {
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 112\r\n\r\n\
+             {\"error\":\"not ready: store: the disk is full\",\"checks\":{\"store\":\"the disk is full\",\"openflow\":\"ok\",\"http\":\"ok\"}}"
+        } else {
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 41\r\n\r\n\
+             {\"error\":\"the controller is not running\"}"
+        }
+    });
+    let status = run(dir.path(), &["status"]);
+    assert_eq!(status.code, Some(1), "{status:?}");
+    assert_eq!(
+        status.stdout,
+        "ready: no (not ready: store: the disk is full)\n  CHECK     STATE\n  http      ok\n  \
+         openflow  ok\n  store     the disk is full\ncluster: the controller is not running\n"
+    );
+    assert_eq!(
+        status.stderr,
+        "slice: sliced is not ready (HTTP 503): not ready: store: the disk is full\n"
+    );
+    let json = run(dir.path(), &["status", "--json"]);
+    assert_eq!(json.code, Some(1), "{json:?}");
+    let body: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(body["ready"]["checks"]["store"], "the disk is full");
+    assert_eq!(body["cluster"]["error"], "the controller is not running");
+}
