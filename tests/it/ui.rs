@@ -1,10 +1,12 @@
 //! `GET /ui` in a real browser: headless Chromium driven over WebDriver (chromedriver),
 //! against the real daemon, emulated switches and the real `slice` tool. The tests leave
 //! screenshots of the page under `target/` (`ui-screenshot.png`, `ui-legend.png`,
-//! `ui-details.png`; CI keeps them as artifacts). This file holds the browser's helpers
-//! and the first look at the page; `network` the legend, the details and the changes made
-//! by clicking, `lifecycle` the empty network, the redirects, the connection and viewers.
+//! `ui-details.png`, `ui-small-network.png`; CI keeps them as artifacts). This file holds
+//! the browser's helpers and the first look at the page; `network` the legend, the
+//! details and the changes made by clicking, `layout` the graph's layout, zoom, labels and
+//! colours, `lifecycle` the empty network, the redirects, the connection and viewers.
 
+mod layout;
 mod lifecycle;
 mod network;
 mod oidc;

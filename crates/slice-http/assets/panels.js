@@ -68,12 +68,21 @@ function drawLists(state, page) {
   document.getElementById("hosts").replaceChildren(...state.hosts.map((host) => {
     const slices = slicesOfHost(host, state.slices);
     return el("li", { "data-host": host.mac, "data-slice": slices.join(" ") },
-      detailsButton("host", host.mac, host.mac, page), ` at ${host.port}`,
+      detailsButton("host", host.mac, host.mac, page), ...announced(host), ` at ${host.port}`,
       ...(slices.length === 0 ? [" in no slice"] : [" in ", ...slices.map((name) => sliceTag(name, state.colours))]));
   }));
 }
 
 const versionOf = (sw) => (sw.version === 4 ? "1.3" : "1.0");
+
+// A daemon from before the addresses were learned sends none.
+const addressesOf = (host) => (Array.isArray(host.ip_addresses) ? host.ip_addresses : []);
+
+// The host's announced addresses after its MAC in the text list, if it announced any.
+function announced(host) {
+  const addresses = addressesOf(host);
+  return addresses.length === 0 ? [] : [" (", el("span", { "data-ip": "" }, addresses.join(", ")), ")"];
+}
 
 // A button that removes something once the user confirms; none for a viewer.
 function removeButton(label, question, action, page, text = "remove") {
@@ -167,7 +176,10 @@ function hostDetails(state, mac, page) {
   const slices = slicesOfHost(host, state.slices);
   const parts = [
     el("h2", {}, `Host ${host.mac}`),
-    facts(["MAC", host.mac, "mac"], ["Port", `${host.port} (switch ${switchOfPort(host.port)})`, "port"]),
+    facts(["MAC", host.mac, "mac"],
+      ["IP addresses", addressesOf(host).join(", ") || "none announced", "ip"],
+      ["Port", `${host.port} (switch ${switchOfPort(host.port)})`, "port"]),
+    el("p", { class: "note" }, "IP addresses are what the host announced (ARP, neighbour discovery): shown, never trusted."),
     el("h3", {}, "Slices"),
     slices.length === 0
       ? el("p", { "data-detail": "no-slice" }, "In no slice: it can reach no other host.")

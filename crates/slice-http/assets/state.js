@@ -55,22 +55,38 @@ export async function readState() {
   return { switches, links, hosts, paths, slices: members, colours: coloursOf(members) };
 }
 
-// Colour-blind-safe (Okabe-Ito) colours, taken by the slices in name order; hosts in no
-// slice are grey.
-export const PALETTE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442"];
 export const NO_SLICE = "#999999";
 
-// Slice name -> colour. Assigned, not hashed: no two slices share a colour, and each
-// keeps its own while the set of slices stays the same. Beyond the palette, hues go
-// round the circle by the golden angle, each far from the ones before it.
+// Slices named after a colour get that colour: `red` is drawn red. The match is the whole
+// name or its first word (`red-team`, `blue_lab`), in any case.
+export const NAMED_COLOURS = new Map(Object.entries({
+  red: "#d62728", orange: "#f28e1c", yellow: "#e3c014", gold: "#d4a017", green: "#2ca02c",
+  lime: "#7cc623", olive: "#808000", teal: "#138d90", cyan: "#17becf", blue: "#1f5fd1",
+  navy: "#1a2b80", indigo: "#4b2a9e", purple: "#8e44ad", violet: "#9b59d0",
+  magenta: "#d6249f", pink: "#e86fae", brown: "#8c564b", maroon: "#800000",
+  black: "#222222", white: "#f4f4f4", grey: "#5f6368", gray: "#5f6368", silver: "#b0b4b8",
+}));
+
+// Slice name -> colour. Each colour follows from its slice's name alone, so a slice keeps
+// its colour whatever other slices come and go: a colour's name gives that colour, any
+// other name a hue from a hash of it (FNV-1a), saturated enough never to pass for the
+// grey of hosts in no slice.
 export function coloursOf(slices) {
-  const colours = new Map();
-  slices.forEach((slice, index) => {
-    colours.set(slice.name, index < PALETTE.length
-      ? PALETTE[index]
-      : hslToHex((40 + (index - PALETTE.length) * 137.508) % 360, 0.65, index % 2 ? 0.38 : 0.55));
-  });
-  return colours;
+  return new Map(slices.map((slice) => [slice.name, colourOf(slice.name)]));
+}
+
+export function colourOf(name) {
+  const lower = name.toLowerCase();
+  const named = NAMED_COLOURS.get(lower) || NAMED_COLOURS.get(lower.split(/[-_.]/)[0]);
+  if (named) return named;
+  let hash = 0x811c9dc5;
+  for (const unit of new TextEncoder().encode(name)) {
+    hash = Math.imul(hash ^ unit, 0x01000193) >>> 0;
+  }
+  const hue = hash % 360;
+  const saturation = 0.55 + ((hash >>> 9) % 4) * 0.1;
+  const lightness = 0.36 + ((hash >>> 12) % 4) * 0.05;
+  return hslToHex(hue, saturation, lightness);
 }
 
 function hslToHex(hue, saturation, lightness) {

@@ -38,6 +38,11 @@ const ASSETS: &[Asset] = &[
         bytes: include_bytes!("../assets/graph.js"),
     },
     Asset {
+        path: "/layout.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/layout.js"),
+    },
+    Asset {
         path: "/panels.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../assets/panels.js"),

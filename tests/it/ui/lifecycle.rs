@@ -216,7 +216,8 @@ async fn a_viewer_gets_no_control_that_changes_anything() {
         "const visible = e => e.offsetParent !== null;
          const controls = [...document.querySelectorAll('button, input, select, form')]
            .filter(e => visible(e) && !e.disabled)
-           .filter(e => !e.closest('#logout') && !e.matches('button.link, #details .close'));
+           // The graph's zoom and layout buttons change only the viewer's own view.
+           .filter(e => !e.closest('#logout, #graph-tools') && !e.matches('button.link, #details .close'));
          return {role: window.sliced.role,
                  note: visible(document.getElementById('view-only')),
                  user: document.getElementById('user').textContent,

@@ -15,7 +15,7 @@ use super::{
 use crate::common::switch::{eventually, frame, Network, BROADCAST};
 use crate::common::{status_json, Daemon};
 
-/// More slices than the page's palette has colours, so that generated hues are shown too.
+/// Enough slices that hashed colours could collide; none of these names is a colour's.
 const SLICES: [&str; 9] = [
     "engineering",
     "guests",
