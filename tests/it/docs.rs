@@ -2,7 +2,7 @@
 //! names as the proof of a defence exists where it says. Keeps docs/api.md, the
 //! repository's reference of the API, in step with the product: it names every message
 //! of the slice contract's errors and every slice path of the OpenAPI document, and the
-//! tests it cites exist.
+//! tests it cites exist. Runs the README's REST examples as written.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -293,4 +293,59 @@ fn the_api_reference_names_every_contract_message_and_slice_path() {
         unknown.is_empty(),
         "docs/api.md names slice paths the OpenAPI document lacks: {unknown:?}"
     );
+}
+
+/// The `sh` blocks of the README's section `heading`, in order.
+fn readme_blocks(heading: &str) -> Vec<String> {
+    let readme = read("README.md");
+    let section = readme
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("README.md has no {heading:?}"))
+        .1;
+    let section = section.split("\n## ").next().unwrap_or_default();
+    section
+        .split("```sh\n")
+        .skip(1)
+        .map(|rest| rest.split_once("\n```").expect("a block ends").0.to_owned())
+        .collect()
+}
+
+/// The README's REST examples, run as written (only the address changed to the test
+/// daemon's) with curl against the real daemon: each request succeeds, and an answer the
+/// README shows in a comment is the answer given.
+#[test]
+fn the_readme_rest_examples_run_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = crate::common::Daemon::start(dir.path());
+    let address = daemon.url("");
+    let address = address.trim_start_matches("http://").trim_end_matches('/');
+    let lines: Vec<String> = readme_blocks("## Using the REST API")
+        .iter()
+        .flat_map(|block| block.lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|line| line.starts_with("curl "))
+        .collect();
+    assert!(lines.len() >= 7, "the README's REST examples: {lines:?}");
+    for line in lines {
+        let (command, shown) = match line.split_once("  #") {
+            Some((command, shown)) => (command.trim().to_owned(), Some(shown.trim().to_owned())),
+            None => (line.clone(), None),
+        };
+        let command = command.replacen("curl ", "curl -sS --fail-with-body ", 1);
+        let command = command.replace("localhost:9292", address);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let answer = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{line}: {answer} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(shown) = shown.filter(|shown| shown.starts_with(['[', '{'])) {
+            assert_eq!(answer.trim(), shown, "{line}");
+        }
+    }
 }
