@@ -233,8 +233,10 @@ impl BundleControl {
 }
 
 /// A message added to an open bundle. The encapsulated message is kept as bytes (its
-/// header included), so that a bundle inside a bundle costs no recursion to parse; its
-/// header's xid must be the add's own, which [`crate::Message::emit`] sees to.
+/// header included), so that a bundle inside a bundle costs no recursion to parse. Its
+/// header's xid must be the add's own (a switch refuses it otherwise with
+/// `OFPBFC_MSG_BAD_XID`): the bytes are written as given, so that what parses emits the
+/// same.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BundleAdd {
     /// The bundle.
@@ -265,13 +267,11 @@ impl BundleAdd {
         BUNDLE_BODY_LEN.saturating_add(self.message.len())
     }
 
-    /// Writes the repr into a zeroed view of [`Self::buffer_len`] bytes, the message's
-    /// xid set to `xid` (the add's own). Fails for a message shorter than a header or
-    /// whose header's length is not its own.
+    /// Writes the repr into a zeroed view of [`Self::buffer_len`] bytes. Fails for a
+    /// message shorter than a header or whose header's length is not its own.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
         &self,
         view: &mut BundleBody<T>,
-        xid: u32,
     ) -> Result<(), Error> {
         let header = crate::header::Header::new_checked(&self.message[..])?;
         if usize::from(header.length()) != self.message.len() {
@@ -282,11 +282,7 @@ impl BundleAdd {
         }
         view.set_bundle_id(self.bundle_id);
         view.set_flags(self.flags);
-        let buffer = view.buffer.as_mut();
-        crate::wire::write_slice(buffer, field::MESSAGE, &self.message);
-        let mut inner =
-            crate::header::Header::new_unchecked(crate::wire::tail_mut(buffer, field::MESSAGE));
-        inner.set_xid(xid);
+        crate::wire::write_slice(view.buffer.as_mut(), field::MESSAGE, &self.message);
         Ok(())
     }
 }
@@ -313,15 +309,15 @@ mod tests {
     }
 
     #[test]
-    fn an_add_carries_its_message_with_its_own_xid() {
-        let inner = vec![4, 20, 0, 8, 0xff, 0xff, 0xff, 0xff];
+    fn an_add_carries_its_message_as_given() {
+        let inner = vec![4, 20, 0, 8, 0, 0, 0, 77];
         let add = BundleAdd {
             bundle_id: 9,
             flags: FLAG_ATOMIC,
             message: inner,
         };
         let mut body = vec![0u8; add.buffer_len()];
-        add.emit(&mut BundleBody::new_unchecked(&mut body[..]), 77)
+        add.emit(&mut BundleBody::new_unchecked(&mut body[..]))
             .unwrap();
         assert_eq!(body, [0, 0, 0, 9, 0, 0, 0, 1, 4, 20, 0, 8, 0, 0, 0, 77]);
         let parsed = BundleAdd::parse(&BundleBody::new_checked(&body[..]).unwrap()).unwrap();
@@ -333,7 +329,7 @@ mod tests {
         };
         let mut body = vec![0u8; short.buffer_len()];
         assert!(short
-            .emit(&mut BundleBody::new_unchecked(&mut body[..]), 1)
+            .emit(&mut BundleBody::new_unchecked(&mut body[..]))
             .is_err());
         assert!(BundleAdd::parse(&BundleBody::new_unchecked(&body[..])).is_err());
     }
@@ -359,10 +355,11 @@ mod tests {
         let add = Message::BundleAdd(BundleAdd {
             bundle_id: 5,
             flags: FLAG_ATOMIC | FLAG_ORDERED,
-            message: vec![4, 20, 0, 8, 0, 0, 0, 0],
+            message: vec![4, 20, 0, 8, 0, 0, 0, 0x11],
         });
         out.clear();
         add.emit(Version::Of13, 0x11, &mut out).unwrap();
+        assert_eq!(Message::parse(&out).unwrap().1, add);
         assert_eq!(&out[..4], &[4, 4, 0, 32]);
         assert_eq!(&out[8..16], &[0x4f, 0x4e, 0x46, 0x00, 0, 0, 0x08, 0xfd]);
         assert_eq!(&out[24..], &[4, 20, 0, 8, 0, 0, 0, 0x11]);

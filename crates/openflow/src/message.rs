@@ -134,8 +134,8 @@ pub enum Message {
     /// extension's experimenter message. 1.0 has no bundles.
     BundleControl(BundleControl),
     /// A message added to a bundle (1.4's `OFPT_BUNDLE_ADD_MESSAGE`), framed on 1.3 as
-    /// the ONF extension's experimenter message. Its message's xid is emitted as this
-    /// message's own.
+    /// the ONF extension's experimenter message. The message inside should carry this
+    /// message's xid; it is written as given.
     BundleAdd(BundleAdd),
     /// Any message type not modelled above (vendor and experimenter messages, other
     /// statistics and multipart types, ...), so that callers can skip it. `body` is
@@ -194,7 +194,7 @@ impl Message {
         };
         let start = out.len();
         let frame = grow(out, length);
-        match self.emit_body(version, xid, frame) {
+        match self.emit_body(version, frame) {
             Ok(()) => {
                 header.emit(&mut Header::new_unchecked(frame));
                 Ok(())
@@ -346,7 +346,7 @@ impl Message {
 
     /// Writes everything but the header into a zeroed frame of [`Self::buffer_len`]
     /// bytes.
-    fn emit_body(&self, version: Version, xid: u32, frame: &mut [u8]) -> Result<(), Error> {
+    fn emit_body(&self, version: Version, frame: &mut [u8]) -> Result<(), Error> {
         let v10 = version == Version::Of10;
         match self {
             Message::Hello { versions } => HelloRepr {
@@ -474,7 +474,7 @@ impl Message {
             Message::BundleAdd(add) => {
                 bundle::emit_onf_header(frame, ONFT_BUNDLE_ADD_MESSAGE);
                 let body = tail_mut(frame, Framing::Onf13.body_offset());
-                add.emit(&mut BundleBody::new_unchecked(body), xid)?;
+                add.emit(&mut BundleBody::new_unchecked(body))?;
             }
             Message::MeterFeaturesReply(features) => {
                 Multipart::new_unchecked(&mut *frame).set_multipart_type(MULTIPART_METER_FEATURES);

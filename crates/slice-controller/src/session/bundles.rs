@@ -174,17 +174,18 @@ impl SwitchSession {
             })
         };
         self.send(&control(BundleCtrlType::OpenRequest));
-        let mut inner = Vec::new();
         for flow_mod in flow_mods {
-            inner.clear();
-            // The message's xid is set to the add's as the add is encoded.
-            if let Err(err) = Message::FlowMod(flow_mod.clone()).emit(self.version, 0, &mut inner) {
+            // The message inside carries its add's xid: the one `send` gives next.
+            let xid = self.next_xid.wrapping_add(1);
+            let mut message = Vec::new();
+            let flow_mod = Message::FlowMod(flow_mod.clone());
+            if let Err(err) = flow_mod.emit(self.version, xid, &mut message) {
                 return self.close(err.into());
             }
             self.send(&Message::BundleAdd(BundleAdd {
                 bundle_id,
                 flags: FLAGS,
-                message: std::mem::take(&mut inner),
+                message,
             }));
         }
         self.send(&control(BundleCtrlType::CommitRequest));
