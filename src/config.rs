@@ -14,10 +14,12 @@ use slice_controller::{Listeners, TlsFiles};
 use auth::{session_ttl, AuthFile};
 use links::LinkArgs;
 pub(crate) use links::Links;
+pub(crate) use listen::{listen_failure, Listen, ListenAddr};
 use listen::{parse_dpid, OPENFLOW_OFF};
-pub(crate) use listen::{Listen, ListenAddr};
 
 mod auth;
+mod file_errors;
+mod help;
 mod links;
 mod listen;
 
@@ -25,9 +27,16 @@ pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub(crate) const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
 pub(crate) const DEFAULT_MAX_HTTP_CONNECTIONS: usize = 512;
 
+/// Each listener's flag and settings key, named where its address is refused.
+pub(crate) const HTTP_SETTING: &str = "--http, or http in the settings file";
+pub(crate) const METRICS_SETTING: &str = "--metrics, or metrics in the settings file";
+pub(crate) const OPENFLOW_SETTING: &str = "--openflow, or openflow in the settings file";
+pub(crate) const OPENFLOW_TLS_SETTING: &str =
+    "--openflow-tls, or openflow_tls in the settings file";
+
 /// sliced: a routing-switch OpenFlow controller with virtual slicing.
 #[derive(Debug, Parser)]
-#[command(version, about, after_help = EXAMPLES)]
+#[command(version, about, after_help = help::examples())]
 pub(crate) struct Args {
     /// Data directory (database, local socket, session key) [default: per-user data dir]
     #[arg(long, env = "SLICED_DB", value_name = "PATH")]
@@ -130,11 +139,44 @@ pub(crate) struct Args {
     pub switch_limits: SwitchLimitArgs,
     #[command(flatten)]
     pub links: LinkArgs,
-    /// Write the man pages and shell completions of sliced and slice into this directory
-    /// and exit (what `cargo xtask deb` packages)
-    // Hidden: a build step's, not an operator's.
-    #[arg(long, value_name = "DIR", hide = true)]
+    /// Check the settings and every file they name (certificates, keys, secrets, the
+    /// data directory or its parent), print one line and exit: 0 when the daemon could
+    /// start on them, 1 with the errors otherwise. Opens no database and binds no port
+    #[arg(long)]
+    pub check_config: bool,
+    /// The least severe log lines written: error, warn, info, debug or trace; wins over
+    /// RUST_LOG [default: info, or RUST_LOG when set]
+    #[arg(long, value_name = "LEVEL", value_enum)]
+    pub log_level: Option<LogLevel>,
+    /// Write the man pages (DIR/man) and the bash, zsh and fish completions
+    /// (DIR/completions) of sliced and slice, then exit
+    #[arg(long, value_name = "DIR")]
     pub write_manuals: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<DaemonCommand>,
+}
+
+/// What sliced does instead of serving.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DaemonCommand {
+    /// Print the shell completion script of sliced
+    #[command(
+        after_help = "Example:\n  $ sliced completions bash > ~/.local/share/bash-completion/completions/sliced"
+    )]
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `--log-level`: the levels of the `log` crate, as RUST_LOG names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
 }
 
 /// What one switch (or the hosts behind it) may make the controller hold or do.
@@ -228,15 +270,6 @@ impl SwitchLimitArgs {
         }
     }
 }
-
-const EXAMPLES: &str = "Examples:
-  sliced                                  # foreground, defaults
-  sliced --db /var/lib/sliced -d --pid-file /run/sliced.pid
-  sliced --config /etc/sliced.toml
-  sliced --etcd http://10.0.0.1:2379,http://10.0.0.2:2379,http://10.0.0.3:2379
-  sliced --openflow-tls 0.0.0.0:6653 --openflow-cert sc-cert.pem \\
-         --openflow-key sc-privkey.pem --openflow-ca switchca/cacert.pem
-  RUST_LOG=debug sliced --http 0.0.0.0:9292";
 
 /// The settings file. Every key is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -371,6 +404,8 @@ enum DpidEntry {
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub data_dir: DataDir,
+    /// The data directory was named (`--db`, `SLICED_DB` or `db`), not the per-user default.
+    pub data_dir_named: bool,
     pub http: ListenAddr,
     /// The scraper's own listener, if any.
     pub metrics: Option<ListenAddr>,
@@ -422,7 +457,9 @@ impl Config {
         };
         let openflow = openflow_listeners(args, &file)?;
         let allowed_dpids = allowed_dpids(args, &file)?;
-        let data_dir = DataDir::resolve(args.db.clone().or(file.db));
+        let named_data_dir = args.db.clone().or(file.db);
+        let data_dir_named = named_data_dir.is_some();
+        let data_dir = DataDir::resolve(named_data_dir);
         let lldp_interval_ms_file = file.controller.lldp_interval_ms;
         let idle_timeout_file = file.controller.idle_timeout;
         let session_ttl = session_ttl(args, &file.auth)?;
@@ -485,13 +522,12 @@ impl Config {
             .clone()
             .or(file.http)
             .unwrap_or(DEFAULT_HTTP.into());
-        let http = ListenAddr::resolve(http, "cannot resolve the HTTP address")?;
-        // The message a bind of the unresolved address gave, when metrics resolved there.
+        let http = ListenAddr::resolve(http, "the HTTP address", HTTP_SETTING)?;
         let metrics = args
             .metrics
             .clone()
             .or(file.metrics)
-            .map(|addr| ListenAddr::resolve(addr, "cannot listen for metrics on"))
+            .map(|addr| ListenAddr::resolve(addr, "the metrics address", METRICS_SETTING))
             .transpose()?;
         Ok(Self {
             http,
@@ -532,6 +568,7 @@ impl Config {
             links,
             session_key_shared,
             data_dir,
+            data_dir_named,
             etcd,
             cluster,
         })
@@ -685,6 +722,14 @@ fn openflow_listeners(args: &Args, file: &FileConfig) -> anyhow::Result<Listener
         None if tls.is_some() => None,
         None => Some(DEFAULT_OPENFLOW.into()),
     };
+    // The controller binds them as written (a host name is allowed); only the form is
+    // checked here, so that a bare port is answered as for --http.
+    if let Some(addr) = &plain {
+        listen::check_host_port(addr, "the OpenFlow address", OPENFLOW_SETTING)?;
+    }
+    if let Some((addr, _)) = &tls {
+        listen::check_host_port(addr, "the OpenFlow TLS address", OPENFLOW_TLS_SETTING)?;
+    }
     anyhow::ensure!(
         plain.is_some() || tls.is_some(),
         "openflow is \"{OPENFLOW_OFF}\" and openflow_tls is not set: no switch could connect"
@@ -719,7 +764,12 @@ fn allowed_dpids(args: &Args, file: &FileConfig) -> anyhow::Result<Option<BTreeS
 fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config file {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+    toml::from_str(&text).map_err(|err| {
+        let hint = file_errors::hint(&text, &err)
+            .map(|hint| format!("\n{hint}"))
+            .unwrap_or_default();
+        anyhow::anyhow!("invalid config file {}: {err}{hint}", path.display())
+    })
 }
 
 #[cfg(test)]

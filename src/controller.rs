@@ -48,7 +48,19 @@ pub(crate) fn start(
     }
     let mut controller_config = controller_config(config)?;
     controller_config.metrics = Arc::clone(&measured.controller);
-    let controller = backend.start_controller(&config.openflow, controller_config, cluster_link)?;
+    let controller = backend
+        .start_controller(&config.openflow, controller_config, cluster_link)
+        .map_err(|err| match err {
+            slice_controller::StartError::Listen { addr, reason } => {
+                let (listener, setting) = if config.openflow.plain.as_ref() == Some(&addr) {
+                    ("OpenFlow", config::OPENFLOW_SETTING)
+                } else {
+                    ("OpenFlow over TLS", config::OPENFLOW_TLS_SETTING)
+                };
+                config::listen_failure(listener, &addr, &reason, setting)
+            }
+            other => other.into(),
+        })?;
     // Its listeners are bound now; readiness holds while its engine runs.
     let openflow = controller.handle();
     settings.health.watch_openflow(Box::new(move || {

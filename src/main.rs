@@ -16,12 +16,14 @@
 
 mod allocator;
 mod api;
+mod check;
 mod cluster;
 mod config;
 mod controller;
 mod daemon;
 mod events;
 mod logging;
+mod made;
 mod manuals;
 mod metrics;
 mod network;
@@ -37,18 +39,23 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 
-use crate::config::{Args, Config};
+use crate::config::{Args, Config, DaemonCommand};
 use crate::controller::Running;
 use crate::servers::{Served, Servers};
 use crate::stop::{notify_systemd, StopSignal};
 use crate::store::Backend;
 
 fn main() -> ExitCode {
-    // The access log (target sliced::http) is opt-in: a line per request costs throughput.
-    logging::init("info,actix_server=warn,sliced::http=warn");
     let args = Args::parse();
+    logging::init(args.log_level);
     if let Some(dir) = &args.write_manuals {
         return report(manuals::write(dir));
+    }
+    if let Some(DaemonCommand::Completions { shell }) = args.command {
+        return report(manuals::print_completions(shell));
+    }
+    if args.check_config {
+        return report(check::run(&args));
     }
     let result = Config::resolve(&args).and_then(|config| {
         if args.daemon {
@@ -70,23 +77,38 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-/// Serves until SIGINT or SIGTERM, then flushes the store and cleans up.
+/// Serves until SIGINT or SIGTERM, then flushes the store and cleans up. A start that
+/// fails takes away what it made (`made`).
 async fn serve(config: Config) -> anyhow::Result<()> {
+    let made = made::Made::before_start(&config);
+    // Everything the start opened is closed when `start` returns, the database too.
+    let (backend, running, servers) = match start(&config) {
+        Ok(started) => started,
+        Err(err) => {
+            made.remove();
+            return Err(err);
+        }
+    };
+    let served = servers.serve().await;
+    shut_down(&config, &backend, running, served).await
+}
+
+/// Everything up to ready: the store, the controller and every listener.
+fn start(config: &Config) -> anyhow::Result<(Backend, Running, Servers)> {
     // Before anything listens: a signal that came between a listener's first answer and
     // the registration of its handler would go to one server and not the other, or
     // kill the daemon without its final flush.
     let stop_signal = StopSignal::register().context("cannot handle SIGINT and SIGTERM")?;
     let fd_limit = servers::raise_fd_limit();
-    let backend = Backend::open(&config)?;
-    let mut settings = api::settings(&config, &backend)?;
-    let running = controller::start(&config, &backend, &mut settings)?;
-    let servers = Servers::start(&config, settings, backend.shared(), &running, fd_limit)?;
+    let backend = Backend::open(config)?;
+    let mut settings = api::settings(config, &backend)?;
+    let running = controller::start(config, &backend, &mut settings)?;
+    let servers = Servers::start(config, settings, backend.shared(), &running, fd_limit)?;
     let stopping = servers.stopping();
     actix_web::rt::spawn(stop_signal.stop_on_signal(stopping.clone()));
     backend.stop_on_flush_failure(stopping);
-    announce_ready(&config, &backend, &running, &servers)?;
-    let served = servers.serve().await;
-    shut_down(&config, &backend, running, served).await
+    announce_ready(config, &backend, &running, &servers)?;
+    Ok((backend, running, servers))
 }
 
 /// Writes the pid file, logs where the daemon serves and tells systemd it is ready: every

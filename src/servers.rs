@@ -10,7 +10,7 @@ use actix_web::dev::{Server, ServerHandle};
 use anyhow::Context;
 use slice_core::SliceStore;
 
-use crate::config::{Config, ListenAddr};
+use crate::config::{listen_failure, Config, ListenAddr, HTTP_SETTING, METRICS_SETTING};
 use crate::controller::Running;
 use crate::stop::Stopping;
 
@@ -47,7 +47,7 @@ impl Servers {
         let http_connections = http_connection_cap(config.max_http_connections, fd_limit);
         let http = &config.http;
         let listeners = slice_http::serve::bind_tcp(&http.resolved)
-            .with_context(|| format!("cannot listen for HTTP on {}", http.written))?;
+            .map_err(|err| listen_failure("HTTP", &http.written, &err, HTTP_SETTING))?;
         let http_addrs = listeners
             .iter()
             .map(|listener| listener.local_addr().map(|addr| addr.to_string()))
@@ -121,7 +121,7 @@ fn metrics_server(
 ) -> anyhow::Result<ServerHandle> {
     let ListenAddr { written, resolved } = addr;
     let listener = std::net::TcpListener::bind(&resolved[..])
-        .with_context(|| format!("cannot listen for metrics on {written}"))?;
+        .map_err(|err| listen_failure("metrics", written, &err, METRICS_SETTING))?;
     let bound = listener.local_addr()?;
     // The names of the API's listener are not the scraper's, but the names an
     // operator trusts for this machine are trusted here too.

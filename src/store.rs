@@ -23,7 +23,7 @@ impl Backend {
     /// configured store: nothing is made or read where another user may have put files.
     pub(crate) fn open(config: &Config) -> anyhow::Result<Self> {
         let data_dir = &config.data_dir;
-        for change in make_private(data_dir)? {
+        for change in make_private(config)? {
             log::warn!("{change}");
         }
         crate::secrets::check(config)?;
@@ -86,7 +86,9 @@ impl Backend {
 /// Creates the data directory owner-only, or checks that it is: another user's, or one
 /// others may write, is refused (what is in it may be theirs). A refusal names the path
 /// and what to check; only a failing call needs more words.
-pub(crate) fn make_private(data_dir: &DataDir) -> anyhow::Result<Vec<slice_store::Tightened>> {
+pub(crate) fn make_private(config: &Config) -> anyhow::Result<Vec<slice_store::Tightened>> {
+    let data_dir = &config.data_dir;
+    refuse_missing_parent(config)?;
     data_dir.make_private().map_err(|err| match err {
         slice_store::NotPrivate::Io { .. } => anyhow::Error::new(err).context(format!(
             "cannot make the data directory {} owner-only",
@@ -94,6 +96,37 @@ pub(crate) fn make_private(data_dir: &DataDir) -> anyhow::Result<Vec<slice_store
         )),
         refused => refused.into(),
     })
+}
+
+/// A named data directory is made as `mkdir` makes one, without its parents: a typo in
+/// `--db` must not become a tree of new directories and an empty store served as if it
+/// were the real one. The per-user default gets its parents (such as `~/.local/share`),
+/// as the XDG base directories are meant to be made.
+pub(crate) fn refuse_missing_parent(config: &Config) -> anyhow::Result<()> {
+    let root = config.data_dir.root();
+    if !config.data_dir_named || root.exists() {
+        return Ok(());
+    }
+    let parent = match root.parent() {
+        Some(parent) if parent.as_os_str().is_empty() => std::path::Path::new("."),
+        Some(parent) => parent,
+        None => root,
+    };
+    let problem = match std::fs::metadata(parent) {
+        Ok(metadata) if metadata.is_dir() => return Ok(()),
+        Ok(_) => "is not a directory",
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        // Said by the attempt to make it, with its reason.
+        Err(_) => return Ok(()),
+    };
+    anyhow::bail!(
+        "cannot make the data directory {}: its parent {} {problem} (sliced makes only the \
+         last level, as mkdir does). Create the parent first (mkdir -p {}) or name another \
+         data directory (--db)",
+        root.display(),
+        parent.display(),
+        parent.display()
+    )
 }
 
 /// Connects to etcd. Without the sled database's lock to tell, another daemon on the same

@@ -46,14 +46,48 @@ pub(crate) struct ListenAddr {
 }
 
 impl ListenAddr {
-    /// Resolves `written`; `failure` says what could not be done, as the start-up error.
-    pub(crate) fn resolve(written: String, failure: &str) -> anyhow::Result<Self> {
+    /// Resolves `written`, the address of `what` ("the HTTP address") given by `setting`
+    /// (the flag and the settings key, named in every message so the operator knows what
+    /// to change).
+    pub(crate) fn resolve(written: String, what: &str, setting: &str) -> anyhow::Result<Self> {
+        check_host_port(&written, what, setting)?;
         let resolved = written
             .to_socket_addrs()
-            .with_context(|| format!("{failure} {written}"))?
+            .with_context(|| format!("cannot resolve {what} {written} ({setting})"))?
             .collect();
         Ok(Self { written, resolved })
     }
+}
+
+/// A listener's address is HOST:PORT; a bare port (`--http 9299`), the commonest slip, is
+/// answered with the address it probably meant.
+pub(crate) fn check_host_port(written: &str, what: &str, setting: &str) -> anyhow::Result<()> {
+    let port = written
+        .rsplit_once(':')
+        .and_then(|(host, port)| (!host.is_empty()).then_some(port))
+        .and_then(|port| port.parse::<u16>().ok());
+    if port.is_some() {
+        return Ok(());
+    }
+    let example = match written.parse::<u16>() {
+        Ok(port) => format!("127.0.0.1:{port}, or 0.0.0.0:{port} for every interface"),
+        Err(_) => "127.0.0.1:9292".to_owned(),
+    };
+    anyhow::bail!("{what} {written:?} is not HOST:PORT: give one such as {example} ({setting})")
+}
+
+/// Why a listener could not be bound, with the setting that moves it.
+pub(crate) fn listen_failure(
+    listener: &str,
+    written: &str,
+    err: &std::io::Error,
+    setting: &str,
+) -> anyhow::Error {
+    let advice = match err.kind() {
+        std::io::ErrorKind::AddrInUse => "stop what listens there, or choose another address",
+        _ => "choose another address",
+    };
+    anyhow::anyhow!("cannot listen for {listener} on {written}: {err}; {advice} with {setting}")
 }
 
 /// A text that is no datapath id.
@@ -100,11 +134,16 @@ mod tests {
 
     #[test]
     fn a_host_name_resolves() {
-        let addr = ListenAddr::resolve("localhost:9292".to_owned(), "cannot resolve").unwrap();
+        let addr = ListenAddr::resolve("localhost:9292".to_owned(), "the address", "--x").unwrap();
         assert!(addr.resolved.iter().all(|a| a.port() == 9292));
-        let err = ListenAddr::resolve("no port".to_owned(), "cannot resolve").unwrap_err();
+        let err = ListenAddr::resolve("no port".to_owned(), "the address", "--x").unwrap_err();
+        assert!(err.to_string().contains("is not HOST:PORT"), "{err}");
+        let err = ListenAddr::resolve("9299".to_owned(), "the address", "--x").unwrap_err();
+        assert!(err.to_string().contains("127.0.0.1:9299"), "{err}");
+        let err = ListenAddr::resolve("no.such.host.invalid:1".to_owned(), "the address", "--x")
+            .unwrap_err();
         assert!(
-            err.to_string().starts_with("cannot resolve no port"),
+            err.to_string().starts_with("cannot resolve the address"),
             "{err}"
         );
     }

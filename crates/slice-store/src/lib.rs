@@ -64,7 +64,8 @@ use crate::job::{Job, Op, Reply};
 use crate::keys::Key;
 use crate::model::Model;
 pub use crate::permissions::{
-    check_daemon_socket, check_secret_file, effective_uid, make_private_dir, NotPrivate, Tightened,
+    check_daemon_socket, check_private_dir, check_secret_file, effective_uid, make_private_dir,
+    NotPrivate, Tightened,
 };
 pub use crate::private_file::write_private_durably;
 pub use crate::writer::CommitObserver;

@@ -84,6 +84,12 @@ pub fn make_private_dir(dir: &Path) -> Result<Vec<Tightened>, NotPrivate> {
     Ok(tighten(dir, WHAT)?.into_iter().collect())
 }
 
+/// Checks, changing nothing, that an existing `dir` would pass [`make_private_dir`]: this
+/// user's, and writable by nobody else (read permissions it would take away pass).
+pub fn check_private_dir(dir: &Path) -> Result<(), NotPrivate> {
+    check_directory(dir, "the data directory")
+}
+
 /// The closest ancestor of `path` that exists; the current directory for a relative
 /// path whose first component is missing.
 fn nearest_existing(path: &Path) -> Option<PathBuf> {
