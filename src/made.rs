@@ -33,7 +33,7 @@ impl Made {
     pub(crate) fn before_start(config: &Config) -> Self {
         let data_dir = &config.data_dir;
         let mut made = Self::default();
-        made.note(data_dir.root(), Kind::Dir);
+        made.note_dir(data_dir.root());
         made.note(&config.session_key_file, Kind::File);
         if config.etcd.is_none() {
             made.note(&data_dir.store_path(), Kind::Store);
@@ -54,9 +54,20 @@ impl Made {
         self.note(path, Kind::File);
     }
 
-    /// Notes a directory that `-d` may make.
+    /// Notes a directory that a start may make, with the parents it would make too (the
+    /// per-user default's, such as `~/.local/share`), outermost first.
     pub(crate) fn note_dir(&mut self, path: &Path) {
-        self.note(path, Kind::Dir);
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .filter(|ancestor| !ancestor.as_os_str().is_empty())
+            .take_while(|ancestor| {
+                std::fs::symlink_metadata(ancestor)
+                    .is_err_and(|err| err.kind() == ErrorKind::NotFound)
+            })
+            .collect();
+        for dir in missing.into_iter().rev() {
+            self.note(dir, Kind::Dir);
+        }
     }
 
     /// Removes what was noted as missing and is there now. Call it only once everything

@@ -117,6 +117,39 @@ fn a_failed_start_takes_away_the_data_directory_it_made() {
     assert!(names_in(dir.path()).is_empty());
 }
 
+/// Issue 35, item 8: the per-user default is made with its parents, and a failed start
+/// takes those away too.
+#[test]
+fn a_failed_start_on_the_default_directory_takes_away_its_parents() {
+    let home = tempfile::tempdir().unwrap();
+    let xdg = home.path().join("xdg/share");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = taken.local_addr().unwrap().to_string();
+    let openflow = free_port().to_string();
+    let mut child = Command::new(SLICED)
+        .args(["--http", &http, "--openflow", &openflow])
+        .env_remove("SLICED_DB")
+        .env("XDG_DATA_HOME", &xdg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(60));
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    assert!(status.is_some_and(|status| !status.success()), "{output:?}");
+    assert!(
+        stderr(&output).contains("cannot listen for HTTP"),
+        "{output:?}"
+    );
+    assert!(
+        names_in(home.path()).is_empty(),
+        "{:?}",
+        names_in(home.path())
+    );
+}
+
 /// Issue 35, item 8: in a data directory that existed, a failed start removes the
 /// session key and database it made, and keeps every file that was there before it.
 #[test]
