@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod fabric_api;
 mod links;
+mod overload;
 
 /// Generous: a loaded two-core machine runs the test binaries in parallel.
 const WAIT: Duration = Duration::from_secs(10);

@@ -75,10 +75,13 @@ impl Default for ControllerConfig {
 
 impl ControllerConfig {
     /// Sets how often LLDP goes out, and with it how long an unconfirmed link lives
-    /// ([`crate::engine::link_max_age`]).
+    /// ([`crate::engine::link_max_age`], up to [`crate::engine::link_age_ceiling`] on a
+    /// late switch) and how fast a flapping link's penalty decays.
     pub fn set_lldp_interval(&mut self, interval: Duration) {
         self.lldp_interval = interval;
         self.engine.link_max_age = crate::engine::link_max_age(interval);
+        self.engine.link_age_ceiling = crate::engine::link_age_ceiling(interval);
+        self.engine.link_flap_half_life = crate::engine::link_flap_half_life(interval);
     }
 
     /// LLDP PACKET_INs per second one port may send (burst twice that), outside the

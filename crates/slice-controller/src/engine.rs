@@ -9,8 +9,10 @@
 //! [`crate::protocol`], re-exported here); its work is in parts, each an
 //! `impl Engine` of its own: `switches` (switches, ports, probes sent, drops counted),
 //! `packets` (PACKET_INs: probes, learning, flooding, routing), `link_guard` (which edge
-//! ports may become link ends), `proactive` (the OpenFlow 1.3 pipeline kept in the
-//! switches), `drops`, `paths` (per-pair flows where the pipeline does not run),
+//! ports may become link ends), `link_health` (each link's round trip and flaps: its
+//! age limit, and whether it is held for flapping), `proactive` (the OpenFlow 1.3
+//! pipeline kept in the switches), `drops`, `paths` (per-pair flows where the pipeline
+//! does not run),
 //! `slices` (membership changes), `tick` (what time does), `reconcile` (flow tables read
 //! back), `cluster` (roles and takeover) and `views`.
 
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use openflow::packet::Probe;
+use openflow::packet::{Probe, ProbeProof};
 use serde::Serialize;
 use slice_core::{Change, Host, Leadership, MacAddress, Membership, PortId};
 
@@ -40,6 +42,7 @@ use slice_core::fabric::{DeclaredFabric, FabricEntry};
 mod cluster;
 mod drops;
 mod link_guard;
+mod link_health;
 mod packets;
 mod paths;
 mod proactive;
@@ -52,6 +55,7 @@ mod views;
 use self::drops::DropCause;
 pub use self::drops::Dropped;
 use self::link_guard::{FrameClass, LinkGuard, Permit, Standing, PROBES_OVER_CHATTER};
+use self::link_health::{HealthLimits, LinkHealth};
 use self::proactive::Proactive;
 use self::reconcile::AdoptedFlow;
 pub use self::views::{FabricView, HostView, PathView, PortView, SwitchView};
@@ -83,6 +87,11 @@ pub struct EngineConfig {
     /// of probes, is gone.
     pub link_max_age: Duration,
     pub link_missed_probes: u64,
+    /// `link_max_age` is the floor of each link's own age limit, which follows its
+    /// measured round trip up to this ceiling ([`link_age_ceiling`]).
+    pub link_age_ceiling: Duration,
+    /// How fast the penalty of a flapping link decays ([`link_flap_half_life`]).
+    pub link_flap_half_life: Duration,
     /// Signs the LLDP probes and checks the ones that come back.
     pub probe_key: ProbeKey,
     /// Ports a switch may have; PORT_STATUS adding more is ignored (and counted).
@@ -118,6 +127,17 @@ pub fn link_max_age(lldp_interval: Duration) -> Duration {
     lldp_interval * 7 / 2
 }
 
+/// The most a link's age limit grows to on a switch that answers late: four intervals
+/// more than the floor ([`link_max_age`]), 7.5 s at the default interval.
+pub fn link_age_ceiling(lldp_interval: Duration) -> Duration {
+    link_max_age(lldp_interval) + lldp_interval * 4
+}
+
+/// The half-life of a flapping link's penalty: 15 intervals (15 s by default).
+pub fn link_flap_half_life(lldp_interval: Duration) -> Duration {
+    lldp_interval * link_health::HALF_LIFE_INTERVALS
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
@@ -127,6 +147,8 @@ impl Default for EngineConfig {
             drop_timeout: 10,
             link_max_age: link_max_age(DEFAULT_LLDP_INTERVAL),
             link_missed_probes: 3,
+            link_age_ceiling: link_age_ceiling(DEFAULT_LLDP_INTERVAL),
+            link_flap_half_life: link_flap_half_life(DEFAULT_LLDP_INTERVAL),
             probe_key: ProbeKey::random_or_refused(),
             max_ports_per_switch: 4096,
             max_hosts_per_port: 256,
@@ -208,6 +230,8 @@ pub struct Engine {
     /// Which edge ports may become link ends: the evidence of hosts at each, the link
     /// ends that went lately, the probes counted against chatter.
     guard: LinkGuard,
+    /// Each link's measured round trip (its age limit) and flaps (whether it is held).
+    health: LinkHealth,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
@@ -267,6 +291,11 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig, membership: Membership) -> Self {
         let proactive = Proactive::new(config.slicing && config.proactive);
+        let health = LinkHealth::new(HealthLimits {
+            floor: config.link_max_age,
+            ceiling: config.link_age_ceiling,
+            half_life: config.link_flap_half_life,
+        });
         Self {
             fabric_in_settings: config.fabric.is_declared(),
             config,
@@ -274,6 +303,7 @@ impl Engine {
             membership,
             hosts: HostTable::default(),
             guard: LinkGuard::default(),
+            health,
             dropped: HashMap::new(),
             packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),

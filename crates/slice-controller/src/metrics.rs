@@ -55,6 +55,8 @@ pub struct ControllerMetrics {
     pub bundles_refused: Counter,
     /// OpenFlow connections closed as soon as accepted, at the cap of open connections.
     pub switch_connections_refused: Counter,
+    /// Links held out of use for flapping (each time one is).
+    pub links_held: Counter,
     link_up: Counter,
     link_down: Counter,
 }
@@ -131,6 +133,11 @@ impl ControllerMetrics {
                 registry,
                 "switch_connections_refused",
                 "OpenFlow connections closed as soon as accepted, at the cap of open connections",
+            ),
+            links_held: counter(
+                registry,
+                "links_held",
+                "Links held out of use for flapping, until their penalty decays",
             ),
             link_up,
             link_down,

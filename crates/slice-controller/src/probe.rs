@@ -207,6 +207,14 @@ impl ProbeKey {
     }
 }
 
+impl ProbeKey {
+    /// How long ago, by `now`, the probe with `proof` was signed (zero for one signed
+    /// ahead of this clock). Its round trip when the proof verifies.
+    pub fn age(&self, proof: &ProbeProof, now: Instant) -> Duration {
+        Duration::from_millis(self.timestamp(now).saturating_sub(proof.nonce))
+    }
+}
+
 fn unix_ms(time: SystemTime) -> u64 {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)

@@ -1,7 +1,7 @@
 //! The switch graph: switches, their ports, and the links between them learned from LLDP.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use openflow::Version;
 use slice_core::PortId;
@@ -62,6 +62,9 @@ pub struct Topology {
     link_ends: HashMap<PortId, usize>,
     /// Breadth-first trees already grown, reused until the graph changes.
     trees: PathTrees,
+    /// Ports of existing switches held out of use ([`Topology::hold`]); a port or switch
+    /// that goes takes its own.
+    held: BTreeSet<PortId>,
 }
 
 impl Topology {
@@ -73,6 +76,7 @@ impl Topology {
     /// Forgets a switch and every link that touches it; returns the links removed.
     pub fn remove_switch(&mut self, dpid: u64) -> Vec<Link> {
         self.switches.remove(&dpid);
+        self.held.retain(|port| port.dpid != dpid);
         self.trees.forget();
         let doomed: Vec<Link> = self
             .links()
@@ -126,6 +130,7 @@ impl Topology {
             }
             None => {
                 switch.ports.remove(&port.port_no);
+                self.held.remove(&port);
             }
         }
         if live {
@@ -208,20 +213,29 @@ impl Topology {
         self.probe_round += 1;
     }
 
-    /// Forgets links not confirmed since `oldest` that also missed the answers to
-    /// `missed_rounds` whole rounds of probes; returns them.
+    /// Forgets links not confirmed for their age limit (`max_age` of the source port)
+    /// by `now` that also missed the answers to `missed_rounds` whole rounds of probes;
+    /// returns them.
     ///
     /// Both conditions, because either alone misleads: the clock runs on while this
     /// process stalls (a stall would expire every link at once), and rounds follow the
     /// ticks, which can come early after a stall.
-    pub fn expire_links(&mut self, oldest: Instant, missed_rounds: u64) -> Vec<Link> {
+    pub fn expire_links(
+        &mut self,
+        now: Instant,
+        missed_rounds: u64,
+        max_age: impl Fn(PortId) -> Duration,
+    ) -> Vec<Link> {
         // The current round's probes are still under way; the rounds between the one
         // that last confirmed a link and the current one went unanswered.
         let answered_since = self.probe_round.saturating_sub(missed_rounds);
         let stale: Vec<PortId> = self
             .links
             .iter()
-            .filter(|(_, (_, seen))| seen.at < oldest && seen.round < answered_since)
+            .filter(|(src, (_, seen))| {
+                now.saturating_duration_since(seen.at) > max_age(**src)
+                    && seen.round < answered_since
+            })
             .map(|(src, _)| *src)
             .collect();
         stale
@@ -259,7 +273,28 @@ impl Topology {
 
     /// True for a live port that leads to a host rather than to another switch.
     pub fn is_edge(&self, port: PortId) -> bool {
-        self.is_live(port) && !self.links.contains_key(&port) && !self.link_ends.contains_key(&port)
+        self.is_live(port)
+            && !self.links.contains_key(&port)
+            && !self.link_ends.contains_key(&port)
+            && !self.held.contains(&port)
+    }
+
+    /// Holds `port`, an end of a link held out for flapping, out of use: neither a link
+    /// end nor an edge, so nothing is forwarded to it and no host is learned there.
+    pub fn hold(&mut self, port: PortId) {
+        if self.has_port(port) {
+            self.held.insert(port);
+        }
+    }
+
+    /// Whether `port` is held out of use.
+    pub fn is_held(&self, port: PortId) -> bool {
+        self.held.contains(&port)
+    }
+
+    /// Lets `port` be a link end or an edge again.
+    pub fn release(&mut self, port: PortId) {
+        self.held.remove(&port);
     }
 
     /// The live edge ports of every switch.
@@ -658,12 +693,13 @@ mod tests {
             topology.start_probe_round();
         }
         topology.link_seen(p(1, 2), p(2, 2), later);
+        let age = |_| std::time::Duration::from_secs(4);
         assert!(
-            topology.expire_links(later, 2).is_empty(),
+            topology.expire_links(later, 2, age).is_empty(),
             "old by the clock, but only one round missed"
         );
         topology.start_probe_round();
-        let expired = topology.expire_links(later, 2);
+        let expired = topology.expire_links(later, 2, age);
         assert_eq!(expired.len(), 3);
         assert_eq!(
             topology.links().collect::<Vec<_>>(),

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,9 @@ pub(crate) struct Switch {
     said_hello: AtomicBool,
     /// Whether the controller has ended the connection.
     closed: AtomicBool,
+    /// How late (in ms) it sends the controller the LLDP frames that reach it over a
+    /// cable, as a loaded switch does: 0 sends them at once.
+    lldp_delay_ms: AtomicU64,
     /// The flows it reports when the controller reads its table back (it does not
     /// apply FLOW_MODs to them: tests check what the controller sends).
     holds: Vec<FlowMod>,
@@ -148,6 +151,7 @@ impl Network {
             next_xid: Mutex::new(1000),
             said_hello: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            lldp_delay_ms: AtomicU64::new(0),
             holds,
         });
         self.switches
@@ -221,6 +225,12 @@ impl Switch {
     }
 
     /// Reports a port going down (or up).
+    /// From now on, sends the LLDP frames that reach it over a cable `delay` late.
+    pub(crate) fn delay_lldp(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.lldp_delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     pub(crate) fn port_status(&self, port: u32, live: bool) {
         self.send(&Message::PortStatus {
             reason: PortReason::Modify,
@@ -405,7 +415,17 @@ impl Switch {
                         Some((dpid, far_port)) => {
                             let peer = peers.lock().unwrap().get(&dpid).cloned();
                             if let Some(peer) = peer {
-                                if peer.said_hello.load(Ordering::SeqCst) {
+                                let late = peer.lldp_delay_ms.load(Ordering::SeqCst);
+                                let lldp = openflow::packet::parse_discovery(&packet.data);
+                                if lldp.is_some() && late > 0 {
+                                    let data = packet.data.clone();
+                                    std::thread::spawn(move || {
+                                        std::thread::sleep(Duration::from_millis(late));
+                                        if peer.said_hello.load(Ordering::SeqCst) {
+                                            peer.packet_in(far_port, data);
+                                        }
+                                    });
+                                } else if peer.said_hello.load(Ordering::SeqCst) {
                                     peer.packet_in(far_port, packet.data.clone());
                                 }
                             }

@@ -160,14 +160,10 @@ impl Engine {
         let refused = if standing == Standing::HostPort {
             Some(DropCause::LldpAtHostPort)
         } else {
-            let key = &self.config.probe_key;
-            // A probe in flight on a loaded machine may take a good part of a fast
-            // (100 ms) interval; a second is still far too short to be of use to anyone
-            // replaying it, and the host-port rule stops relays within it.
-            let max_age = self.config.link_max_age.max(MIN_PROBE_AGE);
+            // Within the age limit that port's round trip earned (`tick.rs`).
             match probe
                 .proof
-                .map(|proof| key.verify(from.dpid, from.port_no, &proof, now, max_age))
+                .map(|proof| self.probe_verdict(from, &proof, now))
             {
                 None => Some(DropCause::UnsignedLldp),
                 Some(Verdict::Forged) => Some(DropCause::ForgedLldp),
@@ -206,6 +202,10 @@ impl Engine {
                 );
                 return;
             }
+        }
+        if self.topology.is_held(from) || self.topology.is_held(at) {
+            log::debug!("probe from {from} at {at}: the link is held out for flapping");
+            return;
         }
         for end in self.guard.link_made(from, at) {
             // A link end: what was learned there was passing traffic or chatter.

@@ -158,6 +158,7 @@ impl Engine {
         }
         self.hosts.remove_at(|port| port.dpid == dpid);
         self.guard.switch_gone(dpid);
+        self.holds_gone(dpid, None, now);
         self.dropped.remove(&dpid);
         self.packet_in_meters.remove(&dpid);
         self.role_refused.remove(&dpid);
@@ -207,5 +208,9 @@ impl Engine {
             self.delete_adopted_where(|_, flow| flow.uses_port(port));
         }
         self.links_removed(&removed_links, now);
+        self.links_flapped(&removed_links, link_health::PORT_DOWN_PENALTY, now);
+        if deleted {
+            self.holds_gone(port.dpid, Some(port.port_no), now);
+        }
     }
 }

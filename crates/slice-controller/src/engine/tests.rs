@@ -8,6 +8,7 @@ mod cluster;
 mod hostile;
 mod links;
 mod notices;
+mod overload;
 mod reconcile;
 mod routing;
 

@@ -1,5 +1,5 @@
-//! What happens with time: the probe rounds, links and hosts expiring, drops and
-//! adopted flows checked.
+//! What happens with time: the probe rounds, links and hosts expiring (each link by its
+//! own age limit), flapping links held and let back, drops and adopted flows checked.
 
 use super::*;
 
@@ -19,14 +19,24 @@ impl Engine {
         for port in ports {
             self.probe(port, now);
         }
-        if let Some(oldest) = now.checked_sub(self.config.link_max_age) {
-            let expired = self
-                .topology
-                .expire_links(oldest, self.config.link_missed_probes);
-            for link in &expired {
-                log::info!("link expired: {} -> {}", link.src, link.dst);
-            }
-            self.links_removed(&expired, now);
+        let health = &self.health;
+        let expired = self
+            .topology
+            .expire_links(now, self.config.link_missed_probes, |src| {
+                health.age_limit(src)
+            });
+        for link in &expired {
+            log::info!("link expired: {} -> {}", link.src, link.dst);
+        }
+        self.links_removed(&expired, now);
+        self.links_flapped(&expired, link_health::EXPIRY_PENALTY, now);
+        for link in self.health.reusable(now) {
+            log::info!(
+                "link {} -> {} no longer flapping: let back",
+                link.src,
+                link.dst
+            );
+            self.links_released(&[link], now);
         }
         self.guard.expire(now, self.link_return_grace());
         self.expire_drops(now);
@@ -58,6 +68,86 @@ impl Engine {
             }
             self.forget_host(mac);
             self.count_drop(port.dpid, DropCause::HostAgedOut, 1, now);
+        }
+    }
+
+    /// Checks a probe's proof, claiming to come from `from`, against that port's age
+    /// limit, and takes its round trip as a sample: a genuine probe up to the ceiling old
+    /// is evidence of how late the switches answer even when it is too old to count, so
+    /// that the limit catches up with a switch that grew late instead of every probe of
+    /// it going stale.
+    pub(super) fn probe_verdict(
+        &mut self,
+        from: PortId,
+        proof: &ProbeProof,
+        now: Instant,
+    ) -> Verdict {
+        let key = &self.config.probe_key;
+        // A probe in flight on a loaded machine may take a good part of a fast (100 ms)
+        // interval; a second is still far too short to be of use to anyone replaying it,
+        // and the host-port rule stops relays within it.
+        let ceiling = self.health.ceiling().max(MIN_PROBE_AGE);
+        let verdict = key.verify(from.dpid, from.port_no, proof, now, ceiling);
+        if verdict != Verdict::Genuine {
+            return verdict;
+        }
+        let age = key.age(proof, now);
+        let limit = self.health.age_limit(from).max(MIN_PROBE_AGE);
+        if self.topology.has_port(from) {
+            self.health.sample(from, proof.nonce, age);
+        }
+        if age > limit {
+            Verdict::Stale
+        } else {
+            Verdict::Genuine
+        }
+    }
+
+    /// Links held for flapping that are let back, or whose other end went: their ends
+    /// are in use again, with the grace of a link that went lately so that a probe
+    /// brings the link back over host traffic seen there meanwhile.
+    fn links_released(&mut self, links: &[Link], now: Instant) {
+        for link in links {
+            // An end of another link still held (the other direction) stays held.
+            for end in [link.src, link.dst] {
+                if !self.health.holds(end) {
+                    self.topology.release(end);
+                }
+            }
+            self.link_went(link, now);
+            self.proactive.changed();
+        }
+    }
+
+    /// `dpid` or its `port` went: the links held there are let go.
+    pub(super) fn holds_gone(&mut self, dpid: u64, port: Option<u32>, now: Instant) {
+        let released = match port {
+            Some(port_no) => self.health.port_deleted(PortId::new(dpid, port_no)),
+            None => self.health.switch_gone(dpid),
+        };
+        self.links_released(&released, now);
+    }
+
+    /// `links` went for a reason that counts as a flap (`penalty`): expired, or their
+    /// port went down. One that flaps too often is held out until it has been steady a
+    /// while.
+    pub(super) fn links_flapped(&mut self, links: &[Link], penalty: f64, now: Instant) {
+        for link in links {
+            // A port deleted (or a switch gone) keeps no penalty: nothing of it is kept.
+            if self.topology.has_port(link.src) && self.health.withdrawn(link, penalty, now) {
+                // Each flap rewrites the tables of every switch on a path over it:
+                // held out, it stops doing so until it has been steady a while.
+                let held_for = self.health.held_for(link.src, now).unwrap_or_default();
+                log::warn!(
+                    "link {} -> {} flapping: held out of use for {} s unless it flaps again",
+                    link.src,
+                    link.dst,
+                    held_for.as_secs()
+                );
+                self.metrics.links_held.inc();
+                self.topology.hold(link.src);
+                self.topology.hold(link.dst);
+            }
         }
     }
 
