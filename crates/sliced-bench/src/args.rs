@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::applies;
+use crate::{applies, fat_tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Part {
@@ -16,6 +16,7 @@ pub(crate) enum Part {
     Routing,
     Applies,
     Tables,
+    FatTree,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -72,4 +73,6 @@ pub(crate) struct RunArgs {
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub apply: applies::Options,
+    #[command(flatten)]
+    pub fat_tree: fat_tree::TreeOptions,
 }

@@ -9,15 +9,20 @@
 //!   the restart, reads and membership changes at that scale (`million`); path computation
 //!   and rerouting on a k=16 fat-tree and a 1,000-switch random graph (criterion, in
 //!   slice-controller); flow-table sizes against hosts on the OpenFlow 1.3 pipeline and on
-//!   per-pair flows, in-process on the controller's engine (`tables`).
+//!   per-pair flows, in-process on the controller's engine (`tables`);
+//! - fat trees of real Open vSwitch bridges under sliced, k=8 and k=16: connect, discovery,
+//!   apply to every table right, one binding, a cable cut, and sliced's memory and CPU
+//!   beside ovs-vswitchd's (`fat_tree`).
 //!
-//! Everything runs on loopback; every process started here is stopped before it returns.
+//! Everything runs on loopback (the fat trees in a network namespace of their own, joined
+//! by a veth pair); every process started here is stopped before it returns.
 
 mod applies;
 mod args;
 mod bare;
 mod bulk;
 mod emulator;
+mod fat_tree;
 mod floor;
 mod flows_part;
 mod fsync;

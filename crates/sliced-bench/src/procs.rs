@@ -156,6 +156,23 @@ impl Drop for Server {
     }
 }
 
+/// Makes the process `command` starts die with this one (SIGKILL when the bench ends
+/// without its clean-up, killed itself), so that nothing it started outlives it. The
+/// signal follows the thread that started the process: start it from the main thread.
+pub(crate) fn dies_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl(2) is async-signal-safe and touches only the calling (child) process;
+    // the closure allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The last lines of a log, for error messages.
 pub(crate) fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();

@@ -38,6 +38,9 @@ pub(crate) fn render(results: &Results) -> String {
     if let Some(tables) = &results.tables {
         crate::tables::section(&mut doc, tables, &results.stamp());
     }
+    if let Some(trees) = &results.fat_trees {
+        crate::fat_tree::section(&mut doc, trees, &results.stamp());
+    }
     method_notes(&mut doc, results);
     doc
 }

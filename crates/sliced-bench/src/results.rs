@@ -7,7 +7,7 @@ use crate::measure::Outcome;
 use crate::rest_part::{Reads, Writes};
 use crate::scale::Scale;
 use crate::watcher::OtherWork;
-use crate::{applies, machine, million, page, routing, tables};
+use crate::{applies, fat_tree, machine, million, page, routing, tables};
 
 /// Everything one run measured.
 pub(crate) struct Results {
@@ -27,6 +27,7 @@ pub(crate) struct Results {
     pub routing: Option<Outcome<routing::RoutingResult>>,
     pub applies: Option<Outcome<applies::Applies>>,
     pub tables: Option<Outcome<tables::Tables>>,
+    pub fat_trees: Option<Outcome<fat_tree::FatTrees>>,
     /// Peak resident memory (VmHWM) of each process measured: (run, process, KiB).
     pub memory: Vec<(String, String, u64)>,
     /// Other work seen running during each part.

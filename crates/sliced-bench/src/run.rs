@@ -15,7 +15,7 @@ use crate::rest_part::rest;
 use crate::results::Results;
 use crate::scale::scale;
 use crate::watcher::Watcher;
-use crate::{applies, machine, million, peers, procs, report, routing, sliced, tables};
+use crate::{applies, fat_tree, machine, million, peers, procs, report, routing, sliced, tables};
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -67,6 +67,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         routing: None,
         applies: None,
         tables: None,
+        fat_trees: None,
         memory: Vec::new(),
         other_work: Vec::new(),
         load_before: machine::load_average(),
@@ -133,6 +134,20 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         watcher.enter(tables::PART);
         results.tables = Some(outcome(tables::run(), tables::PART));
     }
+    if wants(Part::FatTree) {
+        watcher.enter(fat_tree::PART);
+        results.fat_trees = Some(outcome(
+            fat_tree::run(
+                &binary,
+                args.sliced.is_some(),
+                &workspace,
+                tmp.path(),
+                &args.fat_tree,
+                &mut results.memory,
+            ),
+            fat_tree::PART,
+        ));
+    }
     results.other_work = watcher.stop();
     results.load_after = machine::load_average();
     results.elapsed = started.elapsed();
@@ -141,11 +156,11 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| workspace.join("docs/benchmarks.md"));
-    // The apply and tables parts, alone or together, keep the page's other figures: their
-    // sections are written in place.
+    // The apply, tables and fat-tree parts, alone or together, keep the page's other
+    // figures: their sections are written in place.
     let in_place = parts
         .iter()
-        .all(|part| matches!(part, Part::Applies | Part::Tables));
+        .all(|part| matches!(part, Part::Applies | Part::Tables | Part::FatTree));
     let text = in_place
         .then(|| {
             let mut doc = std::fs::read_to_string(&out).ok()?;
@@ -154,6 +169,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
             }
             if wants(Part::Tables) {
                 doc = tables::in_place(&doc, results.tables.as_ref()?, &results.stamp())?;
+            }
+            if wants(Part::FatTree) {
+                doc = fat_tree::in_place(&doc, results.fat_trees.as_ref()?, &results.stamp())?;
             }
             Some(doc)
         })

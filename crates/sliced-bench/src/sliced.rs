@@ -55,10 +55,20 @@ impl Sliced {
         extra: &[&str],
         limit: Duration,
     ) -> anyhow::Result<Self> {
+        Self::start_at(binary, dir, procs::free_addr()?, extra, limit)
+    }
+
+    /// [`Sliced::start_within`] with its OpenFlow listener on `openflow`.
+    pub(crate) fn start_at(
+        binary: &Path,
+        dir: &Path,
+        openflow: SocketAddr,
+        extra: &[&str],
+        limit: Duration,
+    ) -> anyhow::Result<Self> {
         let deadline = Instant::now() + limit;
         std::fs::create_dir_all(dir)?;
         let http = procs::free_addr()?;
-        let openflow = procs::free_addr()?;
         let mut command = Command::new(binary);
         command
             .arg("--db")
@@ -72,6 +82,7 @@ impl Sliced {
             // handling overridden only by --db.
             .env_remove("SLICED_DB")
             .env_remove("RUST_LOG");
+        procs::dies_with_parent(&mut command);
         let log = dir.join("sliced.log");
         let mut server = Server::spawn("sliced", command, &log)?;
         server.wait_for_port(http, limit)?;

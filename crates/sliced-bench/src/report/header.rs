@@ -41,7 +41,7 @@ pub(super) fn header(doc: &mut String, results: &Results) {
          It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
          FILE`), starts every server on a free loopback port with a fresh data directory \
          under the temporary directory, and stops every process it started. The routing \
-         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`, `tables`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies` and `--only tables` (or both) rewrite only their own sections (7, 8) of this page, in place.\n",
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`, `tables`, `fat-tree`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies`, `--only tables` and `--only fat-tree` (or any of them together) rewrite only their own sections (7, 8, 9) of this page, in place. The fat-tree part needs root (it makes a network namespace) and Open vSwitch (`apt-get install -y openvswitch-switch`; the system's own instance is never used); `--fat-tree-k 8` runs its small tree alone.\n",
         crate::routing::COMMAND
     );
     let _ = writeln!(
