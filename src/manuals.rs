@@ -34,6 +34,13 @@ pub(crate) fn write(dir: &Path) -> anyhow::Result<()> {
             format!("cannot write the man pages of {name} in {}", man.display())
         })?;
         for shell in SHELLS {
+            // slice's scripts are its dynamic ones, calling /usr/bin/slice for slice names.
+            if name == "slice" {
+                let file = completions.join(clap_complete::Generator::file_name(&shell, &name));
+                std::fs::write(&file, slice_cli::completion_script(shell, "slice"))
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                continue;
+            }
             clap_complete::generate_to(shell, &mut command.clone(), &name, &completions)
                 .with_context(|| {
                     format!(
