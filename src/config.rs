@@ -159,13 +159,18 @@ pub(crate) struct Args {
 /// What sliced does instead of serving.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum DaemonCommand {
-    /// Print the shell completion script of sliced
+    /// Print the shell completion script of sliced, or write it to a file
     #[command(
-        after_help = "Example:\n  $ sliced completions bash > ~/.local/share/bash-completion/completions/sliced"
+        after_help = "Examples:\n  $ sliced completions bash --output ~/.local/share/bash-completion/completions/\n  $ sliced completions zsh > ~/.zfunc/_sliced"
     )]
     Completions {
         #[arg(value_name = "SHELL")]
         shell: clap_complete::Shell,
+        /// Write the script here instead of standard output, creating the directories on
+        /// the way; a directory (existing, or written with a final /) gets the file name
+        /// the shell looks for (sliced, _sliced, sliced.fish, sliced.elv, _sliced.ps1)
+        #[arg(short, long, value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
+        output: Option<PathBuf>,
     },
 }
 

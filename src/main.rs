@@ -51,8 +51,8 @@ fn main() -> ExitCode {
     if let Some(dir) = &args.write_manuals {
         return report(manuals::write(dir));
     }
-    if let Some(DaemonCommand::Completions { shell }) = args.command {
-        return report(manuals::print_completions(shell));
+    if let Some(DaemonCommand::Completions { shell, output }) = &args.command {
+        return report(manuals::completions(*shell, output.as_deref()));
     }
     if args.check_config {
         return report(check::run(&args));

@@ -54,13 +54,46 @@ pub(crate) fn write(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `sliced completions SHELL`: the script on stdout, as `slice completions` prints its own.
-pub(crate) fn print_completions(shell: Shell) -> anyhow::Result<()> {
+/// `sliced completions SHELL [--output PATH]`: the script on stdout or in a file, as
+/// `slice completions` gives its own (a directory gets the name the shell looks for).
+pub(crate) fn completions(shell: Shell, output: Option<&Path>) -> anyhow::Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Args::command(), "sliced", &mut script);
-    std::io::stdout()
-        .write_all(&script)
-        .context("cannot write the completion script")
+    let Some(path) = output else {
+        return std::io::stdout()
+            .write_all(&script)
+            .context("cannot write the completion script");
+    };
+    let names_directory = path.is_dir() || path.as_os_str().to_string_lossy().ends_with('/');
+    let file = if names_directory {
+        path.join(file_name(shell))
+    } else {
+        path.to_owned()
+    };
+    let write = || -> std::io::Result<()> {
+        if let Some(parent) = file
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut written = std::fs::File::create(&file)?;
+        written.write_all(&script)?;
+        written.sync_all()
+    };
+    write().with_context(|| format!("cannot write {}", file.display()))
+}
+
+/// The file name `shell` looks for in its completion directory.
+fn file_name(shell: Shell) -> String {
+    match shell {
+        Shell::Bash => "sliced".to_owned(),
+        Shell::Zsh => "_sliced".to_owned(),
+        Shell::Fish => "sliced.fish".to_owned(),
+        Shell::Elvish => "sliced.elv".to_owned(),
+        Shell::PowerShell => "_sliced.ps1".to_owned(),
+        other => clap_complete::Generator::file_name(&other, "sliced"),
+    }
 }
 
 /// The page of `command` and of each of its subcommands, as `clap_mangen::generate_to`

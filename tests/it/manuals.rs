@@ -78,6 +78,18 @@ fn sliced_completions_prints_the_script_of_each_shell() {
         assert!(script.contains("check-config"), "{shell}: {script}");
     }
     assert!(!db.exists(), "completions made the data directory");
+
+    // --output, as `slice completions --output`: a directory gets the shell's file name.
+    let target = dir.path().join("a/completions/");
+    let output = sliced(&[
+        "completions",
+        "zsh",
+        "--output",
+        &format!("{}/", target.display()),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let written = std::fs::read_to_string(target.join("_sliced")).unwrap();
+    assert!(written.contains("#compdef sliced"), "{written}");
     let output = sliced(&["completions", "tcsh"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
