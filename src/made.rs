@@ -17,7 +17,9 @@ enum Kind {
     File,
     /// Removed only when empty.
     Dir,
-    /// The database: everything in it is this start's, made while it held the lock.
+    /// The database: removed only once this start opened it, so that everything in it
+    /// is this start's, made while it held the lock (a `slice` command may make one
+    /// meanwhile in a start that fails before opening it).
     Store,
 }
 
@@ -25,6 +27,7 @@ enum Kind {
 #[derive(Debug, Default)]
 pub(crate) struct Made {
     missing: Vec<(PathBuf, Kind)>,
+    store_opened: bool,
 }
 
 impl Made {
@@ -47,6 +50,11 @@ impl Made {
         if std::fs::symlink_metadata(path).is_err_and(|err| err.kind() == ErrorKind::NotFound) {
             self.missing.push((path.to_owned(), kind));
         }
+    }
+
+    /// This start holds the database it noted as missing: it made it.
+    pub(crate) fn opened_store(&mut self) {
+        self.store_opened = true;
     }
 
     /// Notes a file that `-d` may make.
@@ -77,7 +85,8 @@ impl Made {
             let removed = match kind {
                 Kind::File => std::fs::remove_file(&path),
                 Kind::Dir => std::fs::remove_dir(&path),
-                Kind::Store => std::fs::remove_dir_all(&path),
+                Kind::Store if self.store_opened => std::fs::remove_dir_all(&path),
+                Kind::Store => continue,
             };
             match removed {
                 Ok(()) => {}

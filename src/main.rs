@@ -80,9 +80,9 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 /// Serves until SIGINT or SIGTERM, then flushes the store and cleans up. A start that
 /// fails takes away what it made (`made`).
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let made = made::Made::before_start(&config);
+    let mut made = made::Made::before_start(&config);
     // Everything the start opened is closed when `start` returns, the database too.
-    let (backend, running, servers) = match start(&config) {
+    let (backend, running, servers) = match start(&config, &mut made) {
         Ok(started) => started,
         Err(err) => {
             made.remove();
@@ -94,13 +94,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
 }
 
 /// Everything up to ready: the store, the controller and every listener.
-fn start(config: &Config) -> anyhow::Result<(Backend, Running, Servers)> {
+fn start(config: &Config, made: &mut made::Made) -> anyhow::Result<(Backend, Running, Servers)> {
     // Before anything listens: a signal that came between a listener's first answer and
     // the registration of its handler would go to one server and not the other, or
     // kill the daemon without its final flush.
     let stop_signal = StopSignal::register().context("cannot handle SIGINT and SIGTERM")?;
     let fd_limit = servers::raise_fd_limit();
     let backend = Backend::open(config)?;
+    made.opened_store();
     let mut settings = api::settings(config, &backend)?;
     let running = controller::start(config, &backend, &mut settings)?;
     let servers = Servers::start(config, settings, backend.shared(), &running, fd_limit)?;
