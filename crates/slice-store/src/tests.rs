@@ -629,7 +629,7 @@ fn declared(prefix: &str, count: u16) -> Vec<slice_core::Slice> {
             slice_core::Slice {
                 name: name(&format!("{prefix}{n}")),
                 ports: vec![slice_core::Port {
-                    id: PortId::new(1, u32::from(n)),
+                    id: PortId::new(1, u32::from(n) + 1),
                     macs: vec![MacAddress::new([2, 0, 0, 0, high, low])],
                 }],
             }

@@ -243,7 +243,7 @@ fn concurrent_mac_adds_to_one_port_all_land() {
     api.post("/slices", json!({"name": "s"}));
     let url = api.daemon.url("/slices/s/ports/0x1:1/mac_addresses");
     std::thread::scope(|scope| {
-        for i in 0..32u8 {
+        for i in 1..=32u8 {
             let (agent, url) = (agent(), url.clone());
             scope.spawn(move || {
                 let body = json!({"name": format!("00:00:00:00:00:{i:02x}")});
@@ -259,7 +259,7 @@ fn concurrent_mac_adds_to_one_port_all_land() {
         .map(|m| m["name"].as_str().unwrap().to_owned())
         .collect();
     macs.sort();
-    let expected: Vec<String> = (0..32u8)
+    let expected: Vec<String> = (1..=32u8)
         .map(|i| format!("00:00:00:00:00:{i:02x}"))
         .collect();
     assert_eq!(macs, expected);
