@@ -342,6 +342,9 @@ mod tests {
         let post = with_method("client_secret_post").unwrap().unwrap();
         assert_eq!(post.token_endpoint_auth, Some(ClientAuth::Post));
         let err = with_method("private_key_jwt").unwrap_err().to_string();
-        assert!(err.contains("auth.oidc.token_endpoint_auth_method"), "{err}");
+        assert!(
+            err.contains("auth.oidc.token_endpoint_auth_method"),
+            "{err}"
+        );
     }
 }

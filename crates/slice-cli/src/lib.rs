@@ -350,7 +350,9 @@ mod tests {
         let cli = parse(&["--db", db.to_str().unwrap(), "completions", "bash"]).unwrap();
         let mut out = Vec::new();
         run(cli, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().contains("COMPLETE=\"bash\""));
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("COMPLETE=\"bash\""));
         assert!(!db.exists());
     }
 

@@ -72,10 +72,7 @@ fn run_and_check(
         bins.slice.parent() == Some(bin_dir.as_path()),
         "sliced and slice are in different directories"
     );
-    let script = format!(
-        "set -e\nexport PATH={}:$PATH\n{block}",
-        bin_dir.display()
-    );
+    let script = format!("set -e\nexport PATH={}:$PATH\n{block}", bin_dir.display());
     stage.step(format!(
         "bash -e: the README's block, {} lines, in {}",
         block.lines().count(),
@@ -85,7 +82,9 @@ fn run_and_check(
     let mut command = ovs.command("bash", &["-c", &script]);
     command
         .stdout(std::fs::File::create(&log)?)
-        .stderr(std::fs::File::create(stage.dir().join("readme-cluster.err"))?);
+        .stderr(std::fs::File::create(
+            stage.dir().join("readme-cluster.err"),
+        )?);
     let mut child = command.spawn().context("cannot run bash")?;
     let status = sys::poll(BLOCK_TIMEOUT, Duration::from_millis(200), || {
         Ok(child.try_wait()?)
@@ -176,7 +175,10 @@ fn example(readme: &str) -> anyhow::Result<String> {
         .split_once("```sh\n")
         .context("the section has no sh block")?
         .1;
-    let block = start.split_once("\n```").context("the sh block does not end")?.0;
+    let block = start
+        .split_once("\n```")
+        .context("the sh block does not end")?
+        .0;
     Ok(format!("{block}\n"))
 }
 
@@ -213,8 +215,8 @@ fn master_pid(views: &[Value], master: &str) -> anyhow::Result<(usize, u32)> {
         .position(|name| *name == master)
         .with_context(|| format!("the master {master} is none of n1, n2, n3 ({views:?})"))?;
     let pid_file = format!("{}/sliced.pid", SCRATCH[3 + index]);
-    let text = std::fs::read_to_string(&pid_file)
-        .with_context(|| format!("cannot read {pid_file}"))?;
+    let text =
+        std::fs::read_to_string(&pid_file).with_context(|| format!("cannot read {pid_file}"))?;
     let pid = text
         .trim()
         .parse()
