@@ -4,6 +4,7 @@
 //!
 //! See docs/testing.md for how to run it and how to add a topology or a scenario.
 
+mod bundles;
 mod cluster;
 mod daemon;
 mod etcd;
@@ -26,8 +27,8 @@ mod packet_socket;
 mod pki;
 mod proxy;
 mod random;
-pub(crate) mod relay_attack;
 mod readme_cluster;
+pub(crate) mod relay_attack;
 mod reroute;
 mod restart;
 mod scenarios;

@@ -1,7 +1,8 @@
 //! What Open vSwitch itself says about its controllers: its `vconn` module's debug log of
 //! every OpenFlow message it received and sent, the `Controller` table's view of each
 //! connection (connected, the role the switch gave it), and `dump-meters`. A leaf: the
-//! standby-wakes scenario reads the switches' side of the story with it, not sliced's.
+//! standby-wakes and bundles scenarios read the switches' side of the story with it, not
+//! sliced's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,6 +63,10 @@ pub(super) struct Traffic {
     pub granted: BTreeMap<String, usize>,
     /// Errors sent to it, by code (`OFPRRFC_STALE`, `OFPBRC_IS_SLAVE`).
     pub errors: BTreeMap<String, usize>,
+    /// Every message received from it, by type (`BUNDLE_CONTROL`, `FLOW_MOD`).
+    pub received: BTreeMap<String, usize>,
+    /// Every message sent to it, by type.
+    pub sent: BTreeMap<String, usize>,
 }
 
 impl Traffic {
@@ -74,17 +79,19 @@ impl Traffic {
     }
 }
 
+/// `METER_MOD x1, PACKET_OUT x3`, or `none`.
+pub(super) fn counts(map: &BTreeMap<String, usize>) -> String {
+    if map.is_empty() {
+        return "none".to_owned();
+    }
+    map.iter()
+        .map(|(what, n)| format!("{what} x{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl std::fmt::Display for Traffic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let counts = |map: &BTreeMap<String, usize>| {
-            if map.is_empty() {
-                return "none".to_owned();
-            }
-            map.iter()
-                .map(|(what, n)| format!("{what} x{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         write!(
             f,
             "writes {} ({}); role requests {}; role replies {}; errors {}",
@@ -93,6 +100,12 @@ impl std::fmt::Display for Traffic {
             counts(&self.asked),
             counts(&self.granted),
             counts(&self.errors)
+        )?;
+        write!(
+            f,
+            "; received {}; sent {}",
+            counts(&self.received),
+            counts(&self.sent)
         )
     }
 }
@@ -134,6 +147,14 @@ pub(super) fn traffic(log: &str, peer: &str) -> Traffic {
         let bump = |map: &mut BTreeMap<String, usize>, key: &str| {
             *map.entry(key.to_owned()).or_default() += 1;
         };
+        bump(
+            if received {
+                &mut traffic.received
+            } else {
+                &mut traffic.sent
+            },
+            kind,
+        );
         match (received, kind) {
             (true, kind) if WRITES.contains(&kind) => {
                 bump(&mut traffic.writes, kind);
@@ -349,6 +370,25 @@ type=drop rate=1000 burst_size=2000
 
         // ovs-ofctl's own connection is nobody's controller.
         assert_eq!(traffic(LOG, "unix#4").write_count(), 0);
+    }
+
+    #[test]
+    fn bundle_messages_are_counted_by_type_and_their_contents_are_not() {
+        let log = "\
+2026-11-27T17:10:01.100Z|00100|vconn|DBG|tcp:127.0.0.1:6001: received: ONFT_BUNDLE_CONTROL (OF1.3) (xid=0x3):
+ bundle_id=0 type=OPEN_REQUEST flags=atomic ordered
+2026-11-27T17:10:01.101Z|00101|vconn|DBG|tcp:127.0.0.1:6001: received: ONFT_BUNDLE_ADD_MESSAGE (OF1.3) (xid=0x4):
+ bundle_id=0 flags=atomic ordered
+OFPT_FLOW_MOD (OF1.3) (xid=0x4): ADD table:2 priority=100 actions=output:3
+2026-11-27T17:10:01.102Z|00102|vconn|DBG|tcp:127.0.0.1:6001: sent (Success): ONFT_BUNDLE_CONTROL (OF1.3) (xid=0x3):
+ bundle_id=0 type=OPEN_REPLY flags=0
+";
+        let traffic = traffic(log, "tcp:127.0.0.1:6001");
+        assert_eq!(traffic.received.get("BUNDLE_CONTROL"), Some(&1));
+        assert_eq!(traffic.received.get("BUNDLE_ADD_MESSAGE"), Some(&1));
+        assert_eq!(traffic.received.get("FLOW_MOD"), None);
+        assert_eq!(traffic.sent.get("BUNDLE_CONTROL"), Some(&1));
+        assert_eq!(traffic.writes.get("BUNDLE_ADD_MESSAGE"), Some(&1));
     }
 
     #[test]

@@ -122,6 +122,15 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "bundles",
+        about: "a bulk write reaches Open vSwitch as bundles, no FLOW_MOD of its own, and \
+                leaves every table right and the slices apart",
+        run: super::bundles::bundles,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "restart",
         about: "kill -9 and restart of sliced: a ping every 20 ms loses nothing, its flows \
                 stay, a pair forbidden meanwhile loses its flows",
