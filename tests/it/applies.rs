@@ -30,7 +30,7 @@ fn declared(prefix: &str, count: u32) -> Value {
             json!({
                 "name": format!("{prefix}{n}"),
                 "ports": [{
-                    "name": format!("0x1:{n}"),
+                    "name": format!("0x1:{}", n + 1),
                     "mac_addresses": [format!("02:00:00:00:{:02x}:{:02x}", n >> 8, n & 0xff)],
                 }],
             })

@@ -71,7 +71,8 @@ fn the_tools_own_writes_are_audited_in_its_data_directory_and_unauditable_ones_r
     ok(&["list"]);
     let declaration = dir.path().join("slices.toml");
     std::fs::write(&declaration, "[[slice]]\nname = \"red\"\n").unwrap();
-    ok(&["apply", "-f", declaration.to_str().unwrap()]);
+    // It replaces blue, the only slice: a deletion of every slice needs --prune.
+    ok(&["apply", "-f", declaration.to_str().unwrap(), "--prune"]);
 
     let entries = trail(&data);
     let store = format!("etcd at {endpoint} under /sliced/");

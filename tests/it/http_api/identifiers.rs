@@ -42,9 +42,14 @@ async fn identifiers_are_read_leniently_and_shown_canonically() {
 async fn the_largest_identifiers_round_trip() {
     let api = Api::start().await;
     api.post("/slices", json!({"name": "x".repeat(64)})).await;
-    let body = json!({"dpid": u64::MAX, "port_no": u32::MAX});
-    let expected =
-        json!({"name": "0xffffffffffffffff:4294967295", "dpid": u64::MAX, "port_no": u32::MAX});
+    // The highest port number a slice can hold (OFPP_MAX): above it are OpenFlow's
+    // reserved ports.
+    let body = json!({"dpid": u64::MAX, "port_no": slice_core::MAX_SWITCH_PORT});
+    let expected = json!({
+        "name": "0xffffffffffffffff:4294967040",
+        "dpid": u64::MAX,
+        "port_no": slice_core::MAX_SWITCH_PORT
+    });
     let slice = "x".repeat(64);
     assert_eq!(
         api.post(&format!("/slices/{slice}/ports"), body).await,
@@ -52,7 +57,7 @@ async fn the_largest_identifiers_round_trip() {
     );
     assert_eq!(
         api.get(&format!(
-            "/slices/{slice}/ports/0xffffffffffffffff:4294967295"
+            "/slices/{slice}/ports/0xffffffffffffffff:4294967040"
         ))
         .await,
         (200, expected)
