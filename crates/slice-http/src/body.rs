@@ -35,9 +35,49 @@ pub(crate) const FABRIC_LIMIT: usize = slice_core::fabric::MAX_FABRIC_ENTRIES
 /// most `LIMIT` bytes.
 pub(crate) struct Body<T, const LIMIT: usize = BODY_LIMIT>(pub T);
 
+/// What a body type looks like, for the error that refuses a body of another shape: a
+/// client sees what to send instead of only serde's complaint (`curl -d garbage` sends a
+/// form, which then lacks every field).
+pub trait BodyShape {
+    /// The body as JSON, with placeholders: `{"name": "<slice name>"}`.
+    const JSON: &'static str;
+    /// The same as a form, or None where only JSON is taken.
+    const FORM: Option<&'static str>;
+}
+
+impl BodyShape for slice_core::wire::SliceBody {
+    const JSON: &'static str = r#"{"name": "<slice name>"}"#;
+    const FORM: Option<&'static str> = Some("name=<slice name>");
+}
+
+impl BodyShape for slice_core::wire::PortRequest {
+    const JSON: &'static str = r#"{"dpid": <integer>, "port_no": <integer>}"#;
+    const FORM: Option<&'static str> = Some("dpid=<integer>&port_no=<integer>");
+}
+
+impl BodyShape for slice_core::wire::MacBody {
+    const JSON: &'static str = r#"{"name": "<MAC address, 00:1b:21:3a:4f:0c>"}"#;
+    const FORM: Option<&'static str> = Some("name=<MAC address>");
+}
+
+impl BodyShape for slice_core::wire::Credentials {
+    const JSON: &'static str = r#"{"name": "<name>", "email": "<e-mail address>"}"#;
+    const FORM: Option<&'static str> = Some("name=<name>&email=<e-mail address>");
+}
+
+impl BodyShape for slice_core::wire::Declaration {
+    const JSON: &'static str = r#"{"slices": [{"name": "<slice name>", "ports": [{"name": "0x1:1", "mac_addresses": ["00:1b:21:3a:4f:0c"]}]}]}"#;
+    const FORM: Option<&'static str> = None;
+}
+
+impl BodyShape for slice_core::wire::FabricBody {
+    const JSON: &'static str = r#"{"declared": ["0x1:10-0x2:10", "0x3:1", ...]}"#;
+    const FORM: Option<&'static str> = None;
+}
+
 /// Decodes `bytes` as the body of a request with this Content-Type from a script (not a
 /// browser), as the handlers do once the body has arrived: everything but the I/O.
-pub fn decode_body<T: DeserializeOwned>(
+pub fn decode_body<T: DeserializeOwned + BodyShape>(
     content_type: Option<&str>,
     bytes: &[u8],
 ) -> Result<T, ApiError> {
@@ -47,7 +87,7 @@ pub fn decode_body<T: DeserializeOwned>(
     BodyKind::of_content_type(content_type, false)?.decode(bytes)
 }
 
-impl<T: DeserializeOwned + 'static, const LIMIT: usize> FromRequest for Body<T, LIMIT> {
+impl<T: DeserializeOwned + BodyShape + 'static, const LIMIT: usize> FromRequest for Body<T, LIMIT> {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
@@ -105,13 +145,23 @@ impl BodyKind {
         }
     }
 
-    fn decode<T: DeserializeOwned>(self, bytes: &[u8]) -> Result<T, ApiError> {
-        let invalid = |err: &dyn std::fmt::Display| {
-            ApiError::BadRequest(format!("invalid request body: {err}"))
-        };
+    fn decode<T: DeserializeOwned + BodyShape>(self, bytes: &[u8]) -> Result<T, ApiError> {
         // `curl -d '{"name":"a"}'` labels JSON as a form; a form field cannot start with
         // `{`, so such a body is read as the JSON it is.
         let looks_like_json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        let as_form = matches!(self, Self::Form) && !looks_like_json;
+        let invalid = |err: &dyn std::fmt::Display| {
+            let expected = match T::FORM {
+                Some(form) if as_form => format!(
+                    "read as a form (Content-Type: application/x-www-form-urlencoded, what \
+                     curl -d sends unless told otherwise), expected {form}; or send JSON \
+                     {} with Content-Type: application/json",
+                    T::JSON
+                ),
+                _ => format!("expected {}", T::JSON),
+            };
+            ApiError::BadRequest(format!("invalid request body: {err}; {expected}"))
+        };
         match self {
             Self::Form if !looks_like_json => {
                 // A form's values are text and reach the body type as text: it checks a

@@ -45,7 +45,7 @@ use slice_core::SliceStore;
 
 pub use audit::AUDIT_LOG;
 pub use auth::is_email;
-pub use body::{decode_body, BODY_LIMIT};
+pub use body::{decode_body, BodyShape, BODY_LIMIT};
 pub use browser::HostPolicy;
 pub use cluster::ClusterView;
 pub use error::ApiError;

@@ -12,7 +12,7 @@
 use actix_web::ResponseError;
 use serde::de::DeserializeOwned;
 use slice_core::{PortId, SliceName};
-use slice_http::{decode_body, ApiError, Credentials, MacBody, PortRequest, SliceBody};
+use slice_http::{decode_body, ApiError, BodyShape, Credentials, MacBody, PortRequest, SliceBody};
 
 use openflow::packet::{
     self, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, LldpRepr,
@@ -148,7 +148,7 @@ pub fn request_body(data: &[u8]) {
     let _ = decoded::<Credentials>(content_type, body);
 }
 
-fn decoded<T: DeserializeOwned>(content_type: Option<&str>, body: &[u8]) -> Option<T> {
+fn decoded<T: DeserializeOwned + BodyShape>(content_type: Option<&str>, body: &[u8]) -> Option<T> {
     match decode_body::<T>(content_type, body) {
         Ok(value) => Some(value),
         Err(err) => {
@@ -166,7 +166,7 @@ fn assert_client_error(err: &ApiError) {
     );
 }
 
-fn reencoded<T: serde::Serialize + DeserializeOwned>(value: &T) -> T {
+fn reencoded<T: serde::Serialize + DeserializeOwned + BodyShape>(value: &T) -> T {
     let json = serde_json::to_vec(value).expect("a decoded body encodes as JSON");
     match decode_body(Some("application/json"), &json) {
         Ok(again) => again,

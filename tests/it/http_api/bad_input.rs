@@ -270,3 +270,67 @@ async fn unknown_paths_and_wrong_methods_answer_in_json() {
         );
     }
 }
+
+/// A body of the wrong shape is refused with the shape to send: `curl -d garbage` sends a
+/// form, which lacks every field, and the answer says how it was read and what it wants
+/// (issue 35 item 14).
+#[actix_web::test]
+async fn a_body_of_the_wrong_shape_is_told_what_to_send() {
+    let api = Api::start().await;
+    let form = "application/x-www-form-urlencoded";
+    let json_type = "application/json";
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "/slices",
+            form,
+            "garbage",
+            &[
+                "missing field `name`",
+                "read as a form",
+                "name=<slice name>",
+                r#"{"name": "<slice name>"}"#,
+            ],
+        ),
+        (
+            "/slices",
+            json_type,
+            "{}",
+            &[
+                "missing field `name`",
+                r#"expected {"name": "<slice name>"}"#,
+            ],
+        ),
+        (
+            "/slices/s/ports",
+            form,
+            "dpid=1",
+            &[
+                "missing field `port_no`",
+                "dpid=<integer>&port_no=<integer>",
+            ],
+        ),
+        (
+            "/topology/fabric",
+            json_type,
+            "[]",
+            &[r#"expected {"declared": ["#],
+        ),
+    ];
+    api.post("/slices", json!({"name": "s"})).await;
+    for (path, content_type, body, says) in cases {
+        let method = if path.starts_with("/topology") {
+            "PUT"
+        } else {
+            "POST"
+        };
+        let (status, answer) = api.raw(method, path, content_type, body).await;
+        assert_eq!(status, 400, "{path} {body}: {answer}");
+        let message = answer["error"].as_str().unwrap_or_default();
+        for said in *says {
+            assert!(
+                message.contains(said),
+                "{path} {body}: {message:?} lacks {said:?}"
+            );
+        }
+    }
+}
