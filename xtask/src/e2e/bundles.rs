@@ -19,9 +19,10 @@ use super::stage::Stage;
 // Two switches with one cable; h1 and h2 (one per switch) in red, h3 and h4 in blue.
 use super::topologies::PAIR;
 
-/// Addresses bound beside each real host of the two slices: enough that a switch's
-/// change is a bulk write of well over a thousand entries.
-const BULK_PER_HOST: u16 = 300;
+/// Addresses bound beside each real host of the two slices: enough that each switch's
+/// change (about 8,800 entries) is larger than one bundle may be (4,096 FLOW_MODs), so
+/// that it goes as several.
+const BULK_PER_HOST: u16 = 1100;
 /// How long the tables may take to hold every address after the apply.
 const TABLES_DEADLINE: Duration = Duration::from_secs(180);
 
@@ -96,7 +97,7 @@ pub(super) fn bundles(stage: &mut Stage) -> anyhow::Result<()> {
         received("BUNDLE_ADD_MESSAGE"),
         received("FLOW_MOD"),
     );
-    stage.step(format!(
+    stage.report(format!(
         "Open vSwitch received from sliced since the apply: {controls} BUNDLE_CONTROL, \
          {adds} BUNDLE_ADD_MESSAGE, {flow_mods} FLOW_MOD; sent it {}",
         ofmsg_log::counts(&traffic.sent)
