@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use openflow::error_msg::{BadRequestCode, MeterModFailedCode};
 use openflow::{
-    ErrorType, FlowMod, FlowModCommand, Message, MeterFeatures, MeterMod, PacketIn, PacketInReason,
-    PortDesc, PortReason, Version,
+    BundleCtrlType, ErrorType, FlowMod, FlowModCommand, Message, MeterFeatures, MeterMod, PacketIn,
+    PacketInReason, PortDesc, PortReason, Version,
 };
 
 /// Where a port leads: another switch's port.
@@ -309,12 +309,47 @@ impl Switch {
     fn serve(self: Arc<Self>, mut stream: TcpStream, ports: u32, cables: Cables, peers: Switches) {
         let mut buffer = Vec::new();
         let mut chunk = [0u8; 65536];
+        // Open bundles and the messages added to each, as Open vSwitch keeps them: applied
+        // (here: recorded as received) only at the commit, all at once.
+        let mut bundles: HashMap<u32, Vec<Message>> = HashMap::new();
         loop {
             while let Ok(Some(len)) = openflow::frame_len(&buffer) {
                 let frame: Vec<u8> = buffer.drain(..len).collect();
                 let Ok((header, message)) = Message::parse(&frame) else {
                     continue;
                 };
+                match &message {
+                    Message::BundleAdd(add) => {
+                        if let (Some(held), Ok((_, inner))) = (
+                            bundles.get_mut(&add.bundle_id),
+                            Message::parse(&add.message),
+                        ) {
+                            held.push(inner);
+                        }
+                        continue;
+                    }
+                    Message::BundleControl(control) => {
+                        let reply = match control.ctrl_type {
+                            BundleCtrlType::OpenRequest => {
+                                bundles.insert(control.bundle_id, Vec::new());
+                                BundleCtrlType::OpenReply
+                            }
+                            BundleCtrlType::CommitRequest => {
+                                let held = bundles.remove(&control.bundle_id).unwrap_or_default();
+                                self.received.lock().unwrap().extend(held);
+                                BundleCtrlType::CommitReply
+                            }
+                            _ => continue,
+                        };
+                        let answer = openflow::BundleControl {
+                            ctrl_type: reply,
+                            ..control.clone()
+                        };
+                        self.send_with_xid(&Message::BundleControl(answer), header.xid);
+                        continue;
+                    }
+                    _ => {}
+                }
                 self.react(&header, &message, ports, &cables, &peers);
                 self.received.lock().unwrap().push(message);
             }
