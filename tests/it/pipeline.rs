@@ -222,3 +222,61 @@ fn on_the_pipeline_a_spoofer_is_counted_and_an_unbound_sender_gets_a_drop_flow()
     assert!(eventually(WAIT, || s2.path_flows() == vec![(1, None)]));
     assert!(network.switch(3).delivered().is_empty());
 }
+
+/// A switch without bundles (it answers them BAD_EXPERIMENTER, as one lacking the
+/// extension does) is written one FLOW_MOD per entry instead, and holds the same
+/// pipeline as its neighbours that take bundles (issue 36 item 3).
+#[test]
+fn a_switch_without_bundles_gets_the_pipeline_one_flow_mod_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = daemon(dir.path());
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
+    let mut network = Network::new();
+    network.lacking_bundles(2);
+    network.cable((1, 2), (2, 2));
+    for dpid in 1..=2 {
+        network.connect(daemon.openflow, dpid, Version::Of13, 3);
+    }
+    for dpid in 1..=2 {
+        let switch = network.switch(dpid);
+        assert!(
+            eventually(WAIT, || {
+                let held = pipeline_entries(&daemon, dpid).as_u64().unwrap_or(0);
+                held > 0 && pipeline_of(&switch.flow_mods()).len() as u64 == held
+            }),
+            "switch {dpid}: {} entries written, {} in the view",
+            pipeline_of(&switch.flow_mods()).len(),
+            pipeline_entries(&daemon, dpid)
+        );
+    }
+    // Its refusal is remembered: bundles sent before the refusal came back may be
+    // refused too, but once it is written FLOW_MODs no bundle is opened on it again.
+    let received = network.switch(2).received();
+    let is_open = |message: &openflow::Message| {
+        matches!(message, openflow::Message::BundleControl(control)
+            if control.ctrl_type == openflow::BundleCtrlType::OpenRequest)
+    };
+    let first_pipeline_flow_mod = received
+        .iter()
+        .position(|message| {
+            matches!(message, openflow::Message::FlowMod(flow)
+                if FlowKind::of_cookie(flow.cookie) == Some(FlowKind::Pipeline))
+        })
+        .expect("pipeline FLOW_MODs");
+    let last_open = received.iter().rposition(is_open).expect("a bundle tried");
+    assert!(
+        last_open < first_pipeline_flow_mod,
+        "a bundle opened after the fallback"
+    );
+    let opened_on_1 = network
+        .switch(1)
+        .received()
+        .iter()
+        .filter(|m| is_open(m))
+        .count();
+    assert!(
+        opened_on_1 >= 1,
+        "the switch with bundles is written in bundles"
+    );
+}

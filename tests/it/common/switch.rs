@@ -29,6 +29,8 @@ type Switches = Arc<Mutex<HashMap<u64, Arc<Switch>>>>;
 pub(crate) struct Network {
     switches: Switches,
     cables: Cables,
+    /// Switches to connect as ones without bundles (see [`Network::lacking_bundles`]).
+    without_bundles: std::collections::HashSet<u64>,
 }
 
 /// What a 1.3 switch says about meters.
@@ -69,6 +71,8 @@ pub(crate) struct Switch {
     /// How late (in ms) it sends the controller the LLDP frames that reach it over a
     /// cable, as a loaded switch does: 0 sends them at once.
     lldp_delay_ms: AtomicU64,
+    /// Whether it takes bundles, as Open vSwitch does (also on 1.3, as an extension).
+    bundles: bool,
     /// The flows it reports when the controller reads its table back (it does not
     /// apply FLOW_MODs to them: tests check what the controller sends).
     holds: Vec<FlowMod>,
@@ -79,7 +83,15 @@ impl Network {
         Self {
             switches: Arc::default(),
             cables: Arc::default(),
+            without_bundles: Default::default(),
         }
+    }
+
+    /// Switch `dpid`, once connected, lacks bundles: it answers every bundle message with
+    /// the error a switch without the extension gives (`BAD_EXPERIMENTER`) and applies
+    /// nothing of it.
+    pub(crate) fn lacking_bundles(&mut self, dpid: u64) {
+        self.without_bundles.insert(dpid);
     }
 
     /// Connects a switch with ports 1..=ports to the controller at `controller`.
@@ -152,6 +164,7 @@ impl Network {
             said_hello: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             lldp_delay_ms: AtomicU64::new(0),
+            bundles: !self.without_bundles.contains(&dpid),
             holds,
         });
         self.switches
@@ -318,37 +331,10 @@ impl Switch {
                 let Ok((header, message)) = Message::parse(&frame) else {
                     continue;
                 };
-                match &message {
-                    Message::BundleAdd(add) => {
-                        if let (Some(held), Ok((_, inner))) = (
-                            bundles.get_mut(&add.bundle_id),
-                            Message::parse(&add.message),
-                        ) {
-                            held.push(inner);
-                        }
-                        continue;
-                    }
-                    Message::BundleControl(control) => {
-                        let reply = match control.ctrl_type {
-                            BundleCtrlType::OpenRequest => {
-                                bundles.insert(control.bundle_id, Vec::new());
-                                BundleCtrlType::OpenReply
-                            }
-                            BundleCtrlType::CommitRequest => {
-                                let held = bundles.remove(&control.bundle_id).unwrap_or_default();
-                                self.received.lock().unwrap().extend(held);
-                                BundleCtrlType::CommitReply
-                            }
-                            _ => continue,
-                        };
-                        let answer = openflow::BundleControl {
-                            ctrl_type: reply,
-                            ..control.clone()
-                        };
-                        self.send_with_xid(&Message::BundleControl(answer), header.xid);
-                        continue;
-                    }
-                    _ => {}
+                if matches!(message, Message::BundleAdd(_) | Message::BundleControl(_)) {
+                    self.bundle_message(&header, &message, &mut bundles);
+                    self.received.lock().unwrap().push(message);
+                    continue;
                 }
                 self.react(&header, &message, ports, &cables, &peers);
                 self.received.lock().unwrap().push(message);
@@ -360,6 +346,50 @@ impl Switch {
                 }
                 Ok(got) => buffer.extend_from_slice(&chunk[..got]),
             }
+        }
+    }
+
+    /// Answers a bundle message as Open vSwitch does, or as a switch without bundles
+    /// does; a commit applies (records as received) what was added to the bundle.
+    fn bundle_message(
+        &self,
+        header: &openflow::HeaderRepr,
+        message: &Message,
+        bundles: &mut HashMap<u32, Vec<Message>>,
+    ) {
+        if !self.bundles {
+            let code = BadRequestCode::BadExperimenter.into();
+            return self.send_error(ErrorType::BadRequest, code, header.xid);
+        }
+        match message {
+            Message::BundleAdd(add) => {
+                if let (Some(held), Ok((_, inner))) = (
+                    bundles.get_mut(&add.bundle_id),
+                    Message::parse(&add.message),
+                ) {
+                    held.push(inner);
+                }
+            }
+            Message::BundleControl(control) => {
+                let reply = match control.ctrl_type {
+                    BundleCtrlType::OpenRequest => {
+                        bundles.insert(control.bundle_id, Vec::new());
+                        BundleCtrlType::OpenReply
+                    }
+                    BundleCtrlType::CommitRequest => {
+                        let held = bundles.remove(&control.bundle_id).unwrap_or_default();
+                        self.received.lock().unwrap().extend(held);
+                        BundleCtrlType::CommitReply
+                    }
+                    _ => return,
+                };
+                let answer = openflow::BundleControl {
+                    ctrl_type: reply,
+                    ..control.clone()
+                };
+                self.send_with_xid(&Message::BundleControl(answer), header.xid);
+            }
+            _ => {}
         }
     }
 
