@@ -202,6 +202,9 @@ pub enum SwitchEvent {
     /// The switch does not take bundles: what was sent as one did nothing, and the
     /// session writes one FLOW_MOD per entry from now on.
     BundlesUnsupported,
+    /// The switch has taken every pipeline change sent so far (the reply to the barrier
+    /// after the latest), applied or refused.
+    PipelineWritten,
 }
 
 /// Why a switch refused a role request.

@@ -156,6 +156,9 @@ struct Open {
     gate: WriteGate,
     /// Whether the switch takes bundles, and the bundles it has not answered yet.
     bundles: bundles::Bundles,
+    /// The barrier sent after the latest pipeline write: its reply says the switch has
+    /// taken every write before it ([`SwitchEvent::PipelineWritten`]).
+    pipeline_barrier: Option<u32>,
 }
 
 /// What a switch of a cluster lets this instance write. A connection starts EQUAL, which

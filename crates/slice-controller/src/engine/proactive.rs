@@ -17,6 +17,10 @@ use super::*;
 /// and filled again; each refusal after a retry doubles it, up to [`LONGEST_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_secs(2);
 const LONGEST_RETRY: Duration = Duration::from_secs(60);
+/// The longest a switch that has not answered its last pipeline write is left without
+/// the next: past this the engine writes anyway, so that a switch that answers echoes
+/// but never a barrier cannot keep a slice's removal out of its table.
+pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
 
 /// The pipeline's state in the engine.
 #[derive(Debug)]
@@ -48,6 +52,13 @@ pub(super) struct Proactive {
     /// over), until when: what they hold is kept unless the slices forbid it
     /// ([`Judge::keeps`]), and only what is missing is added.
     settling: HashMap<u64, Instant>,
+    /// Switches that have not answered their last pipeline write yet, since when (None
+    /// until the next tick sees it): they are written again once they answer, so that
+    /// a switch that answers late is written no faster than it answers, and the changes
+    /// meanwhile go as one.
+    awaiting: HashMap<u64, Option<Instant>>,
+    /// Of those, the ones a sync passed over: written as soon as they answer.
+    deferred: HashSet<u64>,
 }
 
 impl Proactive {
@@ -63,6 +74,8 @@ impl Proactive {
             retry_at: HashMap::new(),
             retry_wait: HashMap::new(),
             settling: HashMap::new(),
+            awaiting: HashMap::new(),
+            deferred: HashSet::new(),
         }
     }
 
@@ -84,6 +97,8 @@ impl Proactive {
         }
         // What it holds is known once it is read back.
         self.held.remove(&dpid);
+        self.awaiting.remove(&dpid);
+        self.deferred.remove(&dpid);
         self.dirty = true;
     }
 
@@ -93,6 +108,8 @@ impl Proactive {
         self.retry_at.remove(&dpid);
         self.retry_wait.remove(&dpid);
         self.settling.remove(&dpid);
+        self.awaiting.remove(&dpid);
+        self.deferred.remove(&dpid);
         self.dirty = true;
     }
 
@@ -176,6 +193,37 @@ impl Engine {
         }
         self.count_drop(dpid, DropCause::BundleRefused, 1, now);
         self.refill_later(dpid, now);
+    }
+
+    /// The switch `dpid` has taken every pipeline change sent to it: what changed for it
+    /// meanwhile goes out now, as one.
+    pub fn pipeline_written(&mut self, dpid: u64) {
+        self.proactive.awaiting.remove(&dpid);
+        if self.proactive.deferred.remove(&dpid) {
+            self.proactive.dirty = true;
+        }
+    }
+
+    /// Switches that have not answered a pipeline write within [`PACING_LIMIT`] are
+    /// written again anyway; the others' wait starts at the first tick after the write.
+    pub(super) fn pace_pipeline(&mut self, now: Instant) {
+        let mut overdue = Vec::new();
+        for (dpid, since) in &mut self.proactive.awaiting {
+            match since {
+                None => *since = Some(now),
+                Some(at) if now.saturating_duration_since(*at) >= PACING_LIMIT => {
+                    overdue.push(*dpid);
+                }
+                Some(_) => {}
+            }
+        }
+        for dpid in overdue {
+            log::warn!(
+                "switch {dpid:#x} has not answered its pipeline write in {PACING_LIMIT:?}: \
+                 writing it again without waiting"
+            );
+            self.pipeline_written(dpid);
+        }
     }
 
     /// The switch `dpid` does not take bundles, so the one it was sent did nothing: it
@@ -271,6 +319,11 @@ impl Engine {
             if !self.may_write(dpid) {
                 continue;
             }
+            if self.proactive.awaiting.contains_key(&dpid) {
+                // Written once it answers the last write, with whatever changed by then.
+                self.proactive.deferred.insert(dpid);
+                continue;
+            }
             let Some(held) = self.proactive.held.get(&dpid) else {
                 continue;
             };
@@ -303,6 +356,7 @@ impl Engine {
                 .chain(diff.add.iter().map(|entry| entry.flow_mod(meter)))
                 .collect();
             self.send(dpid, Command::Pipeline(change));
+            self.proactive.awaiting.insert(dpid, None);
             self.proactive.held.insert(dpid, entries);
         }
     }

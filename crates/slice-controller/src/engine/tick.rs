@@ -44,6 +44,7 @@ impl Engine {
         self.check_adopted(now);
         self.retry_full_tables(now);
         self.end_settling(now);
+        self.pace_pipeline(now);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an

@@ -553,5 +553,6 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
         SwitchEvent::TableFull => Event::TableFull { dpid },
         SwitchEvent::BundleRefused { table_full } => Event::BundleRefused { dpid, table_full },
         SwitchEvent::BundlesUnsupported => Event::BundlesUnsupported { dpid },
+        SwitchEvent::PipelineWritten => Event::PipelineWritten { dpid },
     })
 }

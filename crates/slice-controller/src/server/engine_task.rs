@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use slice_core::Leadership;
@@ -147,8 +147,14 @@ impl Decider {
     }
 }
 
-/// The most events the engine task handles before it sends what they decided.
-const EVENTS_PER_SETTLE: usize = 256;
+/// How long the engine task goes on taking queued events before it sends what they
+/// decided: an apply's store changes (thousands, each cheap to take in) then cost one
+/// pipeline sync, one bundle per switch, where a count of 256 cut them into dozens;
+/// short, so that the lock is not held for long.
+const SETTLE_BUDGET: Duration = Duration::from_millis(20);
+/// The most events taken in one go whatever the time, so that a clock that stalls cannot
+/// keep the lock for ever.
+const EVENTS_PER_SETTLE: usize = 1 << 16;
 
 /// What woke the engine task besides an event.
 enum Wake {
@@ -187,11 +193,15 @@ pub(super) async fn run_engine(
         }
         match wake {
             Wake::Event(event) => {
+                let started = Instant::now();
                 decider.handle(event);
                 // What else is queued is handled before the commands go out, so that a
                 // burst (an apply's store changes) costs one pipeline sync, not one per
-                // change; bounded, so that the lock is not held for long.
+                // change; bounded in time, so that the lock is not held for long.
                 for _ in 1..EVENTS_PER_SETTLE {
+                    if started.elapsed() >= SETTLE_BUDGET {
+                        break;
+                    }
                     match events.try_recv() {
                         Ok(event) => decider.handle(event),
                         Err(_) => break,
@@ -281,6 +291,7 @@ impl Decider {
                 engine.bundle_refused(dpid, table_full, Instant::now())
             }
             Event::BundlesUnsupported { dpid } => engine.bundles_unsupported(dpid),
+            Event::PipelineWritten { dpid } => engine.pipeline_written(dpid),
             Event::PacketInMeter {
                 dpid,
                 connection,

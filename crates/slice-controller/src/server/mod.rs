@@ -124,6 +124,10 @@ enum Event {
     BundlesUnsupported {
         dpid: u64,
     },
+    /// The switch has taken every pipeline change sent to it.
+    PipelineWritten {
+        dpid: u64,
+    },
     /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
     PacketInMeter {
         dpid: u64,

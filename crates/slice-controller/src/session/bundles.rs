@@ -146,18 +146,26 @@ impl Bundles {
 impl SwitchSession {
     /// Writes one pipeline change: as bundles unless the switch lacks them, else one
     /// FLOW_MOD each.
+    /// Either way a barrier follows, whose reply tells the engine that the switch has
+    /// taken the change ([`SwitchEvent::PipelineWritten`]): the engine writes a switch
+    /// that answers late no faster than it answers.
     pub(super) fn write_pipeline(&mut self, flow_mods: Vec<FlowMod>) {
         let bundled = self
             .open_mut()
             .is_some_and(|open| !open.bundles.unsupported());
-        if !bundled {
+        if bundled {
+            for part in flow_mods.chunks(MAX_BUNDLE_MESSAGES) {
+                self.send_bundle(part);
+            }
+        } else {
             for flow_mod in flow_mods {
                 self.send(&Message::FlowMod(flow_mod));
             }
-            return;
         }
-        for part in flow_mods.chunks(MAX_BUNDLE_MESSAGES) {
-            self.send_bundle(part);
+        self.send(&Message::BarrierRequest);
+        let barrier = self.next_xid;
+        if let Some(open) = self.open_mut() {
+            open.pipeline_barrier = Some(barrier);
         }
     }
 

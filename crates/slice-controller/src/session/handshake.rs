@@ -195,6 +195,7 @@ impl SwitchSession {
             refused_writes: 0,
             flow_read: None,
             bundles: Default::default(),
+            pipeline_barrier: None,
             gate,
         });
         let profile = SwitchProfile {

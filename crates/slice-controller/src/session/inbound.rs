@@ -84,6 +84,12 @@ impl SwitchSession {
             Message::BundleControl(control) => {
                 return open.bundles.reply(header.xid, &control);
             }
+            // Replies come in order: the latest pipeline barrier's says every write
+            // before it was taken. An earlier barrier's reply says nothing new.
+            Message::BarrierReply if open.pipeline_barrier == Some(header.xid) => {
+                open.pipeline_barrier = None;
+                SwitchEvent::PipelineWritten
+            }
             Message::Error {
                 err_type,
                 code,

@@ -24,6 +24,24 @@ const OPENFLOW_1_0: SwitchProfile = SwitchProfile {
     pipeline: false,
 };
 
+/// The commands, from switches that answer every pipeline write at once (the barrier
+/// after it): what most tests here need; the pacing tests take them unanswered.
+trait AnsweringSwitches {
+    fn take_commands_answered(&mut self) -> Vec<(u64, Command)>;
+}
+
+impl AnsweringSwitches for Engine {
+    fn take_commands_answered(&mut self) -> Vec<(u64, Command)> {
+        let commands = self.take_commands();
+        for (dpid, command) in &commands {
+            if matches!(command, Command::Pipeline(_)) {
+                self.pipeline_written(*dpid);
+            }
+        }
+        commands
+    }
+}
+
 /// What the commands add to and delete from each switch's pipeline.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Changes {
@@ -118,7 +136,7 @@ fn two_switches() -> (Engine, Vec<(u64, Command)>) {
     let (from_a, from_b) = (engine.probe_from(a, now), engine.probe_from(b, now));
     engine.packet_in(2, 2, discovery(from_a), now);
     engine.packet_in(1, 2, discovery(from_b), now);
-    let commands = engine.take_commands();
+    let commands = engine.take_commands_answered();
     (engine, commands)
 }
 
@@ -128,7 +146,7 @@ fn two_switches_read_back() -> (Engine, Changes) {
     let now = Instant::now();
     engine.flows_read(1, empty_table(), now);
     engine.flows_read(2, empty_table(), now);
-    let written = changes(&engine.take_commands());
+    let written = changes(&engine.take_commands_answered());
     (engine, written)
 }
 
@@ -149,7 +167,7 @@ fn the_pipeline_is_written_once_a_switch_is_read_back_and_bound_traffic_never_re
 
     let now = Instant::now();
     engine.flows_read(1, empty_table(), now);
-    let written = changes(&engine.take_commands());
+    let written = changes(&engine.take_commands_answered());
     assert_eq!(written.added.keys().copied().collect::<Vec<_>>(), [1]);
     let tag = tag_of_slice("s");
     let on_1 = &written.added[&1];
@@ -191,7 +209,7 @@ fn the_pipeline_is_written_once_a_switch_is_read_back_and_bound_traffic_never_re
 
     engine.flows_read(2, empty_table(), now);
     assert_eq!(
-        changes(&engine.take_commands()).added[&2].len(),
+        changes(&engine.take_commands_answered()).added[&2].len(),
         1 + 2 + 1 + 1 + 2 + 3 + 1
     );
 
@@ -215,7 +233,7 @@ fn a_change_of_slices_sends_the_difference_and_nothing_else() {
         port: p(2, 3),
         mac: mac(4),
     });
-    let grown = changes(&engine.take_commands());
+    let grown = changes(&engine.take_commands_answered());
     assert!(grown.deleted.is_empty(), "{grown:?}");
     let on_2: BTreeSet<EntryMatch> = grown.added[&2].iter().map(|e| e.rule).collect();
     assert_eq!(
@@ -248,7 +266,7 @@ fn a_change_of_slices_sends_the_difference_and_nothing_else() {
         port: p(2, 3),
         mac: mac(4),
     });
-    let shrunk = changes(&engine.take_commands());
+    let shrunk = changes(&engine.take_commands_answered());
     for (dpid, entries) in &grown.added {
         for entry in entries {
             let flood = matches!(entry.rule, EntryMatch::TaggedToGroup { .. });
@@ -292,7 +310,7 @@ fn a_restarted_controller_keeps_what_is_right_and_deletes_the_rest() {
     path.pipeline = None;
     read.entries.push(path.clone());
     restarted.flows_read(1, read, now);
-    let commands = restarted.take_commands();
+    let commands = restarted.take_commands_answered();
     let done = changes(&commands);
     assert_eq!(
         done.added,
@@ -319,7 +337,7 @@ fn a_switch_that_cannot_hold_the_pipeline_turns_the_network_to_per_pair_flows() 
     let now = Instant::now();
     engine.switch_connected(3, OPENFLOW_1_0, ports(&[1]), now);
     assert!(!engine.runs_pipeline());
-    let done = changes(&engine.take_commands());
+    let done = changes(&engine.take_commands_answered());
     for (dpid, entries) in &written.added {
         assert_eq!(done.deleted[dpid].len(), entries.len());
         assert!(entries.iter().all(|entry| is_deleted(&done, *dpid, entry)));
@@ -339,7 +357,7 @@ fn a_switch_that_cannot_hold_the_pipeline_turns_the_network_to_per_pair_flows() 
     // The 1.0 switch leaves: the pipeline comes back after a read-back of each switch.
     engine.switch_disconnected_at(3, now);
     assert!(engine.runs_pipeline());
-    let commands = engine.take_commands();
+    let commands = engine.take_commands_answered();
     let reads: Vec<u64> = commands
         .iter()
         .filter(|(_, command)| *command == Command::ReadFlows)
@@ -353,7 +371,7 @@ fn a_switch_that_cannot_hold_the_pipeline_turns_the_network_to_per_pair_flows() 
     );
     engine.flows_read(1, empty_table(), now);
     assert_eq!(
-        changes(&engine.take_commands()).added[&1],
+        changes(&engine.take_commands_answered()).added[&1],
         written.added[&1]
     );
 }
@@ -378,15 +396,19 @@ fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     assert_eq!(view.dropped.flow_mods_table_full, 3);
     assert_eq!(metrics.flow_mods_table_full.get(), 3);
     engine.tick(start + Duration::from_secs(1));
-    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(!engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
     engine.tick(start + FIRST_RETRY);
-    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
 
     // The switch holds all but one entry: that one is added again.
     let mut held = written.added[&1].clone();
     let refused = held.pop_last().unwrap();
     engine.flows_read(1, read_back(&held), start + FIRST_RETRY);
-    let refill = changes(&engine.take_commands());
+    let refill = changes(&engine.take_commands_answered());
     assert_eq!(refill.added[&1], BTreeSet::from([refused]));
     assert!(refill.deleted.is_empty());
 
@@ -394,9 +416,13 @@ fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     let again = start + FIRST_RETRY;
     engine.table_full(1, again);
     engine.tick(again + FIRST_RETRY);
-    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(!engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
     engine.tick(again + FIRST_RETRY * 2);
-    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
 }
 
 #[test]
@@ -412,7 +438,7 @@ fn each_switch_gets_its_change_as_one_command_deletes_first() {
         port: p(2, 3),
         mac: mac(4),
     });
-    engine.take_commands();
+    engine.take_commands_answered();
     // The host goes: its entries on switch 2 are deleted and the flood entry changed, in
     // one change (one bundle), the deletes first.
     engine.membership_changed(&Change::MacDeleted {
@@ -420,7 +446,7 @@ fn each_switch_gets_its_change_as_one_command_deletes_first() {
         port: p(2, 3),
         mac: mac(4),
     });
-    let commands = engine.take_commands();
+    let commands = engine.take_commands_answered();
     let on_2: Vec<&Vec<FlowMod>> = commands
         .iter()
         .filter_map(|(dpid, command)| match command {
@@ -457,24 +483,30 @@ fn a_refused_bundle_is_counted_and_refilled_as_a_full_table_is() {
     assert_eq!(views[1].dropped.bundles_refused, 0);
     assert_eq!(views[1].dropped.flow_mods_table_full, 1);
     engine.tick(start + Duration::from_secs(1));
-    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(!engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
     engine.tick(start + FIRST_RETRY);
-    let commands = engine.take_commands();
+    let commands = engine.take_commands_answered();
     assert!(commands.contains(&(1, Command::ReadFlows)));
     assert!(commands.contains(&(2, Command::ReadFlows)));
     // The switch kept its old table (here: none of the pipeline): all of it is sent again.
     engine.flows_read(1, empty_table(), start + FIRST_RETRY);
     assert_eq!(
-        changes(&engine.take_commands()).added[&1],
+        changes(&engine.take_commands_answered()).added[&1],
         written.added[&1]
     );
     // Refused again: the next retry waits twice as long.
     let again = start + FIRST_RETRY;
     engine.bundle_refused(1, false, again);
     engine.tick(again + FIRST_RETRY);
-    assert!(!engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(!engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
     engine.tick(again + FIRST_RETRY * 2);
-    assert!(engine.take_commands().contains(&(1, Command::ReadFlows)));
+    assert!(engine
+        .take_commands_answered()
+        .contains(&(1, Command::ReadFlows)));
 }
 
 #[test]
@@ -488,7 +520,7 @@ fn a_switch_without_bundles_is_read_back_at_the_next_tick_and_nothing_is_counted
     engine.bundles_unsupported(9);
     engine.tick(now);
     let reads: Vec<u64> = engine
-        .take_commands()
+        .take_commands_answered()
         .into_iter()
         .filter(|(_, command)| *command == Command::ReadFlows)
         .map(|(dpid, _)| dpid)
@@ -524,7 +556,7 @@ fn a_bound_mac_elsewhere_is_an_impostor_and_an_unbound_sender_gets_a_drop_flow()
     // Its broadcast reaches nobody.
     let flooded = {
         engine.packet_in(2, 3, frame(9, BROADCAST), Instant::now());
-        engine.take_commands()
+        engine.take_commands_answered()
     };
     assert!(packet_outs(&flooded).is_empty());
 }
@@ -538,9 +570,12 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
     // Switch 1 alone, its link not found yet: the entries toward switch 2 would go if
     // the partial graph ruled.
     restarted.switch_connected(1, PIPELINE, ports(&[1, 2, 3]), now);
-    restarted.take_commands();
+    restarted.take_commands_answered();
     restarted.flows_read(1, read_back(&written.added[&1]), now);
-    assert_eq!(changes(&restarted.take_commands()), Changes::default());
+    assert_eq!(
+        changes(&restarted.take_commands_answered()),
+        Changes::default()
+    );
 
     // h2 leaves the slice meanwhile: what reaches it goes at once, the rest stays.
     restarted.membership_changed(&Change::MacDeleted {
@@ -548,7 +583,7 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
         port: p(2, 1),
         mac: mac(2),
     });
-    let left = changes(&restarted.take_commands());
+    let left = changes(&restarted.take_commands_answered());
     let gone: BTreeSet<EntryMatch> = written.added[&1]
         .iter()
         .filter(|entry| is_deleted(&left, 1, entry))
@@ -569,7 +604,7 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
 
     // The grace over, switch 2 never came: the table is what the graph says.
     restarted.tick(now + restarted.link_return_grace());
-    let settled = changes(&restarted.take_commands());
+    let settled = changes(&restarted.take_commands_answered());
     assert!(is_deleted(
         &settled,
         1,
@@ -627,7 +662,7 @@ fn a_mac_bound_at_two_live_ports_is_served_where_it_is_heard() {
         port: p(2, 3),
         mac: mac(2),
     });
-    let unsure = changes(&engine.take_commands());
+    let unsure = changes(&engine.take_commands_answered());
     let tag = tag_of_slice("s");
     let forward_to_2 = |out| Entry {
         table: FORWARDING_TABLE,
@@ -675,7 +710,7 @@ fn a_faked_link_goes_for_good_once_a_host_speaks_through_it() {
     assert_eq!(engine.links().len(), 2, "the relay made a link");
     engine.flows_read(1, empty_table(), now);
     engine.flows_read(2, empty_table(), now);
-    engine.take_commands();
+    engine.take_commands_answered();
 
     // A frame in host 1's name over the faked link: counted, not obeyed.
     engine.packet_in(2, 4, frame(1, mac(2)), now);
@@ -692,7 +727,7 @@ fn a_faked_link_goes_for_good_once_a_host_speaks_through_it() {
     // Unicast from an address bound nowhere: a host is behind 2:4.
     engine.packet_in(2, 4, frame(0x77, mac(2)), now);
     assert!(engine.links().is_empty(), "{:?}", engine.links());
-    let withdrawn = changes(&engine.take_commands());
+    let withdrawn = changes(&engine.take_commands_answered());
     assert!(
         withdrawn
             .deleted
@@ -709,4 +744,55 @@ fn a_faked_link_goes_for_good_once_a_host_speaks_through_it() {
             engine.links()
         );
     }
+}
+
+/// A switch that has not answered its last pipeline write (the barrier after it) is not
+/// written again: the changes meanwhile go as one once it answers, and past
+/// [`PACING_LIMIT`] without an answer it is written anyway (issue 36 item 2).
+#[test]
+fn a_switch_that_answers_late_is_written_no_faster_than_it_answers() {
+    let (mut engine, _) = two_switches_read_back();
+    let slice: slice_core::SliceName = "s".parse().unwrap();
+    let bind = |engine: &mut Engine, last: u8| {
+        engine.membership_changed(&Change::MacAdded {
+            slice: slice.clone(),
+            port: p(2, 3),
+            mac: mac(last),
+        });
+    };
+    bind(&mut engine, 4);
+    let first = changes(&engine.take_commands());
+    assert!(first.added.contains_key(&2), "{first:?}");
+    // Switch 2 has not answered: two more changes and nothing goes to it.
+    bind(&mut engine, 5);
+    assert!(!changes(&engine.take_commands()).added.contains_key(&2));
+    bind(&mut engine, 6);
+    assert!(!changes(&engine.take_commands()).added.contains_key(&2));
+    // It answers: both go out, as one change.
+    engine.pipeline_written(2);
+    let commands = engine.take_commands();
+    let to_2 = commands
+        .iter()
+        .filter(|(dpid, command)| *dpid == 2 && matches!(command, Command::Pipeline(_)))
+        .count();
+    assert_eq!(to_2, 1, "one write for the two changes");
+    let together: BTreeSet<MacAddress> = changes(&commands).added[&2]
+        .iter()
+        .filter_map(|entry| match entry.rule {
+            EntryMatch::TaggedTo { mac, .. } => Some(mac),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        together.is_superset(&[mac(5), mac(6)].into()),
+        "{together:?}"
+    );
+    // It never answers that one: the next change waits, but not past the limit.
+    bind(&mut engine, 7);
+    assert!(!changes(&engine.take_commands()).added.contains_key(&2));
+    let now = Instant::now();
+    engine.tick(now);
+    assert!(!changes(&engine.take_commands()).added.contains_key(&2));
+    engine.tick(now + PACING_LIMIT);
+    assert!(changes(&engine.take_commands()).added.contains_key(&2));
 }

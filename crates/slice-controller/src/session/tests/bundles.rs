@@ -7,9 +7,13 @@ use openflow::{BundleControl, BundleCtrlType, BundleFailedCode};
 use super::super::bundles::{MAX_BUNDLES_IN_FLIGHT, MAX_BUNDLE_MESSAGES};
 use super::*;
 
-/// The FLOW_MODs of each bundle in `messages`, which must be nothing but whole bundles:
-/// an OPEN, ADDs of one FLOW_MOD each, a COMMIT, all of one id with `ATOMIC | ORDERED`.
+/// The FLOW_MODs of each bundle in `messages`, which must be nothing but whole bundles
+/// (an OPEN, ADDs of one FLOW_MOD each, a COMMIT, all of one id with `ATOMIC | ORDERED`)
+/// and the barrier that ends a pipeline write.
 pub(super) fn unbundle(messages: &[Message]) -> Vec<Vec<FlowMod>> {
+    let Some((Message::BarrierRequest, messages)) = messages.split_last() else {
+        panic!("a pipeline write not ended by a barrier: {messages:?}");
+    };
     let mut bundles = Vec::new();
     let mut open: Option<(u32, Vec<FlowMod>)> = None;
     for message in messages {
@@ -120,10 +124,11 @@ fn a_switch_without_bundles_is_told_once_and_then_written_one_flow_mod_per_entry
         let mut session = connected_1_3(config(), now);
         session.queue(Command::Pipeline(change(1, 2)));
         let out = sent(&mut session);
-        assert_eq!(out.len(), 5);
+        assert_eq!(out.len(), 6);
+        assert_eq!(out[5].1, Message::BarrierRequest);
         // The switch refuses every message of the bundle; only the first error says
         // something.
-        for (header, _) in &out {
+        for (header, _) in &out[..5] {
             let refusal = error(ErrorType::BadRequest, u16::from(code), Vec::new());
             session.handle_bytes(&wire(OF13, header.xid, &refusal), now);
         }
@@ -134,7 +139,11 @@ fn a_switch_without_bundles_is_told_once_and_then_written_one_flow_mod_per_entry
         );
         let flow_mods = change(1, 2);
         session.queue(Command::Pipeline(flow_mods.clone()));
-        let plain: Vec<Message> = flow_mods.into_iter().map(Message::FlowMod).collect();
+        let plain: Vec<Message> = flow_mods
+            .into_iter()
+            .map(Message::FlowMod)
+            .chain([Message::BarrierRequest])
+            .collect();
         assert_eq!(sent_messages(&mut session), plain);
     }
 }
@@ -222,4 +231,24 @@ fn bundle_messages_are_not_added_for_a_1_0_switch() {
     session.queue(Command::Pipeline(change(0, 2)));
     assert_eq!(sent_messages(&mut session), []);
     assert_eq!(session.close_reason(), None);
+}
+
+/// The barrier after a pipeline write tells the engine the switch has taken it; the
+/// reply to an earlier write's barrier says nothing once a later write is out.
+#[test]
+fn the_barrier_after_a_pipeline_write_says_when_the_switch_has_taken_it() {
+    let now = Instant::now();
+    let mut session = connected_1_3(config(), now);
+    session.queue(Command::Pipeline(change(0, 1)));
+    let (first_barrier, message) = sent(&mut session).pop().unwrap();
+    assert_eq!(message, Message::BarrierRequest);
+    session.queue(Command::Pipeline(change(0, 1)));
+    let (last_barrier, _) = sent(&mut session).pop().unwrap();
+    session.handle_bytes(&wire(OF13, first_barrier.xid, &Message::BarrierReply), now);
+    assert_eq!(events(&mut session), []);
+    session.handle_bytes(&wire(OF13, last_barrier.xid, &Message::BarrierReply), now);
+    assert_eq!(events(&mut session), [SwitchEvent::PipelineWritten]);
+    // Once only.
+    session.handle_bytes(&wire(OF13, last_barrier.xid, &Message::BarrierReply), now);
+    assert_eq!(events(&mut session), []);
 }
