@@ -43,13 +43,19 @@ fn announce(daemon: &Daemon, switch: &switch::Switch, port: u32, last: u8) {
 
 /// Whether the controller has learned host `last` (the last octet of its MAC address).
 fn knows_host(daemon: &Daemon, last: u8) -> bool {
+    host_of(daemon, last).is_some()
+}
+
+/// Host `last` as `/topology/hosts` shows it, if the controller has learned it.
+fn host_of(daemon: &Daemon, last: u8) -> Option<Value> {
     let mac = format!("00:00:00:00:00:{last:02x}");
     daemon
         .get_json("/topology/hosts")
         .as_array()
         .unwrap()
         .iter()
-        .any(|h| h["mac"] == mac.as_str())
+        .find(|h| h["mac"] == mac.as_str())
+        .cloned()
 }
 
 /// An ARP request from host `last` (the last octet of its MAC address) announcing `ip`,
@@ -84,14 +90,7 @@ fn neighbour_solicitation(last: u8, source: std::net::Ipv6Addr) -> Vec<u8> {
 
 /// The addresses `/topology/hosts` shows for host `last`.
 fn ip_addresses_of(daemon: &Daemon, last: u8) -> Value {
-    let mac = format!("00:00:00:00:00:{last:02x}");
-    daemon
-        .get_json("/topology/hosts")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["mac"] == mac.as_str())
-        .map_or(Value::Null, |h| h["ip_addresses"].clone())
+    host_of(daemon, last).map_or(Value::Null, |h| h["ip_addresses"].clone())
 }
 
 /// A host's ARP request and neighbour solicitation, as PACKET_INs, put its IPv4 and IPv6
