@@ -413,16 +413,9 @@ fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     assert!(refill.deleted.is_empty());
 
     // Refused again: the next retry waits twice as long.
-    let again = start + FIRST_RETRY;
-    engine.table_full(1, again);
-    engine.tick(again + FIRST_RETRY);
-    assert!(!engine
-        .take_commands_answered()
-        .contains(&(1, Command::ReadFlows)));
-    engine.tick(again + FIRST_RETRY * 2);
-    assert!(engine
-        .take_commands_answered()
-        .contains(&(1, Command::ReadFlows)));
+    retried_after_twice_the_wait(&mut engine, start + FIRST_RETRY, |engine, at| {
+        engine.table_full(1, at)
+    });
 }
 
 #[test]
@@ -497,8 +490,19 @@ fn a_refused_bundle_is_counted_and_refilled_as_a_full_table_is() {
         written.added[&1]
     );
     // Refused again: the next retry waits twice as long.
-    let again = start + FIRST_RETRY;
-    engine.bundle_refused(1, false, again);
+    retried_after_twice_the_wait(&mut engine, start + FIRST_RETRY, |engine, at| {
+        engine.bundle_refused(1, false, at)
+    });
+}
+
+/// Switch 1, retried once already, refuses again at `again`: it is read back after twice
+/// the first wait, not after the first wait.
+fn retried_after_twice_the_wait(
+    engine: &mut Engine,
+    again: Instant,
+    refuse: impl FnOnce(&mut Engine, Instant),
+) {
+    refuse(engine, again);
     engine.tick(again + FIRST_RETRY);
     assert!(!engine
         .take_commands_answered()
