@@ -45,8 +45,11 @@ use topo::{host_mac, End, FatTree, Switch};
 pub(crate) const PART: &str = "fat trees on Open vSwitch";
 /// Slices the hosts are spread over, round robin.
 pub(crate) const SLICES: usize = 8;
-/// How often the REST views are read while waiting.
-const POLL_EVERY: Duration = Duration::from_millis(50);
+/// How often the REST views are read while waiting: at k=16 a view is a few hundred KB
+/// of JSON, and reading it more often takes a share of a core from what is measured.
+const POLL_EVERY: Duration = Duration::from_millis(100);
+/// The cut cable is waited for more closely: a single withdrawal, in tens of ms.
+const CUT_POLL_EVERY: Duration = Duration::from_millis(20);
 /// The longest wait for any one step; the k=16 took 21 s to discover its links.
 const STEP_LIMIT: Duration = Duration::from_secs(300);
 
@@ -82,6 +85,8 @@ pub(crate) struct Figures {
     pub apply_answer: Duration,
     pub binding: TablesRight,
     pub cut: Duration,
+    /// Links sliced lost from every cable discovered to the cut, while no cable changed.
+    pub flaps: Option<u64>,
     pub sliced: Usage,
     pub vswitchd: Usage,
 }
@@ -210,9 +215,12 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
 
     let started = Instant::now();
     lab.vsctl(&controller_commands(&switches, &openflow))?;
-    wait(STEP_LIMIT, "every switch connected", || {
-        Ok(read_switches(&agent, &sliced.base)?.len() == switches.len())
-    })?;
+    let mut connected = 0;
+    wait(STEP_LIMIT, POLL_EVERY, "every switch connected", || {
+        connected = read_switches(&agent, &sliced.base)?.len();
+        Ok(connected == switches.len())
+    })
+    .with_context(|| format!("{connected} of {} switches connected", switches.len()))?;
     let connect = started.elapsed();
 
     let cables: HashSet<(String, String)> = tree
@@ -225,11 +233,28 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
             ]
         })
         .collect();
-    wait(STEP_LIMIT, "every cable discovered both ways", || {
-        let links = read_links(&agent, &sliced.base)?;
-        Ok(cables.iter().all(|cable| links.contains(cable)))
+    let (mut found, mut most) = (0, 0);
+    wait(
+        STEP_LIMIT,
+        POLL_EVERY,
+        "every cable discovered both ways",
+        || {
+            let links = read_links(&agent, &sliced.base)?;
+            found = cables.iter().filter(|cable| links.contains(*cable)).count();
+            most = most.max(found);
+            Ok(found == cables.len())
+        },
+    )
+    .with_context(|| {
+        format!(
+            "{found} of {} directed links held at the end, {most} at most; {}",
+            cables.len(),
+            link_events(&agent, &sliced.base)
+                .map_or_else(|| "no link events in /metrics".into(), |e| e.to_string())
+        )
     })?;
     let discovery = started.elapsed();
+    let events_discovered = link_events(&agent, &sliced.base);
 
     let bridges: Vec<(u64, String)> = switches
         .iter()
@@ -305,6 +330,11 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
         STEP_LIMIT,
     )?;
 
+    // Links lost while no cable changed: what the item 2 calls expiries.
+    let flaps = match (events_discovered, link_events(&agent, &sliced.base)) {
+        (Some(then), Some(now)) => Some(now.down.saturating_sub(then.down)),
+        _ => None,
+    };
     let (a, b) = cut_cable(&tree);
     let gone = [
         (port_name(&tree, a), port_name(&tree, b)),
@@ -315,10 +345,15 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
         vec!["del-port".into(), a.switch.to_string(), patch_name(a)],
         vec!["del-port".into(), b.switch.to_string(), patch_name(b)],
     ])?;
-    wait(STEP_LIMIT, "the cut cable withdrawn", || {
-        let links = read_links(&agent, &sliced.base)?;
-        Ok(gone.iter().all(|link| !links.contains(link)))
-    })?;
+    wait(
+        STEP_LIMIT,
+        CUT_POLL_EVERY,
+        "the cut cable withdrawn",
+        || {
+            let links = read_links(&agent, &sliced.base)?;
+            Ok(gone.iter().all(|link| !links.contains(link)))
+        },
+    )?;
     let cut = started.elapsed();
 
     let usage = |pid: u32, before: Duration, after: Duration| -> anyhow::Result<Usage> {
@@ -341,6 +376,7 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
         apply_answer,
         binding,
         cut,
+        flaps,
         sliced: usage(pids.sliced, cpu_before.0, cpu_after.0)?,
         vswitchd: usage(pids.vswitchd, cpu_before.1, cpu_after.1)?,
     };
@@ -374,9 +410,10 @@ fn applied_with_200(err: &anyhow::Error) -> anyhow::Result<()> {
     }
 }
 
-/// Waits until `done`, reading every [`POLL_EVERY`].
+/// Waits until `done`, asking `every` so often.
 fn wait(
     limit: Duration,
+    every: Duration,
     what: &str,
     mut done: impl FnMut() -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
@@ -385,7 +422,7 @@ fn wait(
         if Instant::now() > deadline {
             bail!("not within {} s: {what}", limit.as_secs());
         }
-        std::thread::sleep(POLL_EVERY);
+        std::thread::sleep(every);
     }
     Ok(())
 }
@@ -414,6 +451,38 @@ fn read_links(agent: &ureq::Agent, base: &str) -> anyhow::Result<HashSet<(String
     let rows: Vec<LinkRow> =
         serde_json::from_str(&text).context("GET /topology/links is not a list of links")?;
     Ok(rows.into_iter().map(|row| (row.src, row.dst)).collect())
+}
+
+/// sliced's counts of links found and lost (`sliced_link_events_total`).
+#[derive(Debug, Clone, Copy)]
+struct LinkEvents {
+    up: u64,
+    down: u64,
+}
+
+impl std::fmt::Display for LinkEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sliced counted {} links up and {} down",
+            self.up, self.down
+        )
+    }
+}
+
+fn link_events(agent: &ureq::Agent, base: &str) -> Option<LinkEvents> {
+    let text = sliced::get_with(agent, base, "/metrics").ok()?;
+    let count = |event: &str| {
+        text.lines().find_map(|line| {
+            let rest = line.strip_prefix("sliced_link_events_total{")?;
+            let (labels, value) = rest.split_once("} ")?;
+            (labels == format!("event=\"{event}\"")).then(|| value.trim().parse::<f64>().ok())?
+        })
+    };
+    Some(LinkEvents {
+        up: count("up")? as u64,
+        down: count("down")? as u64,
+    })
 }
 
 // ---- the tree in Open vSwitch and in sliced's API ---------------------------------------

@@ -112,7 +112,7 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
          ovs-vsctl transaction gives every bridge its controller. Hosts send nothing: these \
          are the control plane's figures.\n\n\
          - *connected*: `GET /topology/switches` lists every switch; *discovered*: `GET \
-           /topology/links` holds both directions of every cable (read every 50 ms).\n\
+           /topology/links` holds both directions of every cable (read every 100 ms).\n\
          - *apply → every table right*: one `POST /slices:apply` binds every host port with \
            its MAC address in {SLICES} slices, round robin; a table is right when the bridge \
            holds exactly as many entries with the pipeline's cookie (`ovs-ofctl \
@@ -122,8 +122,10 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
            that the same bridge was last seen not right yet: the figure's resolution.\n\
          - *one binding*: a second MAC address on host 0's port (`POST \
            /slices/ft0/ports/…/mac_addresses`), every table right the same way.\n\
+         - *links lost*: `sliced_link_events_total{{event=\"down\"}}` from every cable \
+           discovered to the cut, when nothing changed in the network.\n\
          - *cable cut*: the patch port pair of one aggregation-to-core cable deleted in one \
-           ovs-vsctl transaction, until sliced lists neither direction.\n\
+           ovs-vsctl transaction, until sliced lists neither direction (read every 20 ms).\n\
          - Memory is VmHWM, CPU is user + system time from `/proc/<pid>/stat`, over the \
            whole tree's run, and in brackets from the apply to every table right.\n",
         trees.sliced_from, trees.ovs_version,
@@ -179,6 +181,10 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
     });
     row("one binding → every table right", &|f| {
         tables_cell(&f.binding)
+    });
+    row("links lost while no cable changed", &|f| {
+        f.flaps
+            .map_or_else(|| "n/a".into(), |n| thousands(n as f64))
     });
     row("a cable cut → link withdrawn", &|f| seconds(f.cut));
     row("sliced: peak RSS", &|f| mib(f.sliced.peak_rss_kib));

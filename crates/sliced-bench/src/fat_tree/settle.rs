@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 /// Tables found right.
 #[derive(Debug, Clone)]
@@ -56,9 +56,12 @@ pub(crate) fn settle(
             if right.contains_key(dpid) {
                 continue;
             }
-            let want = *says
-                .get(dpid)
-                .with_context(|| format!("sliced no longer lists switch {dpid:#x}"))?;
+            // A switch that reconnects is not right until it is listed again: the wait
+            // covers its return (the collapse under load disconnects switches).
+            let Some(&want) = says.get(dpid) else {
+                seen.insert(*dpid, said_at);
+                continue;
+            };
             let changed = before.map_or(true, |before| before.get(dpid) != Some(&want));
             let now = if changed { Instant::now() } else { said_at };
             if changed && count(bridge)? == want {
@@ -90,8 +93,12 @@ pub(crate) fn settle(
             }
         }
         if Instant::now() > deadline {
+            let absent = bridges
+                .iter()
+                .filter(|(dpid, _)| !says.contains_key(dpid))
+                .count();
             bail!(
-                "{} of {} tables right after {} s",
+                "{} of {} tables right after {} s ({absent} switches not connected at the end)",
                 right.len(),
                 bridges.len(),
                 limit.as_secs()
