@@ -385,7 +385,7 @@ impl Switch {
                 };
                 let answer = openflow::BundleControl {
                     ctrl_type: reply,
-                    ..control.clone()
+                    ..*control
                 };
                 self.send_with_xid(&Message::BundleControl(answer), header.xid);
             }
