@@ -38,18 +38,7 @@ fn the_views_show_a_network_without_switches_clearly() {
         "{status}"
     );
     assert!(status.contains("\nstore: sled\n"), "{status}");
-    // --json is the daemon's own answer.
-    for (command, path) in [
-        ("switches", "/topology/switches"),
-        ("hosts", "/topology/hosts"),
-        ("flows", "/paths"),
-    ] {
-        assert_eq!(
-            json_of(d, &[command, "--json"]),
-            daemon.get_json(path),
-            "{command}"
-        );
-    }
+    json_is_the_daemons(d, &daemon);
     assert_eq!(
         json_of(d, &["topology", "--json"]),
         json!({
@@ -134,17 +123,7 @@ fn the_views_show_a_switch_its_hosts_and_the_flows_between_them() {
     );
     let status = ok(d, &["status"]);
     assert!(status.contains("  MEMBER"), "{status}");
-    for (command, path) in [
-        ("switches", "/topology/switches"),
-        ("hosts", "/topology/hosts"),
-        ("flows", "/paths"),
-    ] {
-        assert_eq!(
-            json_of(d, &[command, "--json"]),
-            daemon.get_json(path),
-            "{command}"
-        );
-    }
+    json_is_the_daemons(d, &daemon);
     assert!(daemon.terminate().success());
 }
 
@@ -291,4 +270,19 @@ fn status_fails_when_the_daemon_is_not_ready_after_saying_why() {
     let body: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(body["ready"]["checks"]["store"], "the disk is full");
     assert_eq!(body["cluster"]["error"], "the controller is not running");
+}
+
+/// `--json` of each view is the daemon's own answer.
+fn json_is_the_daemons(d: &Path, daemon: &Daemon) {
+    for (command, path) in [
+        ("switches", "/topology/switches"),
+        ("hosts", "/topology/hosts"),
+        ("flows", "/paths"),
+    ] {
+        assert_eq!(
+            json_of(d, &[command, "--json"]),
+            daemon.get_json(path),
+            "{command}"
+        );
+    }
 }
