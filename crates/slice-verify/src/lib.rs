@@ -1,0 +1,631 @@
+//! Data-plane verification: from the flow tables the switches reported (never from what
+//! sliced meant them to hold), which bound host can deliver a frame to which, compared
+//! with the slices. The result is three lists (leaks, black holes, loops), each with the
+//! entries that cause it. docs/verification.md says what is proven and what is not.
+//!
+//! # Method
+//!
+//! Every entry is decoded whole (every match field with its mask, every instruction and
+//! action, see `parse`). The header fields a host chooses (Ethernet addresses and type,
+//! VLAN, any other OXM field) are split into *atoms*: the cells of all the (value, mask)
+//! predicates the tables use on that field, so that one value per atom stands for the
+//! whole atom (the atomic-predicates idea of Yang and Lam, as in Veriflow). A source's
+//! frames are traced as a *cube* of atom sets through table 0, goto, the metadata,
+//! outputs, floods and links; a table splits the cube among its entries, so each piece
+//! is traced exactly. Sources are the served bound hosts, and at every edge port a
+//! sender using a MAC not bound there (which must reach nobody).
+//!
+//! # Incremental
+//!
+//! Each trace keeps the lookups it made (switch, table, input port, metadata). When a
+//! switch's tables change, only traces that looked up a table where an added or removed
+//! entry could take part of their frames run again; a change of links or ports re-runs
+//! the traces that visited the switch, and a change of the atoms (a new MAC or mask in
+//! some table) re-runs everything. [`Report::traced`] says how many ran.
+//!
+//! Pure: no I/O, no clock, no threads.
+
+#![warn(missing_docs)]
+
+mod atoms;
+mod judge;
+mod parse;
+mod trace;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use openflow::{port, FlowStats, Version};
+use serde::Serialize;
+use slice_core::{Host, MacAddress, Membership, PortId};
+
+use crate::parse::{FieldKey, Pred, Rule};
+use crate::trace::{Compiled, Net, SwitchView, Tables, Trace, Universe};
+
+/// What a frame was sent to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameKind {
+    /// One host's MAC address.
+    Unicast,
+    /// A group address (ff:ff:ff:ff:ff:ff, or what a flood carried).
+    Broadcast,
+}
+
+/// Who sends or receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Endpoint {
+    /// A bound host where it is served.
+    Host {
+        /// Its address.
+        mac: MacAddress,
+        /// Where it is served.
+        port: PortId,
+    },
+    /// Anything at an edge port sending with a source MAC not bound there.
+    Unbound {
+        /// The edge port.
+        port: PortId,
+    },
+}
+
+/// One entry on the way of a violation, as the switch reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntryRef {
+    /// The switch.
+    pub dpid: u64,
+    /// The entry's table.
+    pub table_id: u8,
+    /// The entry's priority.
+    pub priority: u16,
+    /// The entry's cookie (sliced's own say which kind of flow they are).
+    pub cookie: u64,
+    /// The match, as ovs-ofctl would print it (`in_port=3,dl_dst=...,metadata=0x5/0xff`).
+    pub r#match: String,
+    /// The actions and instructions, likewise (`output:2,goto_table:2`, `drop`).
+    pub actions: String,
+}
+
+/// One leak, black hole or loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The sender.
+    pub src: Endpoint,
+    /// The receiver (none for a loop).
+    pub dst: Option<Endpoint>,
+    /// Unicast or broadcast.
+    pub frame: FrameKind,
+    /// What happens, in words.
+    pub reason: String,
+    /// The entries on the way, in order.
+    pub entries: Vec<EntryRef>,
+}
+
+/// An entry the verifier could not read, or reads only in part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    /// The switch.
+    pub dpid: u64,
+    /// The entry's table.
+    pub table_id: u8,
+    /// The entry's priority.
+    pub priority: u16,
+    /// The entry's cookie.
+    pub cookie: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// The result of one verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Ordered pairs of served bound hosts at different ports, each judged for unicast.
+    pub pairs_checked: usize,
+    /// Served bound hosts.
+    pub hosts: usize,
+    /// Switches whose tables are known.
+    pub switches: usize,
+    /// Entries read (unreadable ones left out).
+    pub entries: usize,
+    /// Traces this call ran (the others were still valid).
+    pub traced: usize,
+    /// Pairs that reach each other though no slice holds both, and unbound senders that
+    /// reach a host.
+    pub leaks: Vec<Violation>,
+    /// Pairs that share a slice and cannot reach each other.
+    pub black_holes: Vec<Violation>,
+    /// Frames that come back where they were.
+    pub loops: Vec<Violation>,
+    /// Expected deliveries that a 1.0 switch hands to the controller (its per-pair flows
+    /// are made on demand): the controller's decision, not a violation.
+    pub via_controller: usize,
+    /// Why the verification could not be complete, if it could not.
+    pub incomplete: Vec<String>,
+}
+
+impl Report {
+    /// No leak, no black hole, no loop, nothing left unverified.
+    pub fn is_clean(&self) -> bool {
+        self.leaks.is_empty()
+            && self.black_holes.is_empty()
+            && self.loops.is_empty()
+            && self.incomplete.is_empty()
+    }
+}
+
+type RawKey = (u8, u16, u64, Vec<u8>, Vec<u8>);
+
+#[derive(Debug)]
+struct Switch {
+    version: Version,
+    rules: Vec<Rule>,
+    /// Each rule's identity, as the switch sent it: what tells a changed entry.
+    key_list: Vec<RawKey>,
+    keys: HashSet<RawKey>,
+    /// Ports its entries name (input ports and physical outputs).
+    named_ports: BTreeSet<u32>,
+    tables: Option<Tables>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Source {
+    Host(Host),
+    Unbound(PortId),
+}
+
+/// The verifier's state: the tables, links and hosts it was given, and the traces of
+/// its last verification.
+#[derive(Debug, Default)]
+pub struct Verifier {
+    switches: BTreeMap<u64, Switch>,
+    links: HashMap<PortId, PortId>,
+    membership: Membership,
+    served: BTreeMap<MacAddress, PortId>,
+    given_ports: HashMap<u64, BTreeSet<u32>>,
+    ports: HashMap<u64, BTreeSet<u32>>,
+    pred_counts: HashMap<(FieldKey, Pred), usize>,
+    widths: BTreeMap<FieldKey, u32>,
+    forced: BTreeSet<(FieldKey, Pred)>,
+    universe: Option<Universe>,
+    atoms_stale: bool,
+    dirty: BTreeSet<u64>,
+    changed: Vec<(u64, Rule)>,
+    traces: HashMap<Source, Trace>,
+}
+
+fn mac_value(mac: MacAddress) -> u128 {
+    mac.octets()
+        .iter()
+        .fold(0u128, |acc, b| (acc << 8) | u128::from(*b))
+}
+
+impl Verifier {
+    /// A verifier that knows nothing yet.
+    pub fn new() -> Verifier {
+        Verifier::default()
+    }
+
+    fn count_preds(&mut self, rules: &[Rule], add: bool) {
+        for rule in rules {
+            for (key, pred, width) in &rule.fields {
+                let slot = self.pred_counts.entry((*key, *pred)).or_insert(0);
+                if add {
+                    *slot += 1;
+                    if *slot == 1 {
+                        self.atoms_stale = true;
+                    }
+                    let w = self.widths.entry(*key).or_insert(*width);
+                    *w = (*w).max(*width);
+                } else {
+                    *slot = slot.saturating_sub(1);
+                    if *slot == 0 {
+                        self.pred_counts.remove(&(*key, *pred));
+                        self.atoms_stale = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every table of one switch as read back (`FlowStats` keeps the switch's own bytes,
+    /// 1.0 or 1.3). Entries it cannot parse are kept out and returned so the caller can
+    /// report them; so are entries it reads but cannot model whole (a group action, output
+    /// to NORMAL), which stay in: the frames they take are reported with what they meet.
+    pub fn set_tables(
+        &mut self,
+        dpid: u64,
+        version: Version,
+        entries: Vec<FlowStats>,
+    ) -> Vec<Unreadable> {
+        let mut unreadable = Vec::new();
+        let mut rules = Vec::new();
+        let mut keys = HashSet::new();
+        let mut key_list = Vec::new();
+        for entry in &entries {
+            let key: RawKey = (
+                entry.table_id,
+                entry.priority,
+                entry.cookie,
+                entry.raw_match.clone(),
+                entry.raw_actions.clone(),
+            );
+            if keys.contains(&key) {
+                continue;
+            }
+            let refuse = |reason: String| Unreadable {
+                dpid,
+                table_id: entry.table_id,
+                priority: entry.priority,
+                cookie: entry.cookie,
+                reason,
+            };
+            match parse::rule(version, entry) {
+                Ok(rule) => {
+                    let partial: Vec<String> = rule
+                        .apply
+                        .iter()
+                        .chain(&rule.write)
+                        .filter_map(|act| match act {
+                            parse::Act::Unsupported(what) => Some(what.clone()),
+                            parse::Act::Output(port::NORMAL | port::TABLE) => {
+                                Some("output to NORMAL or TABLE".into())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if !partial.is_empty() {
+                        unreadable.push(refuse(format!(
+                            "not modelled: {}; frames it takes are reported as such",
+                            partial.join(", ")
+                        )));
+                    }
+                    keys.insert(key.clone());
+                    key_list.push(key);
+                    rules.push(rule);
+                }
+                Err(reason) => unreadable.push(refuse(reason)),
+            }
+        }
+        let named_ports = rules
+            .iter()
+            .flat_map(|r: &Rule| {
+                let outs = r.apply.iter().chain(&r.write).filter_map(|a| match a {
+                    parse::Act::Output(p) if *p <= port::MAX => Some(*p),
+                    _ => None,
+                });
+                r.in_port.into_iter().chain(outs).collect::<Vec<_>>()
+            })
+            .collect();
+        let old = self.switches.remove(&dpid);
+        if let Some(old) = &old {
+            if old.version != version {
+                self.dirty.insert(dpid);
+            }
+            for (rule, key) in old.rules.iter().zip(&old.key_list) {
+                if !keys.contains(key) {
+                    self.changed.push((dpid, rule.clone()));
+                }
+            }
+            self.count_preds(&old.rules, false);
+        } else {
+            self.dirty.insert(dpid);
+        }
+        let old_keys = old.map(|o| o.keys).unwrap_or_default();
+        for (rule, key) in rules.iter().zip(&key_list) {
+            if !old_keys.contains(key) {
+                self.changed.push((dpid, rule.clone()));
+            }
+        }
+        self.count_preds(&rules, true);
+        self.switches.insert(
+            dpid,
+            Switch {
+                version,
+                rules,
+                key_list,
+                keys,
+                named_ports,
+                tables: None,
+            },
+        );
+        unreadable
+    }
+
+    /// Forgets a switch (it disconnected): frames sent to it go nowhere known.
+    pub fn remove_switch(&mut self, dpid: u64) {
+        if let Some(old) = self.switches.remove(&dpid) {
+            self.count_preds(&old.rules, false);
+            self.dirty.insert(dpid);
+        }
+    }
+
+    /// Directed links: frames leaving by `.0` arrive at `.1` (give both directions of a
+    /// cable).
+    pub fn set_links(&mut self, links: impl IntoIterator<Item = (PortId, PortId)>) {
+        let links: HashMap<PortId, PortId> = links.into_iter().collect();
+        for (from, to) in links.iter().chain(self.links.iter()) {
+            let before = self.links.get(from);
+            let after = links.get(from);
+            if before != after {
+                self.dirty.insert(from.dpid);
+                self.dirty.insert(to.dpid);
+            }
+        }
+        self.links = links;
+    }
+
+    /// The ports a switch has (what FLOOD and ALL send out of). Without it, a switch's
+    /// ports are those its links, its hosts and its entries name.
+    pub fn set_ports(&mut self, dpid: u64, ports: impl IntoIterator<Item = u32>) {
+        self.given_ports.insert(dpid, ports.into_iter().collect());
+    }
+
+    /// The slices (who may talk) and where each bound MAC is served (one port per MAC).
+    pub fn set_hosts(
+        &mut self,
+        membership: &Membership,
+        served_at: impl IntoIterator<Item = (MacAddress, PortId)>,
+    ) {
+        self.membership = membership.clone();
+        self.served = served_at.into_iter().collect();
+    }
+
+    fn hosts(&self) -> Vec<Host> {
+        self.served
+            .iter()
+            .map(|(mac, port)| Host {
+                port: *port,
+                mac: *mac,
+            })
+            .filter(|h| self.membership.is_member(h))
+            .collect()
+    }
+
+    fn forced(&self) -> BTreeSet<(FieldKey, Pred)> {
+        let mut forced = BTreeSet::new();
+        for mac in self.served.keys() {
+            for key in [FieldKey::EthDst, FieldKey::EthSrc] {
+                forced.insert((key, Pred::exact(mac_value(*mac), 48)));
+            }
+        }
+        forced.insert((FieldKey::EthDst, Pred::exact(u128::from(u64::MAX), 48)));
+        for eth_type in [0x0800, 0x0806] {
+            forced.insert((FieldKey::EthType, Pred::exact(eth_type, 16)));
+        }
+        for vlan in [0, 0x1000] {
+            forced.insert((FieldKey::Vlan, Pred::exact(vlan, 13)));
+        }
+        forced
+    }
+
+    fn rebuild_universe(&mut self, report: &mut Report) {
+        let mut preds: BTreeMap<FieldKey, BTreeSet<Pred>> = BTreeMap::new();
+        for key in [
+            FieldKey::EthDst,
+            FieldKey::EthSrc,
+            FieldKey::EthType,
+            FieldKey::Vlan,
+        ] {
+            preds.entry(key).or_default();
+        }
+        for (key, pred) in self.pred_counts.keys().chain(self.forced.iter()) {
+            preds.entry(*key).or_default().insert(*pred);
+        }
+        let mut universe = Universe::default();
+        for (key, set) in preds {
+            let width = key
+                .fixed_width()
+                .or_else(|| self.widths.get(&key).copied())
+                .unwrap_or(128);
+            let list: Vec<Pred> = set.into_iter().collect();
+            let atoms = atoms::FieldAtoms::build(width, &list).unwrap_or_else(|why| {
+                report.incomplete.push(why);
+                // Without its atoms the field cannot be told apart: every entry on it
+                // then never matches, which the report says is not a proof.
+                atoms::FieldAtoms::build(width, &[]).unwrap_or_default()
+            });
+            universe.index.insert(key, universe.keys.len());
+            universe.keys.push(key);
+            universe.atoms.push(atoms);
+        }
+        self.universe = Some(universe);
+        for switch in self.switches.values_mut() {
+            switch.tables = None;
+        }
+        self.traces.clear();
+        self.atoms_stale = false;
+    }
+
+    /// Verifies; only what changed since the last call is traced again.
+    pub fn verify(&mut self) -> Report {
+        let mut report = Report::default();
+        let forced = self.forced();
+        if forced != self.forced {
+            self.forced = forced;
+            self.atoms_stale = true;
+        }
+        if self.universe.is_none() || self.atoms_stale {
+            self.rebuild_universe(&mut report);
+        }
+        let Some(universe) = self.universe.take() else {
+            return report;
+        };
+        for switch in self.switches.values_mut() {
+            if switch.tables.is_none() {
+                let compiled: Vec<Compiled> =
+                    switch.rules.iter().map(|r| universe.compile(r)).collect();
+                switch.tables = Some(Tables::build(
+                    &switch.rules,
+                    compiled,
+                    switch.version == Version::Of10,
+                ));
+            }
+        }
+        let hosts = self.hosts();
+        let ports = self.derive_ports();
+        for (dpid, set) in &ports {
+            if self.ports.get(dpid) != Some(set) {
+                self.dirty.insert(*dpid);
+            }
+        }
+        for dpid in self.ports.keys() {
+            if !ports.contains_key(dpid) {
+                self.dirty.insert(*dpid);
+            }
+        }
+        self.ports = ports;
+
+        let mut sources: BTreeMap<Source, (PortId, trace::Cube)> = BTreeMap::new();
+        let full = universe.full_cube();
+        let src_field = universe.field(FieldKey::EthSrc);
+        for host in &hosts {
+            let mut cube = full.clone();
+            if let (Some(f), Some(atom)) = (
+                src_field,
+                universe.atom(FieldKey::EthSrc, mac_value(host.mac)),
+            ) {
+                let mut only = atoms::Bits::empty(universe.atoms[f].len());
+                only.insert(atom);
+                cube[f] = only;
+            }
+            sources.insert(Source::Host(*host), (host.port, cube));
+        }
+        let mut hosts_at: HashMap<PortId, Vec<Host>> = HashMap::new();
+        for h in &hosts {
+            hosts_at.entry(h.port).or_default().push(*h);
+        }
+        let mut served_at: HashMap<PortId, Vec<MacAddress>> = HashMap::new();
+        for (mac, port) in &self.served {
+            served_at.entry(*port).or_default().push(*mac);
+        }
+        for (dpid, set) in &self.ports {
+            if !self.switches.contains_key(dpid) {
+                continue;
+            }
+            for &port_no in set {
+                let at = PortId::new(*dpid, port_no);
+                if self.links.contains_key(&at) {
+                    continue;
+                }
+                let mut cube = full.clone();
+                if let Some(f) = src_field {
+                    for mac in served_at.get(&at).into_iter().flatten() {
+                        if let Some(atom) = universe.atom(FieldKey::EthSrc, mac_value(*mac)) {
+                            cube[f].remove(atom);
+                        }
+                    }
+                }
+                sources.insert(Source::Unbound(at), (at, cube));
+            }
+        }
+
+        let changed: Vec<(u64, u8, Compiled)> = self
+            .changed
+            .iter()
+            .map(|(dpid, rule)| {
+                let v10 = self
+                    .switches
+                    .get(dpid)
+                    .is_some_and(|s| s.version == Version::Of10);
+                (
+                    *dpid,
+                    if v10 { 0 } else { rule.table },
+                    universe.compile(rule),
+                )
+            })
+            .collect();
+        self.traces.retain(|source, _| sources.contains_key(source));
+        let dirty = std::mem::take(&mut self.dirty);
+        self.changed.clear();
+        let affected = |trace: &Trace| {
+            dirty.iter().any(|d| trace.lookups.contains_key(d))
+                || changed.iter().any(|(dpid, table, entry)| {
+                    trace.lookups.get(dpid).is_some_and(|seen| {
+                        seen.iter()
+                            .any(|&(t, in_port, md)| t == *table && entry.takes(in_port, md))
+                    }) && (trace.rewrote || entry.meets(&trace.initial))
+                })
+        };
+        let stale: Vec<Source> = sources
+            .iter()
+            .filter(|(source, (_, cube))| {
+                self.traces
+                    .get(source)
+                    .map_or(true, |t| t.initial != *cube || affected(t))
+            })
+            .map(|(source, _)| *source)
+            .collect();
+        {
+            let net = Net {
+                switches: self
+                    .switches
+                    .iter()
+                    .filter_map(|(dpid, s)| {
+                        Some((
+                            *dpid,
+                            SwitchView {
+                                version: s.version,
+                                rules: &s.rules,
+                                tables: s.tables.as_ref()?,
+                            },
+                        ))
+                    })
+                    .collect(),
+                links: &self.links,
+                ports: &self.ports,
+                universe: &universe,
+            };
+            for source in &stale {
+                if let Some((at, cube)) = sources.get(source) {
+                    self.traces
+                        .insert(*source, trace::run(&net, *at, cube.clone()));
+                }
+            }
+        }
+        report.traced = stale.len();
+
+        let switches = &self.switches;
+        let rules = move |dpid: u64, index: usize| switches.get(&dpid)?.rules.get(index);
+        let ctx = judge::Context {
+            universe: &universe,
+            membership: &self.membership,
+            hosts: &hosts,
+            hosts_at: &hosts_at,
+            rules: &rules,
+        };
+        for (source, trace) in sources
+            .keys()
+            .filter_map(|s| Some((s, self.traces.get(s)?)))
+        {
+            match source {
+                Source::Host(h) => judge::bound(&ctx, h, trace, &mut report),
+                Source::Unbound(at) => judge::unbound(&ctx, *at, trace, &mut report),
+            }
+        }
+        report.hosts = hosts.len();
+        report.switches = self.switches.len();
+        report.entries = self.switches.values().map(|s| s.rules.len()).sum();
+        self.universe = Some(universe);
+        report
+    }
+
+    fn derive_ports(&self) -> HashMap<u64, BTreeSet<u32>> {
+        let mut ports: HashMap<u64, BTreeSet<u32>> = HashMap::new();
+        for (dpid, switch) in &self.switches {
+            let set = ports.entry(*dpid).or_default();
+            set.extend(switch.named_ports.iter().copied());
+            if let Some(given) = self.given_ports.get(dpid) {
+                set.extend(given.iter().copied());
+            }
+        }
+        for at in self.links.keys().chain(self.served.values()) {
+            if self.switches.contains_key(&at.dpid) {
+                ports.entry(at.dpid).or_default().insert(at.port_no);
+            }
+        }
+        ports
+    }
+}
+
+#[cfg(test)]
+mod tests;
