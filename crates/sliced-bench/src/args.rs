@@ -17,6 +17,7 @@ pub(crate) enum Part {
     Applies,
     Tables,
     FatTree,
+    Verify,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -45,6 +45,7 @@ mod scale;
 mod sliced;
 mod stats;
 mod tables;
+mod verify_part;
 mod watcher;
 mod wire;
 mod wrk;

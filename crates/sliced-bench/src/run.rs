@@ -15,7 +15,9 @@ use crate::rest_part::rest;
 use crate::results::Results;
 use crate::scale::scale;
 use crate::watcher::Watcher;
-use crate::{applies, fat_tree, machine, million, peers, procs, report, routing, sliced, tables};
+use crate::{
+    applies, fat_tree, machine, million, peers, procs, report, routing, sliced, tables, verify_part,
+};
 
 pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
     let started = Instant::now();
@@ -36,8 +38,10 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("no workspace at {}", workspace.display()))?;
-    // The tables part runs the controller's engine in-process: no daemon to build for it.
-    let needs_daemon = parts.iter().any(|part| *part != Part::Tables);
+    // The tables and verify parts run in-process: no daemon to build for them.
+    let needs_daemon = parts
+        .iter()
+        .any(|part| !matches!(part, Part::Tables | Part::Verify));
     let binary = match &args.sliced {
         Some(path) => path.clone(),
         None if needs_daemon => sliced::build(&workspace)?,
@@ -148,6 +152,10 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
             fat_tree::PART,
         ));
     }
+    let verification = wants(Part::Verify).then(|| {
+        watcher.enter(verify_part::PART);
+        outcome(verify_part::run(), verify_part::PART)
+    });
     results.other_work = watcher.stop();
     results.load_after = machine::load_average();
     results.elapsed = started.elapsed();
@@ -156,11 +164,14 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| workspace.join("docs/benchmarks.md"));
-    // The apply, tables and fat-tree parts, alone or together, keep the page's other
-    // figures: their sections are written in place.
-    let in_place = parts
-        .iter()
-        .all(|part| matches!(part, Part::Applies | Part::Tables | Part::FatTree));
+    // The apply, tables, fat-tree and verify parts, alone or together, keep the page's
+    // other figures: their sections are written in place.
+    let in_place = parts.iter().all(|part| {
+        matches!(
+            part,
+            Part::Applies | Part::Tables | Part::FatTree | Part::Verify
+        )
+    });
     let text = in_place
         .then(|| {
             let mut doc = std::fs::read_to_string(&out).ok()?;
@@ -177,6 +188,12 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         })
         .flatten()
         .unwrap_or_else(|| report::render(&results));
+    // Its section is spliced into whichever page was made, so the part needs no slot in
+    // the full report's results.
+    let text = match &verification {
+        Some(verification) => verify_part::in_place(&text, verification, &results.stamp()),
+        None => text,
+    };
     std::fs::write(&out, text).with_context(|| format!("cannot write {}", out.display()))?;
     eprintln!(
         "sliced-bench: wrote {} after {:.0} s",
