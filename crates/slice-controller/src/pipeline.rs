@@ -17,7 +17,9 @@ use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 
 use crate::cookie::FlowKind;
 
+mod plan;
 mod tags;
+pub use plan::{key, Key, Plan, PlanChange, Scope};
 pub use tags::{hash_of_set, SliceSet, TagBook, Tags};
 
 /// Admission: who sends, from where.
@@ -56,7 +58,7 @@ const LLDP_ETHER_TYPE: u16 = 0x88cc;
 
 /// The switch graph as the pipeline needs it: each connected switch's live edge ports,
 /// and the cables between switches.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Fabric {
     edge_ports: BTreeMap<u64, BTreeSet<u32>>,
     /// Both ends of every cable, each pointing at the other.

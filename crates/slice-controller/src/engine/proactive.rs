@@ -7,9 +7,13 @@
 //! all: a frame tagged in one switch cannot be judged by per-pair flows in the next.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::meter::PACKET_IN_METER_ID;
-use crate::pipeline::{self, Entry, EntryAction, EntryMatch, Fabric, Judge};
+use crate::pipeline::{
+    self, key, Entry, EntryAction, EntryMatch, Fabric, Judge, Key, Plan, Scope, ADMISSION_TABLE,
+    DISCOVERY_PRIORITY,
+};
 
 use super::*;
 
@@ -31,11 +35,15 @@ pub(super) struct Proactive {
     capable: HashSet<u64>,
     /// Whether the network ran it at the last sync.
     active: bool,
-    /// Something the entries depend on changed since the last sync.
+    /// Something a switch's entries depend on changed since the last sync.
     dirty: bool,
-    /// The entries each switch holds, for the switches read back since they connected:
-    /// the pipeline is written to a switch only once the engine knows what it holds.
-    held: HashMap<u64, BTreeSet<Entry>>,
+    /// Of those, the slices, the hosts or the topology: the plan is computed again.
+    stale: bool,
+    /// What the entries are computed from, as of the last sync.
+    plan: Arc<Plan>,
+    /// What each switch holds, for the switches read back since they connected: the
+    /// pipeline is written to a switch only once the engine knows what it holds.
+    held: HashMap<u64, Held>,
     /// Each bound MAC's ports, at live edge ports as of the last sync: a frame with the
     /// MAC anywhere else is an impostor (the pipeline never shows the engine the
     /// genuine host's frames, so the host table cannot tell).
@@ -68,6 +76,8 @@ impl Proactive {
             capable: HashSet::new(),
             active: wanted,
             dirty: false,
+            stale: true,
+            plan: Arc::default(),
             held: HashMap::new(),
             bound_at: HashMap::new(),
             bound_ports: HashSet::new(),
@@ -87,6 +97,7 @@ impl Proactive {
     /// Something the entries depend on changed: the next sync recomputes them.
     pub(super) fn changed(&mut self) {
         self.dirty = true;
+        self.stale = true;
     }
 
     pub(super) fn switch_connected(&mut self, dpid: u64, capable: bool) {
@@ -99,7 +110,7 @@ impl Proactive {
         self.held.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
-        self.dirty = true;
+        self.changed();
     }
 
     pub(super) fn switch_gone(&mut self, dpid: u64) {
@@ -110,7 +121,7 @@ impl Proactive {
         self.settling.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
-        self.dirty = true;
+        self.changed();
     }
 
     /// `dpid`'s topology is being found until `until`.
@@ -121,7 +132,7 @@ impl Proactive {
     /// The switch holds exactly `entries` of the pipeline (a read-back, or a flush).
     pub(super) fn holds(&mut self, dpid: u64, entries: BTreeSet<Entry>) {
         if self.active {
-            self.held.insert(dpid, entries);
+            self.held.insert(dpid, Held::read_back(entries));
             self.dirty = true;
         }
     }
@@ -135,7 +146,7 @@ impl Proactive {
     /// ports, where it was heard decides which binding the pipeline serves.
     pub(super) fn heard(&mut self, mac: &MacAddress) {
         if self.bound_at.get(mac).is_some_and(|ports| ports.len() > 1) {
-            self.dirty = true;
+            self.changed();
         }
     }
 
@@ -156,8 +167,69 @@ impl Proactive {
 
     /// How many entries of the pipeline `dpid` holds, if the engine knows.
     pub(super) fn entries_held(&self, dpid: u64) -> Option<usize> {
-        self.held.get(&dpid).map(BTreeSet::len)
+        self.held.get(&dpid).map(|held| held.count)
     }
+}
+
+/// What one switch holds of the pipeline, kept as the plan last written to it and where
+/// the switch differs from that plan (entries read back and not yet rewritten, entries a
+/// settling switch keeps): the plan is shared by every switch written with it, so the
+/// engine's memory grows with hosts + switches, not with the entries in the switches.
+#[derive(Debug)]
+struct Held {
+    plan: Arc<Plan>,
+    /// Keys where the switch holds another entry than the plan's (Some), or none (None).
+    overlay: BTreeMap<Key, Option<Entry>>,
+    /// How many entries it holds.
+    count: usize,
+}
+
+impl Held {
+    /// A switch holding exactly `entries`, read back: the empty plan and all of them.
+    fn read_back(entries: BTreeSet<Entry>) -> Held {
+        Held {
+            plan: Arc::default(),
+            count: entries.len(),
+            overlay: entries.into_iter().map(|e| (key(&e), Some(e))).collect(),
+        }
+    }
+
+    /// The entries of `dpid` within `scope` (widened to the overlay's keys).
+    fn entries(&self, dpid: u64, scope: &mut Scope) -> BTreeSet<Entry> {
+        for (_, _, rule) in self.overlay.keys() {
+            scope.include(rule);
+        }
+        let mut by_key: BTreeMap<Key, Entry> = (self.plan.entries(dpid, scope).into_iter())
+            .map(|entry| (key(&entry), entry))
+            .collect();
+        for (key, entry) in &self.overlay {
+            match entry {
+                Some(entry) => by_key.insert(*key, entry.clone()),
+                None => by_key.remove(key),
+            };
+        }
+        by_key.into_values().collect()
+    }
+}
+
+/// Where `written` (what a switch now holds of a scope) differs from `planned` (what the
+/// plan gives it there).
+fn overlay_of(
+    planned: &BTreeSet<Entry>,
+    written: &BTreeSet<Entry>,
+) -> BTreeMap<Key, Option<Entry>> {
+    let planned: BTreeMap<Key, &Entry> = planned.iter().map(|e| (key(e), e)).collect();
+    let written: BTreeMap<Key, &Entry> = written.iter().map(|e| (key(e), e)).collect();
+    let mut overlay = BTreeMap::new();
+    for (key, entry) in &written {
+        if planned.get(key) != Some(entry) {
+            overlay.insert(*key, Some((*entry).clone()));
+        }
+    }
+    for key in planned.keys().filter(|key| !written.contains_key(key)) {
+        overlay.insert(*key, None);
+    }
+    overlay
 }
 
 impl Engine {
@@ -294,29 +366,23 @@ impl Engine {
             return;
         }
         self.proactive.dirty = false;
-        let fabric = Fabric::of_topology(&self.topology);
-        self.proactive.bound_ports = self.membership.members().map(|host| host.port).collect();
-        self.proactive.bound_at = self
-            .membership
-            .members()
-            .filter(|host| self.topology.is_edge(host.port))
-            .fold(HashMap::new(), |mut ports, host| {
-                ports
-                    .entry(host.mac)
-                    .or_insert_with(Vec::new)
-                    .push(host.port);
-                ports
-            });
-        let mut fabric = fabric;
-        for (mac, ports) in &self.proactive.bound_at {
-            if let Some(port) = self.hosts.get(mac).filter(|_| ports.len() > 1) {
-                fabric.heard(*mac, port);
-            }
+        if std::mem::take(&mut self.proactive.stale) {
+            self.plan_again();
         }
-        let wanted = pipeline::build(&fabric, &self.membership);
+        let plan = Arc::clone(&self.proactive.plan);
         let judge = (!self.proactive.settling.is_empty()).then(|| Judge::of(&self.membership));
-        for (dpid, mut entries) in wanted {
+        // What changed since each plan some switch still holds: computed once per plan.
+        let mut changes: Vec<(Arc<Plan>, pipeline::PlanChange)> = Vec::new();
+        let dpids: Vec<u64> = plan.switches().collect();
+        for dpid in dpids {
             if !self.may_write(dpid) {
+                continue;
+            }
+            let Some(held) = self.proactive.held.get(&dpid) else {
+                continue;
+            };
+            let same_plan = Arc::ptr_eq(&held.plan, &plan);
+            if same_plan && held.overlay.is_empty() {
                 continue;
             }
             if self.proactive.awaiting.contains_key(&dpid) {
@@ -324,17 +390,47 @@ impl Engine {
                 self.proactive.deferred.insert(dpid);
                 continue;
             }
-            let Some(held) = self.proactive.held.get(&dpid) else {
-                continue;
+            // Only the part of the table the change can touch is computed, old and new.
+            let mut scope = if same_plan {
+                Scope::default()
+            } else if !held.plan.has_switch(dpid) {
+                // Read back, or new to the plan: the whole table, with no walk over what
+                // changed for the others.
+                Scope::all()
+            } else {
+                let at = match changes
+                    .iter()
+                    .position(|(old, _)| Arc::ptr_eq(old, &held.plan))
+                {
+                    Some(at) => at,
+                    None => {
+                        changes.push((Arc::clone(&held.plan), held.plan.change_to(&plan)));
+                        changes.len() - 1
+                    }
+                };
+                held.plan.scope_of(&plan, &changes[at].1, dpid)
             };
+            let before = held.entries(dpid, &mut scope);
+            let planned = plan.entries(dpid, &scope);
+            let mut entries = planned.clone();
             if let Some(judge) = judge
                 .as_ref()
                 .filter(|_| self.proactive.settling.contains_key(&dpid))
             {
                 let host_port = |port_no| self.guard.is_host_port(PortId::new(dpid, port_no));
-                entries = settled(judge, dpid, &self.topology, held, entries, host_port);
+                entries = settled(judge, dpid, &self.topology, &before, entries, host_port);
             }
-            let diff = pipeline::diff(held, &entries);
+            let count = held.count.saturating_sub(before.len()) + entries.len();
+            let diff = pipeline::diff(&before, &entries);
+            let overlay = overlay_of(&planned, &entries);
+            self.proactive.held.insert(
+                dpid,
+                Held {
+                    plan: Arc::clone(&plan),
+                    overlay,
+                    count,
+                },
+            );
             if diff.add.is_empty() && diff.delete.is_empty() {
                 continue;
             }
@@ -357,8 +453,32 @@ impl Engine {
                 .collect();
             self.send(dpid, Command::Pipeline(change));
             self.proactive.awaiting.insert(dpid, None);
-            self.proactive.held.insert(dpid, entries);
         }
+    }
+
+    /// Computes the plan again from the slices, the hosts and the topology, and where the
+    /// bound MACs are.
+    fn plan_again(&mut self) {
+        self.proactive.bound_ports = self.membership.members().map(|host| host.port).collect();
+        self.proactive.bound_at = self
+            .membership
+            .members()
+            .filter(|host| self.topology.is_edge(host.port))
+            .fold(HashMap::new(), |mut ports, host| {
+                ports
+                    .entry(host.mac)
+                    .or_insert_with(Vec::new)
+                    .push(host.port);
+                ports
+            });
+        let mut fabric = Fabric::of_topology(&self.topology);
+        for (mac, ports) in &self.proactive.bound_at {
+            if let Some(port) = self.hosts.get(mac).filter(|_| ports.len() > 1) {
+                fabric.heard(*mac, port);
+            }
+        }
+        let plan = Plan::new(&fabric, &self.membership, &self.proactive.plan);
+        self.proactive.plan = Arc::new(plan);
     }
 
     /// Runs the pipeline if every connected switch can hold it (and it is wanted), else
@@ -378,7 +498,7 @@ impl Engine {
     /// Moves the network onto the pipeline or off it.
     fn switch_mode(&mut self, active: bool) {
         self.proactive.active = active;
-        self.proactive.dirty = true;
+        self.proactive.changed();
         if active {
             log::info!("every switch holds the OpenFlow 1.3 pipeline: forwarding proactively");
             // Per-pair flows go; each switch is read back, and the pipeline written once
@@ -394,7 +514,8 @@ impl Engine {
                 "a switch cannot hold the OpenFlow 1.3 pipeline: per-pair flows set up by traffic"
             );
             let held = std::mem::take(&mut self.proactive.held);
-            for (dpid, entries) in held {
+            for (dpid, held) in held {
+                let entries = held.entries(dpid, &mut Scope::all());
                 let change = entries.iter().map(Entry::delete_flow_mod).collect();
                 self.send(dpid, Command::Pipeline(change));
             }
@@ -414,7 +535,17 @@ impl Engine {
     /// with the meter (or without), as the table-miss flow is.
     pub(super) fn pipeline_meter_changed(&mut self, dpid: u64) {
         if let Some(held) = self.proactive.held.get_mut(&dpid) {
-            held.retain(|entry| entry.rule != EntryMatch::Discovery);
+            // Held as missing, so that the next sync adds it again.
+            let discovery = (ADMISSION_TABLE, DISCOVERY_PRIORITY, EntryMatch::Discovery);
+            let had = match held.overlay.get(&discovery) {
+                Some(entry) => entry.is_some(),
+                // Every switch of a plan has it.
+                None => held.plan.has_switch(dpid),
+            };
+            if had {
+                held.count = held.count.saturating_sub(1);
+            }
+            held.overlay.insert(discovery, None);
             self.proactive.dirty = true;
         }
     }
@@ -485,5 +616,7 @@ fn settled(
     kept.into_values().collect()
 }
 
+#[cfg(test)]
+mod incremental;
 #[cfg(test)]
 mod tests;

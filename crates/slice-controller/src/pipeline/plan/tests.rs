@@ -1,0 +1,220 @@
+//! The plan against the reference: [`super::super::build`] from scratch after every step
+//! of random changes, the whole table and the part a change touches.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use slice_core::{MacAddress, Membership, PortId, SliceName};
+
+use super::super::{build, diff, Entry, Fabric};
+use super::{key, Plan, Scope};
+
+fn mac(n: u8) -> MacAddress {
+    MacAddress::new([0x02, 0, 0, 0, 0, n])
+}
+
+const SLICE_SETS: [&[&str]; 4] = [&["red"], &["blue"], &["red", "blue"], &["green"]];
+const SWITCHES: u64 = 5;
+
+/// One step of the network's life.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A MAC bound at a host port, in one of [`SLICE_SETS`].
+    Bind {
+        dpid: u64,
+        port_no: u32,
+        mac: u8,
+        set: usize,
+    },
+    /// The n-th binding (modulo how many there are) goes.
+    Unbind(usize),
+    /// The cable between two switches comes or goes.
+    Cable(u64, u64),
+    /// A switch connects or leaves.
+    Switch(u64),
+    /// A MAC is heard at a host port.
+    Heard { dpid: u64, port_no: u32, mac: u8 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (1..=SWITCHES, 1u32..4, 1u8..7, 0usize..4)
+            .prop_map(|(dpid, port_no, mac, set)| Step::Bind { dpid, port_no, mac, set }),
+        2 => (0usize..64).prop_map(Step::Unbind),
+        2 => (1..=SWITCHES, 1..=SWITCHES).prop_map(|(a, b)| Step::Cable(a, b)),
+        1 => (1..=SWITCHES).prop_map(Step::Switch),
+        1 => (1..=SWITCHES, 1u32..4, 1u8..7)
+            .prop_map(|(dpid, port_no, mac)| Step::Heard { dpid, port_no, mac }),
+    ]
+}
+
+/// The inputs as the steps left them.
+#[derive(Debug, Default)]
+struct World {
+    switches: BTreeSet<u64>,
+    cables: BTreeSet<(u64, u64)>,
+    bindings: BTreeSet<(u64, u32, u8, usize)>,
+    heard: BTreeMap<u8, (u64, u32)>,
+}
+
+impl World {
+    fn apply(&mut self, step: &Step) {
+        match *step {
+            Step::Bind {
+                dpid,
+                port_no,
+                mac,
+                set,
+            } => {
+                self.bindings.insert((dpid, port_no, mac, set));
+            }
+            Step::Unbind(n) => {
+                if let Some(binding) = self.bindings.iter().nth(n % self.bindings.len().max(1)) {
+                    let binding = *binding;
+                    self.bindings.remove(&binding);
+                }
+            }
+            Step::Cable(a, b) if a != b => {
+                let cable = (a.min(b), a.max(b));
+                if !self.cables.remove(&cable) {
+                    self.cables.insert(cable);
+                }
+            }
+            Step::Cable(..) => {}
+            Step::Switch(dpid) => {
+                if !self.switches.remove(&dpid) {
+                    self.switches.insert(dpid);
+                }
+            }
+            Step::Heard { dpid, port_no, mac } => {
+                self.heard.insert(mac, (dpid, port_no));
+            }
+        }
+    }
+
+    /// Host ports 1 to 3 on every switch; the cable between a and b at port 10 + b of a.
+    fn fabric(&self) -> Fabric {
+        let mut fabric = Fabric::default();
+        for &dpid in &self.switches {
+            fabric.add_switch(dpid, [1, 2, 3]);
+        }
+        for &(a, b) in &self.cables {
+            if self.switches.contains(&a) && self.switches.contains(&b) {
+                let (at_a, at_b) = (PortId::new(a, 10 + b as u32), PortId::new(b, 10 + a as u32));
+                fabric.add_link(at_a, at_b);
+                fabric.add_link(at_b, at_a);
+            }
+        }
+        for (&n, &(dpid, port_no)) in &self.heard {
+            fabric.heard(mac(n), PortId::new(dpid, port_no));
+        }
+        fabric
+    }
+
+    fn membership(&self) -> Membership {
+        let mut membership = Membership::default();
+        for &(dpid, port_no, n, set) in &self.bindings {
+            let port = PortId::new(dpid, port_no);
+            for slice in SLICE_SETS[set] {
+                let slice: SliceName = slice.parse().unwrap();
+                membership.add_slice(&slice);
+                membership.add_port(&slice, port);
+                membership.add_mac(&slice, port, mac(n));
+            }
+        }
+        membership
+    }
+}
+
+/// `held` after `before` (what it held of a scope) became `after`, as a switch applies
+/// the diff: deletes, then adds replacing what has their key.
+fn apply_diff(held: &mut BTreeSet<Entry>, before: &BTreeSet<Entry>, after: &BTreeSet<Entry>) {
+    let change = diff(before, after);
+    let gone: BTreeSet<_> = change.delete.iter().map(key).collect();
+    let added: BTreeSet<_> = change.add.iter().map(key).collect();
+    held.retain(|entry| !gone.contains(&key(entry)) && !added.contains(&key(entry)));
+    held.extend(change.add);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// After every step: each switch's whole table from the plan is the reference's, and
+    /// a switch that held the last plan's table and gets only the diff of the part the
+    /// step can touch holds the reference's table too.
+    #[test]
+    fn only_the_part_a_change_touches_is_computed_and_it_brings_every_table_right(
+        steps in proptest::collection::vec(step(), 1..40),
+    ) {
+        let mut world = World::default();
+        world.switches.extend(1..=3);
+        let mut plan = Plan::default();
+        let mut tables: BTreeMap<u64, BTreeSet<Entry>> = BTreeMap::new();
+        for step in &steps {
+            world.apply(step);
+            let (fabric, membership) = (world.fabric(), world.membership());
+            let reference = build(&fabric, &membership);
+            let next = Plan::new(&fabric, &membership, &plan);
+            let change = plan.change_to(&next);
+            prop_assert_eq!(next.switches().collect::<BTreeSet<_>>(), reference.keys().copied().collect());
+            for (&dpid, wanted) in &reference {
+                prop_assert_eq!(&next.entries(dpid, &Scope::all()), wanted, "switch {} after {:?}", dpid, step);
+                let held = tables.entry(dpid).or_default();
+                let scope = plan.scope_of(&next, &change, dpid);
+                let before: BTreeSet<Entry> =
+                    held.iter().filter(|entry| scope.covers(&entry.rule)).cloned().collect();
+                let after = next.entries(dpid, &scope);
+                prop_assert!(after.iter().all(|entry| scope.covers(&entry.rule)));
+                apply_diff(held, &before, &after);
+                prop_assert_eq!(&*held, wanted, "switch {} after {:?}", dpid, step);
+            }
+            tables.retain(|dpid, _| reference.contains_key(dpid));
+            plan = next;
+        }
+    }
+}
+
+/// Ten switches in a line, ten hosts on each in two slices: binding one more host
+/// computes that MAC's entries (and the floods of its switch) and nothing of the others.
+#[test]
+fn one_binding_computes_the_entries_of_its_mac_alone() {
+    let mut world = World::default();
+    world.switches.extend(1..=5);
+    world.cables.extend((1..5).map(|a| (a, a + 1)));
+    for dpid in 1..=5 {
+        for port_no in 1..=3 {
+            let n = (dpid * 10) as u8 + port_no as u8;
+            world
+                .bindings
+                .insert((dpid, port_no, n, port_no as usize % 2));
+        }
+    }
+    let first = Plan::new(&world.fabric(), &world.membership(), &Plan::default());
+    world.apply(&Step::Bind {
+        dpid: 3,
+        port_no: 1,
+        mac: 99,
+        set: 0,
+    });
+    let second = Plan::new(&world.fabric(), &world.membership(), &first);
+    let change = first.change_to(&second);
+    for dpid in 1..=5 {
+        let scope = first.scope_of(&second, &change, dpid);
+        let macs: BTreeSet<MacAddress> = second
+            .entries(dpid, &scope)
+            .iter()
+            .filter_map(|entry| match entry.rule {
+                super::EntryMatch::HostAtPort { mac, .. }
+                | super::EntryMatch::Sender { mac, .. }
+                | super::EntryMatch::TaggedTo { mac, .. } => Some(mac),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(macs, BTreeSet::from([mac(99)]), "switch {dpid}");
+        let floods = second
+            .entries(dpid, &scope)
+            .iter()
+            .any(|entry| matches!(entry.rule, super::EntryMatch::TaggedToGroup { .. }));
+        assert_eq!(floods, dpid == 3, "switch {dpid}: floods computed");
+    }
+}
