@@ -1,5 +1,12 @@
 //! Part 3: flow setup, the switch emulator against sliced, ovs-testcontroller, the
-//! os-ken learning switch and the no-logic floor.
+//! os-ken learning switch and the no-logic floor, and the OpenFlow 1.3 pipeline's own
+//! first-packet cost (`first_packet`).
+//!
+//! The peers set up a flow per conversation as its first packet arrives; sliced does
+//! that only with per-pair flows (`--per-pair-flows` on 1.3, always on 1.0). With its
+//! default pipeline the switches forward bound hosts by themselves and the emulator's
+//! PACKET_INs would go unanswered, so the comparison runs sliced with per-pair flows, and
+//! the pipeline is measured on what does reach its controller.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,9 +16,12 @@ use crate::emulator::{FlowConfig, FlowResult};
 use crate::measure::{outcome, record_peak, Outcome};
 use crate::page::version_text;
 use crate::peers::Peer;
-use crate::plan::{SLICED_FLOW_ARGS, SWITCH_COUNTS};
+use crate::plan::{SLICED_FIRST_PACKET_ARGS, SLICED_FLOW_ARGS, SWITCH_COUNTS};
 use crate::sliced::Sliced;
-use crate::{emulator, round_trips, sliced, wire};
+use crate::{emulator, first_packet, round_trips, sliced, wire};
+
+/// The flag that turns sliced's 1.3 switches to per-pair flows, as its peers work.
+pub(crate) const PER_PAIR_FLOWS: &str = "--per-pair-flows";
 
 pub(crate) struct FlowRow {
     pub controller: String,
@@ -29,6 +39,8 @@ pub(crate) struct Flows {
     /// peer could run), and how many rounds.
     pub round_trips: Vec<round_trips::RoundTripRow>,
     pub round_trip_rounds: usize,
+    /// The pipeline's first packet, per switch count.
+    pub first_packet: Vec<first_packet::FirstPacketRow>,
 }
 
 impl Flows {
@@ -66,9 +78,14 @@ pub(crate) fn flows(
     // that discovery probes stay out of the measurement. The PACKET_IN limits, a defence
     // against flooding hosts, are lifted far above what the emulator can send: this
     // measures the decision path, and the peers have no such limits.
+    let per_pair: Vec<&str> = SLICED_FLOW_ARGS
+        .iter()
+        .copied()
+        .chain([PER_PAIR_FLOWS])
+        .collect();
     let ours = (|| -> anyhow::Result<Sliced> {
         let dir = tmp.join("flows-sliced");
-        let sliced = Sliced::start(binary, &dir, &SLICED_FLOW_ARGS)?;
+        let sliced = Sliced::start(binary, &dir, &per_pair)?;
         eprintln!("sliced-bench: putting the emulated hosts in slices");
         let switches: Vec<u64> = (1..=max_switches).collect();
         let hosts = args.hosts;
@@ -129,11 +146,20 @@ pub(crate) fn flows(
         record_peak(memory, "flow setup", "sliced", &sliced.server);
         sliced.server.stop()?;
     }
+    // The pipeline as sliced runs by default, but for the PACKET_IN limits.
+    let first_packet = first_packet::run(
+        binary,
+        tmp,
+        &SWITCH_COUNTS,
+        args.hosts,
+        &SLICED_FIRST_PACKET_ARGS,
+    );
     Ok(Flows {
         rows,
         skipped,
         round_trips,
         round_trip_rounds: args.rtt_rounds as usize,
+        first_packet,
     })
 }
 

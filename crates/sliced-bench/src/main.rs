@@ -24,6 +24,7 @@ mod bulk;
 mod emulator;
 mod fat_tree;
 mod floor;
+mod first_packet;
 mod flows_part;
 mod fsync;
 mod in_place;

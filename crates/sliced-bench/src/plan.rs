@@ -10,7 +10,8 @@ pub(crate) const WRITE_CLIENTS: [usize; 3] = [1, 16, 64];
 /// Emulated switch counts of the flow-setup runs.
 pub(crate) const SWITCH_COUNTS: [u64; 3] = [1, 16, 64];
 
-/// sliced's flags for the flow-setup runs (see `flows`); the report quotes them.
+/// sliced's flags for the flow-setup runs (see `flows`); the report quotes them. With
+/// `--per-pair-flows` on top (`flows_part::PER_PAIR_FLOWS`) for the runs against peers.
 pub(crate) const SLICED_FLOW_ARGS: [&str; 8] = [
     "--lldp-interval-ms",
     "60000",
@@ -21,6 +22,22 @@ pub(crate) const SLICED_FLOW_ARGS: [&str; 8] = [
     "--packet-in-port-rate",
     "100000000",
 ];
+/// sliced's flags for the pipeline's first packet (`first_packet`): the same PACKET_IN
+/// limits lifted, and LLDP every 3 s, since the emulated cables are found by it: at the
+/// default 1 s, probes to 64 emulated switches on a loaded 2-core machine came back
+/// later than the 3.5 intervals a link waits, and the links flapped under the samples.
+pub(crate) const SLICED_FIRST_PACKET_ARGS: [&str; 8] = [
+    "--lldp-interval-ms",
+    "3000",
+    "--packet-in-rate",
+    "100000000",
+    "--packet-in-burst",
+    "100000000",
+    "--packet-in-port-rate",
+    "100000000",
+];
+/// The LLDP interval of `SLICED_FIRST_PACKET_ARGS`.
+pub(crate) const FIRST_PACKET_LLDP: Duration = Duration::from_secs(3);
 /// How long each raw flush loop runs.
 pub(crate) const RAW_FLUSH_TIME: Duration = Duration::from_secs(2);
 /// Concurrent REST clients that create the scale test's slices.

@@ -11,6 +11,8 @@ mod reading;
 mod rest;
 mod scale;
 
+pub(crate) use flows::in_place as flows_in_place;
+
 /// The commands xtask and people run.
 pub(crate) const RUN_COMMAND: &str = "cargo run --release -p sliced-bench";
 

@@ -164,12 +164,12 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| workspace.join("docs/benchmarks.md"));
-    // The apply, tables, fat-tree and verify parts, alone or together, keep the page's
-    // other figures: their sections are written in place.
+    // The flow-setup, apply, tables, fat-tree and verify parts, alone or together, keep
+    // the page's other figures: their sections are written in place.
     let in_place = parts.iter().all(|part| {
         matches!(
             part,
-            Part::Applies | Part::Tables | Part::FatTree | Part::Verify
+            Part::Flows | Part::Applies | Part::Tables | Part::FatTree | Part::Verify
         )
     });
     let text = in_place
@@ -180,6 +180,9 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
             }
             if wants(Part::Tables) {
                 doc = tables::in_place(&doc, results.tables.as_ref()?, &results.stamp())?;
+            }
+            if wants(Part::Flows) {
+                doc = report::flows_in_place(&doc, results.flows.as_ref()?, &results)?;
             }
             if wants(Part::FatTree) {
                 doc = fat_tree::in_place(&doc, results.fat_trees.as_ref()?, &results.stamp())?;

@@ -4,8 +4,7 @@ use std::fmt::Write as _;
 
 use super::reading;
 use super::RUN_COMMAND;
-use crate::page::version_text;
-use crate::page::{display_args, mib, ms, ns, other_work_text, ratio, thousands, us};
+use crate::page::{display_args, mib, ms, ns, other_work_text, ratio, thousands};
 use crate::results::Results;
 
 pub(super) fn header(doc: &mut String, results: &Results) {
@@ -41,7 +40,7 @@ pub(super) fn header(doc: &mut String, results: &Results) {
          It builds sliced with `cargo build --release --bin sliced` (or takes `--sliced \
          FILE`), starts every server on a free loopback port with a fresh data directory \
          under the temporary directory, and stops every process it started. The routing \
-         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`, `tables`, `fat-tree`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only applies`, `--only tables` and `--only fat-tree` (or any of them together) rewrite only their own sections (7, 8, 9) of this page, in place. The fat-tree part needs root (it makes a network namespace) and Open vSwitch (`apt-get install -y openvswitch-switch`; the system's own instance is never used); `--fat-tree-k 8` runs its small tree alone.\n",
+         part runs `{}`. Parts: `reads`, `writes`, `flows`, `scale`, `million`, `routing`, `applies`, `tables`, `fat-tree`; `--million-slices 50 --million-macs 100` runs the million-binding part small. `--only flows`, `--only applies`, `--only tables` and `--only fat-tree` (or any of them together) rewrite only their own sections (3, 7, 8, 9) of this page, in place (flows also its lines of the Headlines). The fat-tree part needs root (it makes a network namespace) and Open vSwitch (`apt-get install -y openvswitch-switch`; the system's own instance is never used); `--fat-tree-k 8` runs its small tree alone.\n",
         crate::routing::COMMAND
     );
     let _ = writeln!(
@@ -128,92 +127,7 @@ pub(super) fn headlines(doc: &mut String, results: &Results) {
         );
     }
     if let Some(Ok(flows)) = &results.flows {
-        for peer in flows.peer_names() {
-            let rows: Vec<String> = flows
-                .rows
-                .iter()
-                .filter(|row| row.controller == "sliced" && row.version == crate::wire::OFP13)
-                .filter_map(|row| {
-                    let theirs = flows.find(&peer, row.version, row.switches)?;
-                    let (Ok(a), Ok(b)) = (&row.throughput, &theirs.throughput) else {
-                        return None;
-                    };
-                    Some(format!(
-                        "{} switch{}: **{}**",
-                        row.switches,
-                        if row.switches == 1 { "" } else { "es" },
-                        ratio(a.answers_per_sec(), b.answers_per_sec())
-                    ))
-                })
-                .collect();
-            if !rows.is_empty() {
-                let _ = writeln!(
-                    doc,
-                    "- Flow setups/s (OpenFlow 1.3, throughput mode) against {peer}: {}.",
-                    rows.join(", ")
-                );
-            }
-        }
-        for row in &flows.round_trips {
-            let Some(ours) = row.median("sliced") else {
-                continue;
-            };
-            let peers: Vec<String> = row
-                .controllers
-                .iter()
-                .filter(|(name, _)| name != "sliced")
-                .filter_map(|(peer, _)| {
-                    let (median, low, high) = row.ratio("sliced", peer)?;
-                    Some(format!(
-                        "{peer} {} (**{median:.2}×**, rounds {low:.2}–{high:.2}×)",
-                        us(row.median(peer)?)
-                    ))
-                })
-                .collect();
-            if !peers.is_empty() {
-                let _ = writeln!(
-                    doc,
-                    "- Flow-setup round trip (OpenFlow {}, 1 switch, one PACKET_IN in flight, \
-                     p50, {} paired rounds): sliced {}; {}.",
-                    version_text(row.version),
-                    flows.round_trip_rounds,
-                    us(ours),
-                    peers.join(", ")
-                );
-            }
-        }
-        for version in [crate::wire::OFP13, crate::wire::OFP10] {
-            if flows.round_trips.iter().any(|row| row.version == version) {
-                continue;
-            }
-            let p50 = |controller: &str| {
-                let row = flows.find(controller, version, 1)?;
-                row.latency.as_ref().ok().map(|r| r.rtt_us.p50)
-            };
-            let Some(ours) = p50("sliced") else { continue };
-            let peers: Vec<String> = flows
-                .peer_names()
-                .iter()
-                .filter_map(|peer| {
-                    let theirs = p50(peer)?;
-                    Some(format!(
-                        "{peer} {} (**{}**)",
-                        us(theirs),
-                        ratio(ours, theirs)
-                    ))
-                })
-                .collect();
-            if !peers.is_empty() {
-                let _ = writeln!(
-                    doc,
-                    "- Flow-setup round trip (OpenFlow {}, 1 switch, one PACKET_IN in flight, \
-                     p50): sliced {}; {}.",
-                    version_text(version),
-                    us(ours),
-                    peers.join(", ")
-                );
-            }
-        }
+        super::flows::headlines(doc, flows);
     }
     if let Some(Ok(scale)) = &results.scale {
         let _ = writeln!(

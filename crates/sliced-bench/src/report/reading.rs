@@ -158,7 +158,8 @@ pub(super) fn flows(flows: &Flows) -> String {
         return "**Reading.** sliced was not measured (see above).".into();
     }
     format!(
-        "**Reading.** sliced's flow setups/s on OpenFlow 1.3: {} switches. Against \
+        "**Reading.** sliced's flow setups/s on OpenFlow 1.3 (per-pair flows): {} switches. \
+         Against \
          ovs-testcontroller (C, single-threaded) sliced gains from batching (each \
          switch's connection task decodes everything one read returns and writes each \
          command batch with one syscall) and from running on both cores (a two-thread \
