@@ -225,6 +225,10 @@ pub(crate) struct SwitchLimitArgs {
     /// OpenFlow connections still in their TLS or OpenFlow handshake [default: 64]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_handshakes: Option<u32>,
+    /// Seconds within which every switch's flow tables are read back, verified and
+    /// repaired (besides after each pipeline write); 0 turns verification off [default: 30]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub verification_interval: Option<u64>,
 }
 
 impl SwitchLimitArgs {
@@ -244,6 +248,11 @@ impl SwitchLimitArgs {
         for (key, value) in counts {
             anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
         }
+        anyhow::ensure!(
+            self.verification_interval
+                .map_or(true, |secs| secs <= 86_400),
+            "controller.verification_interval must be between 0 and 86400"
+        );
         let sizes = [
             ("max_multipart_bytes", self.max_multipart_bytes),
             ("max_outbound_bytes", self.max_outbound_bytes),
@@ -272,6 +281,7 @@ impl SwitchLimitArgs {
             packet_in_port_rate: self.packet_in_port_rate.or(file.packet_in_port_rate),
             max_switch_connections: self.max_switch_connections.or(file.max_switch_connections),
             max_pending_handshakes: self.max_pending_handshakes.or(file.max_pending_handshakes),
+            verification_interval: self.verification_interval.or(file.verification_interval),
         }
     }
 }
@@ -394,6 +404,7 @@ struct ControllerFile {
     max_pending_handshakes: Option<u32>,
     fabric: Option<Vec<String>>,
     discovery_window_secs: Option<u64>,
+    verification_interval: Option<u64>,
 }
 
 /// A datapath id in the settings file: an integer, or a string for the ids beyond

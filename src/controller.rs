@@ -239,5 +239,8 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     if let Some(value) = limits.max_pending_handshakes {
         controller.max_pending_handshakes = size(value);
     }
+    if let Some(secs) = limits.verification_interval {
+        controller.verification_interval = std::time::Duration::from_secs(secs);
+    }
     Ok(controller)
 }

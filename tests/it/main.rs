@@ -31,4 +31,5 @@ mod service;
 mod start_up;
 mod tidy;
 mod ui;
+mod verification;
 mod web_security;

@@ -364,6 +364,24 @@ pub enum Command {
         json: bool,
     },
 
+    /// Prove from the switches' own flow tables that the slices hold
+    #[command(
+        long_about = "Show what the running daemon last proved from the flow tables its \
+        switches reported (read back after each write and every verification interval): \
+        either that isolation holds, with the pairs of hosts checked, or each violation (a \
+        leak between hosts that share no slice, a black hole between hosts that do, a \
+        loop) with the entries that cause it, and the entries sliced did not write that it \
+        found and removed. Exits with status 1 on any violation, and when there is no \
+        verification to show (verification off, none yet, or a cluster's standby). --json \
+        prints GET /verification.",
+        after_help = "Example:\n  $ slice verify\n  isolation proven: 12 pairs checked (4 hosts, 2 switches, 31 entries)"
+    )]
+    Verify {
+        /// Print the daemon's JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Show whether the running daemon is ready, and its cluster
     #[command(
         long_about = "Show whether the running daemon is ready, each of its checks (store, \

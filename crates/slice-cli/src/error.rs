@@ -118,6 +118,16 @@ pub enum CliError {
         socket: PathBuf,
         source: std::io::Error,
     },
+    /// `slice verify`: the daemon's tables show violations of the slices (each printed).
+    #[error("isolation not proven: {leaks} leaks, {black_holes} black holes, {loops} loops")]
+    NotProven {
+        leaks: usize,
+        black_holes: usize,
+        loops: usize,
+    },
+    /// `slice verify`: the daemon has no verification to show (off, not yet, a standby).
+    #[error("no verification to show: {0}")]
+    NotVerified(String),
     /// `slice status`: the daemon answered that it is not ready (what it said was printed).
     #[error("sliced is not ready (HTTP {status}): {reason}")]
     NotReady { status: u16, reason: String },

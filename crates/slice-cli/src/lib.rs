@@ -31,6 +31,7 @@ pub mod declare;
 mod error;
 mod http;
 mod output;
+mod verify;
 mod views;
 
 use std::error::Error as _;
@@ -177,6 +178,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Flows { json } => view(&data_dir, views::View::Flows, json, out),
         Command::Topology { json } => view(&data_dir, views::View::Topology, json, out),
         Command::Status { json } => view(&data_dir, views::View::Status, json, out),
+        Command::Verify { json } => verify::show(&connect::open_daemon(&data_dir)?, json, out),
     }
 }
 

@@ -43,6 +43,9 @@ pub struct ControllerConfig {
     /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
     pub max_pending_handshakes: usize,
     /// Where the controller counts what it does; counters nobody reads by default.
+    /// How often every switch's flow tables are read back and verified (besides after
+    /// each pipeline write); zero turns the data-plane verification off.
+    pub verification_interval: Duration,
     pub metrics: Arc<ControllerMetrics>,
     /// Set by [`crate::Controller::start_in`] when the instance is one of a cluster: its
     /// sessions then write nothing until a switch confirms it as master.
@@ -66,6 +69,7 @@ impl Default for ControllerConfig {
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
             metrics: Arc::default(),
+            verification_interval: crate::verification::DEFAULT_VERIFICATION_INTERVAL,
             in_cluster: false,
         };
         config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);

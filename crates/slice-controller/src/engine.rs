@@ -50,6 +50,7 @@ mod reconcile;
 mod slices;
 mod switches;
 mod tick;
+mod verification;
 mod views;
 
 use self::drops::DropCause;

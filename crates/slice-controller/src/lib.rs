@@ -23,6 +23,7 @@ pub mod server;
 pub mod session;
 pub mod tls;
 pub mod topology;
+pub mod verification;
 
 pub use config::ControllerConfig;
 pub use engine::{
@@ -37,3 +38,4 @@ pub use session::{CloseReason, RoleRefusal, SessionConfig, SwitchEvent, SwitchSe
 pub use slice_core::fabric::{DeclaredFabric, FabricConflict, FabricEntry, FabricEntryError};
 pub use tls::{TlsError, TlsFiles};
 pub use topology::{Hop, Link, PortState, Topology};
+pub use verification::{VerificationHandle, VerificationView};

@@ -8,6 +8,8 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::notice::Notice;
@@ -15,6 +17,11 @@ use crate::notice::Notice;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -59,6 +66,66 @@ pub struct ControllerMetrics {
     pub links_held: Counter,
     link_up: Counter,
     link_down: Counter,
+    pub verification: VerificationMetrics,
+}
+
+/// What the data-plane verification found ([`crate::verification`]): the violations of
+/// its latest run by kind (`foreign`: entries sliced did not write, in the latest
+/// read-back of each switch), its runs and what read-backs repaired.
+#[derive(Debug, Clone)]
+pub struct VerificationMetrics {
+    pub leaks: Gauge,
+    pub black_holes: Gauge,
+    pub loops: Gauge,
+    pub foreign_now: Gauge,
+    pub runs: Counter,
+    pub seconds: Histogram,
+    pub repairs: Counter,
+    pub foreign: Counter,
+}
+
+impl VerificationMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let violations = Family::<KindLabel, Gauge>::default();
+        let kind = |kind| violations.get_or_create(&KindLabel { kind }).clone();
+        let metrics = Self {
+            leaks: kind("leak"),
+            black_holes: kind("black_hole"),
+            loops: kind("loop"),
+            foreign_now: kind("foreign"),
+            runs: Counter::default(),
+            // 10 µs to about 2.6 s.
+            seconds: Histogram::new(exponential_buckets(1e-5, 4.0, 10)),
+            repairs: Counter::default(),
+            foreign: Counter::default(),
+        };
+        registry.register(
+            "verification_violations",
+            "What the latest data-plane verification found, by kind",
+            violations,
+        );
+        registry.register(
+            "verification_runs",
+            "Data-plane verifications run",
+            metrics.runs.clone(),
+        );
+        registry.register(
+            "verification_seconds",
+            "How long each data-plane verification took",
+            metrics.seconds.clone(),
+        );
+        registry.register(
+            "verification_repairs",
+            "Flow entries written again or removed because a read-back found them missing, wrong or foreign",
+            metrics.repairs.clone(),
+        );
+        registry.register(
+            "verification_foreign_entries",
+            "Flow entries sliced did not write, found in switches and removed",
+            metrics.foreign.clone(),
+        );
+        metrics
+    }
 }
 
 impl Default for ControllerMetrics {
@@ -141,6 +208,7 @@ impl ControllerMetrics {
             ),
             link_up,
             link_down,
+            verification: VerificationMetrics::register(registry),
         }
     }
 

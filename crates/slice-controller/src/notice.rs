@@ -47,6 +47,14 @@ pub enum Notice {
         src: MacAddress,
         dst: MacAddress,
     },
+    /// The data-plane verification's outcome changed (`crate::verification`).
+    Verification {
+        proven: bool,
+        pairs_checked: u64,
+        leaks: usize,
+        black_holes: usize,
+        loops: usize,
+    },
 }
 
 impl Notice {
@@ -62,6 +70,7 @@ impl Notice {
             Notice::HostForgotten { .. } => "host_forgotten",
             Notice::PathInstalled { .. } => "path_installed",
             Notice::PathDeleted { .. } => "path_deleted",
+            Notice::Verification { .. } => "verification",
         }
     }
 

@@ -156,6 +156,16 @@ pub struct FlowEntry {
 pub struct FlowsRead {
     pub entries: Vec<FlowEntry>,
     pub complete: bool,
+    /// The same flows as the switch reported them, whole, for the data-plane verifier
+    /// (`crate::verification`); None when the read is incomplete.
+    pub raw: Option<RawTable>,
+}
+
+/// A flow table as the switch reported it: every entry of every table, undecoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawTable {
+    pub version: Version,
+    pub flows: Vec<openflow::FlowStats>,
 }
 
 /// What the switch told the engine-facing side, in the engine's terms. The datapath id

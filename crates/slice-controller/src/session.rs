@@ -410,6 +410,7 @@ impl SwitchSession {
             self.events.push_back(SwitchEvent::FlowsRead(FlowsRead {
                 entries: Vec::new(),
                 complete: false,
+                raw: None,
             }));
         }
         if silent >= config.dead_after {

@@ -31,6 +31,7 @@ mod routing;
 pub mod serve;
 mod slices;
 mod ui;
+mod verification;
 
 use std::sync::Arc;
 
@@ -347,6 +348,7 @@ fn twin_routes(cfg: &mut impl routing::Mount) {
     slices::routes(cfg);
     network::routes(cfg);
     cluster::routes(cfg);
+    verification::routes(cfg);
     events::routes(cfg);
     metrics::routes(cfg);
 }

@@ -21,6 +21,8 @@ pub enum ViewKind {
     Fabric,
     Hosts,
     Paths,
+    /// What the data-plane verification last found (`GET /verification`).
+    Verification,
 }
 
 /// The answer to a view: JSON, or None when the controller is not running.

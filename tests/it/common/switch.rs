@@ -31,6 +31,8 @@ pub(crate) struct Network {
     cables: Cables,
     /// Switches to connect as ones without bundles (see [`Network::lacking_bundles`]).
     without_bundles: std::collections::HashSet<u64>,
+    /// Switches connected from now on keep a flow table (see [`Network::keeping_tables`]).
+    keep_tables: bool,
 }
 
 /// What a 1.3 switch says about meters.
@@ -76,6 +78,13 @@ pub(crate) struct Switch {
     /// The flows it reports when the controller reads its table back (it does not
     /// apply FLOW_MODs to them: tests check what the controller sends).
     holds: Vec<FlowMod>,
+    /// A switch that keeps a flow table ([`Network::keeping_tables`]) applies every
+    /// FLOW_MOD (alone or in a committed bundle) to it, reports it when read back instead
+    /// of `holds`, and lets a test tamper with it.
+    table: Option<Mutex<Vec<FlowMod>>>,
+    /// Entries of `table` no delete removes: a switch that keeps what someone wrote
+    /// whatever the controller asks.
+    pinned: Mutex<Vec<FlowMod>>,
 }
 
 impl Network {
@@ -84,7 +93,15 @@ impl Network {
             switches: Arc::default(),
             cables: Arc::default(),
             without_bundles: Default::default(),
+            keep_tables: false,
         }
+    }
+
+    /// The switches connected from now on keep a flow table as a real switch does:
+    /// FLOW_MODs change it, a read-back reports it, and a test can tamper with it
+    /// ([`Switch::tamper_add`], [`Switch::tamper_remove`]).
+    pub(crate) fn keeping_tables(&mut self) {
+        self.keep_tables = true;
     }
 
     /// Switch `dpid`, once connected, lacks bundles: it answers every bundle message with
@@ -165,6 +182,8 @@ impl Network {
             closed: AtomicBool::new(false),
             lldp_delay_ms: AtomicU64::new(0),
             bundles: !self.without_bundles.contains(&dpid),
+            table: self.keep_tables.then(|| Mutex::new(holds.clone())),
+            pinned: Mutex::default(),
             holds,
         });
         self.switches
@@ -319,6 +338,77 @@ impl Switch {
         self.delivered.lock().unwrap().clear();
     }
 
+    /// The flow table, for a switch that keeps one.
+    pub(crate) fn table(&self) -> Vec<FlowMod> {
+        let table = self.table.as_ref().expect("a switch that keeps its table");
+        table.lock().unwrap().clone()
+    }
+
+    /// Writes `flow` into the table behind the controller's back, as `ovs-ofctl
+    /// add-flow` does; `pinned`, no delete from the controller removes it.
+    pub(crate) fn tamper_add(&self, flow: FlowMod, pinned: bool) {
+        if pinned {
+            self.pinned.lock().unwrap().push(flow.clone());
+        }
+        self.apply(&flow);
+    }
+
+    /// Removes the first entry `which` picks from the table behind the controller's
+    /// back, as `ovs-ofctl del-flows` does, and returns it.
+    pub(crate) fn tamper_remove(&self, which: impl Fn(&FlowMod) -> bool) -> Option<FlowMod> {
+        let table = self.table.as_ref().expect("a switch that keeps its table");
+        let mut table = table.lock().unwrap();
+        let at = table.iter().position(which)?;
+        Some(table.remove(at))
+    }
+
+    /// Applies a FLOW_MOD to the table as OpenFlow says, for a switch that keeps one.
+    fn apply(&self, flow_mod: &FlowMod) {
+        let Some(table) = &self.table else {
+            return;
+        };
+        let mut table = table.lock().unwrap();
+        let same = |held: &FlowMod| {
+            held.table_id == flow_mod.table_id
+                && held.priority == flow_mod.priority
+                && held.r#match == flow_mod.r#match
+        };
+        let cookie = |held: &FlowMod| {
+            held.cookie & flow_mod.cookie_mask == flow_mod.cookie & flow_mod.cookie_mask
+        };
+        let pinned = self.pinned.lock().unwrap();
+        let kept = |held: &FlowMod| pinned.contains(held);
+        match flow_mod.command {
+            FlowModCommand::Add => {
+                table.retain(|held| !same(held));
+                table.push(FlowMod {
+                    command: FlowModCommand::Add,
+                    ..flow_mod.clone()
+                });
+            }
+            FlowModCommand::ModifyStrict | FlowModCommand::Modify => {
+                for held in table.iter_mut().filter(|held| same(held)) {
+                    held.actions = flow_mod.actions.clone();
+                    held.goto_table = flow_mod.goto_table;
+                    held.write_metadata = flow_mod.write_metadata;
+                }
+            }
+            FlowModCommand::DeleteStrict => {
+                table.retain(|held| kept(held) || !(same(held) && cookie(held)));
+            }
+            FlowModCommand::Delete => {
+                let all_tables = flow_mod.table_id == openflow::flow_mod::TABLE_ALL
+                    || self.version == Version::Of10;
+                table.retain(|held| {
+                    kept(held)
+                        || !((all_tables || held.table_id == flow_mod.table_id)
+                            && cookie(held)
+                            && covers(&flow_mod.r#match, &held.r#match))
+                });
+            }
+        }
+    }
+
     fn serve(self: Arc<Self>, mut stream: TcpStream, ports: u32, cables: Cables, peers: Switches) {
         let mut buffer = Vec::new();
         let mut chunk = [0u8; 65536];
@@ -378,6 +468,11 @@ impl Switch {
                     }
                     BundleCtrlType::CommitRequest => {
                         let held = bundles.remove(&control.bundle_id).unwrap_or_default();
+                        for message in &held {
+                            if let Message::FlowMod(flow_mod) = message {
+                                self.apply(flow_mod);
+                            }
+                        }
                         self.received.lock().unwrap().extend(held);
                         BundleCtrlType::CommitReply
                     }
@@ -447,9 +542,13 @@ impl Switch {
             Message::NxRoleRequest(role) => {
                 self.send_with_xid(&Message::NxRoleReply(*role), header.xid)
             }
+            Message::FlowMod(flow_mod) => self.apply(flow_mod),
             Message::FlowStatsRequest => {
-                let flows = self
-                    .holds
+                let flows = match &self.table {
+                    Some(table) => table.lock().unwrap().clone(),
+                    None => self.holds.clone(),
+                };
+                let flows = flows
                     .iter()
                     .map(|flow| openflow::FlowStats::of_flow(self.version, flow).unwrap())
                     .collect();
@@ -509,6 +608,26 @@ impl Switch {
             _ => {}
         }
     }
+}
+
+/// Whether a non-strict delete's match `wide` covers `held`: every field it sets, `held`
+/// sets to the same.
+fn covers(wide: &openflow::Match, held: &openflow::Match) -> bool {
+    let field = |wide: Option<u64>, held: Option<u64>| wide.is_none() || wide == held;
+    let mac = |mac: Option<[u8; 6]>| {
+        mac.map(|bytes| {
+            bytes
+                .iter()
+                .fold(0u64, |value, byte| value << 8 | u64::from(*byte))
+        })
+    };
+    field(wide.in_port.map(u64::from), held.in_port.map(u64::from))
+        && field(mac(wide.eth_dst), mac(held.eth_dst))
+        && (wide.eth_dst_mask.is_none() || wide.eth_dst_mask == held.eth_dst_mask)
+        && field(mac(wide.eth_src), mac(held.eth_src))
+        && field(wide.eth_type.map(u64::from), held.eth_type.map(u64::from))
+        && field(wide.vlan_vid.map(u64::from), held.vlan_vid.map(u64::from))
+        && (wide.metadata.is_none() || wide.metadata == held.metadata)
 }
 
 fn port_desc(port_no: u32, live: bool) -> PortDesc {

@@ -169,6 +169,11 @@ impl Proactive {
     pub(super) fn entries_held(&self, dpid: u64) -> Option<usize> {
         self.held.get(&dpid).map(|held| held.count)
     }
+
+    /// Whether `dpid` refused an entry and waits for its retry.
+    pub(super) fn refilling(&self, dpid: u64) -> bool {
+        self.retry_at.contains_key(&dpid)
+    }
 }
 
 /// What one switch holds of the pipeline, kept as the plan last written to it and where

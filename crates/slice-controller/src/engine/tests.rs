@@ -233,6 +233,7 @@ fn read(entries: Vec<FlowEntry>) -> FlowsRead {
     FlowsRead {
         entries,
         complete: true,
+        raw: None,
     }
 }
 

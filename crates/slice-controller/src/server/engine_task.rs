@@ -21,6 +21,7 @@ use crate::config::ControllerConfig;
 use crate::engine::{Command, Engine, Role};
 use crate::metrics::ControllerMetrics;
 use crate::notice::Notice;
+use crate::verification::{Verification, VerificationHandle};
 
 use super::{ClusterLink, Event};
 
@@ -59,6 +60,7 @@ pub(super) struct Decider {
     /// In a cluster, how to ask the election for the current generation.
     generation_recheck: Option<Arc<tokio::sync::Notify>>,
     stopped: watch::Receiver<bool>,
+    verification: Verification,
 }
 
 impl Decider {
@@ -83,6 +85,11 @@ impl Decider {
                 )
             })
             .unzip();
+        let verification = Verification::start(
+            config.verification_interval,
+            Arc::clone(&metrics),
+            notices.clone(),
+        );
         Self {
             engine,
             switches: HashMap::new(),
@@ -94,7 +101,12 @@ impl Decider {
             published_roles: None,
             generation_recheck,
             stopped,
+            verification,
         }
+    }
+
+    pub(super) fn verification(&self) -> VerificationHandle {
+        self.verification.handle()
     }
 
     /// Once stopping, the engine decides and writes nothing more. The connections close
@@ -208,7 +220,15 @@ pub(super) async fn run_engine(
                     }
                 }
             }
-            Wake::Tick => decider.engine.tick(Instant::now()),
+            Wake::Tick => {
+                let Decider {
+                    engine,
+                    verification,
+                    ..
+                } = &mut *decider;
+                engine.tick(Instant::now());
+                verification.tick(engine, Instant::now());
+            }
             Wake::Leadership(leadership) => {
                 decider.engine.set_leadership(leadership, Instant::now());
             }
@@ -223,6 +243,7 @@ impl Decider {
             engine,
             switches,
             generation_recheck,
+            verification,
             ..
         } = self;
         match event {
@@ -291,7 +312,10 @@ impl Decider {
                 engine.bundle_refused(dpid, table_full, Instant::now())
             }
             Event::BundlesUnsupported { dpid } => engine.bundles_unsupported(dpid),
-            Event::PipelineWritten { dpid } => engine.pipeline_written(dpid),
+            Event::PipelineWritten { dpid } => {
+                engine.pipeline_written(dpid);
+                verification.written(engine, dpid);
+            }
             Event::PacketInMeter {
                 dpid,
                 connection,
@@ -338,10 +362,13 @@ impl Decider {
                 // A read from a connection since replaced describes a table the new
                 // connection reads again by itself.
                 if is_current(switches, dpid, connection) {
-                    engine.flows_read(dpid, read, Instant::now());
+                    verification.flows_read(engine, dpid, read, Instant::now());
                 }
             }
-            Event::Store(change) => engine.membership_changed(&change),
+            Event::Store(change) => {
+                engine.membership_changed(&change);
+                verification.membership_changed();
+            }
             Event::Inspect(look) => look(engine),
         }
     }

@@ -170,6 +170,7 @@ enum Event {
 pub struct ControllerHandle {
     events: mpsc::Sender<Event>,
     notices: broadcast::Sender<Notice>,
+    verification: crate::verification::VerificationHandle,
 }
 
 /// How many notices a follower may fall behind before it misses some
@@ -181,6 +182,11 @@ impl ControllerHandle {
     /// sends nothing and takes no lock.
     pub fn is_running(&self) -> bool {
         !self.events.is_closed()
+    }
+
+    /// What the data-plane verification found last ([`crate::verification`]).
+    pub fn verification(&self) -> crate::verification::VerificationView {
+        self.verification.view()
     }
 
     /// Every change of the network from now on, in order (see [`Notice`]).
@@ -312,6 +318,7 @@ impl Controller {
             .spawn(move || {
                 runtime.block_on(async move {
                     let config = Arc::new(config);
+            verification: decider.lock().verification(),
                     tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
                     let connections = Arc::new(AtomicU64::new(0));
                     let caps = ConnectionCaps::new(&config);

@@ -8,7 +8,9 @@ use slice_core::MacAddress;
 
 use super::SwitchSession;
 use crate::cookie::FlowKind;
-use crate::protocol::{FlowAction, FlowEntry, FlowHandle, FlowsRead, SwitchEvent, MAX_FLOWS_READ};
+use crate::protocol::{
+    FlowAction, FlowEntry, FlowHandle, FlowsRead, RawTable, SwitchEvent, MAX_FLOWS_READ,
+};
 
 impl SwitchSession {
     /// Asks for the whole flow table, unless a read-back is under way: its answer,
@@ -29,6 +31,7 @@ impl SwitchSession {
             open.flow_read = Some(FlowRead {
                 xid,
                 entries: Vec::new(),
+                raw: Vec::new(),
                 bytes: 0,
                 complete: true,
                 deadline,
@@ -66,25 +69,32 @@ impl SwitchSession {
                 );
                 read.complete = false;
                 read.entries = Vec::new();
+                read.raw = Vec::new();
             } else {
                 read.entries
-                    .extend(flows.into_iter().map(|flow| flow_entry(version, flow)));
+                    .extend(flows.iter().map(|flow| flow_entry(version, flow)));
+                read.raw.extend(flows);
             }
         }
         if more {
             return;
         }
         if let Some(read) = open.flow_read.take() {
+            let raw = read.complete.then_some(RawTable {
+                version,
+                flows: read.raw,
+            });
             self.events.push_back(SwitchEvent::FlowsRead(FlowsRead {
                 entries: read.entries,
                 complete: read.complete,
+                raw,
             }));
         }
     }
 }
 
 /// A flow statistics entry of a switch speaking `version`, in the engine's terms.
-fn flow_entry(version: Version, flow: openflow::FlowStats) -> FlowEntry {
+fn flow_entry(version: Version, flow: &openflow::FlowStats) -> FlowEntry {
     // Only the pipeline's entries are decoded whole: the engine needs nothing more of
     // the others, and a read-back may hold 65,536 of them.
     let pipeline = (FlowKind::of_cookie(flow.cookie) == Some(FlowKind::Pipeline))
@@ -110,7 +120,7 @@ fn flow_entry(version: Version, flow: openflow::FlowStats) -> FlowEntry {
         handle: FlowHandle(openflow::RawFlowDelete {
             table_id: flow.table_id,
             priority: flow.priority,
-            raw_match: flow.raw_match,
+            raw_match: flow.raw_match.clone(),
         }),
         pipeline,
     }
@@ -122,6 +132,9 @@ pub(super) struct FlowRead {
     /// The request's transaction id, which every part of the answer carries.
     pub(super) xid: u32,
     entries: Vec<FlowEntry>,
+    /// The same flows as reported, for the verifier: within the same bounds, since
+    /// [`MAX_FLOW_READ_BYTES`] counts the wire bytes they were parsed from.
+    raw: Vec<openflow::FlowStats>,
     bytes: usize,
     /// False once the answer crossed a bound or the switch refused the request; the
     /// entries are then dropped, and the parts still coming only counted out.

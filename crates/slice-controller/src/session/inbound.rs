@@ -131,6 +131,7 @@ impl SwitchSession {
                     SwitchEvent::FlowsRead(FlowsRead {
                         entries: Vec::new(),
                         complete: false,
+                        raw: None,
                     })
                 } else if openflow::error_msg::is_table_full(version, err_type, code) {
                     SwitchEvent::TableFull

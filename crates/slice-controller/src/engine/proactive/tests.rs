@@ -112,6 +112,7 @@ fn read_back(entries: &BTreeSet<Entry>) -> FlowsRead {
             })
             .collect(),
         complete: true,
+        raw: None,
     }
 }
 
@@ -119,6 +120,7 @@ fn empty_table() -> FlowsRead {
     FlowsRead {
         entries: Vec::new(),
         complete: true,
+        raw: None,
     }
 }
 

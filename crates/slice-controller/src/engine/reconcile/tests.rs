@@ -9,6 +9,7 @@ fn empty_table() -> FlowsRead {
     FlowsRead {
         entries: Vec::new(),
         complete: true,
+        raw: None,
     }
 }
 

@@ -93,6 +93,7 @@ fn an_incomplete_read_flushes_the_switch_and_forgets_what_was_there() {
     let incomplete = FlowsRead {
         entries: Vec::new(),
         complete: false,
+        raw: None,
     };
     engine.flows_read(1, incomplete, Instant::now());
     let commands = engine.take_commands();
@@ -109,6 +110,7 @@ fn an_incomplete_read_flushes_the_switch_and_forgets_what_was_there() {
     let incomplete = FlowsRead {
         entries: Vec::new(),
         complete: false,
+        raw: None,
     };
     engine.flows_read(9, incomplete, Instant::now());
     assert_eq!(engine.take_commands(), vec![(9, Command::ClearFlows)]);

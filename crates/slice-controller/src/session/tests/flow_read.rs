@@ -87,6 +87,18 @@ fn flow_stats_parts_become_one_read_in_the_engines_terms() {
         let other = &read.entries[1];
         assert!(other.other_fields, "{version:?}: it matches the EtherType");
         assert_eq!(other.action, FlowAction::Drop);
+        // The verifier gets the same two flows whole, in the switch's version.
+        let raw = read
+            .raw
+            .as_ref()
+            .expect("a complete read carries the raw table");
+        assert_eq!(raw.version, version);
+        let raw_flows: Vec<_> = raw.flows.iter().map(|flow| flow.cookie).collect();
+        assert_eq!(raw_flows, [path.cookie, other.cookie]);
+        assert_eq!(
+            raw.flows[1].flow_mod(version).unwrap().r#match,
+            foreign.r#match
+        );
 
         // The foreign flow is deleted by exactly its own match and priority.
         session.queue(Command::FlowDeleteExact(other.handle.clone()));
@@ -125,6 +137,7 @@ fn a_flow_table_over_the_bound_reads_as_incomplete() {
             vec![SwitchEvent::FlowsRead(FlowsRead {
                 entries: Vec::new(),
                 complete: false,
+                raw: None,
             })],
             "{version:?}"
         );
@@ -166,6 +179,7 @@ fn a_read_the_switch_never_answers_is_given_up_as_incomplete() {
             vec![SwitchEvent::FlowsRead(FlowsRead {
                 entries: Vec::new(),
                 complete: false,
+                raw: None,
             })],
             "{version:?}"
         );
@@ -203,6 +217,7 @@ fn a_refused_read_reads_as_incomplete() {
             vec![SwitchEvent::FlowsRead(FlowsRead {
                 entries: Vec::new(),
                 complete: false,
+                raw: None,
             })],
             "{version:?}"
         );
