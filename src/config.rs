@@ -222,7 +222,7 @@ pub(crate) struct SwitchLimitArgs {
     /// quarter of the open files limit) [default: 1024]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_switch_connections: Option<u32>,
-    /// OpenFlow connections still in their TLS or OpenFlow handshake [default: 64]
+    /// OpenFlow connections in their handshake past the HELLO (sent at once) [default: 64]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_handshakes: Option<u32>,
     /// Seconds within which every switch's flow tables are read back, verified and

@@ -11,6 +11,7 @@ use crate::common::Daemon;
 use openflow::{Message, PacketOut, PortDesc, Version};
 use serde_json::Value;
 
+mod connection_caps;
 mod fabric_api;
 mod links;
 mod overload;
@@ -621,105 +622,6 @@ fn a_spoofed_frame_does_not_move_a_bound_host() {
         .collect();
     assert_eq!(victim.len(), 1);
     assert_eq!(victim[0]["port"], "0x1:1", "{victim:?}");
-}
-
-/// Opens a TCP connection to the OpenFlow port that says nothing; returns it once the
-/// controller has taken it on (its HELLO arrived).
-fn silent_peer(daemon: &Daemon) -> TcpStream {
-    let mut stream = TcpStream::connect(daemon.openflow).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let mut hello = [0u8; 8];
-    stream.read_exact(&mut hello).unwrap();
-    stream
-}
-
-/// Sockets that open and say nothing hold a place for the whole handshake timeout; past
-/// the cap of pending handshakes a new connection waits its turn in the listen backlog
-/// (no HELLO, and not closed: a storm of switches is not reset into their backoff), the
-/// connected switch keeps working, and the waiting one is taken on as soon as the silent
-/// ones are gone (issue 36 item 1).
-#[test]
-fn connections_beyond_the_handshake_cap_wait_their_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = daemon(dir.path(), &["--max-pending-handshakes", "2"]);
-    let mut network = Network::new();
-    let s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
-    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
-    let silent = [silent_peer(&daemon), silent_peer(&daemon)];
-    let mut waiting = TcpStream::connect(daemon.openflow).unwrap();
-    // Far below the handshake timeout (10 s), which alone frees a silent peer's place.
-    waiting
-        .set_read_timeout(Some(Duration::from_millis(1500)))
-        .unwrap();
-    let mut hello = [0u8; 8];
-    let early = waiting.read(&mut hello);
-    assert!(
-        matches!(&early, Err(err) if matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
-        "neither closed nor greeted while the places are taken: {early:?}"
-    );
-    s1.packet_in(1, frame(1, BROADCAST));
-    assert!(eventually(WAIT, || has_host(&daemon, 1)), "0x1 works on");
-    assert!(!s1.is_closed());
-    drop(silent);
-    waiting.set_read_timeout(Some(WAIT)).unwrap();
-    waiting
-        .read_exact(&mut hello)
-        .expect("the waiting connection gets its HELLO once the places are free");
-    assert_eq!(hello[1], 0, "a HELLO");
-    assert_eq!(
-        crate::common::metric(&daemon, "sliced_switch_connections_refused_total"),
-        Some(0.0)
-    );
-}
-
-/// The caps come from the settings file too. Past the cap of open connections a new one
-/// is closed at once, counted in `/metrics` and logged; refusals after the first line
-/// are reported by the next line, due within the limiter's 10 s, even when no later
-/// refusal comes to carry it (issue 36 item 1).
-#[test]
-fn the_connection_caps_come_from_the_config_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sliced.toml");
-    std::fs::write(
-        &config,
-        "[controller]\nmax_switch_connections = 1\nmax_pending_handshakes = 1\n",
-    )
-    .unwrap();
-    let log = dir.path().join("sliced.log");
-    let daemon = Daemon::start_filtered_with(
-        dir.path(),
-        &["--per-pair-flows", "--config", config.to_str().unwrap()],
-        "warn",
-        &log,
-    );
-    let mut network = Network::new();
-    let _s1 = network.connect(daemon.openflow, 1, Version::Of13, 2);
-    assert!(eventually(WAIT, || has_switch(&daemon, 1)));
-    for _ in 0..3 {
-        let mut refused = TcpStream::connect(daemon.openflow).unwrap();
-        refused.set_read_timeout(Some(WAIT)).unwrap();
-        let mut byte = [0u8; 1];
-        assert_eq!(
-            refused.read(&mut byte).unwrap(),
-            0,
-            "closed without a HELLO"
-        );
-    }
-    assert!(eventually(WAIT, || {
-        crate::common::metric(&daemon, "sliced_switch_connections_refused_total") == Some(3.0)
-    }));
-    let reported = |count: &str| {
-        std::fs::read_to_string(&log).unwrap().lines().any(|line| {
-            line.contains(&format!("{count} OpenFlow connection(s) closed at once"))
-                && line.contains("max_switch_connections")
-        })
-    };
-    assert!(eventually(WAIT, || reported("1")), "the first at once");
-    // The other two within the next report period (10 s), with time to spare.
-    assert!(
-        eventually(3 * WAIT, || reported("2")),
-        "the rest on the timer"
-    );
 }
 
 fn owner_only(path: &std::path::Path) {

@@ -39,8 +39,9 @@ pub struct ControllerConfig {
     /// OpenFlow connections open at once, over both listeners; more are closed at once.
     /// Never more than a quarter of the open-files limit, whatever is configured.
     pub max_switch_connections: usize,
-    /// Of those, connections still in their TLS or OpenFlow handshake: a peer that
-    /// opens sockets and says nothing holds one for up to twice `handshake_timeout`.
+    /// Of those, connections in their OpenFlow handshake past the HELLO, which every
+    /// connection is sent at once: a peer that answers the HELLO and says nothing more
+    /// holds one for up to `handshake_timeout`.
     pub max_pending_handshakes: usize,
     /// Where the controller counts what it does; counters nobody reads by default.
     /// How often every switch's flow tables are read back and verified (besides after

@@ -50,23 +50,11 @@ pub(super) async fn accept_switches(
     report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let session_config = Arc::new(config.session());
     loop {
-        // A place among the handshakes is taken before the accept, not after: at the cap,
-        // switches wait in the listen backlog, where their own connection attempt keeps
-        // waiting, and go through as places free, instead of being reset and coming back
-        // on their backoff (a cold start of hundreds of switches became a storm of
-        // resets). Memory stays bounded by the cap, and by the kernel's backlog.
-        let handshaking = tokio::select! {
-            permit = Arc::clone(&caps.handshaking).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                // The semaphore is never closed; if it were, accepting is over.
-                Err(_) => return,
-            },
-            _ = stopped.changed() => return,
-            _ = report.tick() => {
-                report_refusals(&mut refusals, &caps, None);
-                continue;
-            }
-        };
+        // Accepted at once, with no place among the handshakes yet: a switch waiting
+        // unanswered gives up on its own connect timeout (Open vSwitch's is one second on
+        // its first attempt) and comes back on its backoff (+1, +3, +7 s), so a cold start
+        // of hundreds of switches kept in the listen backlog became a storm of retries.
+        // The place is taken after the HELLO went out (`serve_switch`).
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stopped.changed() => return,
@@ -86,8 +74,9 @@ pub(super) async fn accept_switches(
                     continue;
                 };
                 let connection = connections.fetch_add(1, Ordering::Relaxed) + 1;
-                let (acceptor, decider, config, session_config, stopped) = (
+                let (acceptor, handshakes, decider, config, session_config, stopped) = (
                     acceptor.clone(),
+                    Arc::clone(&caps.handshaking),
                     Arc::clone(&decider),
                     Arc::clone(&config),
                     Arc::clone(&session_config),
@@ -105,7 +94,7 @@ pub(super) async fn accept_switches(
                         peer,
                         connection,
                         authenticated,
-                        handshaking,
+                        handshakes,
                     };
                     if let Err(err) =
                         serve_switch(reader, writer, opened, decider, session_config, stopped).await
@@ -180,8 +169,8 @@ struct OpenedConnection {
     connection: u64,
     /// Over TLS, with a certificate the CA signed.
     authenticated: bool,
-    /// Released once the OpenFlow handshake is over.
-    handshaking: OwnedSemaphorePermit,
+    /// The places among the OpenFlow handshakes, one taken once the HELLO is out.
+    handshakes: Arc<Semaphore>,
 }
 
 /// The connection's two directions, after the TLS handshake where there is one. A peer
@@ -233,6 +222,11 @@ enum ConnectionError {
     Dropped,
     #[error("the switch did not take our messages for {0:?}")]
     NotDraining(Duration),
+    #[error(
+        "no place among the handshakes (max_pending_handshakes) within the handshake \
+         timeout of {0:?}"
+    )]
+    NoHandshakePlace(Duration),
 }
 
 /// The engine's side of a connection once the switch is known.
@@ -283,7 +277,7 @@ async fn serve_switch(
         peer,
         connection,
         authenticated,
-        handshaking,
+        handshakes,
     } = opened;
     let mut connection = Connection {
         reader,
@@ -294,28 +288,58 @@ async fn serve_switch(
         session: SwitchSession::new(Arc::clone(&config), Instant::now()),
         transmit: Vec::with_capacity(8192),
         engine: None,
-        handshaking: Some(handshaking),
+        handshaking: None,
         decider,
         own: Vec::new(),
         unwritten: 0,
         config,
     };
-    let result = connection.run(&mut stopped).await;
+    let result = match connection.take_place(&handshakes, &mut stopped).await {
+        Ok(true) => connection.run(&mut stopped).await,
+        Ok(false) => Ok(()),
+        Err(err) => Err(err),
+    };
     if let Some(link) = &connection.engine {
         let down = Event::SwitchDown {
             dpid: link.dpid,
             connection: connection.connection,
         };
         // Nothing of this connection is written any more.
-        connection
-            .decider
-            .lock()
-            .decide(down, None, &mut connection.own);
+        lock_engine(&connection.decider).decide(down, None, &mut connection.own);
     }
     result
 }
 
 impl Connection {
+    /// Says HELLO at once, which is all a switch waits for before it counts as
+    /// connected, and only then waits for a place among the handshakes: what the rest of
+    /// the handshake holds (the port list, up to `max_multipart_bytes`) is what the cap
+    /// bounds, while a waiting connection holds its buffers and nothing it reads. The
+    /// wait ends with the handshake's own deadline. False when stopping.
+    async fn take_place(
+        &mut self,
+        handshakes: &Arc<Semaphore>,
+        stopped: &mut watch::Receiver<bool>,
+    ) -> Result<bool, ConnectionError> {
+        self.flush().await?;
+        let deadline = self
+            .session
+            .poll_timeout()
+            .map_or_else(tokio::time::Instant::now, tokio::time::Instant::from_std);
+        tokio::select! {
+            permit = Arc::clone(handshakes).acquire_owned() => {
+                // The semaphore is never closed; were it, the controller is going away.
+                let Ok(permit) = permit else { return Ok(false) };
+                self.handshaking = Some(permit);
+                Ok(true)
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                Err(ConnectionError::NoHandshakePlace(self.config.handshake_timeout))
+            }
+            _ = stopped.changed() => Ok(false),
+        }
+    }
+
     async fn run(&mut self, stopped: &mut watch::Receiver<bool>) -> Result<(), ConnectionError> {
         // One timer for the connection's life. Hearing from the switch puts the session's
         // deadline off, and re-arming a timer per message would cost more than waking
@@ -435,7 +459,7 @@ impl Connection {
                 dpid: link.dpid,
                 connection: self.connection,
             });
-            let mut decider = self.decider.lock();
+            let mut decider = lock_engine(&self.decider);
             decider.decide(event, caller, &mut self.own);
             // What the queue holds was decided before this event, so it goes first;
             // nothing enters it while the lock is held.
@@ -476,6 +500,20 @@ impl Connection {
             authenticated,
         }
     }
+}
+
+/// The engine's lock, taken without holding up the runtime: when another task holds it
+/// (a pipeline sync over hundreds of switches takes a while), this worker hands its
+/// other tasks to another thread for the wait. Otherwise both workers could stand
+/// blocked on the lock while every other connection's echoes and the accept loop wait,
+/// and Open vSwitch drops connections that answer no echo for 5 s, which sends hundreds
+/// of switches through their handshake again in a storm.
+fn lock_engine(
+    decider: &SharedDecider,
+) -> parking_lot::MutexGuard<'_, super::engine_task::Decider> {
+    decider
+        .try_lock()
+        .unwrap_or_else(|| tokio::task::block_in_place(|| decider.lock()))
 }
 
 /// Queues a batch of commands into the session; what they cost in the outbound count.

@@ -248,16 +248,22 @@ impl Controller {
         if listeners.plain.is_none() && listeners.tls.is_none() {
             return Err(StartError::NoListener);
         }
+        // Room in the backlog for every switch the caps let in, arriving at once.
+        let backlog = config.max_switch_connections.max(1);
         // The TLS files are read before anything is bound, so that a bad file stops the
         // start-up with a message naming it.
         let tls = match &listeners.tls {
             Some((addr, files)) => {
                 let acceptor = files.acceptor()?;
-                Some((bind(addr)?, acceptor))
+                Some((bind(addr, backlog)?, acceptor))
             }
             None => None,
         };
-        let plain = listeners.plain.as_deref().map(bind).transpose()?;
+        let plain = listeners
+            .plain
+            .as_deref()
+            .map(|addr| bind(addr, backlog))
+            .transpose()?;
         let plain_addr = plain.as_ref().map(|(_, addr)| *addr);
         let tls_addr = tls.as_ref().map(|((_, addr), _)| *addr);
 
@@ -401,16 +407,43 @@ impl Drop for Controller {
     }
 }
 
-/// A bound, non-blocking listener and its address.
-fn bind(addr: &str) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
+/// A bound, non-blocking listener and its address, with a listen backlog of `backlog`
+/// (the kernel caps it at `net.core.somaxconn`). The standard library's 128 is too few
+/// for a cold start: past it the kernel drops a switch's SYN, which it sends again only
+/// after a second, by when Open vSwitch's own connect timeout has given up on the attempt.
+fn bind(addr: &str, backlog: usize) -> Result<(std::net::TcpListener, SocketAddr), StartError> {
     let listen_error = |reason| StartError::Listen {
         addr: addr.to_owned(),
         reason,
     };
-    let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
-    listener.set_nonblocking(true).map_err(listen_error)?;
-    let local_addr = listener.local_addr().map_err(listen_error)?;
-    Ok((listener, local_addr))
+    let resolved = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .map_err(listen_error)?
+        .collect::<Vec<_>>();
+    let mut last = std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "the address resolves to nothing",
+    );
+    for candidate in resolved {
+        match listen_on(candidate, backlog) {
+            Ok(listener) => {
+                let local_addr = listener.local_addr().map_err(listen_error)?;
+                return Ok((listener, local_addr));
+            }
+            Err(err) => last = err,
+        }
+    }
+    Err(listen_error(last))
+}
+
+fn listen_on(addr: SocketAddr, backlog: usize) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    // As the standard library does: a restart binds again while old connections linger.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
 }
 
 async fn forward_changes(
