@@ -171,6 +171,12 @@ impl Engine {
                 Some(Verdict::Genuine) => None,
             }
         };
+        if let (None | Some(DropCause::StaleLldp), Some(proof)) = (refused, probe.proof) {
+            // Fresh or late, it got through: evidence for the links of both switches.
+            let age = self.config.probe_key.age(&proof, now);
+            self.health
+                .arrived(from, at, now.checked_sub(age).unwrap_or(now));
+        }
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);
             return;

@@ -23,7 +23,7 @@ impl Engine {
         let expired = self
             .topology
             .expire_links(now, self.config.link_missed_probes, |src| {
-                health.age_limit(src)
+                health.expiry_limit(src, now)
             });
         for link in &expired {
             log::info!("link expired: {} -> {}", link.src, link.dst);
@@ -95,7 +95,8 @@ impl Engine {
         let age = key.age(proof, now);
         let limit = self.health.age_limit(from).max(MIN_PROBE_AGE);
         if self.topology.has_port(from) {
-            self.health.sample(from, proof.nonce, age);
+            let sent = now.checked_sub(age).unwrap_or(now);
+            self.health.sample(from, proof.nonce, sent, age);
         }
         if age > limit {
             Verdict::Stale

@@ -268,10 +268,12 @@ fn the_packet_in_meter_is_shown_per_switch_until_it_reconnects() {
     assert_eq!(packet_in_meter(&engine, 2), Some(false));
 }
 
-/// Lets every link of `engine` expire: rounds of probes nobody answers, past the age.
+/// Lets every link of `engine` expire: rounds of probes nobody answers, past the age
+/// and past twice the ceiling (with no probe of any switch answered, silence is taken
+/// for a stall that long, `LinkHealth::expiry_limit`).
 fn expire_all_links(engine: &mut Engine, from: Instant) -> Instant {
     let mut now = from;
-    for _ in 0..5 {
+    for _ in 0..9 {
         now += Duration::from_secs(2);
         engine.tick(now);
     }

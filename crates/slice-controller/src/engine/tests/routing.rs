@@ -322,7 +322,8 @@ fn links_that_lldp_stops_confirming_expire_with_their_paths() {
     let mut engine = line(EngineConfig::default(), index);
     send(&mut engine, p(3, 1), 3, BROADCAST);
     send(&mut engine, p(1, 1), 1, mac(3));
-    let later = Instant::now() + Duration::from_secs(10);
+    // Past twice the ceiling: no probe of any switch answered is a stall that long.
+    let later = Instant::now() + Duration::from_secs(16);
     // Three whole rounds of probes go unanswered; the fourth tick finds them missed.
     for _ in 0..3 {
         engine.tick(later);
