@@ -20,6 +20,7 @@
 //! stopped or deleted when it ends, whether it measured or failed.
 
 mod counter;
+mod hog;
 mod lab;
 mod section;
 mod settle;
@@ -36,6 +37,7 @@ use slice_controller::cookie::FlowKind;
 use crate::machine;
 use crate::measure::{outcome, Outcome};
 use crate::sliced::{self, Sliced};
+pub(crate) use hog::verdict;
 use lab::Lab;
 pub(crate) use section::{in_place, section};
 use settle::TablesRight;
@@ -65,6 +67,15 @@ pub(crate) struct TreeOptions {
         value_name = "K,..."
     )]
     pub fat_tree_k: Vec<u32>,
+    /// Keep the last core busy (a spinning process pinned with taskset) from before each
+    /// tree is built until it was measured, and after convergence watch a quiet window
+    /// with no cable changed: the run fails (non-zero exit) unless every tree converged
+    /// and lost no link in it (issue 36 item 2)
+    #[arg(long)]
+    pub fat_tree_hog: bool,
+    /// The quiet window's length with --fat-tree-hog, in seconds
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600), value_name = "SECS")]
+    pub fat_tree_quiet_secs: u64,
 }
 
 /// What one tree measured.
@@ -87,6 +98,10 @@ pub(crate) struct Figures {
     pub cut: Duration,
     /// Links sliced lost from every cable discovered to the cut, while no cable changed.
     pub flaps: Option<u64>,
+    /// With `--fat-tree-hog`: the core it kept busy, and the quiet window after
+    /// convergence.
+    pub hog_core: Option<usize>,
+    pub quiet: Option<hog::Quiet>,
     pub sliced: Usage,
     pub vswitchd: Usage,
 }
@@ -131,7 +146,7 @@ pub(crate) fn run(
     for &k in &options.fat_tree_k {
         eprintln!("sliced-bench: fat tree k={k}");
         let dir = tmp.join(format!("fat-tree-k{k}"));
-        let figures = one_tree(binary, &dir, k);
+        let figures = one_tree(binary, &dir, k, options);
         if let Ok(figures) = &figures {
             let run = format!("fat tree k={k}");
             memory.push((run.clone(), "sliced".into(), figures.sliced.peak_rss_kib));
@@ -181,9 +196,11 @@ fn sliced_from(binary: &Path, given: bool, workspace: &Path) -> String {
     }
 }
 
-fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
+fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow::Result<Figures> {
     let tree = FatTree::new(k)?;
     let load = machine::load_average();
+    // Before the tree, so that every step is measured under it; it ends with this run.
+    let hog = options.fat_tree_hog.then(hog::Hog::start).transpose()?;
     let lab = Lab::start(&dir.join("ovs"))?;
 
     let started = Instant::now();
@@ -335,6 +352,14 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
         (Some(then), Some(now)) => Some(now.down.saturating_sub(then.down)),
         _ => None,
     };
+    let quiet = match &hog {
+        Some(_) => Some(quiet_window(
+            &agent,
+            &sliced.base,
+            Duration::from_secs(options.fat_tree_quiet_secs),
+        )?),
+        None => None,
+    };
     let (a, b) = cut_cable(&tree);
     let gone = [
         (port_name(&tree, a), port_name(&tree, b)),
@@ -377,6 +402,8 @@ fn one_tree(binary: &Path, dir: &Path, k: u32) -> anyhow::Result<Figures> {
         binding,
         cut,
         flaps,
+        hog_core: hog.as_ref().map(|hog| hog.core),
+        quiet,
         sliced: usage(pids.sliced, cpu_before.0, cpu_after.0)?,
         vswitchd: usage(pids.vswitchd, cpu_before.1, cpu_after.1)?,
     };
@@ -408,6 +435,33 @@ fn applied_with_200(err: &anyhow::Error) -> anyhow::Result<()> {
     } else {
         bail!("{text}")
     }
+}
+
+/// Converged (every switch, every link, every table right): links lost and held over
+/// `window` while nothing changes in the network.
+fn quiet_window(agent: &ureq::Agent, base: &str, window: Duration) -> anyhow::Result<hog::Quiet> {
+    let read = || -> anyhow::Result<(u64, u64)> {
+        let events = link_events(agent, base).context("no link events in /metrics")?;
+        let text = sliced::get_with(agent, base, "/metrics")?;
+        Ok((events.down, links_held(&text)))
+    };
+    let before = read()?;
+    std::thread::sleep(window);
+    let after = read()?;
+    Ok(hog::Quiet {
+        window,
+        lost: after.0.saturating_sub(before.0),
+        held: after.1.saturating_sub(before.1),
+    })
+}
+
+/// `sliced_links_held_total`: links held out of use for flapping.
+fn links_held(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("sliced_links_held_total "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map_or(0, |value| value as u64)
 }
 
 /// Waits until `done`, asking `every` so often.

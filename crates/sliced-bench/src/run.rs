@@ -203,7 +203,7 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
         out.display(),
         results.elapsed.as_secs_f64()
     );
-    Ok(())
+    fat_tree::verdict(&args.fat_tree, results.fat_trees.as_ref())
 }
 
 fn utc_now() -> String {
