@@ -169,6 +169,9 @@ fn slices_unharmed(
          h1's source address"
     ));
     stage.reach(A1, A2)?;
+    // The relay carries whatever the attackers' ports send: pings between the two are
+    // theirs, and the verifier judges no frame to a host bound nowhere.
+    stage.pings_agree_with_verifier(&[A1, A2, B1, B2, X1, X2])?;
     relay.check_running()?;
     only_the_cable(stage, "after the spoofed frames")
 }

@@ -74,6 +74,7 @@ pub(super) fn tag_collision(stage: &mut Stage) -> anyhow::Result<()> {
         .flat_map(|(a, b)| [(a, b), (b, a)])
         .collect();
     stage.isolated(&across)?;
+    stage.pings_agree_with_verifier(&[1, 2, 3, 4])?;
 
     if stage.runs_pipeline() {
         let mut tags = BTreeMap::new();
@@ -176,7 +177,8 @@ pub(super) fn lldp_flood(stage: &mut Stage) -> anyhow::Result<()> {
         net.forget_neighbour(1, 2)?;
         net.forget_neighbour(2, 1)?;
     }
-    result
+    result?;
+    stage.pings_agree_with_verifier(&[1, 2, 3, FLOODER])
 }
 
 /// Both directions of the topology's one cable, as `GET /topology/links` names them; they

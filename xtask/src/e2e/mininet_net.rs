@@ -5,11 +5,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, ensure, Context};
 use serde_json::Value;
 
+use super::oracle;
 use super::ovs::Ovs;
 use super::stage::Stage;
 use super::sys::{self, Daemon};
@@ -372,12 +373,14 @@ pub(super) fn check_pairs(
     what: &str,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
+    let mut last_round = SystemTime::now();
     for family in [Family::V4, Family::V6] {
         let mut pending: Vec<(usize, Vec<usize>)> = rows
             .iter()
             .map(|&row| (row, (0..net.hosts.len()).filter(|&t| t != row).collect()))
             .collect();
         for _ in 0..PING_ROUNDS {
+            last_round = SystemTime::now();
             let answered = fping_rows(net, &pending, family)?;
             let mut again = Vec::new();
             for ((row, targets), alive) in pending.iter().zip(&answered) {
@@ -439,6 +442,28 @@ pub(super) fn check_pairs(
          as the slices say, in {} ms",
         started.elapsed().as_millis()
     ));
+    // Every pair answered as the slices say: the verifier, from the switches' tables,
+    // must say the same of each (issue 37's oracle).
+    let peers: Vec<oracle::Peer> = net
+        .hosts
+        .iter()
+        .map(|host| oracle::Peer {
+            label: host.name.clone(),
+            mac: host.mac.clone(),
+            port: host.port_name(),
+        })
+        .collect();
+    let pinged: Vec<oracle::Pinged> = rows
+        .iter()
+        .flat_map(|&row| {
+            (0..net.hosts.len())
+                .filter(move |&t| t != row)
+                .map(move |t| (row, t, allowed(row, t)))
+        })
+        .collect();
+    let agreed = oracle::agree(stage.ctl()?, &peers, &pinged, last_round)
+        .with_context(|| format!("{what}: the verifier"))?;
+    stage.step(format!("{what}: {agreed}"));
     Ok(())
 }
 

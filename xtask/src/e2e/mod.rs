@@ -22,6 +22,7 @@ mod mininet_tables;
 mod net;
 mod netns;
 mod ofmsg_log;
+mod oracle;
 mod ovs;
 mod packet_socket;
 mod pki;
@@ -37,6 +38,7 @@ mod stage;
 mod standby_wakes;
 mod sys;
 mod tables;
+mod tamper;
 mod topologies;
 mod withdrawal;
 

@@ -10,7 +10,7 @@
 //! entries (unicast ICMP, which meets the flow tables).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use rand::rngs::StdRng;
@@ -18,6 +18,7 @@ use rand::SeedableRng;
 use serde_json::json;
 
 use super::net::{self, Port};
+use super::oracle;
 use super::stage::cluster::{kill_master_and_restart, master};
 use super::stage::{RandomRun, Stage, WITHDRAW_DEADLINE};
 use super::topologies::MESH4X2;
@@ -294,6 +295,7 @@ fn check(
         std::thread::sleep(WITHDRAW_DEADLINE.saturating_sub(started.elapsed()));
     }
     let mut leaks = BTreeSet::new();
+    let pinged_at = SystemTime::now();
     let net = stage.net()?;
     for (pair, ok) in forbidden.iter().zip(net.ping_all(&forbidden)?) {
         if ok {
@@ -330,6 +332,9 @@ fn check(
         }
     }
 
+    let agreed = verifier_agrees(
+        stage, &hosts, &expected, &forbidden, &leaks, &waiting, pinged_at,
+    );
     if !leaks.is_empty() || !waiting.is_empty() {
         let show = |pairs: &mut dyn Iterator<Item = &(u8, u8)>| {
             pairs
@@ -347,6 +352,7 @@ fn check(
             show_cut(model)
         );
     }
+    stage.step(agreed?);
     stage.step(format!(
         "matrix as expected: {} pairs talk, {} do not (broadcast and unicast), {} ms",
         expected.len(),
@@ -354,6 +360,43 @@ fn check(
         started.elapsed().as_millis()
     ));
     Ok(())
+}
+
+/// The verifier's word on every pair pinged (issue 37's oracle): it must agree with the
+/// pings, whatever they found.
+fn verifier_agrees(
+    stage: &Stage,
+    hosts: &[u8],
+    expected: &BTreeSet<(u8, u8)>,
+    forbidden: &[(u8, u8)],
+    leaks: &BTreeSet<(u8, u8)>,
+    silent: &[(u8, u8)],
+    pinged_at: SystemTime,
+) -> anyhow::Result<String> {
+    let peers = hosts
+        .iter()
+        .map(|&host| {
+            Ok(oracle::Peer {
+                label: format!("h{host}"),
+                mac: net::mac(host),
+                port: stage.port_of(host)?,
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let index: BTreeMap<u8, usize> = hosts.iter().enumerate().map(|(i, &h)| (h, i)).collect();
+    let pinged: Vec<oracle::Pinged> = expected
+        .iter()
+        .map(|pair| (pair, !silent.contains(pair)))
+        .chain(forbidden.iter().map(|pair| (pair, leaks.contains(pair))))
+        .filter_map(|((a, b), answered)| Some((*index.get(a)?, *index.get(b)?, answered)))
+        .collect();
+    // A cluster's standby reads no switch back: the master verifies.
+    let at = if stage.is_cluster() {
+        master(stage)?
+    } else {
+        0
+    };
+    oracle::agree(&stage.controllers()[at], &peers, &pinged, pinged_at)
 }
 
 fn show_cut(model: &Model) -> String {

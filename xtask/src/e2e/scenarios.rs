@@ -131,6 +131,15 @@ pub(super) const SCENARIOS: &[Scenario] = &[
         needs_mininet: false,
     },
     Scenario {
+        name: "tamper",
+        about: "a leak planted with ovs-ofctl and a deleted forwarding entry are each \
+                reported by the verification within one period, with the entry, and repaired",
+        run: super::tamper::tamper,
+        default_run: true,
+        needs_etcd: false,
+        needs_mininet: false,
+    },
+    Scenario {
         name: "restart",
         about: "kill -9 and restart of sliced: a ping every 20 ms loses nothing, its flows \
                 stay, a pair forbidden meanwhile loses its flows",

@@ -336,6 +336,10 @@ fn base_args(
         ]),
     }
     args.extend(["--lldp-interval-ms".to_owned(), LLDP_INTERVAL_MS.to_owned()]);
+    args.extend([
+        "--verification-interval".to_owned(),
+        super::oracle::VERIFICATION_INTERVAL_SECS.to_owned(),
+    ]);
     args.extend(bins.sliced_args.iter().cloned());
     args
 }

@@ -17,6 +17,7 @@ use super::sliced::{Bins, Controller};
 
 pub(super) mod cluster;
 pub(super) mod ping;
+mod verified;
 
 /// Attempts at `ping -c 1 -W 1` before "cannot reach" (the first packets set up ARP and
 /// the path, so one lost ping is no failure).

@@ -1,0 +1,331 @@
+//! The lab's oracle for data-plane verification (issue 37): what sliced proves from the
+//! switches' own flow tables (`GET /verification`) must say of every pair a scenario
+//! pinged what the pings found.
+//!
+//! The verifier lists only violations, so its relation is rebuilt here: a pair of bound
+//! hosts reaches when the slices (`GET /slices:export`, the operator's word, not the
+//! verifier's) hold both, unless a unicast leak or black hole names the pair; a sender at
+//! a port where its address is not bound reaches only where a leak names it. A ping needs
+//! both directions, so a pair pinged well must reach both ways in the verifier's eyes,
+//! and a silent pair must not.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use super::sliced::Controller;
+use super::sys;
+
+/// How long a verification newer than the pings may take: a few of the lab's
+/// verification intervals (`VERIFICATION_INTERVAL_SECS`), each a read of every switch.
+const FRESH_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The lab's `--verification-interval`: every switch read back at least this often, so
+/// that a verification newer than any ping round comes within seconds.
+pub(super) const VERIFICATION_INTERVAL_SECS: &str = "2";
+
+/// A host a scenario pinged from or to, as sliced names it.
+#[derive(Debug, Clone)]
+pub(super) struct Peer {
+    /// How the scenario calls it (`h3`).
+    pub label: String,
+    /// Its MAC address, in lowercase.
+    pub mac: String,
+    /// Its switch port, as sliced prints it (`0x1:2`).
+    pub port: String,
+}
+
+/// One ping the scenario made: from, to (indices into the peers), answered.
+pub(super) type Pinged = (usize, usize, bool);
+
+/// Waits for a verification that ended after `not_before` and checks that it agrees with
+/// every ping, pair by pair; returns a line for the scenario's steps.
+pub(super) fn agree(
+    ctl: &Controller,
+    peers: &[Peer],
+    pinged: &[Pinged],
+    not_before: SystemTime,
+) -> anyhow::Result<String> {
+    let since_ms = not_before
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let started = Instant::now();
+    let answer = sys::poll(FRESH_DEADLINE, Duration::from_millis(100), || {
+        let answer = ctl.view("/verification")?;
+        let at = answer
+            .pointer("/latest/computed_at_unix_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Ok((at >= since_ms).then_some(answer))
+    })?
+    .with_context(|| {
+        format!(
+            "no verification ended within {FRESH_DEADLINE:?} of the pings: {}",
+            ctl.view("/verification")
+                .map(|v| v.to_string())
+                .unwrap_or_else(|err| err.to_string())
+        )
+    })?;
+    let report = answer
+        .pointer("/latest/report")
+        .context("GET /verification has no latest report")?;
+    let slices = ctl.view("/slices:export")?;
+    let relation = Relation::new(&slices, report)?;
+
+    let mut disagree = Vec::new();
+    let mut compared = 0;
+    for &(from, to, answered) in pinged {
+        let (a, b) = (&peers[from], &peers[to]);
+        // A ping needs both directions; a direction without a verdict (a frame to a host
+        // bound nowhere) leaves the other to decide, and two leave the pair unjudged.
+        let verified = match (relation.reaches(a, b), relation.reaches(b, a)) {
+            (None, None) => continue,
+            (Some(x), None) | (None, Some(x)) => x,
+            (Some(x), Some(y)) => x && y,
+        };
+        compared += 1;
+        if verified != answered {
+            disagree.push(format!(
+                "{}->{}: ping {}, verifier {}",
+                a.label,
+                b.label,
+                if answered { "answered" } else { "silent" },
+                if verified {
+                    "reaches"
+                } else {
+                    "does not reach"
+                },
+            ));
+        }
+    }
+    if !disagree.is_empty() {
+        bail!(
+            "the verifier and the pings disagree on {} of {} pairs: {}\n    report: {}",
+            disagree.len(),
+            pinged.len(),
+            disagree.join("; "),
+            report
+        );
+    }
+    let checked = report
+        .get("pairs_checked")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let hosts = report.get("hosts").and_then(Value::as_u64).unwrap_or(0);
+    let bound = peers.iter().filter(|p| relation.is_bound(p)).count() as u64;
+    if hosts < bound {
+        bail!(
+            "the verifier judged {hosts} hosts, but {bound} of the pinged ones are bound: \
+             it left some out\n    report: {report}"
+        );
+    }
+    Ok(format!(
+        "verifier agrees with the pings on {compared} pairs ({} between hosts bound nowhere \
+         not judged; {} pairs checked on {} switches, {} leaks, {} black holes, {} ms after \
+         the pings)",
+        pinged.len() - compared,
+        checked,
+        report.get("switches").and_then(Value::as_u64).unwrap_or(0),
+        relation.leaks,
+        relation.black_holes,
+        started.elapsed().as_millis()
+    ))
+}
+
+/// The verifier's unicast relation, rebuilt from the slices and its violations.
+struct Relation {
+    /// (port, mac) of each bound host to the slices holding it.
+    slices_of: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Unicast violations as (source, destination): a leak or black hole flips the pair.
+    flipped: BTreeSet<(End, End)>,
+    leaks: usize,
+    black_holes: usize,
+}
+
+/// One end of a violation: a host (port, mac), or an unbound sender at a port.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum End {
+    Host(String, String),
+    Unbound(String),
+}
+
+impl Relation {
+    fn new(export: &Value, report: &Value) -> anyhow::Result<Relation> {
+        let mut slices_of: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+        for slice in export
+            .get("slices")
+            .and_then(Value::as_array)
+            .context("GET /slices:export has no slices")?
+        {
+            let name = slice.get("name").and_then(Value::as_str).unwrap_or("");
+            for port in slice
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let port_name = lower(port.get("name"));
+                for mac in port
+                    .get("mac_addresses")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    slices_of
+                        .entry((port_name.clone(), lower(Some(mac))))
+                        .or_default()
+                        .insert(name.to_owned());
+                }
+            }
+        }
+        let mut flipped = BTreeSet::new();
+        let mut counts = [0; 2];
+        for (kind, count) in ["leaks", "black_holes"].iter().zip(counts.iter_mut()) {
+            for violation in report
+                .get(*kind)
+                .and_then(Value::as_array)
+                .with_context(|| format!("the report has no {kind}"))?
+            {
+                if violation.get("frame").and_then(Value::as_str) != Some("unicast") {
+                    continue;
+                }
+                let (Some(src), Some(dst)) = (end(violation.get("src")), end(violation.get("dst")))
+                else {
+                    continue;
+                };
+                *count += 1;
+                flipped.insert((src, dst));
+            }
+        }
+        Ok(Relation {
+            slices_of,
+            flipped,
+            leaks: counts[0],
+            black_holes: counts[1],
+        })
+    }
+
+    fn is_bound(&self, peer: &Peer) -> bool {
+        self.slices_of.contains_key(&(
+            peer.port.to_ascii_lowercase(),
+            peer.mac.to_ascii_lowercase(),
+        ))
+    }
+
+    fn end_of(&self, peer: &Peer) -> End {
+        let key = (
+            peer.port.to_ascii_lowercase(),
+            peer.mac.to_ascii_lowercase(),
+        );
+        if self.slices_of.contains_key(&key) {
+            End::Host(key.0, key.1)
+        } else {
+            End::Unbound(key.0)
+        }
+    }
+
+    /// Whether a unicast frame from `a` to `b` arrives, as the verifier sees it. A frame
+    /// to a host bound nowhere has no verdict (None: the verifier judges deliveries to
+    /// bound hosts); its answer, a frame from an unbound sender, has one.
+    fn reaches(&self, a: &Peer, b: &Peer) -> Option<bool> {
+        let (src, dst) = (self.end_of(a), self.end_of(b));
+        let shared = match (&src, &dst) {
+            (End::Host(..), End::Host(..)) => {
+                let of = |end: &End| match end {
+                    End::Host(port, mac) => self.slices_of.get(&(port.clone(), mac.clone())),
+                    End::Unbound(_) => None,
+                };
+                match (of(&src), of(&dst)) {
+                    (Some(x), Some(y)) => !x.is_disjoint(y),
+                    _ => false,
+                }
+            }
+            (_, End::Unbound(_)) => return None,
+            (End::Unbound(_), End::Host(..)) => false,
+        };
+        Some(shared != self.flipped.contains(&(src, dst)))
+    }
+}
+
+fn lower(value: Option<&Value>) -> String {
+    value
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+fn end(value: Option<&Value>) -> Option<End> {
+    let value = value?;
+    let port = lower(value.get("port"));
+    match value.get("kind").and_then(Value::as_str)? {
+        "host" => Some(End::Host(port, lower(value.get("mac")))),
+        "unbound" => Some(End::Unbound(port)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn peer(label: &str, mac: &str, port: &str) -> Peer {
+        Peer {
+            label: label.to_owned(),
+            mac: mac.to_owned(),
+            port: port.to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_relation_is_the_slices_flipped_by_each_unicast_violation() {
+        let export = json!({"slices": [
+            {"name": "a", "ports": [
+                {"name": "0x1:1", "mac_addresses": ["00:00:00:00:00:01"]},
+                {"name": "0x2:1", "mac_addresses": ["00:00:00:00:00:02"]}]},
+            {"name": "b", "ports": [
+                {"name": "0x3:1", "mac_addresses": ["00:00:00:00:00:03"]}]}]});
+        let h1 = json!({"kind": "host", "mac": "00:00:00:00:00:01", "port": "0x1:1"});
+        let h2 = json!({"kind": "host", "mac": "00:00:00:00:00:02", "port": "0x2:1"});
+        let h3 = json!({"kind": "host", "mac": "00:00:00:00:00:03", "port": "0x3:1"});
+        let report = json!({
+            "leaks": [
+                {"src": h1, "dst": h3, "frame": "unicast"},
+                {"src": {"kind": "unbound", "port": "0x4:1"}, "dst": h2, "frame": "unicast"},
+                {"src": h3, "dst": h2, "frame": "broadcast"}],
+            "black_holes": [{"src": h2, "dst": h1, "frame": "unicast"}]});
+        let relation = Relation::new(&export, &report).unwrap();
+        let p1 = peer("h1", "00:00:00:00:00:01", "0x1:1");
+        let p2 = peer("h2", "00:00:00:00:00:02", "0x2:1");
+        let p3 = peer("h3", "00:00:00:00:00:03", "0x3:1");
+        let p4 = peer("h4", "00:00:00:00:00:04", "0x4:1");
+        assert_eq!(
+            relation.reaches(&p1, &p2),
+            Some(true),
+            "one slice, no violation"
+        );
+        assert_eq!(relation.reaches(&p2, &p1), Some(false), "a black hole");
+        assert_eq!(relation.reaches(&p1, &p3), Some(true), "a leak");
+        assert_eq!(
+            relation.reaches(&p3, &p2),
+            Some(false),
+            "a broadcast leak says nothing of unicast"
+        );
+        assert_eq!(
+            relation.reaches(&p4, &p2),
+            Some(true),
+            "an unbound sender's leak"
+        );
+        assert_eq!(relation.reaches(&p4, &p1), Some(false));
+        assert_eq!(
+            relation.reaches(&p1, &p4),
+            None,
+            "no verdict on a frame to an unbound host"
+        );
+        assert!(relation.is_bound(&p1) && !relation.is_bound(&p4));
+        assert_eq!((relation.leaks, relation.black_holes), (2, 1));
+    }
+}
