@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::{applies, fat_tree};
+use crate::{applies, big_emulated, fat_tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Part {
@@ -16,6 +16,7 @@ pub(crate) enum Part {
     Routing,
     Applies,
     Tables,
+    Big,
     FatTree,
     Verify,
 }
@@ -76,4 +77,6 @@ pub(crate) struct RunArgs {
     pub apply: applies::Options,
     #[command(flatten)]
     pub fat_tree: fat_tree::TreeOptions,
+    #[command(flatten)]
+    pub big: big_emulated::BigOptions,
 }

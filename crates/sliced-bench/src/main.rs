@@ -20,6 +20,7 @@
 mod applies;
 mod args;
 mod bare;
+mod big_emulated;
 mod bulk;
 mod emulator;
 mod fat_tree;
