@@ -99,7 +99,7 @@ fn home_of(index: usize, switches: u64) -> u64 {
 
 /// The cables of a binary tree of `switches`: switch i's port `hosts + 1` leads to its
 /// parent i / 2, its ports `hosts + 2` and `hosts + 3` to its children 2i and 2i + 1.
-fn tree_cables(switches: u64, hosts: u16) -> Vec<((u64, u32), (u64, u32))> {
+fn tree_cables(switches: u64, hosts: u16) -> Vec<Cable> {
     let up = u32::from(hosts) + 1;
     (2..=switches)
         .map(|child| {
@@ -213,8 +213,12 @@ fn sample_all(fabric: &Fabric, switches: u64) -> anyhow::Result<FirstPacket> {
     })
 }
 
+/// A port: its switch and number.
+type Port = (u64, u32);
+/// A cable between two ports.
+type Cable = (Port, Port);
 /// Ports leading to another switch's port.
-type Cables = HashMap<(u64, u32), (u64, u32)>;
+type Cables = HashMap<Port, Port>;
 
 /// The emulated switches of one run and the cables between them.
 struct Fabric {
@@ -253,7 +257,7 @@ impl Fabric {
         controller: SocketAddr,
         count: u64,
         ports: u32,
-        cables: &[((u64, u32), (u64, u32))],
+        cables: &[Cable],
     ) -> anyhow::Result<Self> {
         let epoch = Instant::now();
         let mut links: Cables = HashMap::new();
@@ -356,7 +360,7 @@ impl Fabric {
             let now = self.since_epoch();
             if self
                 .latest_write()
-                .is_none_or(|latest| now.saturating_sub(latest) >= quiet)
+                .map_or(true, |latest| now.saturating_sub(latest) >= quiet)
             {
                 return Ok(());
             }
