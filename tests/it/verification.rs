@@ -149,27 +149,31 @@ fn a_clean_network_is_proven_and_tampered_tables_are_reported_and_repaired() {
     // A foreign entry that sends red h1's frames to blue h3: reported as foreign, with
     // the leak it makes, and removed.
     switch1.tamper_add(foreign_leak(1, 2), false);
-    let found = until_verified(&daemon, "the foreign entry is reported", |answer| {
-        answer["foreign"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|entry| {
-                entry["dpid"] == 1
-                    && entry["cookie"] == FOREIGN_COOKIE
-                    && entry["priority"] == FOREIGN_PRIORITY
-                    && entry["match"] == "in_port=1"
-                    && entry["actions"] == "output:2"
-            })
-    });
-    let leaks = &found["last_violation"]["report"]["leaks"];
-    assert!(
-        entries_of(leaks)
-            .iter()
-            .any(|entry| entry["cookie"] == FOREIGN_COOKIE
-                && entry["priority"] == FOREIGN_PRIORITY
-                && entry["dpid"] == 1),
-        "the leak names the foreign entry: {found:#}"
+    // The foreign entry is recorded as the read-back is judged, the leak once the
+    // verifier's thread has run on it: both are waited for.
+    let names_the_foreign_entry = |entry: &Value| {
+        entry["dpid"] == 1
+            && entry["cookie"] == FOREIGN_COOKIE
+            && entry["priority"] == FOREIGN_PRIORITY
+    };
+    until_verified(
+        &daemon,
+        "the foreign entry and its leak are reported",
+        |answer| {
+            let foreign = answer["foreign"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|entry| {
+                    names_the_foreign_entry(entry)
+                        && entry["match"] == "in_port=1"
+                        && entry["actions"] == "output:2"
+                });
+            let leak = entries_of(&answer["last_violation"]["report"]["leaks"])
+                .iter()
+                .any(names_the_foreign_entry);
+            foreign && leak
+        },
     );
     assert!(
         eventually(WAIT, || !switch1
