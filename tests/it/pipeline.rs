@@ -25,6 +25,9 @@ fn line(daemon: &Daemon) -> Network {
     daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
     daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
     let mut network = Network::new();
+    // As real switches do: what the controller reads back after each write is what it
+    // wrote (a switch that lost it is written again, which is a repair).
+    network.keeping_tables();
     network.cable((1, 2), (2, 2));
     network.cable((2, 3), (3, 2));
     for dpid in 1..=3 {

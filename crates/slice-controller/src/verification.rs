@@ -467,9 +467,12 @@ impl Shared {
         };
         let notice = {
             let mut published = self.published.lock();
-            let changed = published.report.as_ref().map_or(true, |last| {
-                outcome(&last.report) != outcome(&computed.report)
-            });
+            // The first outcome is told only if it is a violation: a network that starts
+            // clean has nothing to tell, and the stream's followers read the state first.
+            let changed = match &published.report {
+                Some(last) => outcome(&last.report) != outcome(&computed.report),
+                None => !proven(&computed.report),
+            };
             if !proven(&computed.report) {
                 published.last_violation = Some(computed.clone());
             }
