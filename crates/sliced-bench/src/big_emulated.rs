@@ -442,8 +442,10 @@ pub(crate) fn section(doc: &mut String, big: &Outcome<Big>, stamp: &Stamp) {
          OpenFlow 1.3 switches and up to a hundred thousand bound hosts, in-process on the \
          controller's own engine (`slice_controller::Engine`, single-threaded) with emulated \
          switches and no sockets. The switches' tables are counted from the engine's \
-         commands (the FLOW_MODs its sessions would send) and not held, so the bench's \
-         resident memory grows by what the engine keeps. The network is a leaf and spine \
+         commands (the FLOW_MODs its sessions would send) and not held. *Resident memory* \
+         is what the process grew by from before the engine was made to after the fill: \
+         the engine's state, and what the allocator kept of the fill's command buffers \
+         (freed, not given back). The network is a leaf and spine \
          fabric: one spine per {SWITCHES_PER_SPINE} switches, every other switch a leaf \
          cabled to two spines, hosts on the leaves round robin, in {SLICES} slices round \
          robin. Every switch connects and LLDP finds every cable before a host is bound \
@@ -458,7 +460,7 @@ pub(crate) fn section(doc: &mut String, big: &Outcome<Big>, stamp: &Stamp) {
         doc,
         "| switches (cables) | hosts | connected and discovered | fill (FLOW_MODs) | \
          largest table | one binding (FLOW_MODs) | one unbinding (FLOW_MODs) | resident \
-         memory held |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+         memory |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for run in &big.runs {
         let run = match run {
