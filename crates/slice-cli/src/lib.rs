@@ -278,6 +278,7 @@ mod tests {
                 "hosts",
                 "flows",
                 "topology",
+                "verify",
                 "status"
             ]
         );
