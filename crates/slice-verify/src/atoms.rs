@@ -78,6 +78,7 @@ pub(crate) struct FieldAtoms {
     /// For each predicate (in the order given), the atoms that satisfy it.
     pub of_pred: HashMap<Pred, Bits>,
     preds: Vec<Pred>,
+    width: u32,
 }
 
 /// More nodes than this and the field's masks are pathological: the verifier says so
@@ -144,6 +145,7 @@ impl FieldAtoms {
             witness,
             of_pred,
             preds: preds.to_vec(),
+            width,
         })
     }
 
@@ -153,6 +155,10 @@ impl FieldAtoms {
 
     /// The atom `value` falls in.
     pub(crate) fn atom_of(&self, value: u128) -> Option<usize> {
+        // A value some table matches exactly: its predicate holds in its atom alone.
+        if let Some(bits) = self.of_pred.get(&Pred::exact(value, self.width)) {
+            return bits.iter().next();
+        }
         let mut atoms = Bits::full(self.len());
         for pred in &self.preds {
             let bits = self.of_pred.get(pred)?;

@@ -16,15 +16,16 @@ const ARP: u128 = 0x0806;
 const BROADCAST: u128 = 0xffff_ffff_ffff;
 
 pub(crate) struct Context<'a> {
-    pub universe: &'a Universe,
     pub membership: &'a Membership,
     pub hosts: &'a [Host],
     pub hosts_at: &'a HashMap<PortId, Vec<Host>>,
     pub rules: &'a dyn Fn(u64, usize) -> Option<&'a Rule>,
+    /// Built once per verification: every source's judgement reads it.
+    pub probe: Option<Probe>,
 }
 
 /// Field indices and atoms the judgement reads.
-struct Probe {
+pub(crate) struct Probe {
     dst: usize,
     eth_type: usize,
     vlan: usize,
@@ -36,7 +37,7 @@ struct Probe {
 }
 
 impl Probe {
-    fn of(universe: &Universe, hosts: &[Host]) -> Option<Probe> {
+    pub(crate) fn of(universe: &Universe, hosts: &[Host]) -> Option<Probe> {
         let mac = |m: MacAddress| {
             let o = m.octets();
             o.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b))
@@ -105,7 +106,7 @@ fn end_text(end: &End) -> String {
 
 /// Judges one bound source's trace.
 pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut Report) {
-    let Some(probe) = Probe::of(ctx.universe, ctx.hosts) else {
+    let Some(probe) = &ctx.probe else {
         return;
     };
     let mut unicast_ok: BTreeSet<MacAddress> = BTreeSet::new();
@@ -192,7 +193,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
         report.loops.push(Violation {
             src: host(src),
             dst: None,
-            frame: frame_of(&probe, &trace.outcomes[i].cube),
+            frame: frame_of(probe, &trace.outcomes[i].cube),
             reason: format!("a frame from {} {reason}", src.mac),
             entries: entries(ctx, &trace.outcomes[i]),
         });
@@ -274,7 +275,7 @@ fn black_hole(
 /// Judges the trace of frames sent at the edge port `at` with a source MAC not bound
 /// there: they must reach no bound host.
 pub(crate) fn unbound(ctx: &Context<'_>, at: PortId, trace: &Trace, report: &mut Report) {
-    let probe = Probe::of(ctx.universe, ctx.hosts);
+    let probe = ctx.probe.as_ref();
     let mut leaked: BTreeMap<Host, usize> = BTreeMap::new();
     let mut loops: BTreeMap<String, usize> = BTreeMap::new();
     for (i, outcome) in trace.outcomes.iter().enumerate() {
@@ -290,15 +291,11 @@ pub(crate) fn unbound(ctx: &Context<'_>, at: PortId, trace: &Trace, report: &mut
             _ => {}
         }
     }
-    let frame = |cube: &Cube| {
-        probe
-            .as_ref()
-            .map_or(FrameKind::Unicast, |p| frame_of(p, cube))
-    };
+    let frame = |cube: &Cube| probe.map_or(FrameKind::Unicast, |p| frame_of(p, cube));
     for (dst, i) in leaked {
         let outcome = &trace.outcomes[i];
         // Addressed to the host when the frames that reached it include its own address.
-        let addressed = probe.as_ref().is_some_and(|p| {
+        let addressed = probe.is_some_and(|p| {
             let own = p.mac_atom.get(&dst.mac);
             own.is_some_and(|a| outcome.cube.get(p.dst).is_some_and(|b| b.contains(*a)))
         });

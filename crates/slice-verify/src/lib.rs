@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod atoms;
+mod incremental;
 mod judge;
 mod parse;
 mod trace;
@@ -306,17 +307,24 @@ impl Verifier {
                     self.changed.push((dpid, rule.clone()));
                 }
             }
-            self.count_preds(&old.rules, false);
         } else {
             self.dirty.insert(dpid);
         }
-        let old_keys = old.map(|o| o.keys).unwrap_or_default();
+        let (old_keys, old_rules) = match old {
+            Some(old) => (old.keys, Some(old.rules)),
+            None => (HashSet::new(), None),
+        };
         for (rule, key) in rules.iter().zip(&key_list) {
             if !old_keys.contains(key) {
                 self.changed.push((dpid, rule.clone()));
             }
         }
+        // Counted in before the old are counted out, so that a predicate both hold never
+        // drops to zero on the way and the atoms are not rebuilt for nothing.
         self.count_preds(&rules, true);
+        if let Some(old) = &old_rules {
+            self.count_preds(old, false);
+        }
         self.switches.insert(
             dpid,
             Switch {
@@ -519,39 +527,25 @@ impl Verifier {
             }
         }
 
-        let changed: Vec<(u64, u8, Compiled)> = self
-            .changed
-            .iter()
-            .map(|(dpid, rule)| {
-                let v10 = self
-                    .switches
-                    .get(dpid)
-                    .is_some_and(|s| s.version == Version::Of10);
-                (
-                    *dpid,
-                    if v10 { 0 } else { rule.table },
-                    universe.compile(rule),
-                )
-            })
-            .collect();
+        let mut changes = incremental::Changes::new(std::mem::take(&mut self.dirty));
+        for (dpid, rule) in std::mem::take(&mut self.changed) {
+            let v10 = self
+                .switches
+                .get(&dpid)
+                .is_some_and(|s| s.version == Version::Of10);
+            changes.add(
+                dpid,
+                if v10 { 0 } else { rule.table },
+                universe.compile(&rule),
+            );
+        }
         self.traces.retain(|source, _| sources.contains_key(source));
-        let dirty = std::mem::take(&mut self.dirty);
-        self.changed.clear();
-        let affected = |trace: &Trace| {
-            dirty.iter().any(|d| trace.lookups.contains_key(d))
-                || changed.iter().any(|(dpid, table, entry)| {
-                    trace.lookups.get(dpid).is_some_and(|seen| {
-                        seen.iter()
-                            .any(|&(t, in_port, md)| t == *table && entry.takes(in_port, md))
-                    }) && (trace.rewrote || entry.meets(&trace.initial))
-                })
-        };
         let stale: Vec<Source> = sources
             .iter()
             .filter(|(source, (_, cube))| {
                 self.traces
                     .get(source)
-                    .map_or(true, |t| t.initial != *cube || affected(t))
+                    .map_or(true, |t| t.initial != *cube || changes.touch(t))
             })
             .map(|(source, _)| *source)
             .collect();
@@ -587,11 +581,11 @@ impl Verifier {
         let switches = &self.switches;
         let rules = move |dpid: u64, index: usize| switches.get(&dpid)?.rules.get(index);
         let ctx = judge::Context {
-            universe: &universe,
             membership: &self.membership,
             hosts: &hosts,
             hosts_at: &hosts_at,
             rules: &rules,
+            probe: judge::Probe::of(&universe, &hosts),
         };
         for (source, trace) in sources
             .keys()

@@ -5,6 +5,7 @@
 //! goes on with the entry that takes it, so every frame of a piece meets the same
 //! entries and one trace is exact for all of them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use openflow::{port, Version};
@@ -163,9 +164,9 @@ impl Tables {
         }
     }
 
-    fn candidates(&self, table: u8, in_port: u32, metadata: u64) -> Vec<usize> {
+    fn candidates(&self, table: u8, in_port: u32, metadata: u64) -> Cow<'_, [usize]> {
         let (Some(groups), Some(masks)) = (self.groups.get(&table), self.masks.get(&table)) else {
-            return Vec::new();
+            return Cow::Borrowed(&[]);
         };
         let mut lists = Vec::new();
         for &mask in masks {
@@ -176,11 +177,11 @@ impl Tables {
             }
         }
         match lists.as_slice() {
-            [one] => (*one).clone(),
+            [one] => Cow::Borrowed(one.as_slice()),
             _ => {
                 let mut all: Vec<usize> = lists.into_iter().flatten().copied().collect();
                 all.sort_by_key(|&i| self.rank.get(i).copied().unwrap_or(usize::MAX));
-                all
+                Cow::Owned(all)
             }
         }
     }
@@ -351,7 +352,7 @@ impl Tracer<'_, '_> {
             .or_default()
             .insert((table, in_port, metadata));
         let mut remaining = vec![cube];
-        for i in switch.tables.candidates(table, in_port, metadata) {
+        for &i in switch.tables.candidates(table, in_port, metadata).iter() {
             if remaining.is_empty() || self.cut {
                 return;
             }
@@ -363,6 +364,11 @@ impl Tracer<'_, '_> {
             }
             let mut next = Vec::new();
             for piece in remaining {
+                // Most candidates miss a piece on some field: keep it whole, uncopied.
+                if !entry.meets(&piece) {
+                    next.push(piece);
+                    continue;
+                }
                 let (taken, rest) = entry.split(piece);
                 next.extend(rest);
                 if let Some(taken) = taken {
