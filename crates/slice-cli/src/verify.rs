@@ -122,10 +122,13 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// A host end of a violation: its MAC address at its port, as the report names them.
+/// A host end of a violation: its MAC address at its port, or an unbound sender at a
+/// port, as the report names them.
 fn endpoint(value: &Value) -> String {
     match (value.get("mac"), value.get("port")) {
         (Some(mac), Some(port)) => format!("{} at {}", plain(mac), plain(port)),
+        // A sender whose address is bound nowhere at that port.
+        (None, Some(port)) => format!("an unbound sender at {}", plain(port)),
         _ => plain(value),
     }
 }
