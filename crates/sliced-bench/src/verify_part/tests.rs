@@ -289,6 +289,16 @@ fn a_binding_change_reruns_few_traces_and_agrees_with_a_full_run() {
         incremental.traced,
         full.traced
     );
+    let fresh = verify(&net, &changed, &after);
+    assert_eq!(fresh.traced, full.traced);
+    assert_eq!(
+        (
+            &incremental.leaks,
+            &incremental.black_holes,
+            incremental.pairs_checked
+        ),
+        (&fresh.leaks, &fresh.black_holes, fresh.pairs_checked)
+    );
     // Tampering after the change is still found incrementally.
     let dpid = port.dpid;
     let mut held = after[&dpid].clone();
@@ -296,6 +306,7 @@ fn a_binding_change_reruns_few_traces_and_agrees_with_a_full_run() {
         let flow = entry.flow_mod(Version::Of13).expect("decodes");
         !(flow.table_id == pipeline::ADMISSION_TABLE && flow.r#match.eth_src == Some(mac.octets()))
     });
+    let held_copy = held.clone();
     verifier.set_tables(dpid, Version::Of13, held);
     let tampered = verifier.verify();
     assert!(!tampered.black_holes.is_empty(), "{tampered:#?}");
@@ -303,4 +314,11 @@ fn a_binding_change_reruns_few_traces_and_agrees_with_a_full_run() {
         .black_holes
         .iter()
         .all(|v| v.src == Endpoint::Host { mac, port }));
+    let mut from_scratch = BTreeMap::clone(&after);
+    from_scratch.insert(dpid, held_copy);
+    let fresh = verify(&net, &changed, &from_scratch);
+    assert_eq!(
+        (&tampered.leaks, &tampered.black_holes, &tampered.loops),
+        (&fresh.leaks, &fresh.black_holes, &fresh.loops)
+    );
 }
