@@ -43,10 +43,10 @@ pub struct ControllerConfig {
     /// connection is sent at once: a peer that answers the HELLO and says nothing more
     /// holds one for up to `handshake_timeout`.
     pub max_pending_handshakes: usize,
-    /// Where the controller counts what it does; counters nobody reads by default.
     /// How often every switch's flow tables are read back and verified (besides after
     /// each pipeline write); zero turns the data-plane verification off.
     pub verification_interval: Duration,
+    /// Where the controller counts what it does; counters nobody reads by default.
     pub metrics: Arc<ControllerMetrics>,
     /// Set by [`crate::Controller::start_in`] when the instance is one of a cluster: its
     /// sessions then write nothing until a switch confirms it as master.

@@ -318,13 +318,13 @@ impl Controller {
         let handle = ControllerHandle {
             events: events_tx.clone(),
             notices: notices.clone(),
+            verification: decider.lock().verification(),
         };
         let thread = std::thread::Builder::new()
             .name("sliced-controller".into())
             .spawn(move || {
                 runtime.block_on(async move {
                     let config = Arc::new(config);
-            verification: decider.lock().verification(),
                     tokio::spawn(forward_changes(changes_rx, events_tx.clone()));
                     let connections = Arc::new(AtomicU64::new(0));
                     let caps = ConnectionCaps::new(&config);
