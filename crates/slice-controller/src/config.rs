@@ -69,8 +69,8 @@ impl Default for ControllerConfig {
             packet_in_port_rate: 250,
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
-            metrics: Arc::default(),
             verification_interval: crate::verification::DEFAULT_VERIFICATION_INTERVAL,
+            metrics: Arc::default(),
             in_cluster: false,
         };
         config.set_lldp_interval(crate::engine::DEFAULT_LLDP_INTERVAL);

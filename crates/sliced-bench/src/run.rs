@@ -181,14 +181,14 @@ pub(crate) fn run(args: &RunArgs) -> anyhow::Result<()> {
     let text = in_place
         .then(|| {
             let mut doc = std::fs::read_to_string(&out).ok()?;
+            if wants(Part::Flows) {
+                doc = report::flows_in_place(&doc, results.flows.as_ref()?, &results)?;
+            }
             if wants(Part::Applies) {
                 doc = applies::in_place(&doc, results.applies.as_ref()?, &results.stamp())?;
             }
             if wants(Part::Tables) {
                 doc = tables::in_place(&doc, results.tables.as_ref()?, &results.stamp())?;
-            }
-            if wants(Part::Flows) {
-                doc = report::flows_in_place(&doc, results.flows.as_ref()?, &results)?;
             }
             if wants(Part::FatTree) {
                 doc = fat_tree::in_place(&doc, results.fat_trees.as_ref()?, &results.stamp())?;
