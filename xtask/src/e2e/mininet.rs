@@ -180,6 +180,7 @@ fn run(stage: &mut Stage, plan: &Plan) -> anyhow::Result<()> {
         &|a, b| model.allowed(a, b),
         "every pair",
     )?;
+    super::tamper::slice_verify_proves(stage)?;
     // Every pair has talked: per-pair flows are at their largest now. The bound is the
     // issue's, for the pipeline on its network (the tree); elsewhere the sizes are shown.
     let enforce = pipeline && plan.topo.starts_with("tree");
