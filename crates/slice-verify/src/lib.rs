@@ -391,7 +391,10 @@ impl Verifier {
 
     fn forced(&self) -> BTreeSet<(FieldKey, Pred)> {
         let mut forced = BTreeSet::new();
-        for mac in self.served.keys() {
+        // Every bound MAC has an atom of its own, served or not, so that an unbound
+        // sender's frames can leave out exactly the addresses bound at its port.
+        let bound = self.membership.members().map(|host| &host.mac);
+        for mac in self.served.keys().chain(bound) {
             for key in [FieldKey::EthDst, FieldKey::EthSrc] {
                 forced.insert((key, Pred::exact(mac_value(*mac), 48)));
             }
@@ -502,9 +505,15 @@ impl Verifier {
         for h in &hosts {
             hosts_at.entry(h.port).or_default().push(*h);
         }
+        // What may be sent from a port is what the slices bind there (a binding is the
+        // operator's word that this address may be there, heard or not) and what is
+        // served there.
         let mut served_at: HashMap<PortId, Vec<MacAddress>> = HashMap::new();
         for (mac, port) in &self.served {
             served_at.entry(*port).or_default().push(*mac);
+        }
+        for host in self.membership.members() {
+            served_at.entry(host.port).or_default().push(host.mac);
         }
         for (dpid, set) in &self.ports {
             if !self.switches.contains_key(dpid) {

@@ -483,3 +483,39 @@ fn unreadable_and_unmodelled_entries_are_returned() {
     assert!(unreadable[1].reason.contains("group 9"), "{unreadable:?}");
     assert_eq!(v.verify().entries, 2);
 }
+
+#[test]
+fn an_address_bound_at_a_port_but_served_elsewhere_is_no_unbound_sender_there() {
+    // B is bound at 0x1:2 and admitted there, but heard (served) at 0x2:2: a frame from
+    // 0x1:2 in B's name is what the slices allow at that port, not a stranger's.
+    let mut v = network(s1(), s2());
+    let blue: SliceName = "blue".parse().expect("name");
+    let red: SliceName = "red".parse().expect("name");
+    let mut m = Membership::default();
+    m.add_slice(&blue);
+    m.add_slice(&red);
+    m.add_mac(&blue, PortId::new(1, 1), mac(A));
+    m.add_mac(&blue, PortId::new(2, 1), mac(C));
+    m.add_mac(&red, PortId::new(1, 2), mac(B));
+    v.set_hosts(
+        &m,
+        [
+            (mac(A), PortId::new(1, 1)),
+            (mac(B), PortId::new(2, 2)),
+            (mac(C), PortId::new(2, 1)),
+        ],
+    );
+    let mut s1 = s1();
+    // B's admission at 0x1:2 tagged blue, as a slice of both would: were B's address
+    // taken for a stranger's at 0x1:2, this would be a leak to A.
+    s1[1] = admit(2, B, 1);
+    assert!(v
+        .set_tables(1, Version::Of13, stats(Version::Of13, s1))
+        .is_empty());
+    let report = v.verify();
+    let unbound: Vec<_> = pairs(&report.leaks)
+        .into_iter()
+        .filter(|(src, _, _)| src.starts_with("unbound@"))
+        .collect();
+    assert!(unbound.is_empty(), "{unbound:?}");
+}

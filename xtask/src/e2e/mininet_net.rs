@@ -461,8 +461,14 @@ pub(super) fn check_pairs(
                 .map(move |t| (row, t, allowed(row, t)))
         })
         .collect();
-    let agreed = oracle::agree(stage.ctl()?, &peers, &pinged, last_round)
-        .with_context(|| format!("{what}: the verifier"))?;
+    let agreed = oracle::agree(
+        stage.ctl()?,
+        &peers,
+        &pinged,
+        last_round,
+        stage.runs_pipeline(),
+    )
+    .with_context(|| format!("{what}: the verifier"))?;
     stage.step(format!("{what}: {agreed}"));
     Ok(())
 }

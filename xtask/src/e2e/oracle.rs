@@ -22,6 +22,9 @@ use super::sys;
 /// verification intervals (`VERIFICATION_INTERVAL_SECS`), each a read of every switch.
 const FRESH_DEADLINE: Duration = Duration::from_secs(30);
 
+/// How long a read back and its verification may take beyond the interval.
+const READ_MARGIN: Duration = Duration::from_millis(500);
+
 /// The lab's `--verification-interval`: every switch read back at least this often, so
 /// that a verification newer than any ping round comes within seconds.
 pub(super) const VERIFICATION_INTERVAL_SECS: &str = "2";
@@ -40,14 +43,25 @@ pub(super) struct Peer {
 /// One ping the scenario made: from, to (indices into the peers), answered.
 pub(super) type Pinged = (usize, usize, bool);
 
-/// Waits for a verification that ended after `not_before` and checks that it agrees with
-/// every ping, pair by pair; returns a line for the scenario's steps.
+/// Waits for a verification of tables read after `pinged_at` and checks that it agrees
+/// with every ping, pair by pair; returns a line for the scenario's steps.
+///
+/// `tables_decide` is whether the switches' tables decide every pair (the 1.3 pipeline).
+/// On per-pair flows (1.0) a pair without a flow is the controller's to decide when its
+/// first frame comes: the verifier counts those (`via_controller`) without naming them,
+/// so only the pairs a violation names are judged there.
 pub(super) fn agree(
     ctl: &Controller,
     peers: &[Peer],
     pinged: &[Pinged],
-    not_before: SystemTime,
+    pinged_at: SystemTime,
+    tables_decide: bool,
 ) -> anyhow::Result<String> {
+    // A verification judges the tables last read from each switch, and each is read at
+    // least once an interval: one that ended an interval after the pings (and a moment
+    // for the read and the verification) judged tables read after them.
+    let interval = Duration::from_secs(VERIFICATION_INTERVAL_SECS.parse()?);
+    let not_before = pinged_at + interval + READ_MARGIN;
     let since_ms = not_before
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -73,7 +87,8 @@ pub(super) fn agree(
         .pointer("/latest/report")
         .context("GET /verification has no latest report")?;
     let slices = ctl.view("/slices:export")?;
-    let relation = Relation::new(&slices, report)?;
+    let mut relation = Relation::new(&slices, report)?;
+    relation.tables_decide = tables_decide;
 
     let mut disagree = Vec::new();
     let mut compared = 0;
@@ -123,10 +138,15 @@ pub(super) fn agree(
         );
     }
     Ok(format!(
-        "verifier agrees with the pings on {compared} pairs ({} between hosts bound nowhere \
-         not judged; {} pairs checked on {} switches, {} leaks, {} black holes, {} ms after \
+        "verifier agrees with the pings on {compared} pairs ({} without a verdict: between \
+         hosts bound nowhere{}; {} pairs checked on {} switches, {} leaks, {} black holes, {} ms after \
          the pings)",
         pinged.len() - compared,
+        if tables_decide {
+            ""
+        } else {
+            ", or left to the controller"
+        },
         checked,
         report.get("switches").and_then(Value::as_u64).unwrap_or(0),
         relation.leaks,
@@ -143,6 +163,8 @@ struct Relation {
     flipped: BTreeSet<(End, End)>,
     leaks: usize,
     black_holes: usize,
+    /// Whether a pair no violation names is decided by the tables (see [`agree`]).
+    tables_decide: bool,
 }
 
 /// One end of a violation: a host (port, mac), or an unbound sender at a port.
@@ -205,6 +227,7 @@ impl Relation {
             flipped,
             leaks: counts[0],
             black_holes: counts[1],
+            tables_decide: true,
         })
     }
 
@@ -246,7 +269,8 @@ impl Relation {
             (_, End::Unbound(_)) => return None,
             (End::Unbound(_), End::Host(..)) => false,
         };
-        Some(shared != self.flipped.contains(&(src, dst)))
+        let flipped = self.flipped.contains(&(src, dst));
+        (self.tables_decide || flipped).then_some(shared != flipped)
     }
 }
 
@@ -327,5 +351,23 @@ mod tests {
         );
         assert!(relation.is_bound(&p1) && !relation.is_bound(&p4));
         assert_eq!((relation.leaks, relation.black_holes), (2, 1));
+
+        let mut per_pair = Relation::new(&export, &report).unwrap();
+        per_pair.tables_decide = false;
+        assert_eq!(
+            per_pair.reaches(&p1, &p2),
+            None,
+            "the controller's to decide"
+        );
+        assert_eq!(
+            per_pair.reaches(&p2, &p1),
+            Some(false),
+            "a black hole is a verdict"
+        );
+        assert_eq!(
+            per_pair.reaches(&p1, &p3),
+            Some(true),
+            "a leak is a verdict"
+        );
     }
 }

@@ -396,7 +396,13 @@ fn verifier_agrees(
     } else {
         0
     };
-    oracle::agree(&stage.controllers()[at], &peers, &pinged, pinged_at)
+    oracle::agree(
+        &stage.controllers()[at],
+        &peers,
+        &pinged,
+        pinged_at,
+        stage.runs_pipeline(),
+    )
 }
 
 fn show_cut(model: &Model) -> String {

@@ -65,7 +65,13 @@ impl Stage<'_> {
             .collect();
         // A cluster's standby reads no switch back: the master verifies.
         let at = if self.is_cluster() { master(self)? } else { 0 };
-        let agreed = oracle::agree(&self.controllers()[at], &peers, &pinged, pinged_at)?;
+        let agreed = oracle::agree(
+            &self.controllers()[at],
+            &peers,
+            &pinged,
+            pinged_at,
+            self.runs_pipeline(),
+        )?;
         let talking = answered.iter().filter(|&&ok| ok).count();
         self.step(format!(
             "{talking} of {} ordered pairs answered; {agreed}",
