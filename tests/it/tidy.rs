@@ -382,13 +382,21 @@ fn the_readme_set_up_commands_are_the_ones_ci_and_the_daemon_test_run() {
 /// The default of `flag` as `sliced -h` states it (`[default: 0.0.0.0:6653, ...]`).
 fn sliced_default(flag: &str) -> std::net::SocketAddr {
     let help = help_of(SLICED, &[]);
-    let line = help
+    // clap puts a flag's help beside it, or on the lines below it once some flag's help
+    // is too long for the column: the flag's entry runs to the next flag.
+    let mut lines = help
         .lines()
-        .find(|line| line.trim_start().starts_with(&format!("{flag} ")))
+        .skip_while(|line| !line.trim_start().starts_with(&format!("{flag} ")));
+    let first = lines
+        .next()
         .unwrap_or_else(|| panic!("sliced -h has no {flag}"));
-    let (_, default) = line
+    let entry: String = std::iter::once(first)
+        .chain(lines.take_while(|line| !line.trim_start().starts_with('-')))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (_, default) = entry
         .split_once("[default: ")
-        .unwrap_or_else(|| panic!("{line:?} states no default"));
+        .unwrap_or_else(|| panic!("{entry:?} states no default"));
     let address = default.split([',', ']']).next().unwrap_or(default);
     address
         .parse()
