@@ -296,11 +296,7 @@ impl Verification {
                 .map(|link| (link.src, link.dst))
                 .collect(),
             membership,
-            served_at: engine
-                .hosts()
-                .into_iter()
-                .map(|host| (host.mac, host.port))
-                .collect(),
+            served_at: engine.served_hosts(),
         }
     }
 

@@ -18,6 +18,31 @@ impl Engine {
         self.topology.has_switch(dpid) && self.may_write(dpid)
     }
 
+    /// Where each bound MAC is served, as the pipeline serves it: at its one bound live
+    /// edge port, or, bound at several, at the one it was heard at. From the slices and
+    /// the topology, not from what was learned: on the pipeline a bound host's frames
+    /// never reach the controller, so after a restart nothing is learned of it, and a
+    /// verification judging learned hosts only would prove nothing of it.
+    pub fn served_hosts(&self) -> Vec<(MacAddress, PortId)> {
+        let mut bound_at: BTreeMap<MacAddress, Vec<PortId>> = BTreeMap::new();
+        for host in self.membership.members() {
+            if self.topology.is_edge(host.port) {
+                bound_at.entry(host.mac).or_default().push(host.port);
+            }
+        }
+        bound_at
+            .into_iter()
+            .filter_map(|(mac, ports)| match ports.as_slice() {
+                [port] => Some((mac, *port)),
+                _ => self
+                    .hosts
+                    .get(&mac)
+                    .filter(|heard| ports.contains(heard))
+                    .map(|heard| (mac, heard)),
+            })
+            .collect()
+    }
+
     /// The live ports of `dpid`: where its floods go.
     pub fn live_ports(&self, dpid: u64) -> Vec<u32> {
         self.topology.live_ports(dpid).collect()
