@@ -127,6 +127,19 @@ fn mac(octets: [u8; 6]) -> MacAddress {
     MacAddress::new(octets)
 }
 
+/// blue holds a and c, red holds b.
+fn slices() -> Membership {
+    let blue: SliceName = "blue".parse().expect("name");
+    let red: SliceName = "red".parse().expect("name");
+    let mut m = Membership::default();
+    m.add_slice(&blue);
+    m.add_slice(&red);
+    m.add_mac(&blue, PortId::new(1, 1), mac(A));
+    m.add_mac(&blue, PortId::new(2, 1), mac(C));
+    m.add_mac(&red, PortId::new(1, 2), mac(B));
+    m
+}
+
 fn network(s1: Vec<Flow>, s2: Vec<Flow>) -> Verifier {
     let mut v = Verifier::new();
     assert!(v
@@ -139,14 +152,7 @@ fn network(s1: Vec<Flow>, s2: Vec<Flow>) -> Verifier {
         (PortId::new(1, LINK), PortId::new(2, LINK)),
         (PortId::new(2, LINK), PortId::new(1, LINK)),
     ]);
-    let blue: SliceName = "blue".parse().expect("name");
-    let red: SliceName = "red".parse().expect("name");
-    let mut m = Membership::default();
-    m.add_slice(&blue);
-    m.add_slice(&red);
-    m.add_mac(&blue, PortId::new(1, 1), mac(A));
-    m.add_mac(&blue, PortId::new(2, 1), mac(C));
-    m.add_mac(&red, PortId::new(1, 2), mac(B));
+    let m = slices();
     v.set_hosts(
         &m,
         [
@@ -489,14 +495,7 @@ fn an_address_bound_at_a_port_but_served_elsewhere_is_no_unbound_sender_there() 
     // B is bound at 0x1:2 and admitted there, but heard (served) at 0x2:2: a frame from
     // 0x1:2 in B's name is what the slices allow at that port, not a stranger's.
     let mut v = network(s1(), s2());
-    let blue: SliceName = "blue".parse().expect("name");
-    let red: SliceName = "red".parse().expect("name");
-    let mut m = Membership::default();
-    m.add_slice(&blue);
-    m.add_slice(&red);
-    m.add_mac(&blue, PortId::new(1, 1), mac(A));
-    m.add_mac(&blue, PortId::new(2, 1), mac(C));
-    m.add_mac(&red, PortId::new(1, 2), mac(B));
+    let m = slices();
     v.set_hosts(
         &m,
         [

@@ -373,16 +373,7 @@ fn verifier_agrees(
     silent: &[(u8, u8)],
     pinged_at: SystemTime,
 ) -> anyhow::Result<String> {
-    let peers = hosts
-        .iter()
-        .map(|&host| {
-            Ok(oracle::Peer {
-                label: format!("h{host}"),
-                mac: net::mac(host),
-                port: stage.port_of(host)?,
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let peers = stage.oracle_peers(hosts)?;
     let index: BTreeMap<u8, usize> = hosts.iter().enumerate().map(|(i, &h)| (h, i)).collect();
     let pinged: Vec<oracle::Pinged> = expected
         .iter()

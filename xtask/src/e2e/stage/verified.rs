@@ -9,6 +9,20 @@ use super::{Stage, PING_ATTEMPTS};
 use crate::e2e::{net, oracle};
 
 impl Stage<'_> {
+    /// The lab's hosts as the oracle names them: `h3`, its MAC and its port.
+    pub(crate) fn oracle_peers(&self, hosts: &[u8]) -> anyhow::Result<Vec<oracle::Peer>> {
+        hosts
+            .iter()
+            .map(|&host| {
+                Ok(oracle::Peer {
+                    label: format!("h{host}"),
+                    mac: net::mac(host),
+                    port: self.port_of(host)?,
+                })
+            })
+            .collect()
+    }
+
     /// Pings every ordered pair of `hosts` (a pair still silent after a few tries once
     /// more with static ARP entries, so that unicast alone is tried, as a host that knows
     /// its peer's address would) and checks that the verification says the same of each
@@ -47,16 +61,7 @@ impl Stage<'_> {
             answered[i] |= ok;
         }
 
-        let peers = hosts
-            .iter()
-            .map(|&host| {
-                Ok(oracle::Peer {
-                    label: format!("h{host}"),
-                    mac: net::mac(host),
-                    port: self.port_of(host)?,
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let peers = self.oracle_peers(hosts)?;
         let index = |host: u8| hosts.iter().position(|&h| h == host);
         let pinged: Vec<oracle::Pinged> = pairs
             .iter()
