@@ -35,6 +35,12 @@ use self::schedule::Schedule;
 /// How often every switch is read back and verified unless configured otherwise.
 pub const DEFAULT_VERIFICATION_INTERVAL: Duration = Duration::from_secs(30);
 
+/// The verifier thread rests this many times as long as its last run took before it
+/// runs again (what arrives meanwhile is verified together): at most a quarter of a
+/// core, so that on a busy machine it slows down instead of taking the CPU the switches'
+/// sessions need.
+const REST_PER_RUN: u32 = 3;
+
 /// The foreign entries kept for the answer, newest last: each was removed when found,
 /// so these are a record, bounded however often someone writes into a switch.
 const FOREIGN_KEPT: usize = 64;
@@ -306,13 +312,13 @@ impl Verification {
     }
 
     /// `dpid` acknowledged its pipeline writes: it is read back to verify what it holds
-    /// now, unless it waits to retry entries its full table refused (a read now would
-    /// write them again before the retry's wait) or the write was a repair (the
-    /// interval's read checks that one).
-    pub fn written(&mut self, engine: &mut Engine, dpid: u64) {
+    /// once its writes have settled ([`Schedule::written`]), unless it waits to retry entries
+    /// its full table refused (a read now would write them again before the retry's
+    /// wait) or the write was a repair (the interval's read checks that one).
+    pub fn written(&mut self, engine: &mut Engine, dpid: u64, now: Instant) {
         let wait = engine.refilling(dpid) || self.rewritten.contains(&dpid);
         if self.on() && engine.verifies(dpid) && !wait {
-            engine.reconcile(dpid);
+            self.schedule.written(dpid, now);
         }
     }
 
@@ -337,6 +343,9 @@ impl Verification {
                 }
             });
         }
+        for dpid in self.schedule.settled(now) {
+            engine.reconcile(dpid);
+        }
         for dpid in self.schedule.due(&switches, now) {
             engine.reconcile(dpid);
         }
@@ -353,6 +362,15 @@ impl Drop for Verification {
 }
 
 impl Shared {
+    /// Waits until `until` unless the controller stops first; false when it does.
+    fn rest(&self, until: Instant) -> bool {
+        let mut inbox = self.inbox.lock();
+        while !inbox.stopped && Instant::now() < until {
+            self.wake.wait_until(&mut inbox, until);
+        }
+        !inbox.stopped
+    }
+
     fn post(&self, change: impl FnOnce(&mut Inbox)) {
         change(&mut self.inbox.lock());
         self.wake.notify_one();
@@ -435,6 +453,9 @@ fn work(shared: &Shared) {
         let report = verifier.verify();
         let took = started.elapsed();
         shared.publish(report, took, switches.len(), unreadable.values().sum());
+        if !shared.rest(started + took * (REST_PER_RUN + 1)) {
+            return;
+        }
     }
 }
 
@@ -449,9 +470,11 @@ impl Shared {
         let metrics = &self.metrics.verification;
         metrics.runs.inc();
         metrics.seconds.observe(took.as_secs_f64());
-        metrics.leaks.set(report.leaks.len() as i64);
-        metrics.black_holes.set(report.black_holes.len() as i64);
-        metrics.loops.set(report.loops.len() as i64);
+        // The totals: a report lists only the first violations of each kind.
+        let gauge = |total: usize| i64::try_from(total).unwrap_or(i64::MAX);
+        metrics.leaks.set(gauge(report.leaks_total));
+        metrics.black_holes.set(gauge(report.black_holes_total));
+        metrics.loops.set(gauge(report.loops_total));
         let computed = Computed {
             at_unix_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -490,9 +513,9 @@ impl Shared {
 /// the verification was whole.
 fn outcome(report: &slice_verify::Report) -> (usize, usize, usize, bool) {
     (
-        report.leaks.len(),
-        report.black_holes.len(),
-        report.loops.len(),
+        report.leaks_total,
+        report.black_holes_total,
+        report.loops_total,
         report.incomplete.is_empty(),
     )
 }
@@ -501,8 +524,8 @@ fn notice(report: &slice_verify::Report) -> Notice {
     Notice::Verification {
         proven: proven(report),
         pairs_checked: report.pairs_checked as u64,
-        leaks: report.leaks.len(),
-        black_holes: report.black_holes.len(),
-        loops: report.loops.len(),
+        leaks: report.leaks_total,
+        black_holes: report.black_holes_total,
+        loops: report.loops_total,
     }
 }

@@ -314,7 +314,7 @@ impl Decider {
             Event::BundlesUnsupported { dpid } => engine.bundles_unsupported(dpid),
             Event::PipelineWritten { dpid } => {
                 engine.pipeline_written(dpid);
-                verification.written(engine, dpid);
+                verification.written(engine, dpid, Instant::now());
             }
             Event::PacketInMeter {
                 dpid,

@@ -1,11 +1,20 @@
-//! When each switch is read back: once per interval, the reads spread over it so that a
-//! thousand switches that connected together are not all read in the same tick.
+//! When each switch is read back: once its pipeline writes have settled, and once per
+//! interval, the interval's reads spread over it so that a thousand switches that
+//! connected together are not all read in the same tick.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+/// How long a switch's pipeline writes must have been quiet before it is read back: a
+/// network converging (a cold start, a cable found, an apply) writes a switch many times
+/// in a row, and a read after each would load the switch and the verifier with tables
+/// already out of date. The engine's tick (every LLDP interval) asks for the settled.
+const WRITE_SETTLE: Duration = Duration::from_millis(500);
+
 pub(super) struct Schedule {
     interval: Duration,
+    /// Switches whose pipeline writes were acknowledged, with the last one's time.
+    settling: HashMap<u64, Instant>,
     /// When each switch this instance verifies was last read back, since it connected.
     last_read: HashMap<u64, Instant>,
     /// The switches asked for by [`Schedule::due`] whose answer has not come: not asked
@@ -21,6 +30,7 @@ impl Schedule {
     pub(super) fn new(interval: Duration) -> Self {
         Self {
             interval,
+            settling: HashMap::new(),
             last_read: HashMap::new(),
             asked: HashSet::new(),
             last_tick: None,
@@ -44,11 +54,30 @@ impl Schedule {
             .filter(|dpid| !current.contains(dpid))
             .copied()
             .collect();
+        self.settling.retain(|dpid, _| current.contains(dpid));
         for dpid in &gone {
             self.last_read.remove(dpid);
             self.asked.remove(dpid);
         }
         gone
+    }
+
+    /// `dpid` acknowledged a pipeline write at `now`: read back when its writes settle.
+    pub(super) fn written(&mut self, dpid: u64, now: Instant) {
+        self.settling.insert(dpid, now);
+    }
+
+    /// The switches written whose writes have been quiet for [`WRITE_SETTLE`]: to read
+    /// back now, each once.
+    pub(super) fn settled(&mut self, now: Instant) -> Vec<u64> {
+        let settled: Vec<u64> = (self.settling.iter())
+            .filter(|(_, written)| now.saturating_duration_since(**written) >= WRITE_SETTLE)
+            .map(|(dpid, _)| *dpid)
+            .collect();
+        for dpid in &settled {
+            self.settling.remove(dpid);
+        }
+        settled
     }
 
     /// The switches to read back now: those not read for an interval, oldest first, as
@@ -123,6 +152,33 @@ mod tests {
         assert!(
             busiest <= 20,
             "reads were spread, not all at once: {busiest}"
+        );
+    }
+
+    #[test]
+    fn a_switch_written_again_and_again_is_read_once_its_writes_settle() {
+        let start = Instant::now();
+        let mut schedule = Schedule::new(Duration::from_secs(30));
+        schedule.keep(&[1, 2]);
+        let step = WRITE_SETTLE / 2;
+        let mut reads = Vec::new();
+        for n in 0..10 {
+            let now = start + step * n;
+            schedule.written(1, now);
+            reads.extend(schedule.settled(now));
+        }
+        assert!(reads.is_empty(), "no read while it is written: {reads:?}");
+        let quiet = start + step * 9 + WRITE_SETTLE;
+        assert_eq!(schedule.settled(quiet), [1], "one read once quiet");
+        assert!(
+            schedule.settled(quiet + WRITE_SETTLE).is_empty(),
+            "only one"
+        );
+        schedule.written(2, quiet);
+        schedule.keep(&[1]);
+        assert!(
+            schedule.settled(quiet + WRITE_SETTLE * 2).is_empty(),
+            "a switch gone is not read"
         );
     }
 
