@@ -108,10 +108,12 @@ pub(super) struct LinkGuard {
     candidates: HashMap<PortId, Candidate>,
     /// The newest probe sent out of each live port: its nonce and when it left.
     sent: HashMap<PortId, (u64, Instant)>,
-    /// Until when each connected switch discovers links freely (its discovery window).
-    windows: HashMap<u64, Instant>,
-    /// Both ends of every link made since its switches connected, each pointing at the
-    /// other: a cable unplugged and plugged back comes back past the window.
+    /// When each connected switch's discovery window opened and until when it is open:
+    /// probes it or its neighbours send meanwhile may make links freely.
+    windows: HashMap<u64, (Instant, Instant)>,
+    /// Both ends of every link made since its switches connected, and of every pair a
+    /// probe sent within a window joined though it came too late to make the link, each
+    /// pointing at the other: such a cable comes back, or forms, past the window.
     cables: HashMap<PortId, PortId>,
     /// Genuine probes refused lately because no link may form there, by receiving port:
     /// the sender's port and when. What an operator looks at to declare a new cable.
@@ -123,9 +125,10 @@ pub(super) struct LinkGuard {
 pub(super) enum Permit {
     /// The operator declared it.
     Declared,
-    /// One of the two switches is within its discovery window.
+    /// The probe left within the discovery window of one of the two switches.
     Discovering,
-    /// These two ends were a link since their switches connected.
+    /// These two ends were a link since their switches connected, or a probe sent
+    /// within a window joined them.
     Known,
     /// None of the above: the ends are past their window and were never joined.
     Refused,
@@ -147,15 +150,22 @@ impl LinkGuard {
         }
     }
 
-    /// The switch `dpid` (re)connected, or this instance took it over: it discovers
-    /// links freely until `until`.
-    pub(super) fn open_window(&mut self, dpid: u64, until: Instant) {
-        self.windows.insert(dpid, until);
+    /// The switch `dpid` (re)connected at `now`, or this instance took it over: it
+    /// discovers links freely until `until`.
+    pub(super) fn open_window(&mut self, dpid: u64, now: Instant, until: Instant) {
+        self.windows.insert(dpid, (now, until));
     }
 
-    /// What lets a link join `from` and `at` when the operator declared no fabric.
-    pub(super) fn permit(&self, from: PortId, at: PortId, now: Instant) -> Permit {
-        let open = |dpid: u64| self.windows.get(&dpid).is_some_and(|until| now < *until);
+    /// What lets a link join `from` and `at` when the operator declared no fabric, for
+    /// a probe that left `from` at `sent`. The window is judged by when the probe left,
+    /// not when it arrived: on a loaded network a probe sent within the window may come
+    /// after it, and what an attacker could relay then it could have relayed within it.
+    /// A probe sent before the window opened (a recording played back) opens nothing.
+    pub(super) fn permit(&self, from: PortId, at: PortId, sent: Instant) -> Permit {
+        let open = |dpid: u64| {
+            (self.windows.get(&dpid))
+                .is_some_and(|(opened, until)| *opened <= sent && sent < *until)
+        };
         if self.cables.get(&at) == Some(&from) {
             Permit::Known
         } else if open(from.dpid) || open(at.dpid) {
@@ -256,6 +266,22 @@ impl LinkGuard {
     /// ends now. Returns the ends that had heard traffic, whose hosts were passing.
     pub(super) fn link_made(&mut self, from: PortId, at: PortId) -> Vec<PortId> {
         self.candidates.remove(&at);
+        self.joined(from, at);
+        [from, at]
+            .into_iter()
+            .filter(|end| self.evidence.remove(end).is_some())
+            .collect()
+    }
+
+    /// A genuine probe sent within a window joined `from` to `at`, but arrived past the
+    /// age its link allows: the two ends are a cable, whose next timely probe makes the
+    /// link even once the window has closed. The network was too slow for the window,
+    /// not the cable absent.
+    pub(super) fn joined_late(&mut self, from: PortId, at: PortId) {
+        self.joined(from, at);
+    }
+
+    fn joined(&mut self, from: PortId, at: PortId) {
         // One cable per port: a port joined elsewhere forgets its old partner.
         for (end, other) in [(from, at), (at, from)] {
             if let Some(old) = self.cables.insert(end, other) {
@@ -264,10 +290,6 @@ impl LinkGuard {
                 }
             }
         }
-        [from, at]
-            .into_iter()
-            .filter(|end| self.evidence.remove(end).is_some())
-            .collect()
     }
 
     /// A link went at `now`; its ends may have it back until `until`.

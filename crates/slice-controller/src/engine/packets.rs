@@ -129,6 +129,11 @@ impl Engine {
     /// only chatter takes [`PROBES_OVER_CHATTER`] genuine probes.
     pub(super) fn probe_received(&mut self, probe: Probe, at: PortId, now: Instant) {
         let from = PortId::new(probe.dpid, probe.port_no);
+        // When the probe says it left (its proof is checked below: a forged one goes).
+        let sent = probe.proof.map_or(now, |proof| {
+            let age = self.config.probe_key.age(&proof, now);
+            now.checked_sub(age).unwrap_or(now)
+        });
         let permit = if self.config.fabric.is_unreadable() {
             // Fail closed: the links there stay, and none forms until it is declared anew.
             if self.topology.link_from(from) == Some(at) {
@@ -143,7 +148,7 @@ impl Engine {
                 Permit::Refused
             }
         } else {
-            self.guard.permit(from, at, now)
+            self.guard.permit(from, at, sent)
         };
         // On the pipeline a bound host's frames never reach the controller, so no traffic
         // shows it at its port: its binding does.
@@ -171,11 +176,12 @@ impl Engine {
                 Some(Verdict::Genuine) => None,
             }
         };
-        if let (None | Some(DropCause::StaleLldp), Some(proof)) = (refused, probe.proof) {
+        if let (None | Some(DropCause::StaleLldp), Some(_)) = (refused, probe.proof) {
             // Fresh or late, it got through: evidence for the links of both switches.
-            let age = self.config.probe_key.age(&proof, now);
-            self.health
-                .arrived(from, at, now.checked_sub(age).unwrap_or(now));
+            self.health.arrived(from, at, sent);
+        }
+        if refused == Some(DropCause::StaleLldp) && permit == Permit::Discovering {
+            self.guard.joined_late(from, at);
         }
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);

@@ -90,7 +90,7 @@ impl Engine {
     /// Links at the ports of `dpid` may form for [`EngineConfig::discovery_window`].
     pub(super) fn open_discovery_window(&mut self, dpid: u64, now: Instant) {
         self.guard
-            .open_window(dpid, now + self.config.discovery_window);
+            .open_window(dpid, now, now + self.config.discovery_window);
     }
 
     pub(super) fn link_went(&mut self, link: &Link, now: Instant) {

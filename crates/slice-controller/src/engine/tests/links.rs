@@ -180,3 +180,61 @@ fn an_unreadable_stored_declaration_keeps_the_links_and_forms_no_new_one() {
     assert_eq!(link_ends(&engine), cable);
     assert_eq!(off_fabric(&engine), 6);
 }
+
+/// A round of probes that left at `sent` and arrive at `now`, both ways.
+fn late_exchange(engine: &mut Engine, a: PortId, b: PortId, sent: Instant, now: Instant) {
+    for (from, at) in [(a, b), (b, a)] {
+        let probe = engine.probe_from(from, sent);
+        engine.packet_in(at.dpid, at.port_no, discovery(probe), now);
+    }
+}
+
+/// On a busy network the probes sent within the window arrive too late to make a link
+/// and the window closes before a timely one comes (the k=16 fat tree under load, issue
+/// 36: 22 of 4,096 links never formed). A late probe still proves where it was sent
+/// from and when: the next timely one makes the link past the window.
+#[test]
+fn a_cable_whose_probes_came_late_within_the_window_forms_past_it() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    let window = config().discovery_window;
+    let sent = start + window - Duration::from_secs(1);
+    late_exchange(&mut engine, p(1, 10), p(2, 10), sent, sent + window / 2);
+    assert!(engine.links().is_empty(), "too late to make the link");
+    let later = start + window * 2;
+    exchange(&mut engine, p(1, 10), p(2, 10), later);
+    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
+    assert_eq!(link_ends(&engine), cable, "the first timely probes make it");
+
+    // A probe that left past every window proves nothing, late or not.
+    late_exchange(&mut engine, p(1, 5), p(2, 5), later, later + window / 2);
+    exchange(&mut engine, p(1, 5), p(2, 5), later + window);
+    assert_eq!(link_ends(&engine), cable);
+}
+
+/// The window is judged by when a probe left: one sent before the window opened (kept
+/// and played back by two hosts when a switch reconnects) makes no link, late or
+/// timely, where one sent within it would.
+#[test]
+fn a_probe_sent_before_the_window_opened_makes_no_link_in_it() {
+    let start = Instant::now();
+    let mut engine = cabled_pair(config(), start);
+    let window = config().discovery_window;
+    let recorded = start + window * 2;
+    let reconnect = recorded + Duration::from_secs(2);
+    engine.switch_connected(2, NEEDS_TABLE_MISS, ports(&[1, 5, 10]), reconnect);
+    engine.take_commands();
+    late_exchange(&mut engine, p(1, 5), p(2, 5), recorded, reconnect);
+    assert!(engine.links().is_empty(), "recorded before the window");
+    assert_eq!(off_fabric(&engine), 2, "refused as off the fabric");
+    exchange(&mut engine, p(1, 5), p(2, 5), reconnect + window * 2);
+    assert!(
+        engine.links().is_empty(),
+        "nor joined the two ends for later"
+    );
+    assert_eq!(
+        off_fabric(&engine),
+        4,
+        "the timely pair past the window too"
+    );
+}
