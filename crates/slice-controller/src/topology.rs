@@ -244,6 +244,22 @@ impl Topology {
             .collect()
     }
 
+    /// A genuine probe from `src` arrived at `dst` too late to confirm a link: if it is
+    /// the link LLDP found there, it is confirmed all the same (it never makes one).
+    pub fn link_heard_late(&mut self, src: PortId, dst: PortId, now: Instant) {
+        if !self.is_live(src) || !self.is_live(dst) {
+            return;
+        }
+        if let Some((known, seen)) = self.links.get_mut(&src) {
+            if *known == dst {
+                *seen = Confirmed {
+                    at: now,
+                    round: self.probe_round,
+                };
+            }
+        }
+    }
+
     fn remove_link(&mut self, src: PortId) -> Option<PortId> {
         let (dst, _) = self.links.remove(&src)?;
         self.trees.forget();

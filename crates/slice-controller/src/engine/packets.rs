@@ -180,8 +180,14 @@ impl Engine {
             // Fresh or late, it got through: evidence for the links of both switches.
             self.health.arrived(from, at, sent);
         }
-        if refused == Some(DropCause::StaleLldp) && permit == Permit::Discovering {
-            self.guard.joined_late(from, at);
+        if refused == Some(DropCause::StaleLldp) {
+            if permit == Permit::Discovering {
+                self.guard.joined_late(from, at);
+            }
+            // Late, but over this very link: the cable is there and the switches slow.
+            // (To play probes back here one must hold its far end, which a relay that
+            // keeps the link alive with timely probes holds anyway.)
+            self.topology.link_heard_late(from, at, now);
         }
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);

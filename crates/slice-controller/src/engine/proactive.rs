@@ -25,6 +25,10 @@ const LONGEST_RETRY: Duration = Duration::from_secs(60);
 /// the next: past this the engine writes anyway, so that a switch that answers echoes
 /// but never a barrier cannot keep a slice's removal out of its table.
 pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
+/// The longest a switch that has not answered a pipeline write keeps its links from
+/// going for silence ([`Proactive::is_writing`]): past this, a switch that takes writes
+/// and never answers is judged by its probes again.
+const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
 /// The pipeline's state in the engine.
 #[derive(Debug)]
@@ -67,6 +71,10 @@ pub(super) struct Proactive {
     awaiting: HashMap<u64, Option<Instant>>,
     /// Of those, the ones a sync passed over: written as soon as they answer.
     deferred: HashSet<u64>,
+    /// Switches with a pipeline write they have not answered, since when (None until
+    /// the next tick sees it); unlike `awaiting`, kept past [`PACING_LIMIT`] until the
+    /// switch answers.
+    unanswered: HashMap<u64, Option<Instant>>,
 }
 
 impl Proactive {
@@ -86,6 +94,7 @@ impl Proactive {
             settling: HashMap::new(),
             awaiting: HashMap::new(),
             deferred: HashSet::new(),
+            unanswered: HashMap::new(),
         }
     }
 
@@ -110,7 +119,17 @@ impl Proactive {
         self.held.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
+        self.unanswered.remove(&dpid);
         self.changed();
+    }
+
+    /// Whether `dpid` has a pipeline write it has not answered yet: a switch busy with
+    /// the controller's own writes, whose silence meanwhile is no evidence of anything.
+    /// At most [`BUSY_LIMIT`].
+    pub(super) fn is_writing(&self, dpid: u64, now: Instant) -> bool {
+        self.unanswered.get(&dpid).is_some_and(|since| {
+            since.is_none_or(|since| now.saturating_duration_since(since) < BUSY_LIMIT)
+        })
     }
 
     pub(super) fn switch_gone(&mut self, dpid: u64) {
@@ -121,6 +140,7 @@ impl Proactive {
         self.settling.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
+        self.unanswered.remove(&dpid);
         self.changed();
     }
 
@@ -275,6 +295,12 @@ impl Engine {
     /// The switch `dpid` has taken every pipeline change sent to it: what changed for it
     /// meanwhile goes out now, as one.
     pub fn pipeline_written(&mut self, dpid: u64) {
+        self.proactive.unanswered.remove(&dpid);
+        self.write_when_due(dpid);
+    }
+
+    /// `dpid` is written again: at once when changes waited for it.
+    fn write_when_due(&mut self, dpid: u64) {
         self.proactive.awaiting.remove(&dpid);
         if self.proactive.deferred.remove(&dpid) {
             self.proactive.dirty = true;
@@ -284,6 +310,9 @@ impl Engine {
     /// Switches that have not answered a pipeline write within [`PACING_LIMIT`] are
     /// written again anyway; the others' wait starts at the first tick after the write.
     pub(super) fn pace_pipeline(&mut self, now: Instant) {
+        for since in self.proactive.unanswered.values_mut() {
+            since.get_or_insert(now);
+        }
         let mut overdue = Vec::new();
         for (dpid, since) in &mut self.proactive.awaiting {
             match since {
@@ -299,7 +328,7 @@ impl Engine {
                 "switch {dpid:#x} has not answered its pipeline write in {PACING_LIMIT:?}: \
                  writing it again without waiting"
             );
-            self.pipeline_written(dpid);
+            self.write_when_due(dpid);
         }
     }
 
@@ -458,6 +487,7 @@ impl Engine {
                 .collect();
             self.send(dpid, Command::Pipeline(change));
             self.proactive.awaiting.insert(dpid, None);
+            self.proactive.unanswered.entry(dpid).or_insert(None);
         }
     }
 

@@ -19,11 +19,25 @@ impl Engine {
         for port in ports {
             self.probe(port, now);
         }
+        // A switch working through the controller's own writes answers its probes late
+        // and all at once afterwards: its links do not go for silence meanwhile, or
+        // each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
+        let writing: HashSet<PortId> = (self.topology.links())
+            .filter(|link| {
+                self.proactive.is_writing(link.src.dpid, now)
+                    || self.proactive.is_writing(link.dst.dpid, now)
+            })
+            .map(|link| link.src)
+            .collect();
         let health = &self.health;
         let expired = self
             .topology
             .expire_links(now, self.config.link_missed_probes, |src| {
-                health.expiry_limit(src, now)
+                if writing.contains(&src) {
+                    Duration::MAX
+                } else {
+                    health.expiry_limit(src, now)
+                }
             });
         for link in &expired {
             log::info!("link expired: {} -> {}", link.src, link.dst);

@@ -802,3 +802,41 @@ fn a_switch_that_answers_late_is_written_no_faster_than_it_answers() {
     engine.tick(now + PACING_LIMIT);
     assert!(changes(&engine.take_commands()).added.contains_key(&2));
 }
+
+/// A switch working through a pipeline write it has not answered is late with its
+/// probes for as long: its links do not go for silence meanwhile (each expiry would
+/// rewrite tables and keep it busier: issue 36's collapse), and do once it has answered.
+#[test]
+fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_answers() {
+    let (mut engine, _) = two_switches_read_back();
+    engine.membership_changed(&Change::MacAdded {
+        slice: "s".parse().unwrap(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    let written = changes(&engine.take_commands());
+    assert!(written.added.contains_key(&2), "{written:?}");
+    let silent_for = config().link_age_ceiling * 4;
+    let start = Instant::now() + silent_for;
+    let ticks = |engine: &mut Engine, from: Instant| {
+        for second in 0..10 {
+            engine.tick(from + Duration::from_secs(second));
+            engine.take_commands();
+        }
+    };
+    ticks(&mut engine, start);
+    assert_eq!(
+        engine.links().len(),
+        2,
+        "no probe came, but switch 2 is writing"
+    );
+    for dpid in [1, 2] {
+        engine.pipeline_written(dpid);
+    }
+    engine.take_commands_answered();
+    ticks(&mut engine, start + Duration::from_secs(10));
+    assert!(
+        engine.links().is_empty(),
+        "answered: silence is evidence again"
+    );
+}
