@@ -24,6 +24,7 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(60);
 
 /// An open OpenFlow 1.3 connection to one bridge's management socket.
 pub(crate) struct Counter {
+    socket: std::path::PathBuf,
     stream: UnixStream,
     buffer: Vec<u8>,
     xid: u32,
@@ -32,21 +33,29 @@ pub(crate) struct Counter {
 impl Counter {
     /// Connects to `socket` (`<bridge>.mgmt`) and says HELLO.
     pub(crate) fn connect(socket: &Path) -> anyhow::Result<Self> {
-        let mut stream = UnixStream::connect(socket)
-            .with_context(|| format!("cannot connect to {}", socket.display()))?;
-        stream.set_read_timeout(Some(ANSWER_LIMIT))?;
-        let mut hello = Vec::new();
-        wire::hello(&mut hello, OFP13);
-        stream.write_all(&hello)?;
         Ok(Self {
-            stream,
+            socket: socket.to_path_buf(),
+            stream: open(socket)?,
             buffer: Vec::new(),
             xid: 1,
         })
     }
 
-    /// How many flows have `cookie` under `mask`, in every table.
+    /// How many flows have `cookie` under `mask`, in every table. A connection the
+    /// switch dropped meanwhile (a loaded Open vSwitch drops a client that missed its
+    /// inactivity probe) is opened again, once.
     pub(crate) fn count(&mut self, cookie: u64, mask: u64) -> anyhow::Result<usize> {
+        match self.count_once(cookie, mask) {
+            Ok(count) => Ok(count),
+            Err(_) => {
+                self.stream = open(&self.socket)?;
+                self.buffer.clear();
+                self.count_once(cookie, mask)
+            }
+        }
+    }
+
+    fn count_once(&mut self, cookie: u64, mask: u64) -> anyhow::Result<usize> {
         self.xid = self.xid.wrapping_add(1);
         let xid = self.xid;
         self.stream
@@ -85,6 +94,16 @@ impl Counter {
             self.buffer.extend_from_slice(&chunk[..read]);
         }
     }
+}
+
+fn open(socket: &Path) -> anyhow::Result<UnixStream> {
+    let mut stream = UnixStream::connect(socket)
+        .with_context(|| format!("cannot connect to {}", socket.display()))?;
+    stream.set_read_timeout(Some(ANSWER_LIMIT))?;
+    let mut hello = Vec::new();
+    wire::hello(&mut hello, OFP13);
+    stream.write_all(&hello)?;
+    Ok(stream)
 }
 
 /// OFPMP_AGGREGATE over every table, port and group, matching everything, for the flows
