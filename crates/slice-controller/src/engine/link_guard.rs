@@ -111,9 +111,8 @@ pub(super) struct LinkGuard {
     /// When each connected switch's discovery window opened and until when it is open:
     /// probes it or its neighbours send meanwhile may make links freely.
     windows: HashMap<u64, (Instant, Instant)>,
-    /// Both ends of every link made since its switches connected, and of every pair a
-    /// probe sent within a window joined though it came too late to make the link, each
-    /// pointing at the other: such a cable comes back, or forms, past the window.
+    /// Both ends of every link made since its switches connected, each pointing at the
+    /// other: a cable unplugged and plugged back comes back past the window.
     cables: HashMap<PortId, PortId>,
     /// Genuine probes refused lately because no link may form there, by receiving port:
     /// the sender's port and when. What an operator looks at to declare a new cable.
@@ -127,8 +126,7 @@ pub(super) enum Permit {
     Declared,
     /// The probe left within the discovery window of one of the two switches.
     Discovering,
-    /// These two ends were a link since their switches connected, or a probe sent
-    /// within a window joined them.
+    /// These two ends were a link since their switches connected.
     Known,
     /// None of the above: the ends are past their window and were never joined.
     Refused,
@@ -162,17 +160,23 @@ impl LinkGuard {
     /// after it, and what an attacker could relay then it could have relayed within it.
     /// A probe sent before the window opened (a recording played back) opens nothing.
     pub(super) fn permit(&self, from: PortId, at: PortId, sent: Instant) -> Permit {
-        let open = |dpid: u64| {
-            (self.windows.get(&dpid))
-                .is_some_and(|(opened, until)| *opened <= sent && sent < *until)
-        };
         if self.cables.get(&at) == Some(&from) {
             Permit::Known
-        } else if open(from.dpid) || open(at.dpid) {
+        } else if self.sent_in_window(from, at, sent) {
             Permit::Discovering
         } else {
             Permit::Refused
         }
+    }
+
+    /// Whether a probe from `from` to `at` that left at `sent` left within the discovery
+    /// window of either switch.
+    pub(super) fn sent_in_window(&self, from: PortId, at: PortId, sent: Instant) -> bool {
+        let open = |dpid: u64| {
+            (self.windows.get(&dpid))
+                .is_some_and(|(opened, until)| *opened <= sent && sent < *until)
+        };
+        open(from.dpid) || open(at.dpid)
     }
 
     /// A genuine probe from `from` arrived at `at` at `now`, where no link may form.
@@ -276,14 +280,6 @@ impl LinkGuard {
             .into_iter()
             .filter(|end| self.evidence.remove(end).is_some())
             .collect()
-    }
-
-    /// A genuine probe sent within a window joined `from` to `at`, but arrived past the
-    /// age its link allows: the two ends are a cable, whose next timely probe makes the
-    /// link even once the window has closed. The network was too slow for the window,
-    /// not the cable absent.
-    pub(super) fn joined_late(&mut self, from: PortId, at: PortId) {
-        self.joined(from, at);
     }
 
     fn joined(&mut self, from: PortId, at: PortId) {

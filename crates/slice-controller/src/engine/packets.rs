@@ -181,14 +181,19 @@ impl Engine {
             self.health.arrived(from, at, sent);
         }
         if refused == Some(DropCause::StaleLldp) {
-            if permit == Permit::Discovering {
-                self.guard.joined_late(from, at);
-            }
             // Late, but over this very link: the cable is there and the switches slow.
             // (To play probes back here one must hold its far end, which a relay that
             // keeps the link alive with timely probes holds anyway.)
             self.topology.link_heard_late(from, at, now);
         }
+        // Signed within a discovery window, a probe proves its cable however late it
+        // comes: there the window, not the age, is what stops a relay, which could as
+        // well have handed it on at once. A network that answers late (a cold start of
+        // hundreds of switches) is found as fast as it answers.
+        let discovering = !self.config.fabric.is_declared()
+            && !self.config.fabric.is_unreadable()
+            && self.guard.sent_in_window(from, at, sent);
+        let refused = refused.filter(|cause| !(*cause == DropCause::StaleLldp && discovering));
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);
             return;

@@ -39,9 +39,12 @@ fn unsigned_forged_and_stale_probes_make_no_link() {
         ..unsigned
     };
     engine.packet_in(2, 1, discovery(guessed), now);
-    // A genuine probe, replayed later than a link may go unconfirmed.
-    let recorded = engine.probe_from(p(1, 1), now);
-    let later = now + config().link_max_age + Duration::from_millis(1);
+    // A genuine probe signed past the discovery windows, replayed later than a link may
+    // go unconfirmed. (One signed within a window proves its cable however late it
+    // comes: `links::a_cable_whose_probes_came_late_within_the_window_forms_past_it`.)
+    let past_windows = now + config().discovery_window;
+    let recorded = engine.probe_from(p(1, 1), past_windows);
+    let later = past_windows + config().link_max_age + Duration::from_millis(1);
     engine.packet_in(2, 1, discovery(recorded), later);
     assert!(engine.links().is_empty());
     let counts = dropped(&engine, 2);
@@ -49,9 +52,9 @@ fn unsigned_forged_and_stale_probes_make_no_link() {
         (counts.lldp_unsigned, counts.lldp_forged, counts.lldp_stale),
         (1, 2, 1)
     );
-    // A fresh genuine probe does make the link.
-    let genuine = engine.probe_from(p(1, 1), later);
-    engine.packet_in(2, 1, discovery(genuine), later);
+    // A fresh genuine probe within the window does make the link.
+    let genuine = engine.probe_from(p(1, 1), now);
+    engine.packet_in(2, 1, discovery(genuine), now);
     assert_eq!(engine.links().len(), 1);
 }
 

@@ -189,10 +189,10 @@ fn late_exchange(engine: &mut Engine, a: PortId, b: PortId, sent: Instant, now: 
     }
 }
 
-/// On a busy network the probes sent within the window arrive too late to make a link
-/// and the window closes before a timely one comes (the k=16 fat tree under load, issue
-/// 36: 22 of 4,096 links never formed). A late probe still proves where it was sent
-/// from and when: the next timely one makes the link past the window.
+/// On a busy network every probe sent within the window may arrive past the age a link
+/// allows, and past the window too (the k=16 fat tree under load, issue 36: 22 of 4,096
+/// links never formed, and discovery took 18 s). A probe signed within the window still
+/// proves its cable, however late: the link forms when it comes, and stays.
 #[test]
 fn a_cable_whose_probes_came_late_within_the_window_forms_past_it() {
     let start = Instant::now();
@@ -200,11 +200,11 @@ fn a_cable_whose_probes_came_late_within_the_window_forms_past_it() {
     let window = config().discovery_window;
     let sent = start + window - Duration::from_secs(1);
     late_exchange(&mut engine, p(1, 10), p(2, 10), sent, sent + window / 2);
-    assert!(engine.links().is_empty(), "too late to make the link");
+    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
+    assert_eq!(link_ends(&engine), cable, "made by the late probes");
     let later = start + window * 2;
     exchange(&mut engine, p(1, 10), p(2, 10), later);
-    let cable = BTreeSet::from([(p(1, 10), p(2, 10)), (p(2, 10), p(1, 10))]);
-    assert_eq!(link_ends(&engine), cable, "the first timely probes make it");
+    assert_eq!(link_ends(&engine), cable, "and known past the window");
 
     // A probe that left past every window proves nothing, late or not.
     late_exchange(&mut engine, p(1, 5), p(2, 5), later, later + window / 2);
