@@ -12,13 +12,60 @@ use std::collections::HashMap;
 
 use crate::parse::Pred;
 
+/// Words a set of atoms holds in place, without an allocation: 256 atoms, what a field
+/// of a network with a couple of hundred hosts splits into. Cubes are copied at every
+/// hop and every split of a trace.
+const INLINE_WORDS: usize = 4;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Words {
+    /// The words in use, then zeros.
+    Inline(u8, [u64; INLINE_WORDS]),
+    Heap(Vec<u64>),
+}
+
 /// A set of atoms of one field.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub(crate) struct Bits(Vec<u64>);
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Bits(Words);
+
+impl Default for Bits {
+    fn default() -> Bits {
+        Bits::empty(0)
+    }
+}
 
 impl Bits {
     pub(crate) fn empty(len: usize) -> Bits {
-        Bits(vec![0; len.div_ceil(64)])
+        let words = len.div_ceil(64);
+        match u8::try_from(words) {
+            Ok(n) if words <= INLINE_WORDS => Bits(Words::Inline(n, [0; INLINE_WORDS])),
+            _ => Bits(Words::Heap(vec![0; words])),
+        }
+    }
+
+    fn words(&self) -> &[u64] {
+        match &self.0 {
+            Words::Inline(n, words) => words.get(..usize::from(*n)).unwrap_or(words),
+            Words::Heap(words) => words,
+        }
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        match &mut self.0 {
+            // `n` never exceeds the array (see `empty`).
+            Words::Inline(n, words) => &mut words[..usize::from(*n).min(INLINE_WORDS)],
+            Words::Heap(words) => words,
+        }
+    }
+
+    /// The same length as `self`, each word `f` of the two (a word `other` lacks is 0).
+    fn zip(&self, other: &Bits, f: impl Fn(u64, u64) -> u64) -> Bits {
+        let mut out = self.clone();
+        let theirs = other.words();
+        for (i, a) in out.words_mut().iter_mut().enumerate() {
+            *a = f(*a, theirs.get(i).copied().unwrap_or(0));
+        }
+        out
     }
 
     pub(crate) fn full(len: usize) -> Bits {
@@ -30,43 +77,65 @@ impl Bits {
     }
 
     pub(crate) fn insert(&mut self, i: usize) {
-        if let Some(word) = self.0.get_mut(i / 64) {
+        if let Some(word) = self.words_mut().get_mut(i / 64) {
             *word |= 1 << (i % 64);
         }
     }
 
     pub(crate) fn remove(&mut self, i: usize) {
-        if let Some(word) = self.0.get_mut(i / 64) {
+        if let Some(word) = self.words_mut().get_mut(i / 64) {
             *word &= !(1 << (i % 64));
         }
     }
 
     pub(crate) fn contains(&self, i: usize) -> bool {
-        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.words()
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.iter().all(|w| *w == 0)
+        self.words().iter().all(|w| *w == 0)
     }
 
     pub(crate) fn and(&self, other: &Bits) -> Bits {
-        Bits(self.0.iter().zip(&other.0).map(|(a, b)| a & b).collect())
+        self.zip(other, |a, b| a & b)
     }
 
     pub(crate) fn minus(&self, other: &Bits) -> Bits {
-        Bits(self.0.iter().zip(&other.0).map(|(a, b)| a & !b).collect())
+        self.zip(other, |a, b| a & !b)
     }
 
     pub(crate) fn intersects(&self, other: &Bits) -> bool {
-        self.0.iter().zip(&other.0).any(|(a, b)| a & b != 0)
+        self.words()
+            .iter()
+            .zip(other.words())
+            .any(|(a, b)| a & b != 0)
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.iter().enumerate().flat_map(|(w, word)| {
-            (0..64)
-                .filter(move |b| word & (1 << b) != 0)
-                .map(move |b| w * 64 + b)
+        self.words().iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(w * 64 + bit)
+            })
         })
+    }
+
+    pub(crate) fn union_with(&mut self, other: &Bits) {
+        for (a, b) in self.words_mut().iter_mut().zip(other.words()) {
+            *a |= b;
+        }
+    }
+
+    /// How many atoms it holds.
+    pub(crate) fn count(&self) -> usize {
+        self.words().iter().map(|w| w.count_ones() as usize).sum()
     }
 }
 

@@ -8,14 +8,22 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::trace::{Compiled, Trace};
 
-/// (switch, table, input port or any, metadata mask, masked metadata).
-type Key = (u64, u8, Option<u32>, u64, u64);
+/// The changed entries of one switch that share a table, input port (or any) and
+/// metadata (value, mask): what a lookup checks once for all of them.
+struct Group {
+    table: u8,
+    in_port: Option<u32>,
+    mask: u64,
+    value: u64,
+    entries: Vec<Compiled>,
+}
 
-/// The changed entries, keyed as a table's candidates are.
+/// The changed entries, per switch, grouped as a table's candidates are.
 #[derive(Default)]
 pub(crate) struct Changes {
-    by_key: HashMap<Key, Vec<Compiled>>,
-    masks: HashMap<(u64, u8), Vec<u64>>,
+    /// Few groups per switch (a change writes a handful of lookup keys): a trace's
+    /// lookups at a switch are compared with each, by value, no hashing.
+    by_switch: HashMap<u64, Vec<Group>>,
     /// Switches changed as a whole (links, ports, version, removal): every trace that
     /// looked there runs again.
     dirty: BTreeSet<u64>,
@@ -31,41 +39,57 @@ impl Changes {
 
     /// An entry of `table` (0 for every entry of a 1.0 switch: one lookup) of `dpid`.
     pub(crate) fn add(&mut self, dpid: u64, table: u8, entry: Compiled) {
-        let (value, mask) = entry.metadata;
-        let masks = self.masks.entry((dpid, table)).or_default();
-        if !masks.contains(&mask) {
-            masks.push(mask);
+        if self.dirty.contains(&dpid) {
+            return;
         }
-        self.by_key
-            .entry((dpid, table, entry.in_port, mask, value))
-            .or_default()
-            .push(entry);
+        let ((value, mask), in_port) = (entry.metadata, entry.in_port);
+        let groups = self.by_switch.entry(dpid).or_default();
+        let same = |g: &&mut Group| {
+            g.table == table && g.in_port == in_port && g.mask == mask && g.value == value
+        };
+        match groups.iter_mut().find(same) {
+            Some(group) => group.entries.push(entry),
+            None => groups.push(Group {
+                table,
+                in_port,
+                mask,
+                value,
+                entries: vec![entry],
+            }),
+        }
     }
 
     pub(crate) fn touch(&self, trace: &Trace) -> bool {
-        if self.dirty.iter().any(|d| trace.lookups.contains_key(d)) {
+        let lookups = &trace.lookups;
+        let looked_at = |dpid: u64| {
+            let at = lookups.partition_point(|l| l.0 < dpid);
+            lookups.get(at).is_some_and(|l| l.0 == dpid)
+        };
+        if self.dirty.iter().any(|d| looked_at(*d)) {
             return true;
         }
-        if self.by_key.is_empty() {
+        if self.by_switch.is_empty() {
             return false;
         }
-        trace.lookups.iter().any(|(&dpid, seen)| {
-            seen.iter().any(|&(table, in_port, metadata)| {
-                let Some(masks) = self.masks.get(&(dpid, table)) else {
-                    return false;
-                };
-                masks.iter().any(|&mask| {
-                    [Some(in_port), None].into_iter().any(|port| {
-                        self.by_key
-                            .get(&(dpid, table, port, mask, metadata & mask))
-                            .is_some_and(|entries| {
-                                entries.iter().any(|entry| {
-                                    entry.takes(in_port, metadata)
-                                        && (trace.rewrote || entry.meets(&trace.initial))
-                                })
-                            })
+        // The lookups are sorted by switch: each switch's groups are found once.
+        let mut current: Option<(u64, Option<&Vec<Group>>)> = None;
+        lookups.iter().any(|&(dpid, table, in_port, metadata)| {
+            let groups = match current {
+                Some((at, groups)) if at == dpid => groups,
+                _ => {
+                    let groups = self.by_switch.get(&dpid);
+                    current = Some((dpid, groups));
+                    groups
+                }
+            };
+            groups.into_iter().flatten().any(|g| {
+                g.table == table
+                    && g.in_port.map_or(true, |p| p == in_port)
+                    && metadata & g.mask == g.value
+                    && g.entries.iter().any(|entry| {
+                        entry.takes(in_port, metadata)
+                            && (trace.rewrote || entry.meets(&trace.initial))
                     })
-                })
             })
         })
     }

@@ -1,19 +1,118 @@
 //! Comparing what the traces delivered with what the slices allow: leaks, black holes,
 //! loops.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use slice_core::{Host, MacAddress, Membership, PortId};
+use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 
+use crate::atoms::Bits;
 use crate::parse::{FieldKey, Rule};
 use crate::trace::{Cube, End, Outcome, Trace, Universe};
-use crate::{Endpoint, EntryRef, FrameKind, Report, Violation};
+use crate::{Endpoint, EntryRef, FrameKind, Kind, Report, Violation, VIOLATIONS_KEPT};
 
 /// The frames a black hole is judged by: what any host sends to talk (an IPv4 unicast,
 /// an ARP broadcast), untagged.
 const IPV4: u128 = 0x0800;
 const ARP: u128 = 0x0806;
 const BROADCAST: u128 = 0xffff_ffff_ffff;
+
+/// Who sends: a served bound host, or whoever sends at an edge port with an address not
+/// bound there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Source {
+    Host(Host),
+    Unbound(PortId),
+}
+
+/// What judging one source counted. A source whose trace, hosts and slices did not
+/// change since is not judged again: its counts stand, and its violations are built
+/// again only while the report lists fewer than it keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    /// The sender's row of [`Peers`] when judged (none for an unbound sender).
+    row: Option<Bits>,
+    counts: [usize; 5],
+}
+
+/// A report's counts: leaks, black holes, loops, pairs checked, via the controller.
+fn counts(report: &Report) -> [usize; 5] {
+    [
+        report.leaks_total,
+        report.black_holes_total,
+        report.loops_total,
+        report.pairs_checked,
+        report.via_controller,
+    ]
+}
+
+/// The verdicts of the last verification, and the hosts they were judged against.
+#[derive(Debug, Default)]
+pub(crate) struct Verdicts {
+    hosts: Vec<Host>,
+    kept: HashMap<Source, Verdict>,
+}
+
+impl Verdicts {
+    /// Judges each source's trace, in order, into `report`; `rerun` are the sources
+    /// traced again by this verification.
+    pub(crate) fn judge<'t>(
+        &mut self,
+        ctx: &Context<'_>,
+        traces: impl Iterator<Item = (Source, &'t Trace)>,
+        rerun: &HashSet<Source>,
+        report: &mut Report,
+    ) {
+        if self.hosts.as_slice() != ctx.hosts {
+            self.kept.clear();
+            self.hosts = ctx.hosts.to_vec();
+        }
+        let mut kept = HashMap::with_capacity(self.kept.len());
+        for (source, trace) in traces {
+            let row = match source {
+                Source::Host(h) => ctx.peers.row(&h).cloned(),
+                Source::Unbound(_) => None,
+            };
+            let held = self
+                .kept
+                .remove(&source)
+                .filter(|v| !rerun.contains(&source) && v.row == row);
+            let verdict = match held {
+                Some(verdict) if !listed(report, &verdict) => {
+                    let [leaks, black_holes, loops, pairs, via_controller] = verdict.counts;
+                    report.leaks_total += leaks;
+                    report.black_holes_total += black_holes;
+                    report.loops_total += loops;
+                    report.pairs_checked += pairs;
+                    report.via_controller += via_controller;
+                    verdict
+                }
+                _ => {
+                    let before = counts(report);
+                    match source {
+                        Source::Host(h) => bound(ctx, &h, trace, report),
+                        Source::Unbound(at) => unbound(ctx, at, trace, report),
+                    }
+                    let mut counts = counts(report);
+                    for (n, was) in counts.iter_mut().zip(before) {
+                        *n -= was;
+                    }
+                    Verdict { row, counts }
+                }
+            };
+            kept.insert(source, verdict);
+        }
+        self.kept = kept;
+    }
+}
+
+/// Whether `report` would list some of the violations `verdict` counted.
+fn listed(report: &Report, verdict: &Verdict) -> bool {
+    let lists = [&report.leaks, &report.black_holes, &report.loops];
+    lists
+        .iter()
+        .zip(verdict.counts)
+        .any(|(list, n)| n > 0 && list.len() < VIOLATIONS_KEPT)
+}
 
 pub(crate) struct Context<'a> {
     pub membership: &'a Membership,
@@ -22,6 +121,57 @@ pub(crate) struct Context<'a> {
     pub rules: &'a dyn Fn(u64, usize) -> Option<&'a Rule>,
     /// Built once per verification: every source's judgement reads it.
     pub probe: Option<Probe>,
+    pub peers: Peers,
+}
+
+/// Who shares a slice with whom among the hosts judged, one row of bits per host: the
+/// judgement asks it for every pair and every port a frame reaches, and the slices'
+/// own index answers by name.
+pub(crate) struct Peers {
+    index: HashMap<Host, usize>,
+    rows: Vec<Bits>,
+}
+
+impl Peers {
+    pub(crate) fn of(membership: &Membership, hosts: &[Host]) -> Peers {
+        let index: HashMap<Host, usize> = hosts.iter().enumerate().map(|(i, h)| (*h, i)).collect();
+        let mut slices: HashMap<&SliceName, Bits> = HashMap::new();
+        for (i, host) in hosts.iter().enumerate() {
+            for slice in membership.slices_of(host) {
+                slices
+                    .entry(slice)
+                    .or_insert_with(|| Bits::empty(hosts.len()))
+                    .insert(i);
+            }
+        }
+        let rows = hosts
+            .iter()
+            .map(|host| {
+                let mut row = Bits::empty(hosts.len());
+                for bits in membership
+                    .slices_of(host)
+                    .iter()
+                    .filter_map(|s| slices.get(s))
+                {
+                    row.union_with(bits);
+                }
+                row
+            })
+            .collect();
+        Peers { index, rows }
+    }
+
+    /// Whether `a` and `b` share a slice; `row` is `a`'s.
+    fn share(&self, ctx: &Context<'_>, a: &Host, row: Option<&Bits>, b: &Host) -> bool {
+        match (row, self.index.get(b)) {
+            (Some(row), Some(&j)) => row.contains(j),
+            _ => ctx.membership.shares_slice(a, b),
+        }
+    }
+
+    fn row(&self, host: &Host) -> Option<&Bits> {
+        self.rows.get(*self.index.get(host)?)
+    }
 }
 
 /// Field indices and atoms the judgement reads.
@@ -115,6 +265,8 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
     // For each destination MAC atom, an outcome where the probe did not arrive.
     let mut lost: HashMap<usize, usize> = HashMap::new();
     let mut loops: BTreeMap<String, usize> = BTreeMap::new();
+    let row = ctx.peers.row(src);
+    let shares = |h: &Host| ctx.peers.share(ctx, src, row, h);
     for (i, outcome) in trace.outcomes.iter().enumerate() {
         let cube = &outcome.cube;
         let Some(dst) = cube.get(probe.dst) else {
@@ -135,7 +287,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
                         continue;
                     }
                     other.remove(atom);
-                    if !ctx.membership.shares_slice(src, h) {
+                    if !shares(h) {
                         leaked.entry((*h, FrameKind::Unicast)).or_insert(i);
                     } else if probe.holds(cube, atom, probe.ipv4) {
                         unicast_ok.insert(h.mac);
@@ -151,7 +303,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
                 } else {
                     FrameKind::Unicast
                 };
-                if there.iter().any(|h| ctx.membership.shares_slice(src, h)) {
+                if there.iter().any(shares) {
                     if probe.holds(cube, probe.broadcast, probe.arp) {
                         broadcast_ok.insert(*at);
                     }
@@ -178,7 +330,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
     }
     for ((dst, kind), i) in leaked {
         let outcome = &trace.outcomes[i];
-        report.leaks.push(Violation {
+        report.found(Kind::Leak, || Violation {
             src: host(src),
             dst: Some(host(&dst)),
             frame: kind,
@@ -190,7 +342,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
         });
     }
     for (reason, i) in loops {
-        report.loops.push(Violation {
+        report.found(Kind::Loop, || Violation {
             src: host(src),
             dst: None,
             frame: frame_of(probe, &trace.outcomes[i].cube),
@@ -203,7 +355,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
             continue;
         }
         report.pairs_checked += 1;
-        if !ctx.membership.shares_slice(src, dst) || unicast_ok.contains(&dst.mac) {
+        if !shares(dst) || unicast_ok.contains(&dst.mac) {
             continue;
         }
         let found = probe.mac_atom.get(&dst.mac).and_then(|a| lost.get(a));
@@ -218,7 +370,7 @@ pub(crate) fn bound(ctx: &Context<'_>, src: &Host, trace: &Trace, report: &mut R
     }
     let mut expected: BTreeMap<PortId, Host> = BTreeMap::new();
     for dst in ctx.hosts {
-        if dst.port != src.port && ctx.membership.shares_slice(src, dst) {
+        if dst.port != src.port && shares(dst) {
             expected.entry(dst.port).or_insert(*dst);
         }
     }
@@ -260,7 +412,7 @@ fn black_hole(
         FrameKind::Broadcast => "a broadcast",
     };
     let how = lost.map_or_else(|| "it never arrives".to_string(), |o| end_text(&o.end));
-    report.black_holes.push(Violation {
+    report.found(Kind::BlackHole, || Violation {
         src: host(src),
         dst: Some(host(dst)),
         frame,
@@ -299,7 +451,7 @@ pub(crate) fn unbound(ctx: &Context<'_>, at: PortId, trace: &Trace, report: &mut
             let own = p.mac_atom.get(&dst.mac);
             own.is_some_and(|a| outcome.cube.get(p.dst).is_some_and(|b| b.contains(*a)))
         });
-        report.leaks.push(Violation {
+        report.found(Kind::Leak, || Violation {
             src: Endpoint::Unbound { port: at },
             dst: Some(host(&dst)),
             frame: if addressed {
@@ -316,7 +468,7 @@ pub(crate) fn unbound(ctx: &Context<'_>, at: PortId, trace: &Trace, report: &mut
     }
     for (reason, i) in loops {
         let outcome = &trace.outcomes[i];
-        report.loops.push(Violation {
+        report.found(Kind::Loop, || Violation {
             src: Endpoint::Unbound { port: at },
             dst: None,
             frame: frame(&outcome.cube),

@@ -31,16 +31,19 @@ mod atoms;
 mod incremental;
 mod judge;
 mod parse;
+mod store;
 mod trace;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use openflow::{port, FlowStats, Version};
+use openflow::{FlowStats, Version};
 use serde::Serialize;
 use slice_core::{Host, MacAddress, Membership, PortId};
 
+use crate::judge::Source;
 use crate::parse::{FieldKey, Pred, Rule};
-use crate::trace::{Compiled, Net, SwitchView, Tables, Trace, Universe};
+use crate::store::Switch;
+use crate::trace::{Held, Net, SwitchView, Tables, Trace, Universe};
 
 /// What a frame was sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -131,12 +134,19 @@ pub struct Report {
     /// Traces this call ran (the others were still valid).
     pub traced: usize,
     /// Pairs that reach each other though no slice holds both, and unbound senders that
-    /// reach a host.
+    /// reach a host: the first [`VIOLATIONS_KEPT`] found.
     pub leaks: Vec<Violation>,
-    /// Pairs that share a slice and cannot reach each other.
+    /// Every leak found, kept or not.
+    pub leaks_total: usize,
+    /// Pairs that share a slice and cannot reach each other: the first
+    /// [`VIOLATIONS_KEPT`] found.
     pub black_holes: Vec<Violation>,
-    /// Frames that come back where they were.
+    /// Every black hole found, kept or not.
+    pub black_holes_total: usize,
+    /// Frames that come back where they were: the first [`VIOLATIONS_KEPT`] found.
     pub loops: Vec<Violation>,
+    /// Every loop found, kept or not.
+    pub loops_total: usize,
     /// Expected deliveries that a 1.0 switch hands to the controller (its per-pair flows
     /// are made on demand): the controller's decision, not a violation.
     pub via_controller: usize,
@@ -144,34 +154,53 @@ pub struct Report {
     pub incomplete: Vec<String>,
 }
 
+/// Violations of each kind a report lists: a table that lets everything through would
+/// otherwise make a report of every pair of hosts. The first ones found are kept, in the
+/// order sources are judged (bound hosts by port and address, then unbound senders by
+/// port), so two runs over the same tables keep the same ones; the totals count them all.
+pub const VIOLATIONS_KEPT: usize = 100;
+
+/// A kind of violation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    Leak,
+    BlackHole,
+    Loop,
+}
+
 impl Report {
     /// No leak, no black hole, no loop, nothing left unverified.
     pub fn is_clean(&self) -> bool {
-        self.leaks.is_empty()
+        self.leaks_total == 0
+            && self.black_holes_total == 0
+            && self.loops_total == 0
+            && self.leaks.is_empty()
             && self.black_holes.is_empty()
             && self.loops.is_empty()
             && self.incomplete.is_empty()
     }
+
+    /// Counts a violation, and keeps it while fewer than [`VIOLATIONS_KEPT`] of its kind
+    /// are (the others are never built).
+    pub(crate) fn found(&mut self, kind: Kind, violation: impl FnOnce() -> Violation) {
+        let (list, total) = match kind {
+            Kind::Leak => (&mut self.leaks, &mut self.leaks_total),
+            Kind::BlackHole => (&mut self.black_holes, &mut self.black_holes_total),
+            Kind::Loop => (&mut self.loops, &mut self.loops_total),
+        };
+        *total += 1;
+        if list.len() < VIOLATIONS_KEPT {
+            list.push(violation());
+        }
+    }
 }
 
-type RawKey = (u8, u16, u64, Vec<u8>, Vec<u8>);
-
+/// An entry that changed since the last verification.
 #[derive(Debug)]
-struct Switch {
-    version: Version,
-    rules: Vec<Rule>,
-    /// Each rule's identity, as the switch sent it: what tells a changed entry.
-    key_list: Vec<RawKey>,
-    keys: HashSet<RawKey>,
-    /// Ports its entries name (input ports and physical outputs).
-    named_ports: BTreeSet<u32>,
-    tables: Option<Tables>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Source {
-    Host(Host),
-    Unbound(PortId),
+enum Changed {
+    /// By its id in its switch.
+    Added(usize),
+    Removed(Box<Held>),
 }
 
 /// The verifier's state: the tables, links and hosts it was given, and the traces of
@@ -190,8 +219,11 @@ pub struct Verifier {
     universe: Option<Universe>,
     atoms_stale: bool,
     dirty: BTreeSet<u64>,
-    changed: Vec<(u64, Rule)>,
+    changed: Vec<(u64, Changed)>,
     traces: HashMap<Source, Trace>,
+    verdicts: judge::Verdicts,
+    /// Why the atoms of some field could not be built, while they stand.
+    atoms_incomplete: Vec<String>,
 }
 
 fn mac_value(mac: MacAddress) -> u128 {
@@ -206,23 +238,21 @@ impl Verifier {
         Verifier::default()
     }
 
-    fn count_preds(&mut self, rules: &[Rule], add: bool) {
-        for rule in rules {
-            for (key, pred, width) in &rule.fields {
-                let slot = self.pred_counts.entry((*key, *pred)).or_insert(0);
-                if add {
-                    *slot += 1;
-                    if *slot == 1 {
-                        self.atoms_stale = true;
-                    }
-                    let w = self.widths.entry(*key).or_insert(*width);
-                    *w = (*w).max(*width);
-                } else {
-                    *slot = slot.saturating_sub(1);
-                    if *slot == 0 {
-                        self.pred_counts.remove(&(*key, *pred));
-                        self.atoms_stale = true;
-                    }
+    fn count_preds(&mut self, rule: &Rule, add: bool) {
+        for (key, pred, width) in &rule.fields {
+            let slot = self.pred_counts.entry((*key, *pred)).or_insert(0);
+            if add {
+                *slot += 1;
+                if *slot == 1 {
+                    self.atoms_stale = true;
+                }
+                let w = self.widths.entry(*key).or_insert(*width);
+                *w = (*w).max(*width);
+            } else {
+                *slot = slot.saturating_sub(1);
+                if *slot == 0 {
+                    self.pred_counts.remove(&(*key, *pred));
+                    self.atoms_stale = true;
                 }
             }
         }
@@ -232,117 +262,54 @@ impl Verifier {
     /// 1.0 or 1.3). Entries it cannot parse are kept out and returned so the caller can
     /// report them; so are entries it reads but cannot model whole (a group action, output
     /// to NORMAL), which stay in: the frames they take are reported with what they meet.
+    /// Only the entries the switch did not hold already (the same bytes) are decoded.
     pub fn set_tables(
         &mut self,
         dpid: u64,
         version: Version,
         entries: Vec<FlowStats>,
     ) -> Vec<Unreadable> {
-        let mut unreadable = Vec::new();
-        let mut rules = Vec::new();
-        let mut keys = HashSet::new();
-        let mut key_list = Vec::new();
-        for entry in &entries {
-            let key: RawKey = (
-                entry.table_id,
-                entry.priority,
-                entry.cookie,
-                entry.raw_match.clone(),
-                entry.raw_actions.clone(),
-            );
-            if keys.contains(&key) {
-                continue;
-            }
-            let refuse = |reason: String| Unreadable {
-                dpid,
-                table_id: entry.table_id,
-                priority: entry.priority,
-                cookie: entry.cookie,
-                reason,
-            };
-            match parse::rule(version, entry) {
-                Ok(rule) => {
-                    let partial: Vec<String> = rule
-                        .apply
-                        .iter()
-                        .chain(&rule.write)
-                        .filter_map(|act| match act {
-                            parse::Act::Unsupported(what) => Some(what.clone()),
-                            parse::Act::Output(port::NORMAL | port::TABLE) => {
-                                Some("output to NORMAL or TABLE".into())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    if !partial.is_empty() {
-                        unreadable.push(refuse(format!(
-                            "not modelled: {}; frames it takes are reported as such",
-                            partial.join(", ")
-                        )));
-                    }
-                    keys.insert(key.clone());
-                    key_list.push(key);
-                    rules.push(rule);
-                }
-                Err(reason) => unreadable.push(refuse(reason)),
-            }
-        }
-        let named_ports = rules
-            .iter()
-            .flat_map(|r: &Rule| {
-                let outs = r.apply.iter().chain(&r.write).filter_map(|a| match a {
-                    parse::Act::Output(p) if *p <= port::MAX => Some(*p),
-                    _ => None,
-                });
-                r.in_port.into_iter().chain(outs).collect::<Vec<_>>()
-            })
-            .collect();
-        let old = self.switches.remove(&dpid);
-        if let Some(old) = &old {
-            if old.version != version {
+        let (mut switch, gone) = match self.switches.remove(&dpid) {
+            Some(old) if old.version == version => (old, None),
+            // New, or speaking another version: every trace that looked there runs again.
+            old => {
                 self.dirty.insert(dpid);
+                (Switch::new(version), old)
             }
-            for (rule, key) in old.rules.iter().zip(&old.key_list) {
-                if !keys.contains(key) {
-                    self.changed.push((dpid, rule.clone()));
-                }
-            }
-        } else {
-            self.dirty.insert(dpid);
-        }
-        let (old_keys, old_rules) = match old {
-            Some(old) => (old.keys, Some(old.rules)),
-            None => (HashSet::new(), None),
         };
-        for (rule, key) in rules.iter().zip(&key_list) {
-            if !old_keys.contains(key) {
-                self.changed.push((dpid, rule.clone()));
-            }
-        }
+        let diff = switch.replace(dpid, entries);
         // Counted in before the old are counted out, so that a predicate both hold never
         // drops to zero on the way and the atoms are not rebuilt for nothing.
-        self.count_preds(&rules, true);
-        if let Some(old) = &old_rules {
-            self.count_preds(old, false);
+        for &id in &diff.added {
+            if let Some(rule) = switch.rule(id) {
+                self.count_preds(rule, true);
+            }
         }
-        self.switches.insert(
-            dpid,
-            Switch {
-                version,
-                rules,
-                key_list,
-                keys,
-                named_ports,
-                tables: None,
-            },
+        for held in &diff.removed {
+            self.count_preds(&held.rule, false);
+        }
+        if let Some(gone) = gone {
+            for rule in gone.rules() {
+                self.count_preds(rule, false);
+            }
+        }
+        self.changed
+            .extend(diff.added.iter().map(|&id| (dpid, Changed::Added(id))));
+        self.changed.extend(
+            diff.removed
+                .into_iter()
+                .map(|held| (dpid, Changed::Removed(Box::new(held)))),
         );
-        unreadable
+        self.switches.insert(dpid, switch);
+        diff.unreadable
     }
 
     /// Forgets a switch (it disconnected): frames sent to it go nowhere known.
     pub fn remove_switch(&mut self, dpid: u64) {
         if let Some(old) = self.switches.remove(&dpid) {
-            self.count_preds(&old.rules, false);
+            for rule in old.rules() {
+                self.count_preds(rule, false);
+            }
             self.dirty.insert(dpid);
         }
     }
@@ -409,7 +376,8 @@ impl Verifier {
         forced
     }
 
-    fn rebuild_universe(&mut self, report: &mut Report) {
+    fn rebuild_universe(&mut self) {
+        self.atoms_incomplete.clear();
         let mut preds: BTreeMap<FieldKey, BTreeSet<Pred>> = BTreeMap::new();
         for key in [
             FieldKey::EthDst,
@@ -430,7 +398,7 @@ impl Verifier {
                 .unwrap_or(128);
             let list: Vec<Pred> = set.into_iter().collect();
             let atoms = atoms::FieldAtoms::build(width, &list).unwrap_or_else(|why| {
-                report.incomplete.push(why);
+                self.atoms_incomplete.push(why);
                 // Without its atoms the field cannot be told apart: every entry on it
                 // then never matches, which the report says is not a proof.
                 atoms::FieldAtoms::build(width, &[]).unwrap_or_default()
@@ -441,7 +409,7 @@ impl Verifier {
         }
         self.universe = Some(universe);
         for switch in self.switches.values_mut() {
-            switch.tables = None;
+            switch.forget_compiled();
         }
         self.traces.clear();
         self.atoms_stale = false;
@@ -456,19 +424,39 @@ impl Verifier {
             self.atoms_stale = true;
         }
         if self.universe.is_none() || self.atoms_stale {
-            self.rebuild_universe(&mut report);
+            self.rebuild_universe();
         }
+        // Told by every verification while the atoms stand, not only by the one that
+        // built them: an incremental report is the one a full run would give.
+        report
+            .incomplete
+            .extend(self.atoms_incomplete.iter().cloned());
         let Some(universe) = self.universe.take() else {
             return report;
         };
         for switch in self.switches.values_mut() {
-            if switch.tables.is_none() {
-                let compiled: Vec<Compiled> =
-                    switch.rules.iter().map(|r| universe.compile(r)).collect();
-                switch.tables = Some(Tables::build(
-                    &switch.rules,
-                    compiled,
-                    switch.version == Version::Of10,
+            let Switch {
+                slots,
+                order,
+                tables,
+                version,
+                ..
+            } = switch;
+            let mut fresh = false;
+            for &id in order.iter() {
+                if let Some(Some(held)) = slots.get_mut(id) {
+                    if held.compiled.is_none() {
+                        held.compiled = Some(universe.compile(&held.rule));
+                        fresh = true;
+                    }
+                }
+            }
+            if fresh || tables.is_none() {
+                *tables = Some(Tables::build(
+                    slots,
+                    order,
+                    *version == Version::Of10,
+                    &universe,
                 ));
             }
         }
@@ -537,16 +525,22 @@ impl Verifier {
         }
 
         let mut changes = incremental::Changes::new(std::mem::take(&mut self.dirty));
-        for (dpid, rule) in std::mem::take(&mut self.changed) {
-            let v10 = self
-                .switches
-                .get(&dpid)
-                .is_some_and(|s| s.version == Version::Of10);
-            changes.add(
-                dpid,
-                if v10 { 0 } else { rule.table },
-                universe.compile(&rule),
-            );
+        for (dpid, change) in std::mem::take(&mut self.changed) {
+            let switch = self.switches.get(&dpid);
+            let v10 = switch.is_some_and(|s| s.version == Version::Of10);
+            // An entry added and gone again between two verifications met no trace.
+            let (table, compiled) = match &change {
+                Changed::Added(id) => {
+                    let Some(held) = switch.and_then(|s| s.slots.get(*id)?.as_ref()) else {
+                        continue;
+                    };
+                    (held.rule.table, held.compiled.as_ref())
+                }
+                Changed::Removed(held) => (held.rule.table, held.compiled.as_ref()),
+            };
+            if let Some(compiled) = compiled {
+                changes.add(dpid, if v10 { 0 } else { table }, compiled.clone());
+            }
         }
         self.traces.retain(|source, _| sources.contains_key(source));
         let stale: Vec<Source> = sources
@@ -568,7 +562,7 @@ impl Verifier {
                             *dpid,
                             SwitchView {
                                 version: s.version,
-                                rules: &s.rules,
+                                entries: &s.slots,
                                 tables: s.tables.as_ref()?,
                             },
                         ))
@@ -588,26 +582,26 @@ impl Verifier {
         report.traced = stale.len();
 
         let switches = &self.switches;
-        let rules = move |dpid: u64, index: usize| switches.get(&dpid)?.rules.get(index);
+        let rules = move |dpid: u64, id: usize| switches.get(&dpid)?.rule(id);
         let ctx = judge::Context {
             membership: &self.membership,
             hosts: &hosts,
             hosts_at: &hosts_at,
             rules: &rules,
             probe: judge::Probe::of(&universe, &hosts),
+            peers: judge::Peers::of(&self.membership, &hosts),
         };
-        for (source, trace) in sources
-            .keys()
-            .filter_map(|s| Some((s, self.traces.get(s)?)))
-        {
-            match source {
-                Source::Host(h) => judge::bound(&ctx, h, trace, &mut report),
-                Source::Unbound(at) => judge::unbound(&ctx, *at, trace, &mut report),
-            }
-        }
+        let traces = &self.traces;
+        let rerun: HashSet<Source> = stale.iter().copied().collect();
+        self.verdicts.judge(
+            &ctx,
+            sources.keys().filter_map(|s| Some((*s, traces.get(s)?))),
+            &rerun,
+            &mut report,
+        );
         report.hosts = hosts.len();
         report.switches = self.switches.len();
-        report.entries = self.switches.values().map(|s| s.rules.len()).sum();
+        report.entries = self.switches.values().map(Switch::len).sum();
         self.universe = Some(universe);
         report
     }

@@ -6,7 +6,7 @@
 //! entries and one trace is exact for all of them.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use openflow::{port, Version};
 use slice_core::PortId;
@@ -113,85 +113,257 @@ impl Compiled {
     }
 }
 
-/// Per table: candidates keyed by (in_port or any, metadata mask, masked value), each
-/// list in lookup order.
-type Groups = BTreeMap<u8, HashMap<(Option<u32>, u64, u64), Vec<usize>>>;
+/// An entry as the verifier holds it: decoded, and compiled over the current atoms.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub rule: Rule,
+    /// Why it is modelled only in part, told again each time its switch's tables are given.
+    pub partial: Option<crate::Unreadable>,
+    /// Its match over the current atoms: none until compiled, and after the atoms change.
+    pub compiled: Option<Compiled>,
+}
+
+/// Groups this small are scanned whole: an index would not pay for itself.
+const INDEX_FROM: usize = 8;
+/// A piece with more atoms than this on a group's indexed field scans the group whole.
+const NARROW_UP_TO: usize = 8;
+/// Postings an index may hold per entry of its group (beyond one per atom) before the
+/// group is scanned instead: entries that each take many atoms gain nothing from it.
+const POSTINGS_PER_ENTRY: usize = 4;
+
+/// The candidates of one lookup key: the entries in lookup order, and an index by the
+/// header field most of them match on, so that a piece with few atoms on it meets only
+/// the entries that can take it (the others would leave it whole: skipping them changes
+/// nothing).
+#[derive(Debug, Default)]
+struct Group {
+    ids: Vec<usize>,
+    index: Option<Index>,
+}
+
+#[derive(Debug)]
+struct Index {
+    field: usize,
+    /// Per atom of the field, the positions (in `ids`) of the entries whose match on the
+    /// field holds for it: atom `a`'s are `postings[starts[a]..starts[a + 1]]`.
+    starts: Vec<u32>,
+    postings: Vec<u32>,
+    /// Positions of the entries that do not match on the field.
+    any: Vec<u32>,
+}
+
+impl Group {
+    fn index(&mut self, entries: &[Option<Held>], universe: &Universe) {
+        self.index = None;
+        if self.ids.len() < INDEX_FROM {
+            return;
+        }
+        let compiled = |id: usize| entries.get(id)?.as_ref()?.compiled.as_ref();
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for c in self.ids.iter().filter_map(|&id| compiled(id)) {
+            for (f, _) in &c.fields {
+                *counts.entry(*f).or_insert(0) += 1;
+            }
+        }
+        let Some((field, used)) = counts
+            .into_iter()
+            .max_by_key(|(f, n)| (*n, std::cmp::Reverse(*f)))
+        else {
+            return;
+        };
+        let Some(atoms) = universe.atoms.get(field).map(FieldAtoms::len) else {
+            return;
+        };
+        if used * 2 < self.ids.len() {
+            return;
+        }
+        let on_field = |id: usize| {
+            let c = compiled(id)?;
+            c.fields.iter().find(|(f, _)| *f == field).map(|(_, b)| b)
+        };
+        // Counted first, then laid out in one array.
+        let mut starts = vec![0u32; atoms + 1];
+        let mut any = Vec::new();
+        let mut total = 0usize;
+        for (pos, &id) in self.ids.iter().enumerate() {
+            let Ok(pos) = u32::try_from(pos) else {
+                return;
+            };
+            match on_field(id) {
+                Some(bits) => {
+                    for atom in bits.iter().filter(|a| *a < atoms) {
+                        starts[atom + 1] += 1;
+                        total += 1;
+                    }
+                }
+                None => any.push(pos),
+            }
+        }
+        if total > POSTINGS_PER_ENTRY * self.ids.len() + atoms || u32::try_from(total).is_err() {
+            return;
+        }
+        for a in 0..atoms {
+            starts[a + 1] += starts[a];
+        }
+        let mut next = starts.clone();
+        let mut postings = vec![0u32; total];
+        for (pos, &id) in self.ids.iter().enumerate() {
+            let Some(bits) = on_field(id) else {
+                continue;
+            };
+            for atom in bits.iter().filter(|a| *a < atoms) {
+                if let (Some(at), Ok(pos)) = (next.get_mut(atom), u32::try_from(pos)) {
+                    if let Some(slot) = postings.get_mut(*at as usize) {
+                        *slot = pos;
+                    }
+                    *at += 1;
+                }
+            }
+        }
+        self.index = Some(Index {
+            field,
+            starts,
+            postings,
+            any,
+        });
+    }
+
+    /// The entries that can take some of `cube`, in lookup order; none when the index
+    /// cannot tell (the whole group then).
+    fn narrow(&self, cube: &Cube) -> Option<Vec<usize>> {
+        let index = self.index.as_ref()?;
+        let bits = cube.get(index.field)?;
+        if bits.count() > NARROW_UP_TO {
+            return None;
+        }
+        let mut at = index.any.clone();
+        for atom in bits.iter() {
+            let (Some(&from), Some(&to)) = (index.starts.get(atom), index.starts.get(atom + 1))
+            else {
+                continue;
+            };
+            if let Some(list) = index.postings.get(from as usize..to as usize) {
+                at.extend_from_slice(list);
+            }
+        }
+        at.sort_unstable();
+        at.dedup();
+        Some(
+            at.into_iter()
+                .filter_map(|pos| self.ids.get(pos as usize).copied())
+                .collect(),
+        )
+    }
+}
+
+/// Per table: candidates keyed by (in_port or any, metadata mask, masked value).
+type Groups = BTreeMap<u8, HashMap<(Option<u32>, u64, u64), Group>>;
 
 /// One switch's tables, ready to look up.
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
-    pub compiled: Vec<Compiled>,
     groups: Groups,
     masks: BTreeMap<u8, Vec<u64>>,
-    /// Lookup order of each entry: higher priority first.
+    /// Lookup order of each entry (by id): higher priority first, then the order the
+    /// switch reported them in.
     rank: Vec<usize>,
 }
 
 impl Tables {
-    /// `v10`: one lookup over every table (1.0 has no pipeline), lower tables first.
-    pub(crate) fn build(rules: &[Rule], compiled: Vec<Compiled>, v10: bool) -> Tables {
-        let mut order: Vec<usize> = (0..rules.len()).collect();
-        order.sort_by_key(|&i| {
-            let r = &rules[i];
-            (r.table, std::cmp::Reverse(r.priority), i)
-        });
-        let mut rank = vec![0; rules.len()];
-        for (at, &i) in order.iter().enumerate() {
-            rank[i] = at;
-        }
+    /// `entries` by id, `order` the ids as the switch reported them. `v10`: one lookup
+    /// over every table (1.0 has no pipeline), lower tables first. Entries not compiled
+    /// yet, or that never match, are left out.
+    pub(crate) fn build(
+        entries: &[Option<Held>],
+        order: &[usize],
+        v10: bool,
+        universe: &Universe,
+    ) -> Tables {
+        let held = |id: usize| entries.get(id).and_then(Option::as_ref);
+        let mut sorted: Vec<(u8, std::cmp::Reverse<u16>, usize, usize)> = order
+            .iter()
+            .enumerate()
+            .filter_map(|(at, &id)| {
+                let rule = &held(id)?.rule;
+                Some((rule.table, std::cmp::Reverse(rule.priority), at, id))
+            })
+            .collect();
+        sorted.sort_unstable();
+        let mut rank = vec![usize::MAX; entries.len()];
         let mut groups: Groups = BTreeMap::new();
         let mut masks: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
-        for &i in &order {
-            let table = if v10 { 0 } else { rules[i].table };
-            let c = &compiled[i];
+        for (at, &(table, _, _, id)) in sorted.iter().enumerate() {
+            if let Some(slot) = rank.get_mut(id) {
+                *slot = at;
+            }
+            let Some(c) = held(id).and_then(|h| h.compiled.as_ref()) else {
+                continue;
+            };
+            if c.never {
+                continue;
+            }
+            let table = if v10 { 0 } else { table };
             let key = (c.in_port, c.metadata.1, c.metadata.0);
             groups
                 .entry(table)
                 .or_default()
                 .entry(key)
                 .or_default()
-                .push(i);
+                .ids
+                .push(id);
             let list = masks.entry(table).or_default();
             if !list.contains(&c.metadata.1) {
                 list.push(c.metadata.1);
             }
         }
+        for group in groups.values_mut().flat_map(HashMap::values_mut) {
+            group.index(entries, universe);
+        }
         Tables {
-            compiled,
             groups,
             masks,
             rank,
         }
     }
 
-    fn candidates(&self, table: u8, in_port: u32, metadata: u64) -> Cow<'_, [usize]> {
+    /// The entries a lookup must try for `cube`, in lookup order: those of every group
+    /// whose key the lookup meets, narrowed by each group's index.
+    fn candidates(&self, table: u8, in_port: u32, metadata: u64, cube: &Cube) -> Cow<'_, [usize]> {
         let (Some(groups), Some(masks)) = (self.groups.get(&table), self.masks.get(&table)) else {
             return Cow::Borrowed(&[]);
         };
-        let mut lists = Vec::new();
+        let mut lists: Vec<Cow<'_, [usize]>> = Vec::new();
         for &mask in masks {
             for p in [Some(in_port), None] {
-                if let Some(list) = groups.get(&(p, mask, metadata & mask)) {
-                    lists.push(list);
+                if let Some(group) = groups.get(&(p, mask, metadata & mask)) {
+                    lists.push(match group.narrow(cube) {
+                        Some(list) => Cow::Owned(list),
+                        None => Cow::Borrowed(group.ids.as_slice()),
+                    });
                 }
             }
         }
-        match lists.as_slice() {
-            [one] => Cow::Borrowed(one.as_slice()),
-            _ => {
-                let mut all: Vec<usize> = lists.into_iter().flatten().copied().collect();
-                all.sort_by_key(|&i| self.rank.get(i).copied().unwrap_or(usize::MAX));
-                Cow::Owned(all)
-            }
+        if lists.len() == 1 {
+            return lists.pop().unwrap_or(Cow::Borrowed(&[]));
         }
+        let mut all: Vec<usize> = lists.iter().flat_map(|l| l.iter()).copied().collect();
+        all.sort_by_key(|&i| self.rank.get(i).copied().unwrap_or(usize::MAX));
+        Cow::Owned(all)
     }
 }
 
 /// One switch as the tracer sees it.
 pub(crate) struct SwitchView<'a> {
     pub version: Version,
-    pub rules: &'a [Rule],
+    /// Its entries by id.
+    pub entries: &'a [Option<Held>],
     pub tables: &'a Tables,
+}
+
+impl SwitchView<'_> {
+    fn held(&self, id: usize) -> Option<&Held> {
+        self.entries.get(id)?.as_ref()
+    }
 }
 
 /// The network as the tracer sees it.
@@ -202,7 +374,7 @@ pub(crate) struct Net<'a> {
     pub universe: &'a Universe,
 }
 
-/// An entry on a path: the switch and the entry's index in what it reported.
+/// An entry on a path: the switch and the entry's id there.
 pub(crate) type EntryId = (u64, usize);
 
 /// Where a piece of a trace ended.
@@ -249,8 +421,8 @@ pub(crate) struct Outcome {
 pub(crate) struct Trace {
     pub initial: Cube,
     pub outcomes: Vec<Outcome>,
-    /// Per switch: the lookups made, (table, in_port, metadata).
-    pub lookups: HashMap<u64, HashSet<(u8, u32, u64)>>,
+    /// The lookups made, (switch, table, in_port, metadata): sorted, each once.
+    pub lookups: Vec<(u64, u8, u32, u64)>,
     /// Some entry on the way rewrote a header field: the initial cube no longer bounds
     /// what later tables saw.
     pub rewrote: bool,
@@ -277,6 +449,10 @@ pub(crate) fn run(net: &Net<'_>, at: PortId, cube: Cube) -> Trace {
         cut: false,
     };
     tracer.arrive(at.dpid, at.port_no, cube);
+    // Gathered as made (a hash per lookup would cost more than the lookup), then sorted
+    // once for the incremental check to walk switch by switch.
+    tracer.trace.lookups.sort_unstable();
+    tracer.trace.lookups.dedup();
     tracer.trace
 }
 
@@ -308,11 +484,7 @@ impl Tracer<'_, '_> {
         if self.cut {
             return;
         }
-        self.trace
-            .lookups
-            .entry(dpid)
-            .or_default()
-            .insert((0, in_port, 0));
+        self.trace.lookups.push((dpid, 0, in_port, 0));
         if self
             .seen
             .iter()
@@ -346,23 +518,20 @@ impl Tracer<'_, '_> {
         cube: Cube,
         set: &[Act],
     ) {
-        self.trace
-            .lookups
-            .entry(dpid)
-            .or_default()
-            .insert((table, in_port, metadata));
+        self.trace.lookups.push((dpid, table, in_port, metadata));
+        let candidates = switch.tables.candidates(table, in_port, metadata, &cube);
         let mut remaining = vec![cube];
-        for &i in switch.tables.candidates(table, in_port, metadata).iter() {
+        for &i in candidates.iter() {
             if remaining.is_empty() || self.cut {
                 return;
             }
-            let Some(entry) = switch.tables.compiled.get(i) else {
+            let Some(entry) = switch.held(i).and_then(|h| h.compiled.as_ref()) else {
                 continue;
             };
-            if !entry.takes(in_port, metadata) {
+            if !entry.takes(in_port, metadata) || !remaining.iter().any(|p| entry.meets(p)) {
                 continue;
             }
-            let mut next = Vec::new();
+            let mut next = Vec::with_capacity(remaining.len() + 1);
             for piece in remaining {
                 // Most candidates miss a piece on some field: keep it whole, uncopied.
                 if !entry.meets(&piece) {
@@ -403,7 +572,7 @@ impl Tracer<'_, '_> {
         mut cube: Cube,
         set: &[Act],
     ) {
-        let Some(rule) = switch.rules.get(index) else {
+        let Some(rule) = switch.held(index).map(|h| &h.rule) else {
             return;
         };
         self.path.push((dpid, index));
