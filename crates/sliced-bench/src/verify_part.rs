@@ -220,9 +220,9 @@ fn clean(report: &Report, what: &str) -> anyhow::Result<()> {
         report.is_clean(),
         "{what}: the pipeline's own entries do not verify: {} leaks, {} black holes, {} loops, \
          {:?}",
-        report.leaks.len(),
-        report.black_holes.len(),
-        report.loops.len(),
+        report.leaks_total,
+        report.black_holes_total,
+        report.loops_total,
         report.incomplete
     );
     Ok(())
@@ -369,8 +369,9 @@ fn section(doc: &mut String, outcome: &Outcome<Verification>, stamp: &Stamp) {
          every table; *decode + full* adds `set_tables` of every switch. *One binding* is \
          the first host joining a second slice (then leaving it, alternately): the tables \
          of the switches whose entries changed decoded again and the hosts given again \
-         (*decode + one binding*), then `verify` (*one binding*), which traces again only \
-         what the change can touch. Every run must prove \
+         (*decode + one binding*), then `verify` (*one binding*), which compiles only the \
+         entries that changed and traces and judges again only what the change can touch. \
+         Every run must prove \
          isolation (no leak, black hole or loop) or the part fails. Median of {RUNS} runs.\n"
     );
     let _ = writeln!(
