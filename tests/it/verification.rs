@@ -323,3 +323,78 @@ fn the_answer_before_any_verification_when_off_and_who_may_read_it() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no sliced answers on"));
 }
+
+#[test]
+fn a_table_that_leaks_everything_is_reported_in_bounded_lists_with_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(
+        dir.path(),
+        &["--lldp-interval-ms", "100", "--verification-interval", "1"],
+    );
+    // Eight hosts on one switch, each alone in a slice of its own.
+    for i in 1..=8u8 {
+        daemon.add_host(
+            &format!("s{i}"),
+            &format!("0x1:{i}"),
+            &format!("00:00:00:00:00:{i:02x}"),
+        );
+    }
+    let mut network = Network::new();
+    network.keeping_tables();
+    let switch = network.connect(daemon.openflow, 1, Version::Of13, 8);
+    until_verified(&daemon, "the eight hosts are proven apart", |answer| {
+        proven(answer) && answer["latest"]["report"]["pairs_checked"] == 56
+    });
+    // Someone with switch access floods everything, and the switch keeps it: every
+    // ordered pair leaks twice (frames addressed to the receiver, and the others) and
+    // every port's unbound senders reach the seven other hosts.
+    let mut flood = foreign_leak(0, openflow::port::FLOOD);
+    flood.r#match.in_port = None;
+    switch.tamper_add(flood, true);
+    let expected = 8 * 7 * 2 + 8 * 7;
+    let answer = until_verified(&daemon, "every leak counted", |answer| {
+        answer["latest"]["report"]["leaks_total"] == expected
+    });
+    let report = &answer["latest"]["report"];
+    assert_eq!(
+        report["leaks"].as_array().map(Vec::len),
+        Some(100),
+        "{report:#}"
+    );
+    assert_eq!(
+        (
+            report["black_holes_total"].clone(),
+            report["loops_total"].clone()
+        ),
+        (json!(0), json!(0))
+    );
+    assert!(
+        eventually(WAIT, || metric(
+            &daemon,
+            "sliced_verification_violations{kind=\"leak\"}"
+        ) == Some(f64::from(expected))),
+        "the leak gauge counts them all"
+    );
+    let out = slice(dir.path(), &["verify"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("leak: ")).count(),
+        100
+    );
+    assert!(
+        stdout.contains("68 more leaks not shown: 168 found, the daemon lists the first 100"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("isolation not proven: 168 violations in 56 pairs checked"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("isolation not proven: 168 leaks, 0 black holes, 0 loops"),
+        "{stderr}"
+    );
+}

@@ -1,7 +1,8 @@
 //! `slice verify`: what the running daemon last proved from its switches' own flow
 //! tables (`GET /verification`, docs/api.md "Verification"). Prints that isolation is
-//! proven, with the pairs of hosts checked, or each violation with the entries that
-//! cause it; fails on any violation, and when there is no verification to show.
+//! proven, with the pairs of hosts checked, or each violation listed with the entries
+//! that cause it and how many more were found than the daemon lists; fails on any
+//! violation, and when there is no verification to show.
 
 use std::io::Write;
 
@@ -38,19 +39,14 @@ pub(crate) fn show(
         }));
     }
     let kinds = [
-        ("leak", &report["leaks"]),
-        ("black hole", &report["black_holes"]),
-        ("loop", &report["loops"]),
+        Kind::of(report, "leak", "leaks"),
+        Kind::of(report, "black hole", "black_holes"),
+        Kind::of(report, "loop", "loops"),
     ];
-    let count = |list: &Value| list.as_array().map_or(0, Vec::len);
     if !as_json {
         output(text(&answer, report, &kinds, out))?;
     }
-    let (leaks, black_holes, loops) = (
-        count(&report["leaks"]),
-        count(&report["black_holes"]),
-        count(&report["loops"]),
-    );
+    let [leaks, black_holes, loops] = kinds.map(|kind| kind.total);
     if leaks + black_holes + loops > 0 {
         return Err(CliError::NotProven {
             leaks,
@@ -61,10 +57,38 @@ pub(crate) fn show(
     Ok(())
 }
 
+/// One kind of violation: those the report lists, and how many were found in all (the
+/// daemon lists the first ones only; without a total, an older daemon's, the list is
+/// all).
+struct Kind<'a> {
+    name: &'static str,
+    listed: &'a [Value],
+    total: usize,
+}
+
+impl<'a> Kind<'a> {
+    fn of(report: &'a Value, name: &'static str, field: &str) -> Kind<'a> {
+        let listed = report[field]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let total = report[format!("{field}_total")]
+            .as_u64()
+            .and_then(|total| usize::try_from(total).ok())
+            .unwrap_or(0)
+            .max(listed.len());
+        Kind {
+            name,
+            listed,
+            total,
+        }
+    }
+}
+
 fn text(
     answer: &Value,
     report: &Value,
-    kinds: &[(&str, &Value)],
+    kinds: &[Kind<'_>],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let numbers = format!(
@@ -74,15 +98,18 @@ fn text(
         plain(&report["switches"]),
         plain(&report["entries"]),
     );
-    let mut violations = 0;
-    for (kind, list) in kinds {
-        for violation in list.as_array().map(Vec::as_slice).unwrap_or_default() {
-            violations += 1;
+    for kind in kinds {
+        for violation in kind.listed {
             let ends = match violation.get("dst").filter(|dst| !dst.is_null()) {
                 Some(dst) => format!("{} -> {}", endpoint(&violation["src"]), endpoint(dst)),
                 None => endpoint(&violation["src"]),
             };
-            writeln!(out, "{kind}: {ends}: {}", plain(&violation["reason"]))?;
+            writeln!(
+                out,
+                "{}: {ends}: {}",
+                kind.name,
+                plain(&violation["reason"])
+            )?;
             if let Some(frame) = violation.get("frame").filter(|frame| !frame.is_null()) {
                 writeln!(out, "  frame: {}", plain(frame))?;
             }
@@ -94,7 +121,18 @@ fn text(
                 writeln!(out, "  {}", entry_text(entry))?;
             }
         }
+        let hidden = kind.total - kind.listed.len();
+        if hidden > 0 {
+            writeln!(
+                out,
+                "{hidden} more {}s not shown: {} found, the daemon lists the first {}",
+                kind.name,
+                kind.total,
+                kind.listed.len()
+            )?;
+        }
     }
+    let violations: usize = kinds.iter().map(|kind| kind.total).sum();
     if violations == 0 {
         writeln!(out, "isolation proven: {numbers}")?;
     } else {

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use serde_json::Value;
 
 use super::sliced::Controller;
@@ -211,11 +211,22 @@ impl Relation {
         let mut flipped = BTreeSet::new();
         let mut counts = [0; 2];
         for (kind, count) in ["leaks", "black_holes"].iter().zip(counts.iter_mut()) {
-            for violation in report
+            let listed = report
                 .get(*kind)
                 .and_then(Value::as_array)
-                .with_context(|| format!("the report has no {kind}"))?
-            {
+                .with_context(|| format!("the report has no {kind}"))?;
+            // The daemon lists the first violations of each kind only: the pairs past
+            // them cannot be compared one by one.
+            let total = report
+                .get(format!("{kind}_total"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            ensure!(
+                total <= listed.len() as u64,
+                "the report lists {} of its {total} {kind}: too many to compare pair by pair",
+                listed.len()
+            );
+            for violation in listed {
                 if violation.get("frame").and_then(Value::as_str) != Some("unicast") {
                     continue;
                 }
@@ -380,5 +391,18 @@ mod tests {
             Some(true),
             "a leak is a verdict"
         );
+    }
+
+    #[test]
+    fn a_report_that_lists_only_some_of_its_violations_is_not_compared() {
+        let export = json!({"slices": []});
+        let h1 = json!({"kind": "host", "mac": "00:00:00:00:00:01", "port": "0x1:1"});
+        let h2 = json!({"kind": "host", "mac": "00:00:00:00:00:02", "port": "0x2:1"});
+        let leak = json!({"src": h1, "dst": h2, "frame": "unicast"});
+        let listed = json!({"leaks": [leak], "leaks_total": 1, "black_holes": []});
+        assert!(Relation::new(&export, &listed).is_ok());
+        let capped = json!({"leaks": [leak], "leaks_total": 2, "black_holes": []});
+        let err = Relation::new(&export, &capped).err().expect("refused");
+        assert!(err.to_string().contains("lists 1 of its 2 leaks"), "{err}");
     }
 }
