@@ -201,11 +201,6 @@ impl LinkGuard {
         self.sent.insert(port, (nonce, now));
     }
 
-    /// When the newest probe out of `port` left.
-    pub(super) fn last_probe_sent(&self, port: PortId) -> Option<Instant> {
-        self.sent.get(&port).map(|(_, at)| *at)
-    }
-
     /// How long the probe with `nonce` from `from` took to come back, if it is the newest
     /// sent there.
     pub(super) fn probe_delay(&self, from: PortId, nonce: u64, now: Instant) -> Option<Duration> {

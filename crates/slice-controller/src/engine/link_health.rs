@@ -121,11 +121,6 @@ impl LinkHealth {
         estimate.clamp(self.limits.floor, self.limits.ceiling)
     }
 
-    /// The smoothed round trip of the probes out of `from`, once one came back.
-    pub(super) fn srtt(&self, from: PortId) -> Option<Duration> {
-        Some(self.ports.get(&from)?.rtt?.srtt)
-    }
-
     /// How long the link out of `from` may go unconfirmed at `now` before it is taken
     /// for gone. Its age limit, when probes sent within that limit have meanwhile come
     /// back both from its switch (out of other ports) and to the switch at its far end

@@ -17,9 +17,7 @@ impl Engine {
             })
             .collect();
         for port in ports {
-            if self.probe_due(port, now) {
-                self.probe(port, now);
-            }
+            self.probe(port, now);
         }
         // A switch working through the controller's own writes answers its probes late
         // and all at once afterwards: its links do not go for silence meanwhile, or
@@ -61,20 +59,6 @@ impl Engine {
         self.retry_full_tables(now);
         self.end_settling(now);
         self.pace_pipeline(now);
-    }
-
-    /// Whether a probe goes out of `port` this round: every round, unless its probes
-    /// take longer than two intervals to come back; then every half round trip. Probes
-    /// are most of what a large network asks of its switches (a PACKET_OUT out of every
-    /// port every interval, a PACKET_IN at the far end): a switch that answers late is
-    /// probed as fast as it answers, not faster, and a link is still confirmed twice
-    /// within its age limit, which is at least the round trip.
-    fn probe_due(&self, port: PortId, now: Instant) -> bool {
-        let (Some(srtt), Some(sent)) = (self.health.srtt(port), self.guard.last_probe_sent(port))
-        else {
-            return true;
-        };
-        now.saturating_duration_since(sent) >= srtt / 2
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an

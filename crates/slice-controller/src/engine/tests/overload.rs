@@ -44,8 +44,6 @@ struct Run {
     expired: usize,
     /// Whether the `WITNESS` cable answers every round.
     witness: bool,
-    /// Probes the engine sent out of the cable's first end.
-    probes_sent: usize,
 }
 
 impl Run {
@@ -59,7 +57,6 @@ impl Run {
             last_answer: now,
             expired: 0,
             witness: false,
-            probes_sent: 0,
         }
     }
 
@@ -105,12 +102,7 @@ impl Run {
                     matches!(notice, Notice::LinkDown { src, dst } if CABLE.contains(&(*src, *dst)))
                 })
                 .count();
-            self.probes_sent += (self.engine.take_commands().iter())
-                .filter(|(dpid, command)| {
-                    matches!(command, Command::Discovery { port_no, .. }
-                        if PortId::new(*dpid, *port_no) == CABLE[0].0)
-                })
-                .count();
+            self.engine.take_commands();
         }
     }
 
@@ -155,30 +147,6 @@ fn probes_that_come_back_late_but_steadily_expire_no_link() {
         .sum();
     assert!(stale > 0, "the late probes were stale");
     assert_eq!(run.expired, 0, "and confirmed the cable all the same");
-}
-
-/// A switch that answers late is probed as fast as it answers: every round while its
-/// probes come back within two intervals, every half round trip past that, and the
-/// link, confirmed twice within its age limit, stays.
-#[test]
-fn a_late_link_is_probed_as_fast_as_it_answers() {
-    for (late, expected) in [
-        (Duration::from_millis(10), 20..=20),
-        (Duration::from_secs(6), 5..=8),
-    ] {
-        let mut run = Run::new(config());
-        run.witness = true;
-        run.rounds(20, |_| Some(late));
-        run.probes_sent = 0;
-        run.rounds(20, |_| Some(late));
-        assert!(
-            expected.contains(&run.probes_sent),
-            "{late:?}: {} probes in 20 rounds",
-            run.probes_sent
-        );
-        assert_eq!(run.links(), 2, "{late:?}");
-        assert_eq!(run.expired, 0, "{late:?}");
-    }
 }
 
 #[test]
