@@ -123,6 +123,11 @@ impl Proactive {
         self.changed();
     }
 
+    /// Whether the table of `dpid` was read back and judged since it connected.
+    pub(super) fn has_judged(&self, dpid: u64) -> bool {
+        self.held.contains_key(&dpid)
+    }
+
     /// Whether `dpid` has a pipeline write it has not answered yet: a switch busy with
     /// the controller's own writes, whose silence meanwhile is no evidence of anything.
     /// At most [`BUSY_LIMIT`].

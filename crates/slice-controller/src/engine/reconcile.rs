@@ -86,6 +86,18 @@ impl Engine {
         self.adopted.retain(|_, flows| !flows.is_empty());
         self.read_back.insert(dpid);
         let asked = self.read_asked.remove(&dpid);
+        if !read.complete && read.entries.len() <= MAX_FLOWS_READ && self.proactive.has_judged(dpid)
+        {
+            // A switch whose pipeline was judged whole since it connected, read again (to
+            // verify it) and not answering in time: a loaded one. Its table stays as last
+            // judged until the next read; flushing it would black-hole every host and
+            // rewrite thousands of entries into a switch already late.
+            log::warn!(
+                "switch {dpid:#x}: its flow table could not be read whole; kept as last \
+                 judged, and read again at the next verification"
+            );
+            return;
+        }
         // The session never hands over more; the engine's own bound does not rely on it.
         if !read.complete || read.entries.len() > MAX_FLOWS_READ {
             log::warn!(

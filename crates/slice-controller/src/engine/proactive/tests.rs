@@ -840,3 +840,31 @@ fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_
         "answered: silence is evidence again"
     );
 }
+
+/// A read-back that does not come whole (the switch did not list its flows in time) of
+/// a switch whose pipeline was judged since it connected leaves its table as it was:
+/// flushing it would black-hole every host and rewrite a loaded switch whole. Before its
+/// first judgement the table is unknown, and flushed.
+#[test]
+fn an_incomplete_read_back_of_a_judged_switch_flushes_nothing() {
+    let (mut engine, _) = two_switches_read_back();
+    let incomplete = || FlowsRead {
+        entries: Vec::new(),
+        complete: false,
+        raw: None,
+    };
+    engine.flows_read(1, incomplete(), Instant::now());
+    let commands = engine.take_commands();
+    assert!(
+        !commands
+            .iter()
+            .any(|(_, command)| matches!(command, Command::ClearFlows | Command::Pipeline(_))),
+        "{commands:?}"
+    );
+    let (mut fresh, _) = two_switches();
+    fresh.flows_read(1, incomplete(), Instant::now());
+    assert!(fresh
+        .take_commands()
+        .iter()
+        .any(|(dpid, command)| *dpid == 1 && matches!(command, Command::ClearFlows)));
+}
