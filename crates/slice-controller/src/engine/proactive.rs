@@ -132,9 +132,11 @@ impl Proactive {
     /// the controller's own writes, whose silence meanwhile is no evidence of anything.
     /// At most [`BUSY_LIMIT`].
     pub(super) fn is_writing(&self, dpid: u64, now: Instant) -> bool {
-        self.unanswered.get(&dpid).is_some_and(|since| {
-            since.is_none_or(|since| now.saturating_duration_since(since) < BUSY_LIMIT)
-        })
+        match self.unanswered.get(&dpid) {
+            None => false,
+            Some(None) => true,
+            Some(Some(since)) => now.saturating_duration_since(*since) < BUSY_LIMIT,
+        }
     }
 
     pub(super) fn switch_gone(&mut self, dpid: u64) {
