@@ -11,14 +11,20 @@ use std::time::{Duration, Instant};
 /// already out of date. The engine's tick (every LLDP interval) asks for the settled.
 const WRITE_SETTLE: Duration = Duration::from_millis(500);
 
+/// Read-backs for verification under way at once, however many switches: each is a dump
+/// of a whole table, which a loaded Open vSwitch answers after its other work, and a
+/// thousand switches written together must not all be dumped together. Sixteen keep a
+/// network of a few hundred switches read well within the interval.
+const MAX_READS_IN_FLIGHT: usize = 16;
+
 pub(super) struct Schedule {
     interval: Duration,
     /// Switches whose pipeline writes were acknowledged, with the last one's time.
     settling: HashMap<u64, Instant>,
     /// When each switch this instance verifies was last read back, since it connected.
     last_read: HashMap<u64, Instant>,
-    /// The switches asked for by [`Schedule::due`] whose answer has not come: not asked
-    /// again meanwhile.
+    /// The switches asked for whose answer has not come: not asked again meanwhile, and
+    /// at most [`MAX_READS_IN_FLIGHT`].
     asked: HashSet<u64>,
     /// The last tick, and the reads it left unspent: the share of the switches due in
     /// the time since, carried over in fractions.
@@ -55,6 +61,7 @@ impl Schedule {
             .copied()
             .collect();
         self.settling.retain(|dpid, _| current.contains(dpid));
+        self.asked.retain(|dpid| current.contains(dpid));
         for dpid in &gone {
             self.last_read.remove(dpid);
             self.asked.remove(dpid);
@@ -69,15 +76,30 @@ impl Schedule {
 
     /// The switches written whose writes have been quiet for [`WRITE_SETTLE`]: to read
     /// back now, each once.
+    /// Oldest first, as many as there is room for in flight; a switch whose read is under
+    /// way waits for it (that read may predate its last write).
     pub(super) fn settled(&mut self, now: Instant) -> Vec<u64> {
-        let settled: Vec<u64> = (self.settling.iter())
-            .filter(|(_, written)| now.saturating_duration_since(**written) >= WRITE_SETTLE)
-            .map(|(dpid, _)| *dpid)
+        let mut settled: Vec<(Instant, u64)> = (self.settling.iter())
+            .filter(|(dpid, written)| {
+                now.saturating_duration_since(**written) >= WRITE_SETTLE
+                    && !self.asked.contains(dpid)
+            })
+            .map(|(dpid, written)| (*written, *dpid))
             .collect();
-        for dpid in &settled {
-            self.settling.remove(dpid);
-        }
+        settled.sort_unstable();
+        settled.truncate(self.room());
         settled
+            .into_iter()
+            .map(|(_, dpid)| {
+                self.settling.remove(&dpid);
+                self.asked.insert(dpid);
+                dpid
+            })
+            .collect()
+    }
+
+    fn room(&self) -> usize {
+        MAX_READS_IN_FLIGHT.saturating_sub(self.asked.len())
     }
 
     /// The switches to read back now: those not read for an interval, oldest first, as
@@ -106,7 +128,9 @@ impl Schedule {
         }
         due.sort_unstable();
         // At least one a tick, so that a small share is never rounded away for ever.
-        let take = (self.allowance.floor() as usize).clamp(1, due.len());
+        let take = (self.allowance.floor() as usize)
+            .clamp(1, due.len())
+            .min(self.room());
         self.allowance = (self.allowance - take as f64).max(0.0);
         due.into_iter()
             .take(take)
@@ -180,6 +204,49 @@ mod tests {
             schedule.settled(quiet + WRITE_SETTLE * 2).is_empty(),
             "a switch gone is not read"
         );
+    }
+
+    #[test]
+    fn no_more_reads_are_under_way_than_the_cap_however_many_switches_settle() {
+        let start = Instant::now();
+        let mut schedule = Schedule::new(Duration::from_secs(30));
+        let switches: Vec<u64> = (1..=100).collect();
+        schedule.keep(&switches);
+        for dpid in &switches {
+            schedule.written(*dpid, start);
+        }
+        let now = start + WRITE_SETTLE;
+        let first = schedule.settled(now);
+        assert_eq!(first.len(), MAX_READS_IN_FLIGHT);
+        assert!(
+            schedule.settled(now).is_empty(),
+            "none while the cap is reached"
+        );
+        assert!(schedule.due(&switches, now).is_empty());
+        for dpid in &first[..4] {
+            schedule.read(*dpid, now);
+        }
+        assert_eq!(schedule.settled(now).len(), 4, "as many as answered");
+        let mut read: HashSet<u64> = first.into_iter().collect();
+        let mut later = now;
+        while read.len() < switches.len() {
+            later += Duration::from_secs(1);
+            for dpid in schedule.settled(later) {
+                schedule.read(dpid, later);
+                read.insert(dpid);
+            }
+            // Those asked and answered above, too.
+            for dpid in switches
+                .iter()
+                .filter(|dpid| schedule.asked.contains(*dpid))
+                .copied()
+                .collect::<Vec<_>>()
+            {
+                schedule.read(dpid, later);
+                read.insert(dpid);
+            }
+        }
+        assert!(schedule.settling.is_empty(), "every switch read once");
     }
 
     #[test]
