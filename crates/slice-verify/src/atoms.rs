@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::fast_hash::FastMap;
 use crate::parse::Pred;
 
 /// Words a set of atoms holds in place, without an allocation: 256 atoms, what a field
@@ -145,7 +146,7 @@ pub(crate) struct FieldAtoms {
     /// One value per atom.
     pub witness: Vec<u128>,
     /// For each predicate (in the order given), the atoms that satisfy it.
-    pub of_pred: HashMap<Pred, Bits>,
+    pub of_pred: FastMap<Pred, Bits>,
     preds: Vec<Pred>,
     width: u32,
 }
@@ -201,7 +202,7 @@ impl FieldAtoms {
             }
         }
         let len = witness.len();
-        let mut of_pred: HashMap<Pred, Bits> =
+        let mut of_pred: FastMap<Pred, Bits> =
             preds.iter().map(|p| (*p, Bits::empty(len))).collect();
         for (signature, atom) in &signatures {
             for &p in signature {

@@ -10,27 +10,27 @@ use crate::trace::{Compiled, Trace};
 
 /// The changed entries of one switch that share a table, input port (or any) and
 /// metadata (value, mask): what a lookup checks once for all of them.
-struct Group {
+struct Group<'a> {
     table: u8,
     in_port: Option<u32>,
     mask: u64,
     value: u64,
-    entries: Vec<Compiled>,
+    entries: Vec<&'a Compiled>,
 }
 
 /// The changed entries, per switch, grouped as a table's candidates are.
 #[derive(Default)]
-pub(crate) struct Changes {
+pub(crate) struct Changes<'a> {
     /// Few groups per switch (a change writes a handful of lookup keys): a trace's
     /// lookups at a switch are compared with each, by value, no hashing.
-    by_switch: HashMap<u64, Vec<Group>>,
+    by_switch: HashMap<u64, Vec<Group<'a>>>,
     /// Switches changed as a whole (links, ports, version, removal): every trace that
     /// looked there runs again.
     dirty: BTreeSet<u64>,
 }
 
-impl Changes {
-    pub(crate) fn new(dirty: BTreeSet<u64>) -> Changes {
+impl<'a> Changes<'a> {
+    pub(crate) fn new(dirty: BTreeSet<u64>) -> Changes<'a> {
         Changes {
             dirty,
             ..Changes::default()
@@ -38,13 +38,13 @@ impl Changes {
     }
 
     /// An entry of `table` (0 for every entry of a 1.0 switch: one lookup) of `dpid`.
-    pub(crate) fn add(&mut self, dpid: u64, table: u8, entry: Compiled) {
+    pub(crate) fn add(&mut self, dpid: u64, table: u8, entry: &'a Compiled) {
         if self.dirty.contains(&dpid) {
             return;
         }
         let ((value, mask), in_port) = (entry.metadata, entry.in_port);
         let groups = self.by_switch.entry(dpid).or_default();
-        let same = |g: &&mut Group| {
+        let same = |g: &&mut Group<'a>| {
             g.table == table && g.in_port == in_port && g.mask == mask && g.value == value
         };
         match groups.iter_mut().find(same) {
@@ -72,7 +72,7 @@ impl Changes {
             return false;
         }
         // The lookups are sorted by switch: each switch's groups are found once.
-        let mut current: Option<(u64, Option<&Vec<Group>>)> = None;
+        let mut current: Option<(u64, Option<&Vec<Group<'a>>>)> = None;
         lookups.iter().any(|&(dpid, table, in_port, metadata)| {
             let groups = match current {
                 Some((at, groups)) if at == dpid => groups,

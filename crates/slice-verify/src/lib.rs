@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod atoms;
+mod fast_hash;
 mod incremental;
 mod judge;
 mod parse;
@@ -40,6 +41,7 @@ use openflow::{FlowStats, Version};
 use serde::Serialize;
 use slice_core::{Host, MacAddress, Membership, PortId};
 
+use crate::fast_hash::FastMap;
 use crate::judge::Source;
 use crate::parse::{FieldKey, Pred, Rule};
 use crate::store::Switch;
@@ -208,11 +210,11 @@ enum Changed {
 #[derive(Debug, Default)]
 pub struct Verifier {
     switches: BTreeMap<u64, Switch>,
-    links: HashMap<PortId, PortId>,
+    links: FastMap<PortId, PortId>,
     membership: Membership,
     served: BTreeMap<MacAddress, PortId>,
     given_ports: HashMap<u64, BTreeSet<u32>>,
-    ports: HashMap<u64, BTreeSet<u32>>,
+    ports: FastMap<u64, BTreeSet<u32>>,
     pred_counts: HashMap<(FieldKey, Pred), usize>,
     widths: BTreeMap<FieldKey, u32>,
     forced: BTreeSet<(FieldKey, Pred)>,
@@ -317,7 +319,7 @@ impl Verifier {
     /// Directed links: frames leaving by `.0` arrive at `.1` (give both directions of a
     /// cable).
     pub fn set_links(&mut self, links: impl IntoIterator<Item = (PortId, PortId)>) {
-        let links: HashMap<PortId, PortId> = links.into_iter().collect();
+        let links: FastMap<PortId, PortId> = links.into_iter().collect();
         for (from, to) in links.iter().chain(self.links.iter()) {
             let before = self.links.get(from);
             let after = links.get(from);
@@ -524,12 +526,15 @@ impl Verifier {
             }
         }
 
+        // Borrowed, not copied, by the check below: a binding change adds thousands.
+        let changed = std::mem::take(&mut self.changed);
         let mut changes = incremental::Changes::new(std::mem::take(&mut self.dirty));
-        for (dpid, change) in std::mem::take(&mut self.changed) {
+        for (dpid, change) in &changed {
+            let dpid = *dpid;
             let switch = self.switches.get(&dpid);
             let v10 = switch.is_some_and(|s| s.version == Version::Of10);
             // An entry added and gone again between two verifications met no trace.
-            let (table, compiled) = match &change {
+            let (table, compiled) = match change {
                 Changed::Added(id) => {
                     let Some(held) = switch.and_then(|s| s.slots.get(*id)?.as_ref()) else {
                         continue;
@@ -539,7 +544,7 @@ impl Verifier {
                 Changed::Removed(held) => (held.rule.table, held.compiled.as_ref()),
             };
             if let Some(compiled) = compiled {
-                changes.add(dpid, if v10 { 0 } else { table }, compiled.clone());
+                changes.add(dpid, if v10 { 0 } else { table }, compiled);
             }
         }
         self.traces.retain(|source, _| sources.contains_key(source));
@@ -606,8 +611,8 @@ impl Verifier {
         report
     }
 
-    fn derive_ports(&self) -> HashMap<u64, BTreeSet<u32>> {
-        let mut ports: HashMap<u64, BTreeSet<u32>> = HashMap::new();
+    fn derive_ports(&self) -> FastMap<u64, BTreeSet<u32>> {
+        let mut ports: FastMap<u64, BTreeSet<u32>> = FastMap::default();
         for (dpid, switch) in &self.switches {
             let set = ports.entry(*dpid).or_default();
             set.extend(switch.named_ports.iter().copied());

@@ -5,13 +5,13 @@
 //! goes on with the entry that takes it, so every frame of a piece meets the same
 //! entries and one trace is exact for all of them.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use openflow::{port, Version};
 use slice_core::PortId;
 
 use crate::atoms::{Bits, FieldAtoms};
+use crate::fast_hash::FastMap;
 use crate::parse::{Act, FieldKey, Rule};
 
 /// A set of frames: for each field of the universe, the atoms it may take.
@@ -26,7 +26,7 @@ pub(crate) const MAX_OUTCOMES: usize = 200_000;
 #[derive(Debug, Default)]
 pub(crate) struct Universe {
     pub keys: Vec<FieldKey>,
-    pub index: HashMap<FieldKey, usize>,
+    pub index: FastMap<FieldKey, usize>,
     pub atoms: Vec<FieldAtoms>,
 }
 
@@ -228,36 +228,56 @@ impl Group {
         });
     }
 
-    /// The entries that can take some of `cube`, in lookup order; none when the index
-    /// cannot tell (the whole group then).
-    fn narrow(&self, cube: &Cube) -> Option<Vec<usize>> {
-        let index = self.index.as_ref()?;
-        let bits = cube.get(index.field)?;
+    /// Appends to `out` the entries that can take some of `cube`, in lookup order; false
+    /// (and `out` as it was) when the index cannot tell, and the whole group must be
+    /// tried. `out` is the tracer's own buffer: a lookup allocates nothing.
+    fn narrow_into(&self, cube: &Cube, out: &mut Vec<usize>) -> bool {
+        let Some(index) = self.index.as_ref() else {
+            return false;
+        };
+        let Some(bits) = cube.get(index.field) else {
+            return false;
+        };
         if bits.count() > NARROW_UP_TO {
-            return None;
+            return false;
         }
-        let mut at = index.any.clone();
+        // Positions first, then sorted (lookup order), deduplicated and turned into ids.
+        let start = out.len();
+        out.extend(index.any.iter().map(|&pos| pos as usize));
         for atom in bits.iter() {
             let (Some(&from), Some(&to)) = (index.starts.get(atom), index.starts.get(atom + 1))
             else {
                 continue;
             };
             if let Some(list) = index.postings.get(from as usize..to as usize) {
-                at.extend_from_slice(list);
+                out.extend(list.iter().map(|&pos| pos as usize));
             }
         }
-        at.sort_unstable();
-        at.dedup();
-        Some(
-            at.into_iter()
-                .filter_map(|pos| self.ids.get(pos as usize).copied())
-                .collect(),
-        )
+        if let Some(tail) = out.get_mut(start..) {
+            tail.sort_unstable();
+        }
+        let mut kept = start;
+        for read in start..out.len() {
+            let pos = out[read];
+            if kept > start && out[kept - 1] == pos {
+                continue;
+            }
+            out[kept] = pos;
+            kept += 1;
+        }
+        out.truncate(kept);
+        for slot in out.iter_mut().skip(start) {
+            // Every position was taken from `ids` when the index was built.
+            if let Some(&id) = self.ids.get(*slot) {
+                *slot = id;
+            }
+        }
+        true
     }
 }
 
 /// Per table: candidates keyed by (in_port or any, metadata mask, masked value).
-type Groups = BTreeMap<u8, HashMap<(Option<u32>, u64, u64), Group>>;
+type Groups = BTreeMap<u8, FastMap<(Option<u32>, u64, u64), Group>>;
 
 /// One switch's tables, ready to look up.
 #[derive(Debug, Default)]
@@ -316,7 +336,7 @@ impl Tables {
                 list.push(c.metadata.1);
             }
         }
-        for group in groups.values_mut().flat_map(HashMap::values_mut) {
+        for group in groups.values_mut().flat_map(FastMap::values_mut) {
             group.index(entries, universe);
         }
         Tables {
@@ -327,28 +347,52 @@ impl Tables {
     }
 
     /// The entries a lookup must try for `cube`, in lookup order: those of every group
-    /// whose key the lookup meets, narrowed by each group's index.
-    fn candidates(&self, table: u8, in_port: u32, metadata: u64, cube: &Cube) -> Cow<'_, [usize]> {
+    /// whose key the lookup meets, narrowed by each group's index. A lone group that
+    /// cannot be narrowed is lent as it is; otherwise the list is built in `out`.
+    fn candidates<'t>(
+        &'t self,
+        table: u8,
+        in_port: u32,
+        metadata: u64,
+        cube: &Cube,
+        out: &'t mut Vec<usize>,
+    ) -> &'t [usize] {
+        out.clear();
         let (Some(groups), Some(masks)) = (self.groups.get(&table), self.masks.get(&table)) else {
-            return Cow::Borrowed(&[]);
+            return out;
         };
-        let mut lists: Vec<Cow<'_, [usize]>> = Vec::new();
+        let mut met = 0usize;
+        let mut first: Option<&Group> = None;
         for &mask in masks {
             for p in [Some(in_port), None] {
-                if let Some(group) = groups.get(&(p, mask, metadata & mask)) {
-                    lists.push(match group.narrow(cube) {
-                        Some(list) => Cow::Owned(list),
-                        None => Cow::Borrowed(group.ids.as_slice()),
-                    });
+                let Some(group) = groups.get(&(p, mask, metadata & mask)) else {
+                    continue;
+                };
+                met += 1;
+                if met == 1 {
+                    first = Some(group);
+                    continue;
+                }
+                if let Some(lone) = first.take() {
+                    if !lone.narrow_into(cube, out) {
+                        out.extend_from_slice(&lone.ids);
+                    }
+                }
+                if !group.narrow_into(cube, out) {
+                    out.extend_from_slice(&group.ids);
                 }
             }
         }
-        if lists.len() == 1 {
-            return lists.pop().unwrap_or(Cow::Borrowed(&[]));
+        if let Some(lone) = first {
+            if lone.narrow_into(cube, out) {
+                return out;
+            }
+            return &lone.ids;
         }
-        let mut all: Vec<usize> = lists.iter().flat_map(|l| l.iter()).copied().collect();
-        all.sort_by_key(|&i| self.rank.get(i).copied().unwrap_or(usize::MAX));
-        Cow::Owned(all)
+        if met > 1 {
+            out.sort_by_key(|&i| self.rank.get(i).copied().unwrap_or(usize::MAX));
+        }
+        out
     }
 }
 
@@ -368,9 +412,9 @@ impl SwitchView<'_> {
 
 /// The network as the tracer sees it.
 pub(crate) struct Net<'a> {
-    pub switches: HashMap<u64, SwitchView<'a>>,
-    pub links: &'a HashMap<PortId, PortId>,
-    pub ports: &'a HashMap<u64, BTreeSet<u32>>,
+    pub switches: FastMap<u64, SwitchView<'a>>,
+    pub links: &'a FastMap<PortId, PortId>,
+    pub ports: &'a FastMap<u64, BTreeSet<u32>>,
     pub universe: &'a Universe,
 }
 
@@ -434,6 +478,11 @@ struct Tracer<'a, 'n> {
     path: Vec<EntryId>,
     seen: Vec<(u64, u32, Cube)>,
     cut: bool,
+    /// Candidate lists no lookup under way holds: taken by a lookup and given back when
+    /// it is done, so that the lookups of a trace reuse a few buffers.
+    spare: Vec<Vec<usize>>,
+    /// Likewise, lists of pieces a lookup splits a cube into.
+    spare_pieces: Vec<Vec<Cube>>,
 }
 
 /// Traces `cube` entering the network at `at`.
@@ -447,6 +496,8 @@ pub(crate) fn run(net: &Net<'_>, at: PortId, cube: Cube) -> Trace {
         path: Vec::new(),
         seen: Vec::new(),
         cut: false,
+        spare: Vec::new(),
+        spare_pieces: Vec::new(),
     };
     tracer.arrive(at.dpid, at.port_no, cube);
     // Gathered as made (a hash per lookup would cost more than the lookup), then sorted
@@ -519,11 +570,15 @@ impl Tracer<'_, '_> {
         set: &[Act],
     ) {
         self.trace.lookups.push((dpid, table, in_port, metadata));
-        let candidates = switch.tables.candidates(table, in_port, metadata, &cube);
-        let mut remaining = vec![cube];
-        for &i in candidates.iter() {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        let candidates = switch
+            .tables
+            .candidates(table, in_port, metadata, &cube, &mut buffer);
+        let mut remaining = self.spare_pieces.pop().unwrap_or_default();
+        remaining.push(cube);
+        for &i in candidates {
             if remaining.is_empty() || self.cut {
-                return;
+                break;
             }
             let Some(entry) = switch.held(i).and_then(|h| h.compiled.as_ref()) else {
                 continue;
@@ -531,8 +586,8 @@ impl Tracer<'_, '_> {
             if !entry.takes(in_port, metadata) || !remaining.iter().any(|p| entry.meets(p)) {
                 continue;
             }
-            let mut next = Vec::with_capacity(remaining.len() + 1);
-            for piece in remaining {
+            let mut next = self.spare_pieces.pop().unwrap_or_default();
+            for piece in remaining.drain(..) {
                 // Most candidates miss a piece on some field: keep it whole, uncopied.
                 if !entry.meets(&piece) {
                     next.push(piece);
@@ -544,10 +599,17 @@ impl Tracer<'_, '_> {
                     self.apply(switch, dpid, i, in_port, metadata, taken, set);
                 }
             }
-            remaining = next;
+            self.spare_pieces
+                .push(std::mem::replace(&mut remaining, next));
+        }
+        self.spare.push(buffer);
+        if self.cut {
+            remaining.clear();
+            self.spare_pieces.push(remaining);
+            return;
         }
         let v10 = switch.version == Version::Of10;
-        for piece in remaining {
+        for piece in remaining.drain(..) {
             let end = if v10 {
                 End::Controller { dpid, v10 }
             } else {
@@ -559,6 +621,7 @@ impl Tracer<'_, '_> {
             };
             self.end(&piece, end);
         }
+        self.spare_pieces.push(remaining);
     }
 
     #[allow(clippy::too_many_arguments)]
