@@ -45,7 +45,7 @@ use crate::fast_hash::FastMap;
 use crate::judge::Source;
 use crate::parse::{FieldKey, Pred, Rule};
 use crate::store::Switch;
-use crate::trace::{Held, Net, SwitchView, Tables, Trace, Universe};
+use crate::trace::{Compiled, GroupKey, Held, Net, SwitchView, Tables, Trace, Universe};
 
 /// What a frame was sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -228,6 +228,17 @@ pub struct Verifier {
     atoms_incomplete: Vec<String>,
 }
 
+/// The group an entry of `table` sits in (one lookup over every table of a 1.0 switch).
+fn group_key(v10: bool, table: u8, compiled: &Compiled) -> GroupKey {
+    let table = if v10 { 0 } else { table };
+    (
+        table,
+        compiled.in_port,
+        compiled.metadata.1,
+        compiled.metadata.0,
+    )
+}
+
 fn mac_value(mac: MacAddress) -> u128 {
     mac.octets()
         .iter()
@@ -280,6 +291,10 @@ impl Verifier {
             }
         };
         let diff = switch.replace(dpid, entries);
+        if diff.reordered {
+            // No entry came or went, yet a lookup may now take another one.
+            self.dirty.insert(dpid);
+        }
         // Counted in before the old are counted out, so that a predicate both hold never
         // drops to zero on the way and the atoms are not rebuilt for nothing.
         for &id in &diff.added {
@@ -436,31 +451,54 @@ impl Verifier {
         let Some(universe) = self.universe.take() else {
             return report;
         };
-        for switch in self.switches.values_mut() {
+        // The groups each switch's removed entries sat in; those of the added ones are
+        // known once they are compiled, below.
+        let mut touched: BTreeMap<u64, BTreeSet<GroupKey>> = BTreeMap::new();
+        for (dpid, change) in &self.changed {
+            if let Changed::Removed(held) = change {
+                if let Some(compiled) = &held.compiled {
+                    let v10 = self
+                        .switches
+                        .get(dpid)
+                        .is_some_and(|s| s.version == Version::Of10);
+                    touched.entry(*dpid).or_default().insert(group_key(
+                        v10,
+                        held.rule.table,
+                        compiled,
+                    ));
+                }
+            }
+        }
+        for (dpid, switch) in &mut self.switches {
             let Switch {
                 slots,
                 order,
                 tables,
                 version,
+                retable,
                 ..
             } = switch;
-            let mut fresh = false;
+            let v10 = *version == Version::Of10;
+            let touched = touched.entry(*dpid).or_default();
             for &id in order.iter() {
                 if let Some(Some(held)) = slots.get_mut(id) {
                     if held.compiled.is_none() {
-                        held.compiled = Some(universe.compile(&held.rule));
-                        fresh = true;
+                        let compiled = universe.compile(&held.rule);
+                        touched.insert(group_key(v10, held.rule.table, &compiled));
+                        held.compiled = Some(compiled);
+                        *retable = true;
                     }
                 }
             }
-            if fresh || tables.is_none() {
-                *tables = Some(Tables::build(
-                    slots,
-                    order,
-                    *version == Version::Of10,
-                    &universe,
-                ));
+            let current = match tables {
+                Some(tables) if *retable => tables.update(slots, order, v10, &universe, touched),
+                Some(_) => true,
+                None => false,
+            };
+            if !current {
+                *tables = Some(Tables::build(slots, order, v10, &universe));
             }
+            *retable = false;
         }
         let hosts = self.hosts();
         let ports = self.derive_ports();

@@ -29,8 +29,10 @@ pub(crate) struct Switch {
     pub order: Vec<usize>,
     /// Ports its entries name (input ports and physical outputs).
     pub named_ports: BTreeSet<u32>,
-    /// Built from the compiled entries; none when an entry changed since.
+    /// Built from the compiled entries; none until built, and after the atoms changed.
     pub tables: Option<Tables>,
+    /// Entries came or went since `tables` was last brought up to date.
+    pub retable: bool,
 }
 
 /// What giving a switch's tables changed.
@@ -41,6 +43,9 @@ pub(crate) struct Diff {
     pub removed: Vec<Held>,
     /// The entries it could not read, and those it reads only in part.
     pub unreadable: Vec<Unreadable>,
+    /// Entries it held before and still holds came in another order: among equal
+    /// priorities another one may now be looked up first.
+    pub reordered: bool,
 }
 
 /// Why an entry is modelled only in part, if it is.
@@ -73,6 +78,7 @@ impl Switch {
             order: Vec::new(),
             named_ports: BTreeSet::new(),
             tables: None,
+            retable: false,
         }
     }
 
@@ -166,6 +172,13 @@ impl Switch {
             order.push(id);
             added.push(id);
         }
+        let fresh: BTreeSet<usize> = added.iter().copied().collect();
+        let stayed = |id: &&usize| keep.get(**id).copied().unwrap_or(false) && !fresh.contains(*id);
+        let reordered = !self
+            .order
+            .iter()
+            .filter(stayed)
+            .eq(order.iter().filter(stayed));
         self.ids
             .retain(|_, id| keep.get(*id).copied().unwrap_or(false));
         let mut removed = Vec::new();
@@ -176,7 +189,7 @@ impl Switch {
             }
         }
         if !added.is_empty() || !removed.is_empty() || order != self.order {
-            self.tables = None;
+            self.retable = true;
             self.order = order;
             self.named_ports = self
                 .rules()
@@ -193,6 +206,7 @@ impl Switch {
             added,
             removed,
             unreadable,
+            reordered,
         }
     }
 

@@ -19,6 +19,7 @@ fn out(ports: &[u32]) -> Vec<Action> {
         .collect()
 }
 
+#[derive(Clone)]
 struct Flow {
     table: u8,
     priority: u16,
@@ -465,6 +466,40 @@ fn only_traces_that_saw_a_change_run_again() {
     assert_eq!(
         (again.leaks, again.black_holes),
         (report.leaks, report.black_holes)
+    );
+}
+
+#[test]
+fn equal_priorities_reported_in_another_order_are_looked_up_in_that_order() {
+    // Two entries for c at one priority: the first reported forwards, the other drops.
+    let dropper = |tables: &mut Vec<Flow>| {
+        let at = tables
+            .iter()
+            .position(|f| f.table == 1 && f.r#match.eth_dst == Some(C))
+            .expect("the entry for c");
+        let mut drop = tables[at].clone();
+        drop.actions = vec![];
+        tables.insert(at + 1, drop);
+        at
+    };
+    let mut first = s1();
+    dropper(&mut first);
+    let mut v = network(first.clone(), s2());
+    assert!(v.verify().is_clean());
+    // The same entries, the dropping one reported first: a's unicast to c is lost.
+    let mut swapped = first;
+    let at = dropper(&mut s1());
+    swapped.swap(at, at + 1);
+    assert!(v
+        .set_tables(1, Version::Of13, stats(Version::Of13, swapped.clone()))
+        .is_empty());
+    let report = v.verify();
+    let mut whole = network(swapped, s2());
+    let again = whole.verify();
+    assert_eq!(again.black_holes_total, 1, "{again:#?}");
+    assert_eq!(
+        (report.leaks, report.black_holes),
+        (again.leaks, again.black_holes)
     );
 }
 

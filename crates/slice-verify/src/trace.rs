@@ -279,6 +279,10 @@ impl Group {
 /// Per table: candidates keyed by (in_port or any, metadata mask, masked value).
 type Groups = BTreeMap<u8, FastMap<(Option<u32>, u64, u64), Group>>;
 
+/// A group of one switch: (table as looked up, in_port or any, metadata mask, masked
+/// value).
+pub(crate) type GroupKey = (u8, Option<u32>, u64, u64);
+
 /// One switch's tables, ready to look up.
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
@@ -299,6 +303,41 @@ impl Tables {
         v10: bool,
         universe: &Universe,
     ) -> Tables {
+        let mut tables = Tables::default();
+        tables.gather(entries, order, v10, universe, None);
+        tables
+    }
+
+    /// Brings the tables up to date after entries of the groups `touched` were added or
+    /// removed: only those groups are gathered and indexed again, the others stand (a
+    /// binding change touches a few groups of each switch). False, and the tables must
+    /// be built anew, when the entries kept are no longer in the same lookup order.
+    pub(crate) fn update(
+        &mut self,
+        entries: &[Option<Held>],
+        order: &[usize],
+        v10: bool,
+        universe: &Universe,
+        touched: &BTreeSet<GroupKey>,
+    ) -> bool {
+        for (table, in_port, mask, value) in touched {
+            if let Some(groups) = self.groups.get_mut(table) {
+                groups.remove(&(*in_port, *mask, *value));
+            }
+        }
+        self.gather(entries, order, v10, universe, Some(touched))
+    }
+
+    /// Ranks every entry and files those of `only` (every group when none) into their
+    /// groups; false when a group left standing is out of lookup order.
+    fn gather(
+        &mut self,
+        entries: &[Option<Held>],
+        order: &[usize],
+        v10: bool,
+        universe: &Universe,
+        only: Option<&BTreeSet<GroupKey>>,
+    ) -> bool {
         let held = |id: usize| entries.get(id).and_then(Option::as_ref);
         let mut sorted: Vec<(u8, std::cmp::Reverse<u16>, usize, usize)> = order
             .iter()
@@ -310,12 +349,22 @@ impl Tables {
             .collect();
         sorted.sort_unstable();
         let mut rank = vec![usize::MAX; entries.len()];
-        let mut groups: Groups = BTreeMap::new();
-        let mut masks: BTreeMap<u8, Vec<u64>> = BTreeMap::new();
-        for (at, &(table, _, _, id)) in sorted.iter().enumerate() {
+        for (at, &(_, _, _, id)) in sorted.iter().enumerate() {
             if let Some(slot) = rank.get_mut(id) {
                 *slot = at;
             }
+        }
+        let ranked = |ids: &[usize]| ids.windows(2).all(|w| rank.get(w[0]) < rank.get(w[1]));
+        if !self
+            .groups
+            .values()
+            .flat_map(FastMap::values)
+            .all(|g| ranked(&g.ids))
+        {
+            return false;
+        }
+        let mut filed: BTreeSet<GroupKey> = BTreeSet::new();
+        for &(table, _, _, id) in &sorted {
             let Some(c) = held(id).and_then(|h| h.compiled.as_ref()) else {
                 continue;
             };
@@ -323,27 +372,35 @@ impl Tables {
                 continue;
             }
             let table = if v10 { 0 } else { table };
-            let key = (c.in_port, c.metadata.1, c.metadata.0);
-            groups
-                .entry(table)
-                .or_default()
-                .entry(key)
-                .or_default()
-                .ids
-                .push(id);
-            let list = masks.entry(table).or_default();
-            if !list.contains(&c.metadata.1) {
-                list.push(c.metadata.1);
+            let key = (table, c.in_port, c.metadata.1, c.metadata.0);
+            if only.is_some_and(|only| !only.contains(&key)) {
+                continue;
+            }
+            filed.insert(key);
+            let group_key = (c.in_port, c.metadata.1, c.metadata.0);
+            let groups = self.groups.entry(table).or_default();
+            groups.entry(group_key).or_default().ids.push(id);
+        }
+        for (table, in_port, mask, value) in filed {
+            if let Some(group) = self
+                .groups
+                .get_mut(&table)
+                .and_then(|groups| groups.get_mut(&(in_port, mask, value)))
+            {
+                group.index(entries, universe);
             }
         }
-        for group in groups.values_mut().flat_map(FastMap::values_mut) {
-            group.index(entries, universe);
-        }
-        Tables {
-            groups,
-            masks,
-            rank,
-        }
+        self.groups.retain(|_, groups| !groups.is_empty());
+        self.masks = self
+            .groups
+            .iter()
+            .map(|(table, groups)| {
+                let masks: BTreeSet<u64> = groups.keys().map(|key| key.1).collect();
+                (*table, masks.into_iter().collect())
+            })
+            .collect();
+        self.rank = rank;
+        true
     }
 
     /// The entries a lookup must try for `cube`, in lookup order: those of every group
