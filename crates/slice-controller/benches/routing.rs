@@ -214,7 +214,7 @@ fn engine(graph: &Graph, pairs: usize) -> (Engine, Vec<(usize, usize)>) {
                 pipeline: false,
             },
             port_map(*ports),
-            Instant::now(),
+            now,
         );
     }
     for (a, b) in &graph.cables {
