@@ -626,7 +626,11 @@ impl Tracer<'_, '_> {
         cube: Cube,
         set: &[Act],
     ) {
-        self.trace.lookups.push((dpid, table, in_port, metadata));
+        // `arrive` has just noted table 0's lookup: noted once, sorted less.
+        let lookup = (dpid, table, in_port, metadata);
+        if self.trace.lookups.last() != Some(&lookup) {
+            self.trace.lookups.push(lookup);
+        }
         let mut buffer = self.spare.pop().unwrap_or_default();
         let candidates = switch
             .tables
@@ -640,13 +644,17 @@ impl Tracer<'_, '_> {
             let Some(entry) = switch.held(i).and_then(|h| h.compiled.as_ref()) else {
                 continue;
             };
-            if !entry.takes(in_port, metadata) || !remaining.iter().any(|p| entry.meets(p)) {
+            if !entry.takes(in_port, metadata) {
                 continue;
             }
+            // Most candidates miss every piece on some field: then nothing moves.
+            let Some(first) = remaining.iter().position(|p| entry.meets(p)) else {
+                continue;
+            };
             let mut next = self.spare_pieces.pop().unwrap_or_default();
-            for piece in remaining.drain(..) {
-                // Most candidates miss a piece on some field: keep it whole, uncopied.
-                if !entry.meets(&piece) {
+            for (at, piece) in remaining.drain(..).enumerate() {
+                // The pieces before the first it meets, and those it misses, stay whole.
+                if at < first || (at > first && !entry.meets(&piece)) {
                     next.push(piece);
                     continue;
                 }
