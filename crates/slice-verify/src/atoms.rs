@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use crate::fast_hash::FastMap;
 use crate::parse::Pred;
+use rustc_hash::FxHashMap as FastMap;
 
 /// Words a set of atoms holds in place, without an allocation: 256 atoms, what a field
 /// of a network with a couple of hundred hosts splits into. Cubes are copied at every

@@ -28,7 +28,6 @@
 #![warn(missing_docs)]
 
 mod atoms;
-mod fast_hash;
 mod incremental;
 mod judge;
 mod parse;
@@ -41,11 +40,15 @@ use openflow::{FlowStats, Version};
 use serde::Serialize;
 use slice_core::{Host, MacAddress, Membership, PortId};
 
-use crate::fast_hash::FastMap;
+// The tracer looks up small keys of its own (switch ids, ports, lookup keys) at every hop
+// of every trace, where SipHash cost more than the lookups it served. The keys come from
+// the tables the verifier was given: a switch that chose them to collide could only slow
+// its own lookups down, never change a result.
 use crate::judge::Source;
 use crate::parse::{FieldKey, Pred, Rule};
 use crate::store::Switch;
 use crate::trace::{Compiled, GroupKey, Held, Net, SwitchView, Tables, Trace, Universe};
+use rustc_hash::FxHashMap as FastMap;
 
 /// What a frame was sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

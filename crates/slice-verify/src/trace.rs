@@ -11,8 +11,8 @@ use openflow::{port, Version};
 use slice_core::PortId;
 
 use crate::atoms::{Bits, FieldAtoms};
-use crate::fast_hash::FastMap;
 use crate::parse::{Act, FieldKey, Rule};
+use rustc_hash::FxHashMap as FastMap;
 
 /// A set of frames: for each field of the universe, the atoms it may take.
 pub(crate) type Cube = Vec<Bits>;
