@@ -186,13 +186,16 @@ impl Engine {
             // keeps the link alive with timely probes holds anyway.)
             self.topology.link_heard_late(from, at, now);
         }
-        // Signed within a discovery window, a probe proves its cable however late it
-        // comes: there the window, not the age, is what stops a relay, which could as
-        // well have handed it on at once. A network that answers late (a cold start of
-        // hundreds of switches) is found as fast as it answers.
+        // Signed within a discovery window, a probe proves its cable though it comes past
+        // its port's age limit, up to the ceiling of any probe's age: a network that
+        // answers late (a cold start of hundreds of switches) is found as fast as it
+        // answers. Never later: a host that kept a probe from the window must not make a
+        // link with it long after (so the window closes for relays at most a ceiling
+        // after it closes for senders).
         let discovering = !self.config.fabric.is_declared()
             && !self.config.fabric.is_unreadable()
-            && self.guard.sent_in_window(from, at, sent);
+            && self.guard.sent_in_window(from, at, sent)
+            && now.saturating_duration_since(sent) <= self.health.ceiling();
         let refused = refused.filter(|cause| !(*cause == DropCause::StaleLldp && discovering));
         if let Some(cause) = refused {
             self.count_drop(at.dpid, cause, 1, now);
