@@ -270,14 +270,6 @@ impl LinkGuard {
     /// ends now. Returns the ends that had heard traffic, whose hosts were passing.
     pub(super) fn link_made(&mut self, from: PortId, at: PortId) -> Vec<PortId> {
         self.candidates.remove(&at);
-        self.joined(from, at);
-        [from, at]
-            .into_iter()
-            .filter(|end| self.evidence.remove(end).is_some())
-            .collect()
-    }
-
-    fn joined(&mut self, from: PortId, at: PortId) {
         // One cable per port: a port joined elsewhere forgets its old partner.
         for (end, other) in [(from, at), (at, from)] {
             if let Some(old) = self.cables.insert(end, other) {
@@ -286,6 +278,10 @@ impl LinkGuard {
                 }
             }
         }
+        [from, at]
+            .into_iter()
+            .filter(|end| self.evidence.remove(end).is_some())
+            .collect()
     }
 
     /// A link went at `now`; its ends may have it back until `until`.
