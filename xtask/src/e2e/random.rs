@@ -63,7 +63,13 @@ pub(super) fn random(stage: &mut Stage) -> anyhow::Result<()> {
 /// operations. Not in the default run: a long run, `cargo xtask soak --cluster`.
 pub(super) fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     let run = stage.random_run();
-    stage.start_cluster(3, 3)?;
+    // As in `random`: the model may restore a cable cut before an instance took the
+    // switches over, which comes back only within that instance's discovery window.
+    let window = vec![
+        "--discovery-window".to_owned(),
+        DISCOVERY_WINDOW_SECS.to_owned(),
+    ];
+    stage.start_cluster_flags(3, &vec![window; 3])?;
     stage.build(MESH4X2)?;
     run_steps(stage, run, true)
 }
