@@ -331,6 +331,20 @@ def configure_hosts(net):
               'datapath (apt-get install ethtool)', file=sys.stderr)
 
 
+def quiet_ipv6_chatter(net):
+    """No router ever answers in a Mininet network, yet Linux solicits one for as long as an
+    interface is up (backing off to once an hour): on sliced's pipeline each solicitation
+    of a host bound nowhere, and each frame a switch port's own IP stack sends onto a
+    cable, is a PACKET_IN. Hosts stop soliciting; switch ports, which are no hosts, get no
+    IPv6 at all."""
+    for host in net.hosts:
+        host.cmd('sysctl -q -w net.ipv6.conf.%s.router_solicitations=0' % host.defaultIntf())
+    for switch in net.switches:
+        for intf in switch.intfList():
+            if intf.name != 'lo':
+                switch.cmd('sysctl -q -w net.ipv6.conf.%s.disable_ipv6=1' % intf.name)
+
+
 def wait_connected(net, signals):
     """Mininet's waitConnected, which a signal ends between two checks rather than in
     the middle of one."""
@@ -393,6 +407,7 @@ def main():
         raise_ipv6_neighbour_limits()
         net.start()
         configure_hosts(net)
+        quiet_ipv6_chatter(net)
         if not wait_connected(net, signals):
             return
         slices = [] if args.no_slices else (args.slice or default_slices(net))

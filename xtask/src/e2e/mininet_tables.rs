@@ -107,8 +107,11 @@ pub(super) fn check_table_bound(
 }
 
 /// How long the table-miss flows must send nothing before the new pairs are measured:
-/// the switches' own interfaces chatter for a while after Mininet starts (IPv6 router
-/// solicitations every 4 s, three times; MLD reports), and that is no pair's doing.
+/// hosts and switch ports chatter while Mininet starts (duplicate address detection, MLD
+/// reports, the first router solicitations), and that is no pair's doing. Later router
+/// solicitations, which Linux repeats with backoff for as long as an interface is up,
+/// the script turns off (`quiet_ipv6_chatter` in `sliced_mininet.py`): in CI a round
+/// of them, from the hosts bound nowhere and the ports, fell among the pings.
 const QUIET: Duration = Duration::from_secs(3);
 const QUIET_WAIT: Duration = Duration::from_secs(30);
 
