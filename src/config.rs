@@ -229,6 +229,10 @@ pub(crate) struct SwitchLimitArgs {
     /// repaired (besides after each pipeline write); 0 turns verification off [default: 30]
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub verification_interval: Option<u64>,
+    /// Violations of each kind a verification report lists; its totals count them all
+    /// [default: 100]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub verification_list_limit: Option<u32>,
 }
 
 impl SwitchLimitArgs {
@@ -252,6 +256,10 @@ impl SwitchLimitArgs {
             self.verification_interval
                 .map_or(true, |secs| secs <= 86_400),
             "controller.verification_interval must be between 0 and 86400"
+        );
+        anyhow::ensure!(
+            (self.verification_list_limit).map_or(true, |n| (1..=100_000).contains(&n)),
+            "controller.verification_list_limit must be between 1 and 100000"
         );
         let sizes = [
             ("max_multipart_bytes", self.max_multipart_bytes),
@@ -282,6 +290,8 @@ impl SwitchLimitArgs {
             max_switch_connections: self.max_switch_connections.or(file.max_switch_connections),
             max_pending_handshakes: self.max_pending_handshakes.or(file.max_pending_handshakes),
             verification_interval: self.verification_interval.or(file.verification_interval),
+            verification_list_limit: (self.verification_list_limit)
+                .or(file.verification_list_limit),
         }
     }
 }
@@ -405,6 +415,7 @@ struct ControllerFile {
     fabric: Option<Vec<String>>,
     discovery_window_secs: Option<u64>,
     verification_interval: Option<u64>,
+    verification_list_limit: Option<u32>,
 }
 
 /// A datapath id in the settings file: an integer, or a string for the ids beyond

@@ -242,5 +242,8 @@ fn controller_config(config: &Config) -> anyhow::Result<slice_controller::Contro
     if let Some(secs) = limits.verification_interval {
         controller.verification_interval = std::time::Duration::from_secs(secs);
     }
+    if let Some(value) = limits.verification_list_limit {
+        controller.verification_list_limit = size(value);
+    }
     Ok(controller)
 }

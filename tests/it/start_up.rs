@@ -382,3 +382,32 @@ fn a_misplaced_or_missing_key_names_its_table() {
         }
     }
 }
+
+/// The verification report's list limit is bounded alike from the flag and the file:
+/// 0 and more than 100,000 are refused with the key's name.
+#[test]
+fn a_verification_list_limit_out_of_range_is_refused_from_the_flag_and_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for value in ["0", "100001"] {
+        let output = check_config(&["--verification-list-limit", value]);
+        assert!(!output.status.success(), "{output:?}");
+        assert!(
+            stderr(&output).contains("--verification-list-limit"),
+            "{}",
+            stderr(&output)
+        );
+        let config = dir.path().join("sliced.toml");
+        let text = format!("[controller]\nverification_list_limit = {value}\n");
+        std::fs::write(&config, text).unwrap();
+        let output = check_config(&["--config", path_str(&config)]);
+        assert!(!output.status.success(), "{output:?}");
+        assert!(
+            stderr(&output)
+                .contains("controller.verification_list_limit must be between 1 and 100000"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = check_config(&["--verification-list-limit", "100000"]);
+    assert!(output.status.success(), "{output:?}");
+}

@@ -324,13 +324,16 @@ fn the_answer_before_any_verification_when_off_and_who_may_read_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no sliced answers on"));
 }
 
-#[test]
-fn a_table_that_leaks_everything_is_reported_in_bounded_lists_with_totals() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start_with(
-        dir.path(),
-        &["--lldp-interval-ms", "100", "--verification-interval", "1"],
-    );
+/// Leaks every switch port's frames reach when one entry floods everything.
+const FLOODED_LEAKS: u32 = 8 * 7 * 2 + 8 * 7;
+
+/// A daemon started with `flags`, eight hosts on one switch each alone in a slice, and
+/// the switch tampered with to flood everything; returns once a report counted
+/// [`FLOODED_LEAKS`], with that report (the network is kept alive with it).
+fn flooded(dir: &std::path::Path, flags: &[&str]) -> (Daemon, Network, Value) {
+    let mut args = vec!["--lldp-interval-ms", "100", "--verification-interval", "1"];
+    args.extend_from_slice(flags);
+    let daemon = Daemon::start_with(dir, &args);
     // Eight hosts on one switch, each alone in a slice of its own.
     for i in 1..=8u8 {
         daemon.add_host(
@@ -351,11 +354,19 @@ fn a_table_that_leaks_everything_is_reported_in_bounded_lists_with_totals() {
     let mut flood = foreign_leak(0, openflow::port::FLOOD);
     flood.r#match.in_port = None;
     switch.tamper_add(flood, true);
-    let expected = 8 * 7 * 2 + 8 * 7;
     let answer = until_verified(&daemon, "every leak counted", |answer| {
-        answer["latest"]["report"]["leaks_total"] == expected
+        answer["latest"]["report"]["leaks_total"] == FLOODED_LEAKS
     });
+    (daemon, network, answer)
+}
+
+#[test]
+fn a_table_that_leaks_everything_is_reported_in_bounded_lists_with_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let (daemon, _network, answer) = flooded(dir.path(), &[]);
+    let expected = FLOODED_LEAKS;
     let report = &answer["latest"]["report"];
+    assert_eq!(report["list_limit"], 100, "{report:#}");
     assert_eq!(
         report["leaks"].as_array().map(Vec::len),
         Some(100),
@@ -397,4 +408,25 @@ fn a_table_that_leaks_everything_is_reported_in_bounded_lists_with_totals() {
         stderr.contains("isolation not proven: 168 leaks, 0 black holes, 0 loops"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_daemon_told_a_list_limit_lists_every_violation_up_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_daemon, _network, answer) = flooded(dir.path(), &["--verification-list-limit", "500"]);
+    let report = &answer["latest"]["report"];
+    assert_eq!(report["list_limit"], 500, "{report:#}");
+    assert_eq!(
+        report["leaks"].as_array().map(Vec::len),
+        Some(FLOODED_LEAKS as usize),
+        "{report:#}"
+    );
+    let out = slice(dir.path(), &["verify"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("leak: ")).count(),
+        FLOODED_LEAKS as usize
+    );
+    assert!(!stdout.contains("not shown"), "{stdout}");
 }

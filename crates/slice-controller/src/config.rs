@@ -46,6 +46,8 @@ pub struct ControllerConfig {
     /// How often every switch's flow tables are read back and verified (besides after
     /// each pipeline write); zero turns the data-plane verification off.
     pub verification_interval: Duration,
+    /// Violations of each kind a verification report lists (its totals count them all).
+    pub verification_list_limit: usize,
     /// Where the controller counts what it does; counters nobody reads by default.
     pub metrics: Arc<ControllerMetrics>,
     /// Set by [`crate::Controller::start_in`] when the instance is one of a cluster: its
@@ -70,6 +72,7 @@ impl Default for ControllerConfig {
             max_switch_connections: 1024,
             max_pending_handshakes: 64,
             verification_interval: crate::verification::DEFAULT_VERIFICATION_INTERVAL,
+            verification_list_limit: slice_verify::VIOLATIONS_KEPT,
             metrics: Arc::default(),
             in_cluster: false,
         };

@@ -69,6 +69,8 @@ pub struct VerificationHandle {
 
 struct Shared {
     interval: Duration,
+    /// Violations of each kind a report lists.
+    list_limit: usize,
     inbox: Mutex<Inbox>,
     wake: Condvar,
     published: Mutex<Published>,
@@ -174,11 +176,13 @@ impl Verification {
     /// Starts the worker, unless `interval` is zero (verification off).
     pub fn start(
         interval: Duration,
+        list_limit: usize,
         metrics: Arc<ControllerMetrics>,
         notices: broadcast::Sender<Notice>,
     ) -> Self {
         let shared = Arc::new(Shared {
             interval,
+            list_limit,
             inbox: Mutex::default(),
             wake: Condvar::new(),
             published: Mutex::default(),
@@ -416,7 +420,7 @@ impl VerificationHandle {
 
 /// The worker: verifies the newest state posted, whenever something was.
 fn work(shared: &Shared) {
-    let mut verifier = slice_verify::Verifier::new();
+    let mut verifier = slice_verify::Verifier::new().with_list_limit(shared.list_limit);
     let mut unreadable: HashMap<u64, usize> = HashMap::new();
     let mut switches: HashSet<u64> = HashSet::new();
     let mut membership = Membership::default();

@@ -8,7 +8,7 @@ use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 use crate::atoms::Bits;
 use crate::parse::{FieldKey, Rule};
 use crate::trace::{Cube, End, Outcome, Trace, Universe};
-use crate::{Endpoint, EntryRef, FrameKind, Kind, Report, Violation, VIOLATIONS_KEPT};
+use crate::{Endpoint, EntryRef, FrameKind, Kind, Report, Violation};
 
 /// The frames a black hole is judged by: what any host sends to talk (an IPv4 unicast,
 /// an ARP broadcast), untagged.
@@ -111,7 +111,7 @@ fn listed(report: &Report, verdict: &Verdict) -> bool {
     lists
         .iter()
         .zip(verdict.counts)
-        .any(|(list, n)| n > 0 && list.len() < VIOLATIONS_KEPT)
+        .any(|(list, n)| n > 0 && list.len() < report.list_limit)
 }
 
 pub(crate) struct Context<'a> {

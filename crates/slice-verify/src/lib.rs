@@ -126,8 +126,11 @@ pub struct Unreadable {
 }
 
 /// The result of one verification.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
+    /// How many violations of each kind the lists hold at most (the verifier's
+    /// [`Verifier::with_list_limit`]); the totals count past it.
+    pub list_limit: usize,
     /// Ordered pairs of served bound hosts at different ports, each judged for unicast.
     pub pairs_checked: usize,
     /// Served bound hosts.
@@ -139,16 +142,16 @@ pub struct Report {
     /// Traces this call ran (the others were still valid).
     pub traced: usize,
     /// Pairs that reach each other though no slice holds both, and unbound senders that
-    /// reach a host: the first [`VIOLATIONS_KEPT`] found.
+    /// reach a host: the first [`Report::list_limit`] found.
     pub leaks: Vec<Violation>,
     /// Every leak found, kept or not.
     pub leaks_total: usize,
     /// Pairs that share a slice and cannot reach each other: the first
-    /// [`VIOLATIONS_KEPT`] found.
+    /// [`Report::list_limit`] found.
     pub black_holes: Vec<Violation>,
     /// Every black hole found, kept or not.
     pub black_holes_total: usize,
-    /// Frames that come back where they were: the first [`VIOLATIONS_KEPT`] found.
+    /// Frames that come back where they were: the first [`Report::list_limit`] found.
     pub loops: Vec<Violation>,
     /// Every loop found, kept or not.
     pub loops_total: usize,
@@ -159,8 +162,8 @@ pub struct Report {
     pub incomplete: Vec<String>,
 }
 
-/// Violations of each kind a report lists: a table that lets everything through would
-/// otherwise make a report of every pair of hosts. The first ones found are kept, in the
+/// Violations of each kind a report lists unless the verifier is told otherwise: a table
+/// that lets everything through would otherwise make a report of every pair of hosts. The first ones found are kept, in the
 /// order sources are judged (bound hosts by port and address, then unbound senders by
 /// port), so two runs over the same tables keep the same ones; the totals count them all.
 pub const VIOLATIONS_KEPT: usize = 100;
@@ -173,7 +176,33 @@ pub(crate) enum Kind {
     Loop,
 }
 
+impl Default for Report {
+    fn default() -> Report {
+        Report::listing(VIOLATIONS_KEPT)
+    }
+}
+
 impl Report {
+    /// An empty report whose lists hold at most `list_limit` violations of each kind.
+    fn listing(list_limit: usize) -> Report {
+        Report {
+            list_limit,
+            pairs_checked: 0,
+            hosts: 0,
+            switches: 0,
+            entries: 0,
+            traced: 0,
+            leaks: Vec::new(),
+            leaks_total: 0,
+            black_holes: Vec::new(),
+            black_holes_total: 0,
+            loops: Vec::new(),
+            loops_total: 0,
+            via_controller: 0,
+            incomplete: Vec::new(),
+        }
+    }
+
     /// No leak, no black hole, no loop, nothing left unverified.
     pub fn is_clean(&self) -> bool {
         self.leaks_total == 0
@@ -185,8 +214,8 @@ impl Report {
             && self.incomplete.is_empty()
     }
 
-    /// Counts a violation, and keeps it while fewer than [`VIOLATIONS_KEPT`] of its kind
-    /// are (the others are never built).
+    /// Counts a violation, and keeps it while fewer than [`Report::list_limit`] of its
+    /// kind are (the others are never built).
     pub(crate) fn found(&mut self, kind: Kind, violation: impl FnOnce() -> Violation) {
         let (list, total) = match kind {
             Kind::Leak => (&mut self.leaks, &mut self.leaks_total),
@@ -194,7 +223,7 @@ impl Report {
             Kind::Loop => (&mut self.loops, &mut self.loops_total),
         };
         *total += 1;
-        if list.len() < VIOLATIONS_KEPT {
+        if list.len() < self.list_limit {
             list.push(violation());
         }
     }
@@ -229,6 +258,8 @@ pub struct Verifier {
     verdicts: judge::Verdicts,
     /// Why the atoms of some field could not be built, while they stand.
     atoms_incomplete: Vec<String>,
+    /// Set by [`Verifier::with_list_limit`]; [`VIOLATIONS_KEPT`] when `None`.
+    list_limit: Option<usize>,
 }
 
 /// The group an entry of `table` sits in (one lookup over every table of a 1.0 switch).
@@ -252,6 +283,13 @@ impl Verifier {
     /// A verifier that knows nothing yet.
     pub fn new() -> Verifier {
         Verifier::default()
+    }
+
+    /// The same, its reports listing at most `limit` violations of each kind (at least
+    /// one) instead of [`VIOLATIONS_KEPT`].
+    pub fn with_list_limit(mut self, limit: usize) -> Verifier {
+        self.list_limit = Some(limit.max(1));
+        self
     }
 
     fn count_preds(&mut self, rule: &Rule, add: bool) {
@@ -437,7 +475,7 @@ impl Verifier {
 
     /// Verifies; only what changed since the last call is traced again.
     pub fn verify(&mut self) -> Report {
-        let mut report = Report::default();
+        let mut report = Report::listing(self.list_limit.unwrap_or(VIOLATIONS_KEPT));
         let forced = self.forced();
         if forced != self.forced {
             self.forced = forced;

@@ -607,3 +607,19 @@ fn a_table_that_leaks_everything_makes_a_bounded_report_with_exact_totals() {
     assert_eq!(report.black_holes.len(), VIOLATIONS_KEPT);
     assert_eq!((report.leaks_total, report.leaks.len()), (0, 0));
 }
+
+#[test]
+fn a_verifier_told_a_list_limit_lists_that_many_and_counts_the_same() {
+    // The flood of everything above: 168 leaks, of which a limit of 500 lists all and a
+    // limit of 3 the first three; the totals and the judging order do not change.
+    let everything = || one_switch(8, usize::from, out(&[port::FLOOD]));
+    let default = everything().verify();
+    let all = everything().with_list_limit(500).verify();
+    assert_eq!((all.list_limit, all.leaks_total), (500, 168));
+    assert_eq!(all.leaks.len(), 168);
+    assert_eq!(all.leaks[..VIOLATIONS_KEPT], default.leaks[..]);
+    let few = everything().with_list_limit(3).verify();
+    assert_eq!((few.list_limit, few.leaks_total), (3, 168));
+    assert_eq!(few.leaks[..], all.leaks[..3]);
+    assert_eq!(default.list_limit, VIOLATIONS_KEPT);
+}

@@ -339,6 +339,8 @@ fn base_args(
     args.extend([
         "--verification-interval".to_owned(),
         super::oracle::VERIFICATION_INTERVAL_SECS.to_owned(),
+        "--verification-list-limit".to_owned(),
+        super::oracle::VERIFICATION_LIST_LIMIT.to_owned(),
     ]);
     args.extend(bins.sliced_args.iter().cloned());
     args

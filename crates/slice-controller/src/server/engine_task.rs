@@ -87,6 +87,7 @@ impl Decider {
             .unzip();
         let verification = Verification::start(
             config.verification_interval,
+            config.verification_list_limit,
             Arc::clone(&metrics),
             notices.clone(),
         );
