@@ -8,7 +8,7 @@
 //! [`super::build`] stays the reference: `Plan::entries` with [`Scope::all`] gives
 //! exactly its table for every switch (the tests compare them over random changes).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
@@ -93,32 +93,36 @@ impl Served {
     fn new(fabric: &Fabric, membership: &Membership) -> Served {
         // As in `build`: only hosts at live edge ports, and a MAC bound at several of
         // them only where it was heard.
-        let mut by_mac: BTreeMap<MacAddress, Vec<Host>> = BTreeMap::new();
-        for host in membership
-            .members()
+        let mut bound: Vec<Host> = (membership.members())
             .filter(|host| fabric.is_edge(host.port))
-        {
-            by_mac.entry(host.mac).or_default().push(*host);
-        }
-        let served = by_mac.into_iter().flat_map(|(mac, hosts)| {
-            let heard = fabric.heard_at.get(&mac);
+            .copied()
+            .collect();
+        bound.sort_unstable_by_key(|host| (host.mac, host.port));
+        let served = bound.chunk_by(|a, b| a.mac == b.mac).flat_map(|hosts| {
+            let heard = (hosts.first()).and_then(|host| fabric.heard_at.get(&host.mac));
             let ambiguous = hosts.len() > 1;
-            hosts
-                .into_iter()
+            (hosts.iter())
                 .filter(move |host| !ambiguous || heard == Some(&host.port))
+                .copied()
         });
         let tags = Tags::of_hosts(membership, served);
         let mut served = Served::default();
         for host in tags.of_host.keys() {
             served.destinations.entry(host.mac).or_insert(*host);
-            served
-                .bound_slices_at
-                .entry(host.port)
-                .or_default()
-                .extend(membership.slices_of(host).iter().cloned());
+            let here = served.bound_slices_at.entry(host.port).or_default();
+            for slice in membership.slices_of(host) {
+                if !here.contains(slice) {
+                    here.insert(slice.clone());
+                }
+            }
         }
+        // Hosts are many and their lists of slices few: each list's answer is found once.
+        let mut allowed_for: HashMap<&[SliceName], BTreeSet<u64>> = HashMap::new();
         for (mac, host) in &served.destinations {
-            let allowed = tags.allowed_to_reach(membership.slices_of(host));
+            let list = membership.slices_of(host);
+            let allowed = (allowed_for.entry(list))
+                .or_insert_with(|| tags.allowed_to_reach(list))
+                .clone();
             served.allowed.insert(*mac, allowed);
             served
                 .macs_at

@@ -11,7 +11,7 @@
 //! sorting before it collides with it: in practice always, since only a deliberate
 //! collision moves a tag, and then only the later set's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use slice_core::{Host, MacAddress, Membership, SliceName};
 
@@ -42,10 +42,13 @@ pub struct TagBook {
 impl TagBook {
     /// The book of `membership`: the same on every instance for the same slices.
     pub fn of(membership: &Membership) -> TagBook {
-        let sets: BTreeSet<SliceSet> = membership
-            .members()
-            .map(|host| membership.slices_of(host).iter().cloned().collect())
-            .filter(|set: &SliceSet| !set.is_empty())
+        // Hosts are many and their lists of slices few: each list is made a set once.
+        let lists: HashSet<&[SliceName]> = (membership.members())
+            .map(|host| membership.slices_of(host))
+            .filter(|list| !list.is_empty())
+            .collect();
+        let sets: BTreeSet<SliceSet> = (lists.into_iter())
+            .map(|list| list.iter().cloned().collect())
             .collect();
         let mut book = TagBook::default();
         for set in sets {
@@ -89,6 +92,27 @@ pub struct Tags {
     with_slice: BTreeMap<SliceName, BTreeSet<u64>>,
 }
 
+/// The slices every binding of one MAC seen so far shares.
+enum Shared<'m> {
+    /// One binding: its slices and their tag.
+    Alone(&'m [SliceName], Option<u64>),
+    /// Several: the slices they all are in.
+    Several(SliceSet),
+}
+
+impl Shared<'_> {
+    /// Another binding of the MAC, in the slices `list`.
+    fn narrow(&mut self, list: &[SliceName]) {
+        match self {
+            Shared::Alone(first, _) => {
+                let set = (first.iter()).filter(|slice| list.contains(slice)).cloned();
+                *self = Shared::Several(set.collect());
+            }
+            Shared::Several(set) => set.retain(|slice| list.contains(slice)),
+        }
+    }
+}
+
 impl Tags {
     /// The tags of every member of `membership`.
     pub fn of(membership: &Membership) -> Tags {
@@ -101,28 +125,34 @@ impl Tags {
             book: TagBook::of(membership),
             ..Tags::default()
         };
-        let mut shared_of_mac: BTreeMap<MacAddress, SliceSet> = BTreeMap::new();
+        // Each list of slices (a host's, in the order it joined them) is named once.
+        let mut tag_of_list: HashMap<&[SliceName], Option<u64>> = HashMap::new();
+        let mut shared_of_mac: BTreeMap<MacAddress, Shared> = BTreeMap::new();
         let hosts: BTreeSet<Host> = hosts.into_iter().collect();
         for host in &hosts {
-            let set: SliceSet = membership.slices_of(host).iter().cloned().collect();
-            if set.is_empty() {
+            let list = membership.slices_of(host);
+            if list.is_empty() {
                 continue;
             }
+            let tag = *(tag_of_list.entry(list))
+                .or_insert_with(|| tags.name(list.iter().cloned().collect()));
             shared_of_mac
                 .entry(host.mac)
-                .and_modify(|shared| shared.retain(|slice| set.contains(slice)))
-                .or_insert_with(|| set.clone());
-            if let Some(tag) = tags.name(set) {
+                .and_modify(|shared| shared.narrow(list))
+                .or_insert(Shared::Alone(list, tag));
+            if let Some(tag) = tag {
                 tags.of_host.insert(*host, tag);
             }
         }
-        for (mac, set) in shared_of_mac {
-            // A MAC bound at two ports in slices that share nothing is not admitted in
-            // transit at all: it still reaches the hosts at its own switch.
-            if set.is_empty() {
-                continue;
-            }
-            if let Some(tag) = tags.name(set) {
+        for (mac, shared) in shared_of_mac {
+            let tag = match shared {
+                Shared::Alone(_, tag) => tag,
+                // A MAC bound at two ports in slices that share nothing is not admitted
+                // in transit at all: it still reaches the hosts at its own switch.
+                Shared::Several(set) if set.is_empty() => continue,
+                Shared::Several(set) => tags.name(set),
+            };
+            if let Some(tag) = tag {
                 tags.of_mac.insert(mac, tag);
             }
         }
@@ -201,6 +231,61 @@ mod tests {
             membership.add_mac(&slice, port, MacAddress::new([2, 0, 0, 0, 0, last]));
         }
         membership
+    }
+
+    #[test]
+    fn a_mac_bound_at_several_ports_is_tagged_in_transit_by_the_slices_all_share() {
+        let mut membership = Membership::default();
+        let bind = |membership: &mut Membership, slice: &str, port_no: u32, last: u8| {
+            let slice = name(slice);
+            membership.add_slice(&slice);
+            membership.add_mac(
+                &slice,
+                PortId::new(1, port_no),
+                MacAddress::new([2, 0, 0, 0, 0, last]),
+            );
+        };
+        // MAC 1 at port 1 in red and blue, at port 2 in green and blue; MAC 3 alone in
+        // blue, so that {blue} has a tag; MAC 4 at ports 4 and 5 in red and in green; MAC 5
+        // as MAC 1 and at port 9 in green alone.
+        for (slice, port_no, last) in [
+            ("red", 1, 1),
+            ("blue", 1, 1),
+            ("green", 2, 1),
+            ("blue", 2, 1),
+            ("blue", 3, 3),
+            ("red", 4, 4),
+            ("green", 5, 4),
+            ("red", 7, 5),
+            ("blue", 7, 5),
+            ("blue", 8, 5),
+            ("green", 8, 5),
+            ("green", 9, 5),
+        ] {
+            bind(&mut membership, slice, port_no, last);
+        }
+        let tags = Tags::of(&membership);
+        let book = TagBook::of(&membership);
+        let mac = |last: u8| MacAddress::new([2, 0, 0, 0, 0, last]);
+        assert_eq!(tags.of_mac.get(&mac(1)), book.tag(&set(&["blue"])).as_ref());
+        assert!(book.tag(&set(&["blue"])).is_some());
+        assert_eq!(
+            tags.of_mac.get(&mac(4)),
+            None,
+            "red and green share nothing"
+        );
+        let none = tags.of_mac.get(&mac(5));
+        assert_eq!(none, None, "its three bindings share nothing");
+        let host = |port_no, last| Host {
+            port: PortId::new(1, port_no),
+            mac: mac(last),
+        };
+        assert_eq!(tags.of_host(&host(1, 1)), book.tag(&set(&["red", "blue"])));
+        assert_eq!(
+            tags.of_host(&host(2, 1)),
+            book.tag(&set(&["blue", "green"]))
+        );
+        assert_eq!(tags.of_host(&host(4, 4)), book.tag(&set(&["red"])));
     }
 
     #[test]
