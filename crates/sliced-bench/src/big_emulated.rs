@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use openflow::Version;
-use slice_controller::{Command, Engine, EngineConfig, Frame, PortState, SwitchProfile};
+use slice_controller::{Command, Engine, EngineConfig, PortState, SwitchProfile};
 use slice_core::{Change, MacAddress, Membership, PortId, SliceName};
 
 use crate::args::{Part, RunArgs};
@@ -208,13 +208,7 @@ fn flow_mods(engine: &mut Engine) -> u64 {
 fn discover(engine: &mut Engine, cables: &[(PortId, PortId)], now: Instant) {
     for (a, b) in cables {
         for (from, at) in [(*a, *b), (*b, *a)] {
-            let lldp = Frame {
-                dst: MacAddress::new([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
-                src: MacAddress::new([0x02, 0, 0, 0, 0, 0xfe]),
-                probe: Some(engine.probe_from(from, now)),
-                data: Default::default(),
-            };
-            engine.packet_in(at.dpid, at.port_no, lldp, now);
+            crate::tables::hear_probe(engine, from, at, now);
         }
         flow_mods(engine);
     }

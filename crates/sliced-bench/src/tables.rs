@@ -160,6 +160,18 @@ fn frame(src: MacAddress, dst: MacAddress) -> Frame {
 /// An engine whose switches are all connected as OpenFlow 1.3, every cable found by
 /// LLDP and every table read back empty; `proactive` false runs per-pair flows on them
 /// (what `--per-pair-flows` does). Every command so far went into `tally`.
+/// The engine's LLDP probe out of `from` heard at `at` at `now`, as an emulated cable
+/// carries it.
+pub(crate) fn hear_probe(engine: &mut Engine, from: PortId, at: PortId, now: Instant) {
+    let lldp = Frame {
+        dst: MacAddress::new([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
+        src: MacAddress::new([0x02, 0, 0, 0, 0, 0xfe]),
+        probe: Some(engine.probe_from(from, now)),
+        data: Default::default(),
+    };
+    engine.packet_in(at.dpid, at.port_no, lldp, now);
+}
+
 fn network(
     tree: &Tree,
     slices: usize,
@@ -188,13 +200,7 @@ fn network(
     }
     for (a, b) in tree.cables() {
         for (from, at) in [(a, b), (b, a)] {
-            let lldp = Frame {
-                dst: MacAddress::new([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
-                src: MacAddress::new([0x02, 0, 0, 0, 0, 0xfe]),
-                probe: Some(engine.probe_from(from, now)),
-                data: Default::default(),
-            };
-            engine.packet_in(at.dpid, at.port_no, lldp, now);
+            hear_probe(&mut engine, from, at, now);
         }
     }
     tally.add(engine.take_commands());
