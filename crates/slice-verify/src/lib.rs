@@ -163,9 +163,10 @@ pub struct Report {
 }
 
 /// Violations of each kind a report lists unless the verifier is told otherwise: a table
-/// that lets everything through would otherwise make a report of every pair of hosts. The first ones found are kept, in the
-/// order sources are judged (bound hosts by port and address, then unbound senders by
-/// port), so two runs over the same tables keep the same ones; the totals count them all.
+/// that lets everything through would otherwise make a report of every pair of hosts.
+/// The first ones found are kept, in the order sources are judged (bound hosts by port
+/// and address, then unbound senders by port), so two runs over the same tables keep the
+/// same ones; the totals count them all.
 pub const VIOLATIONS_KEPT: usize = 100;
 
 /// A kind of violation.
