@@ -60,7 +60,7 @@ pub(super) fn random(stage: &mut Stage) -> anyhow::Result<()> {
 
 /// The `random-cluster` scenario: the same on three `sliced --etcd` (three etcd members),
 /// every switch connected to all three, with `kill -9` of the master among the
-/// operations. Not in the default run: a long run, `cargo xtask soak --cluster`.
+/// operations. In the default run too; `cargo xtask soak --cluster` runs it long.
 pub(super) fn random_cluster(stage: &mut Stage) -> anyhow::Result<()> {
     let run = stage.random_run();
     // As in `random`: the model may restore a cable cut before an instance took the
