@@ -15,6 +15,13 @@ use crate::topology::Link;
 /// one of them heard chatter: a round of LLDP makes one, so about three intervals.
 pub(super) const PROBES_OVER_CHATTER: u8 = 3;
 
+/// How much earlier than it was signed a probe may seem to have left. Its nonce keeps the
+/// signing time to the millisecond, rounded down, and the engine takes the time it left
+/// back from the nonce by the clock of its arrival: up to a millisecond either way. A
+/// switch's first probes are signed at the very instant its window opens, so without
+/// this about half of them would seem to have left before it opened.
+const STAMP_SLACK: Duration = Duration::from_millis(1);
+
 /// What one frame arriving at an edge port says about what is behind that port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum FrameClass {
@@ -173,8 +180,10 @@ impl LinkGuard {
     /// window of either switch.
     pub(super) fn sent_in_window(&self, from: PortId, at: PortId, sent: Instant) -> bool {
         let open = |dpid: u64| {
-            (self.windows.get(&dpid))
-                .is_some_and(|(opened, until)| *opened <= sent && sent < *until)
+            (self.windows.get(&dpid)).is_some_and(|(opened, until)| {
+                let opened = opened.checked_sub(STAMP_SLACK).unwrap_or(*opened);
+                opened <= sent && sent < *until
+            })
         };
         open(from.dpid) || open(at.dpid)
     }
