@@ -7,21 +7,24 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use serde::Deserialize;
 use slice_cli::DataDir;
 use slice_controller::{Listeners, TlsFiles};
 
-use auth::{session_ttl, AuthFile};
+use auth::session_ttl;
+use file::{ClusterFile, DpidEntry, FileConfig, StoreFile};
 use links::LinkArgs;
 pub(crate) use links::Links;
 pub(crate) use listen::{listen_failure, Listen, ListenAddr};
 use listen::{parse_dpid, OPENFLOW_OFF};
+pub(crate) use switch_limits::SwitchLimitArgs;
 
 mod auth;
+mod file;
 mod file_errors;
 mod help;
 mod links;
 mod listen;
+mod switch_limits;
 
 pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:9292";
 pub(crate) const DEFAULT_OPENFLOW: &str = "0.0.0.0:6653";
@@ -184,151 +187,6 @@ pub(crate) enum LogLevel {
     Trace,
 }
 
-/// What one switch (or the hosts behind it) may make the controller hold or do.
-#[derive(Debug, Default, Clone, clap::Args)]
-pub(crate) struct SwitchLimitArgs {
-    /// File with the secret that signs LLDP probes (share it within a cluster)
-    /// [default: a random secret per start]
-    #[arg(long, value_name = "FILE")]
-    pub lldp_secret_file: Option<PathBuf>,
-    /// Ports a switch may announce; more closes its connection [default: 4096]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_ports_per_switch: Option<u32>,
-    /// Bytes of port list a switch may send in its handshake [default: 1048576]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
-    pub max_multipart_bytes: Option<u64>,
-    /// Bytes that may wait to be written to one switch [default: 16777216]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(65536..))]
-    pub max_outbound_bytes: Option<u64>,
-    /// Hosts learned per switch port; hosts bound in a slice are exempt [default: 256]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_hosts_per_port: Option<u32>,
-    /// Hosts learned per switch [default: 16384]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_hosts_per_switch: Option<u32>,
-    /// Seconds before an idle host is forgotten [default: 300]
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..))]
-    pub host_idle_timeout: Option<u32>,
-    /// PACKET_INs per second a switch may send; the rest are dropped [default: 1000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub packet_in_rate: Option<u32>,
-    /// PACKET_INs a switch may send in one burst [default: 2000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub packet_in_burst: Option<u32>,
-    /// PACKET_INs per second from one switch port, burst twice that [default: 250]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub packet_in_port_rate: Option<u32>,
-    /// OpenFlow connections open at once; more are closed at once (never more than a
-    /// quarter of the open files limit) [default: 1024]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_switch_connections: Option<u32>,
-    /// OpenFlow connections in their handshake past the HELLO (sent at once) [default: 64]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_pending_handshakes: Option<u32>,
-    /// Seconds within which every switch's flow tables are read back, verified and
-    /// repaired (besides after each pipeline write); 0 turns verification off [default: 30]
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
-    pub verification_interval: Option<u64>,
-    /// Violations of each kind a verification report lists; its totals count them all
-    /// [default: 100]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub verification_list_limit: Option<u32>,
-}
-
-impl SwitchLimitArgs {
-    /// The same ranges as the flags, for values from the file.
-    fn check(&self) -> anyhow::Result<()> {
-        let counts = [
-            ("max_ports_per_switch", self.max_ports_per_switch),
-            ("max_hosts_per_port", self.max_hosts_per_port),
-            ("max_hosts_per_switch", self.max_hosts_per_switch),
-            ("host_idle_timeout", self.host_idle_timeout),
-            ("packet_in_rate", self.packet_in_rate),
-            ("packet_in_burst", self.packet_in_burst),
-            ("packet_in_port_rate", self.packet_in_port_rate),
-            ("max_switch_connections", self.max_switch_connections),
-            ("max_pending_handshakes", self.max_pending_handshakes),
-        ];
-        for (key, value) in counts {
-            anyhow::ensure!(value != Some(0), "controller.{key} must be at least 1");
-        }
-        anyhow::ensure!(
-            self.verification_interval
-                .map_or(true, |secs| secs <= 86_400),
-            "controller.verification_interval must be between 0 and 86400"
-        );
-        anyhow::ensure!(
-            (self.verification_list_limit).map_or(true, |n| (1..=100_000).contains(&n)),
-            "controller.verification_list_limit must be between 1 and 100000"
-        );
-        let sizes = [
-            ("max_multipart_bytes", self.max_multipart_bytes),
-            ("max_outbound_bytes", self.max_outbound_bytes),
-        ];
-        for (key, value) in sizes {
-            anyhow::ensure!(
-                value.map_or(true, |bytes| bytes >= 65536),
-                "controller.{key} must be at least 65536"
-            );
-        }
-        Ok(())
-    }
-
-    /// Each setting from the flags, else from the file.
-    fn or(&self, file: ControllerFile) -> SwitchLimitArgs {
-        SwitchLimitArgs {
-            lldp_secret_file: self.lldp_secret_file.clone().or(file.lldp_secret_file),
-            max_ports_per_switch: self.max_ports_per_switch.or(file.max_ports_per_switch),
-            max_multipart_bytes: self.max_multipart_bytes.or(file.max_multipart_bytes),
-            max_outbound_bytes: self.max_outbound_bytes.or(file.max_outbound_bytes),
-            max_hosts_per_port: self.max_hosts_per_port.or(file.max_hosts_per_port),
-            max_hosts_per_switch: self.max_hosts_per_switch.or(file.max_hosts_per_switch),
-            host_idle_timeout: self.host_idle_timeout.or(file.host_idle_timeout),
-            packet_in_rate: self.packet_in_rate.or(file.packet_in_rate),
-            packet_in_burst: self.packet_in_burst.or(file.packet_in_burst),
-            packet_in_port_rate: self.packet_in_port_rate.or(file.packet_in_port_rate),
-            max_switch_connections: self.max_switch_connections.or(file.max_switch_connections),
-            max_pending_handshakes: self.max_pending_handshakes.or(file.max_pending_handshakes),
-            verification_interval: self.verification_interval.or(file.verification_interval),
-            verification_list_limit: (self.verification_list_limit)
-                .or(file.verification_list_limit),
-        }
-    }
-}
-
-/// The settings file. Every key is optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    db: Option<PathBuf>,
-    http: Option<String>,
-    metrics: Option<String>,
-    openflow: Option<Listen>,
-    openflow_tls: Option<String>,
-    pid_file: Option<PathBuf>,
-    log_file: Option<PathBuf>,
-    slicing: Option<bool>,
-    allowed_hosts: Option<Vec<String>>,
-    max_http_connections: Option<u64>,
-    request_timeout: Option<u64>,
-    max_apply_records: Option<u64>,
-    #[serde(default)]
-    auth: AuthFile,
-    #[serde(default)]
-    controller: ControllerFile,
-    #[serde(default)]
-    store: StoreFile,
-    #[serde(default)]
-    cluster: ClusterFile,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClusterFile {
-    name: Option<String>,
-    lease_ttl_secs: Option<u64>,
-}
-
 /// This instance in a cluster (with etcd).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ClusterConfig {
@@ -339,19 +197,6 @@ pub(crate) struct ClusterConfig {
 
 /// The longest instance name: it is an etcd key's last part and shown to operators.
 const MAX_NAME_LEN: usize = 128;
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoreFile {
-    etcd: Option<Vec<String>>,
-    etcd_prefix: Option<String>,
-    etcd_cafile: Option<PathBuf>,
-    etcd_certfile: Option<PathBuf>,
-    etcd_keyfile: Option<PathBuf>,
-    etcd_user: Option<String>,
-    etcd_password_file: Option<PathBuf>,
-    etcd_allow_plaintext: Option<bool>,
-}
 
 /// TLS and credentials for an etcd that is locked down (docs/cluster.md).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -388,43 +233,6 @@ pub(crate) struct EtcdConfig {
     pub prefix: String,
     /// TLS files and credentials, flags over `[store]`.
     pub access: slice_etcd::Access,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ControllerFile {
-    pipeline: Option<bool>,
-    lldp_interval_ms: Option<u64>,
-    idle_timeout: Option<u16>,
-    openflow_cert: Option<PathBuf>,
-    openflow_key: Option<PathBuf>,
-    openflow_ca: Option<PathBuf>,
-    allowed_dpids: Option<Vec<DpidEntry>>,
-    lldp_secret_file: Option<PathBuf>,
-    max_ports_per_switch: Option<u32>,
-    max_multipart_bytes: Option<u64>,
-    max_outbound_bytes: Option<u64>,
-    max_hosts_per_port: Option<u32>,
-    max_hosts_per_switch: Option<u32>,
-    host_idle_timeout: Option<u32>,
-    packet_in_rate: Option<u32>,
-    packet_in_burst: Option<u32>,
-    packet_in_port_rate: Option<u32>,
-    max_switch_connections: Option<u32>,
-    max_pending_handshakes: Option<u32>,
-    fabric: Option<Vec<String>>,
-    discovery_window_secs: Option<u64>,
-    verification_interval: Option<u64>,
-    verification_list_limit: Option<u32>,
-}
-
-/// A datapath id in the settings file: an integer, or a string for the ids beyond
-/// TOML's signed 64-bit integers.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum DpidEntry {
-    Number(u64),
-    Text(String),
 }
 
 /// Everything the daemon needs to know, resolved.
@@ -489,7 +297,7 @@ impl Config {
         let data_dir = DataDir::resolve(named_data_dir);
         let lldp_interval_ms_file = file.controller.lldp_interval_ms;
         let idle_timeout_file = file.controller.idle_timeout;
-        let session_ttl = session_ttl(args, &file.auth)?;
+        let session_ttl = session_ttl(args.session_ttl_seconds, &file.auth)?;
         let max_http_connections = args
             .max_http_connections
             .or(file.max_http_connections)

@@ -8,8 +8,6 @@ use actix_web::http::header::HeaderName;
 use serde::Deserialize;
 use slice_http::{ClientAuth, OidcConfig, ProxyAuth, Role, RoleMapping};
 
-use super::Args;
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AuthFile {
@@ -215,14 +213,10 @@ fn read_secret(path: &std::path::Path) -> anyhow::Result<String> {
 
 /// The session lifetime: `--session-ttl-seconds`, or one of `auth.session_ttl_seconds`
 /// and `auth.session_ttl_hours`, at most a year.
-pub(super) fn session_ttl(args: &Args, auth: &AuthFile) -> anyhow::Result<Duration> {
+pub(super) fn session_ttl(flag: Option<u64>, auth: &AuthFile) -> anyhow::Result<Duration> {
     const HOUR: u64 = 3600;
     const YEAR: u64 = 24 * 365 * HOUR;
-    let seconds = match (
-        args.session_ttl_seconds,
-        auth.session_ttl_seconds,
-        auth.session_ttl_hours,
-    ) {
+    let seconds = match (flag, auth.session_ttl_seconds, auth.session_ttl_hours) {
         (Some(seconds), _, _) | (None, Some(seconds), None) => seconds,
         (None, Some(_), Some(_)) => {
             anyhow::bail!("set auth.session_ttl_hours or auth.session_ttl_seconds, not both")

@@ -2,8 +2,8 @@
 //! in the wrong table is named with the table it belongs in, and a missing key with the
 //! table that needs it (serde knows only the struct it was filling).
 
+use super::file::FileConfig;
 use super::help::PACKAGED_CONFIG;
-use super::FileConfig;
 
 /// Every table of the settings file, the top level as "".
 const TABLES: [&str; 8] = [
