@@ -1,7 +1,7 @@
 //! A committed change of slice membership, as a store tells it to whoever follows the
 //! slices (see [`crate::MembershipSource`]), and its application to a [`Membership`].
 
-use crate::{DeclaredFabric, MacAddress, Membership, Port, PortId, Slice, SliceName};
+use crate::{DeclaredFabric, Host, MacAddress, Membership, Port, PortId, Slice, SliceName};
 
 /// A committed change of slice membership, as a store tells it to its listeners.
 ///
@@ -64,6 +64,25 @@ impl Change {
 }
 
 impl Membership {
+    /// The hosts whose slices `change` may alter, as this index holds them: called
+    /// before the change is applied, since a delete names what the store held, and the
+    /// index is what the network was told.
+    pub fn hosts_touched_by(&self, change: &Change) -> Vec<Host> {
+        match change {
+            Change::MacAdded { port, mac, .. } | Change::MacDeleted { port, mac, .. } => {
+                vec![Host {
+                    port: *port,
+                    mac: *mac,
+                }]
+            }
+            Change::SliceDeleted(slice) => self.hosts_in(&slice.name, None),
+            Change::PortDeleted { slice, port } => self.hosts_in(slice, Some(port.id)),
+            Change::SliceCreated(_) | Change::PortAdded { .. } | Change::FabricDeclared(_) => {
+                Vec::new()
+            }
+        }
+    }
+
     /// Applies a committed change. Applying one twice is harmless: the index holds sets.
     pub fn apply(&mut self, change: &Change) {
         match change {

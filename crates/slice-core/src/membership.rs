@@ -2,6 +2,7 @@
 //! without reading storage.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{MacAddress, PortId, Slice, SliceName};
 
@@ -39,6 +40,15 @@ pub struct Membership {
     slices: HashMap<SliceName, HashMap<PortId, HashSet<MacAddress>>>,
     /// The reverse index, so that the slices of a host are found without a scan.
     slices_of_host: HashMap<Host, Vec<SliceName>>,
+    /// The ports each member MAC is bound at, so that a change to one MAC is judged
+    /// without a scan of every host.
+    ports_of_mac: HashMap<MacAddress, Vec<PortId>>,
+    /// How many members are in exactly each set of slices (sorted): the sets are few
+    /// where the hosts are many, and what names a set depends on them alone.
+    members_of_set: HashMap<Vec<SliceName>, usize>,
+    /// Taken from [`SETS_GENERATIONS`] each time a set of slices gained its first member
+    /// or lost its last: two memberships with the same value have the same sets.
+    sets_generation: u64,
 }
 
 /// Gives back the room of a map that lost most of its entries (a declared state that
@@ -48,6 +58,17 @@ fn release_room<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
     if map.capacity() > 4 * map.len() + 64 {
         map.shrink_to(2 * map.len());
     }
+}
+
+/// Where every membership takes its next [`Membership::sets_generation`], so that no
+/// two histories share one (0 is the empty membership's, which has no sets).
+static SETS_GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+/// `slices` in their canonical order.
+fn sorted(slices: &[SliceName]) -> Vec<SliceName> {
+    let mut sorted = slices.to_vec();
+    sorted.sort_unstable();
+    sorted
 }
 
 impl Membership {
@@ -116,12 +137,18 @@ impl Membership {
             .or_default()
             .entry(port)
             .or_default();
-        if macs.insert(mac) {
-            self.slices_of_host
-                .entry(Host { port, mac })
-                .or_default()
-                .push(slice.clone());
+        if !macs.insert(mac) {
+            return;
         }
+        let host = Host { port, mac };
+        let slices = self.slices_of_host.entry(host).or_default();
+        let before = sorted(slices);
+        slices.push(slice.clone());
+        let after = sorted(slices);
+        if before.is_empty() {
+            self.ports_of_mac.entry(mac).or_default().push(port);
+        }
+        self.count_set(before, after);
     }
 
     /// Removes a MAC address from a port of a slice; the port stays. An unknown one is no
@@ -138,13 +165,82 @@ impl Membership {
     }
 
     fn forget(&mut self, host: Host, slice: &SliceName) {
-        if let Some(slices) = self.slices_of_host.get_mut(&host) {
-            slices.retain(|s| s != slice);
-            if slices.is_empty() {
-                self.slices_of_host.remove(&host);
-                release_room(&mut self.slices_of_host);
+        let Some(slices) = self.slices_of_host.get_mut(&host) else {
+            return;
+        };
+        let before = sorted(slices);
+        slices.retain(|s| s != slice);
+        let after = sorted(slices);
+        if slices.is_empty() {
+            self.slices_of_host.remove(&host);
+            release_room(&mut self.slices_of_host);
+            if let Some(ports) = self.ports_of_mac.get_mut(&host.mac) {
+                ports.retain(|port| *port != host.port);
+                if ports.is_empty() {
+                    self.ports_of_mac.remove(&host.mac);
+                    release_room(&mut self.ports_of_mac);
+                }
             }
         }
+        self.count_set(before, after);
+    }
+
+    /// A member moved from the set `before` to `after` (either empty: none).
+    fn count_set(&mut self, before: Vec<SliceName>, after: Vec<SliceName>) {
+        if !before.is_empty() {
+            if let Some(count) = self.members_of_set.get_mut(&before) {
+                *count -= 1;
+                if *count == 0 {
+                    self.members_of_set.remove(&before);
+                    self.sets_generation = SETS_GENERATIONS.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if !after.is_empty() {
+            let count = self.members_of_set.entry(after).or_insert_with(|| {
+                self.sets_generation = SETS_GENERATIONS.fetch_add(1, Ordering::Relaxed);
+                0
+            });
+            *count += 1;
+        }
+    }
+
+    /// The hosts `slice` holds, at `port` only or at every port.
+    pub(crate) fn hosts_in(&self, slice: &SliceName, port: Option<PortId>) -> Vec<Host> {
+        let Some(ports) = self.slices.get(slice) else {
+            return Vec::new();
+        };
+        (ports.iter())
+            .filter(|(at, _)| !port.is_some_and(|port| port != **at))
+            .flat_map(|(port, macs)| {
+                macs.iter().map(|mac| Host {
+                    port: *port,
+                    mac: *mac,
+                })
+            })
+            .collect()
+    }
+
+    /// The ports `mac` is bound at by some slice, in no particular order.
+    pub fn ports_of(&self, mac: &MacAddress) -> &[PortId] {
+        self.ports_of_mac.get(mac).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether some slice binds a MAC at `port`.
+    pub fn binds_at(&self, port: PortId) -> bool {
+        (self.slices.values()).any(|ports| ports.get(&port).is_some_and(|macs| !macs.is_empty()))
+    }
+
+    /// Every set of slices some member is in exactly, each once and sorted.
+    pub fn slice_sets(&self) -> impl Iterator<Item = &[SliceName]> {
+        self.members_of_set.keys().map(Vec::as_slice)
+    }
+
+    /// Changes whenever [`Membership::slice_sets`] gains or loses a set (and only then),
+    /// to a value no other membership had: what depends on the sets alone and was made
+    /// at the same value is still right.
+    pub fn sets_generation(&self) -> u64 {
+        self.sets_generation
     }
 
     /// Every host some slice holds, each once, in no particular order.
@@ -306,6 +402,42 @@ mod tests {
         let peers: Vec<PortId> = index.peer_ports(&a).into_iter().collect();
         assert_eq!(peers, vec![b.port, c.port]);
         assert!(index.peer_ports(&host(7, 7, 7)).is_empty());
+    }
+
+    #[test]
+    fn the_ports_of_a_mac_and_the_sets_of_slices_follow_every_change() {
+        let (a, b) = (host(1, 1, 1), host(2, 1, 2));
+        let moved = Host {
+            port: PortId::new(3, 3),
+            mac: a.mac,
+        };
+        let mut index = index_with(&[("red", &[a, b, moved]), ("blue", &[b])]);
+        let mut ports = index.ports_of(&a.mac).to_vec();
+        ports.sort();
+        assert_eq!(ports, vec![a.port, moved.port]);
+        let sets = |index: &Membership| {
+            let mut sets: Vec<Vec<SliceName>> = index.slice_sets().map(<[_]>::to_vec).collect();
+            sets.sort();
+            sets
+        };
+        assert_eq!(
+            sets(&index),
+            vec![vec![name("blue"), name("red")], vec![name("red")]]
+        );
+        let generation = index.sets_generation();
+        // One more member of a set that has some: no set comes or goes.
+        index.add_mac(&name("red"), PortId::new(4, 4), b.mac);
+        assert_eq!(index.sets_generation(), generation);
+        assert!(index.binds_at(PortId::new(4, 4)));
+        index.remove_mac(&name("blue"), b.port, b.mac);
+        assert_ne!(index.sets_generation(), generation);
+        assert_eq!(sets(&index), vec![vec![name("red")]]);
+        index.remove_port(&name("red"), moved.port);
+        assert_eq!(index.ports_of(&a.mac), &[a.port]);
+        assert!(!index.binds_at(moved.port));
+        index.remove_slice(&name("red"));
+        assert!(index.ports_of(&a.mac).is_empty());
+        assert_eq!(index.slice_sets().count(), 0);
     }
 
     #[test]
