@@ -30,6 +30,22 @@ pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
 /// and never answers is judged by its probes again.
 const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
+/// How many MACs' changes a plan is patched for at most: past it, the MACs' state
+/// is not kept and the plan is made anew, which costs what patching a tenth or so of
+/// the hosts does.
+const MACS_PATCHED_AT_MOST: usize = 4096;
+
+/// What the plan has to catch up with.
+#[derive(Debug)]
+enum Stale {
+    No,
+    /// The slices of these MACs or where they were heard, each with the ports it was
+    /// bound at before (and may not be now).
+    Macs(BTreeMap<MacAddress, BTreeSet<PortId>>),
+    /// The topology, or more MACs than [`MACS_PATCHED_AT_MOST`]: made anew.
+    All,
+}
+
 /// The pipeline's state in the engine.
 #[derive(Debug)]
 pub(super) struct Proactive {
@@ -41,8 +57,8 @@ pub(super) struct Proactive {
     active: bool,
     /// Something a switch's entries depend on changed since the last sync.
     dirty: bool,
-    /// Of those, the slices, the hosts or the topology: the plan is computed again.
-    stale: bool,
+    /// What the plan has to catch up with at the next sync.
+    stale: Stale,
     /// What the entries are computed from, as of the last sync.
     plan: Arc<Plan>,
     /// What each switch holds, for the switches read back since they connected: the
@@ -84,7 +100,7 @@ impl Proactive {
             capable: HashSet::new(),
             active: wanted,
             dirty: false,
-            stale: true,
+            stale: Stale::All,
             plan: Arc::default(),
             held: HashMap::new(),
             bound_at: HashMap::new(),
@@ -103,10 +119,32 @@ impl Proactive {
         self.active
     }
 
-    /// Something the entries depend on changed: the next sync recomputes them.
+    /// Something the entries depend on changed: the next sync makes the plan anew.
     pub(super) fn changed(&mut self) {
         self.dirty = true;
-        self.stale = true;
+        self.stale = Stale::All;
+    }
+
+    /// The slices of `hosts` changed, or where their MACs were heard (and nothing else
+    /// since the plan was made, if [`Proactive::changed`] is not called): the next sync
+    /// patches the plan for their MACs.
+    pub(super) fn hosts_changed(&mut self, hosts: &[Host]) {
+        if hosts.is_empty() {
+            return;
+        }
+        self.dirty = true;
+        if let Stale::No = self.stale {
+            self.stale = Stale::Macs(BTreeMap::new());
+        }
+        let Stale::Macs(touched) = &mut self.stale else {
+            return;
+        };
+        for host in hosts {
+            touched.entry(host.mac).or_default().insert(host.port);
+        }
+        if touched.len() > MACS_PATCHED_AT_MOST {
+            self.stale = Stale::All;
+        }
     }
 
     pub(super) fn switch_connected(&mut self, dpid: u64, capable: bool) {
@@ -172,8 +210,14 @@ impl Proactive {
     /// Where `mac` is was learned or forgotten: if a slice binds it at several live edge
     /// ports, where it was heard decides which binding the pipeline serves.
     pub(super) fn heard(&mut self, mac: &MacAddress) {
-        if self.bound_at.get(mac).is_some_and(|ports| ports.len() > 1) {
-            self.changed();
+        if let Some(ports) = self.bound_at.get(mac).filter(|ports| ports.len() > 1) {
+            let hosts: Vec<Host> = (ports.iter())
+                .map(|port| Host {
+                    port: *port,
+                    mac: *mac,
+                })
+                .collect();
+            self.hosts_changed(&hosts);
         }
     }
 
@@ -407,8 +451,10 @@ impl Engine {
             return;
         }
         self.proactive.dirty = false;
-        if std::mem::take(&mut self.proactive.stale) {
-            self.plan_again();
+        match std::mem::replace(&mut self.proactive.stale, Stale::No) {
+            Stale::No => {}
+            Stale::Macs(touched) => self.patch_plan(&touched),
+            Stale::All => self.plan_again(),
         }
         let plan = Arc::clone(&self.proactive.plan);
         let judge = (!self.proactive.settling.is_empty()).then(|| Judge::of(&self.membership));
@@ -495,6 +541,37 @@ impl Engine {
             self.send(dpid, Command::Pipeline(change));
             self.proactive.awaiting.insert(dpid, None);
             self.proactive.unanswered.entry(dpid).or_insert(None);
+        }
+    }
+
+    /// Patches the plan for the MACs `touched` (each with the ports it was bound at
+    /// before), and where they are bound; makes it anew where a patch cannot do.
+    fn patch_plan(&mut self, touched: &BTreeMap<MacAddress, BTreeSet<PortId>>) {
+        let hosts = &self.hosts;
+        let heard = |mac: &MacAddress| hosts.get(mac);
+        let Some(plan) = (self.proactive.plan).patched(&self.membership, touched, heard) else {
+            return self.plan_again();
+        };
+        self.proactive.plan = Arc::new(plan);
+        let proactive = &mut self.proactive;
+        for (mac, before) in touched {
+            let now = self.membership.ports_of(mac);
+            for port in before.iter().chain(now) {
+                if self.membership.binds_at(*port) {
+                    proactive.bound_ports.insert(*port);
+                } else {
+                    proactive.bound_ports.remove(port);
+                }
+            }
+            let live: Vec<PortId> = (now.iter())
+                .filter(|port| self.topology.is_edge(**port))
+                .copied()
+                .collect();
+            if live.is_empty() {
+                proactive.bound_at.remove(mac);
+            } else {
+                proactive.bound_at.insert(*mac, live);
+            }
         }
     }
 

@@ -9,12 +9,13 @@ impl Engine {
         if let Change::FabricDeclared(fabric) = change {
             return self.fabric_declared(fabric.clone());
         }
+        let touched = self.membership.hosts_touched_by(change);
         self.membership.apply(change);
         let grows = change.grows();
         if !self.config.slicing {
             return;
         }
-        self.proactive.changed();
+        self.proactive.hosts_changed(&touched);
         if grows {
             self.lift_drops_now_allowed();
         } else {

@@ -8,13 +8,16 @@
 //! [`super::build`] stays the reference: `Plan::entries` with [`Scope::all`] gives
 //! exactly its table for every switch (the tests compare them over random changes).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use imbl::ordmap::{DiffItem, OrdMap};
 use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 
+use served::{ports_of_switch, Served};
+
 use super::{
-    entry, Entry, EntryAction, EntryMatch, Fabric, Tags, ADMISSION_TABLE, ADMIT_AT_HOME_PRIORITY,
+    entry, Entry, EntryAction, EntryMatch, Fabric, ADMISSION_TABLE, ADMIT_AT_HOME_PRIORITY,
     ADMIT_IN_TRANSIT_PRIORITY, DISCOVERY_PRIORITY, FLOOD_PRIORITY, FORWARDING_TABLE,
     FORWARD_PRIORITY, LINK_DISCOVERY_PRIORITY, LINK_PORT_PRIORITY, TRANSIT_MISS_PRIORITY,
     TRANSIT_TABLE,
@@ -72,70 +75,6 @@ impl Routes {
 
     fn homes(&self) -> impl Iterator<Item = u64> + '_ {
         self.hops.keys().copied()
-    }
-}
-
-/// The hosts the pipeline serves, as the entries need them.
-#[derive(Debug, Default)]
-struct Served {
-    tags: Tags,
-    /// One served host per MAC: where frames to it go.
-    destinations: BTreeMap<MacAddress, Host>,
-    /// The tags that may send to each destination.
-    allowed: BTreeMap<MacAddress, BTreeSet<u64>>,
-    /// The destinations of each home switch.
-    macs_at: BTreeMap<u64, BTreeSet<MacAddress>>,
-    /// The slices of the served hosts at each port.
-    bound_slices_at: BTreeMap<PortId, BTreeSet<SliceName>>,
-}
-
-impl Served {
-    fn new(fabric: &Fabric, membership: &Membership) -> Served {
-        // As in `build`: only hosts at live edge ports, and a MAC bound at several of
-        // them only where it was heard.
-        let mut bound: Vec<Host> = (membership.members())
-            .filter(|host| fabric.is_edge(host.port))
-            .copied()
-            .collect();
-        bound.sort_unstable_by_key(|host| (host.mac, host.port));
-        let served = bound.chunk_by(|a, b| a.mac == b.mac).flat_map(|hosts| {
-            let heard = (hosts.first()).and_then(|host| fabric.heard_at.get(&host.mac));
-            let ambiguous = hosts.len() > 1;
-            (hosts.iter())
-                .filter(move |host| !ambiguous || heard == Some(&host.port))
-                .copied()
-        });
-        let tags = Tags::of_hosts(membership, served);
-        let mut served = Served::default();
-        for host in tags.of_host.keys() {
-            served.destinations.entry(host.mac).or_insert(*host);
-            let here = served.bound_slices_at.entry(host.port).or_default();
-            for slice in membership.slices_of(host) {
-                if !here.contains(slice) {
-                    here.insert(slice.clone());
-                }
-            }
-        }
-        // Hosts are many and their lists of slices few: each list's answer is found once.
-        let mut allowed_for: HashMap<&[SliceName], BTreeSet<u64>> = HashMap::new();
-        for (mac, host) in &served.destinations {
-            let list = membership.slices_of(host);
-            let allowed = (allowed_for.entry(list))
-                .or_insert_with(|| tags.allowed_to_reach(list))
-                .clone();
-            served.allowed.insert(*mac, allowed);
-            served
-                .macs_at
-                .entry(host.port.dpid)
-                .or_default()
-                .insert(*mac);
-        }
-        served.tags = tags;
-        served
-    }
-
-    fn macs_at(&self, home: u64) -> impl Iterator<Item = &MacAddress> {
-        self.macs_at.get(&home).into_iter().flatten()
     }
 }
 
@@ -198,13 +137,14 @@ impl Scope {
 }
 
 /// What changed for every switch between two plans: the MACs whose entries may differ
-/// anywhere, and whether the flood entries may.
+/// anywhere, whether the flood entries may, and the ports whose served slices changed
+/// (the flood entries of their switches).
 #[derive(Debug, Default)]
 pub struct PlanChange {
     macs: BTreeSet<MacAddress>,
     tags_changed: bool,
+    ports: BTreeSet<PortId>,
     same_routes: bool,
-    same_served: bool,
 }
 
 /// Everything the pipeline's entries are computed from, at one moment.
@@ -246,13 +186,39 @@ impl Plan {
         self.routes.graph.edge_ports.contains_key(&dpid)
     }
 
-    /// What may differ between `self` (the older plan) and `newer`, on any switch.
+    /// The plan once the MACs `touched` changed in `membership` (each with the ports
+    /// where it was bound before and is not now), the switch graph the same: patched
+    /// from this one in O(touched × log hosts), and the same as a new plan would be.
+    /// `None` where the change reaches beyond those MACs (a set of slices came or went),
+    /// which only a new plan gets right.
+    pub fn patched(
+        &self,
+        membership: &Membership,
+        touched: &BTreeMap<MacAddress, BTreeSet<PortId>>,
+        heard: impl Fn(&MacAddress) -> Option<PortId>,
+    ) -> Option<Plan> {
+        let graph = &self.routes.graph;
+        let served =
+            (self.served).patched(membership, touched, |port| graph.is_edge(port), heard)?;
+        let routes = if self.served.macs_at.keys().eq(served.macs_at.keys()) {
+            Arc::clone(&self.routes)
+        } else {
+            let homes = served.macs_at.keys().copied().collect();
+            Arc::new(Routes::new(graph.clone(), &homes, &self.routes))
+        };
+        Some(Plan {
+            routes,
+            served: Arc::new(served),
+        })
+    }
+
+    /// What may differ between `self` (the older plan) and `newer`, on any switch: in
+    /// time proportional to what differs where `newer` was patched from `self`.
     pub fn change_to(&self, newer: &Plan) -> PlanChange {
         let same_routes = Arc::ptr_eq(&self.routes, &newer.routes);
         let same_served = Arc::ptr_eq(&self.served, &newer.served);
         let mut change = PlanChange {
             same_routes,
-            same_served,
             ..PlanChange::default()
         };
         if same_served {
@@ -272,8 +238,12 @@ impl Plan {
         changed_keys(&old.tags.of_host, &new.tags.of_host, |host| {
             macs.insert(host.mac);
         });
+        changed_keys(&old.bound_slices_at, &new.bound_slices_at, |port| {
+            change.ports.insert(*port);
+        });
         change.macs = macs;
-        change.tags_changed = old.tags.sets != new.tags.sets;
+        change.tags_changed =
+            !Arc::ptr_eq(&old.tags.sets, &new.tags.sets) && old.tags.sets != new.tags.sets;
         change
     }
 
@@ -305,16 +275,7 @@ impl Plan {
             }
             scope.floods |= old.tree.get(&dpid) != new.tree.get(&dpid);
         }
-        if !change.same_served && !scope.floods {
-            let at = |served: &Served| {
-                served
-                    .bound_slices_at
-                    .range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
-                    .map(|(port, slices)| (port.port_no, slices.clone()))
-                    .collect::<Vec<_>>()
-            };
-            scope.floods = at(&self.served) != at(&newer.served);
-        }
+        scope.floods |= change.ports.range(ports_of_switch(dpid)).next().is_some();
         scope
     }
 
@@ -371,8 +332,20 @@ impl Plan {
             port: PortId::new(dpid, u32::MAX),
             mac: highest,
         };
-        for (host, tag) in tags.of_host.range(at_switch) {
-            if scope.has_mac(&host.mac) && graph.is_edge(host.port) {
+        // A MAC is served at one port at most, its destination's: a scope's hosts are
+        // found from its MACs, with no walk over the switch's other hosts.
+        let at_home: Box<dyn Iterator<Item = (&Host, &u64)>> = if scope.all {
+            Box::new(tags.of_host.range(at_switch))
+        } else {
+            Box::new(
+                (scope.macs.iter())
+                    .filter_map(|mac| served.destinations.get(mac))
+                    .filter(|host| host.port.dpid == dpid)
+                    .filter_map(|host| tags.of_host.get_key_value(host)),
+            )
+        };
+        for (host, tag) in at_home {
+            if graph.is_edge(host.port) {
                 table.insert(entry(
                     ADMISSION_TABLE,
                     ADMIT_AT_HOME_PRIORITY,
@@ -398,7 +371,12 @@ impl Plan {
                 (self.routes.hops.get(&home)).and_then(|hops| hops.get(&dpid).copied())
             };
             if let Some(out_port) = out_port {
-                for &tag in served.allowed.get(mac).into_iter().flatten() {
+                for &tag in served
+                    .allowed
+                    .get(mac)
+                    .into_iter()
+                    .flat_map(|tags| tags.iter())
+                {
                     table.insert(entry(
                         FORWARDING_TABLE,
                         FORWARD_PRIORITY,
@@ -450,44 +428,21 @@ impl Plan {
     }
 }
 
-/// Calls `changed` with every key that is in one map only, or in both with other values.
-fn changed_keys<K: Ord, V: PartialEq>(
-    old: &BTreeMap<K, V>,
-    new: &BTreeMap<K, V>,
+/// Calls `changed` with every key that is in one map only, or in both with other
+/// values; what the two maps share is not visited.
+fn changed_keys<K: Ord + Clone, V: PartialEq + Clone>(
+    old: &OrdMap<K, V>,
+    new: &OrdMap<K, V>,
     mut changed: impl FnMut(&K),
 ) {
-    let (mut a, mut b) = (old.iter().peekable(), new.iter().peekable());
-    loop {
-        match (a.peek(), b.peek()) {
-            (None, None) => return,
-            (Some((key, _)), None) => {
-                changed(key);
-                a.next();
-            }
-            (None, Some((key, _))) => {
-                changed(key);
-                b.next();
-            }
-            (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
-                std::cmp::Ordering::Less => {
-                    changed(ka);
-                    a.next();
-                }
-                std::cmp::Ordering::Greater => {
-                    changed(kb);
-                    b.next();
-                }
-                std::cmp::Ordering::Equal => {
-                    if va != vb {
-                        changed(ka);
-                    }
-                    a.next();
-                    b.next();
-                }
-            },
+    for item in old.diff(new) {
+        match item {
+            DiffItem::Add(key, _) | DiffItem::Remove(key, _) => changed(key),
+            DiffItem::Update { new: (key, _), .. } => changed(key),
         }
     }
 }
 
+mod served;
 #[cfg(test)]
 mod tests;

@@ -11,9 +11,11 @@
 //! sorting before it collides with it: in practice always, since only a deliberate
 //! collision moves a tag, and then only the later set's.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
-use slice_core::{Host, MacAddress, Membership, SliceName};
+use imbl::OrdMap;
+use slice_core::{Host, MacAddress, Membership, PortId, SliceName};
 
 /// A set of slices, in its canonical order.
 pub type SliceSet = BTreeSet<SliceName>;
@@ -42,12 +44,7 @@ pub struct TagBook {
 impl TagBook {
     /// The book of `membership`: the same on every instance for the same slices.
     pub fn of(membership: &Membership) -> TagBook {
-        // Hosts are many and their lists of slices few: each list is made a set once.
-        let lists: HashSet<&[SliceName]> = (membership.members())
-            .map(|host| membership.slices_of(host))
-            .filter(|list| !list.is_empty())
-            .collect();
-        let sets: BTreeSet<SliceSet> = (lists.into_iter())
+        let sets: BTreeSet<SliceSet> = (membership.slice_sets())
             .map(|list| list.iter().cloned().collect())
             .collect();
         let mut book = TagBook::default();
@@ -79,18 +76,31 @@ impl TagBook {
 }
 
 /// The tags of the bound hosts the pipeline serves, and the slice sets they stand for.
+///
+/// The per-host and per-MAC maps are persistent: a copy shares them, so that one MAC's
+/// change ([`Tags::admit`] after [`Tags::withdraw`]) costs O(log hosts) while an older
+/// plan keeps its own view, and [`imbl::OrdMap::diff`] of the two visits only what
+/// differs.
 #[derive(Debug, Default, Clone)]
 pub struct Tags {
-    book: TagBook,
-    pub(super) of_host: BTreeMap<Host, u64>,
+    book: Arc<TagBook>,
+    /// The membership's [`Membership::sets_generation`] the book was made at.
+    generation: u64,
+    pub(super) of_host: OrdMap<Host, u64>,
     /// A MAC's frames arriving over a link: the slices that all its bindings share, since
     /// the next switch cannot tell at which of them the frame entered.
-    pub(super) of_mac: BTreeMap<MacAddress, u64>,
+    pub(super) of_mac: OrdMap<MacAddress, u64>,
+    /// How many entries of `of_host` and `of_mac` name each tag.
+    uses: OrdMap<u64, usize>,
     /// The tags in use, with their sets.
-    pub(super) sets: BTreeMap<u64, SliceSet>,
+    pub(super) sets: Arc<BTreeMap<u64, SliceSet>>,
     /// Tags that share a slice, by slice.
-    with_slice: BTreeMap<SliceName, BTreeSet<u64>>,
+    with_slice: Arc<BTreeMap<SliceName, BTreeSet<u64>>>,
 }
+
+/// Each list of slices (a host's, in the order it joined them) named once: hosts are
+/// many and their lists few.
+pub(super) type TagOfList<'m> = HashMap<&'m [SliceName], Option<u64>>;
 
 /// The slices every binding of one MAC seen so far shares.
 enum Shared<'m> {
@@ -121,59 +131,121 @@ impl Tags {
 
     /// The tags of `hosts`, each a member of `membership`: the hosts the pipeline serves.
     pub fn of_hosts(membership: &Membership, hosts: impl IntoIterator<Item = Host>) -> Tags {
-        let mut tags = Tags {
-            book: TagBook::of(membership),
+        let mut tags = Tags::empty(membership);
+        let mut hosts: Vec<Host> = hosts.into_iter().collect();
+        hosts.sort_unstable_by_key(|host| (host.mac, host.port));
+        hosts.dedup();
+        let mut tag_of_list = TagOfList::new();
+        for hosts in hosts.chunk_by(|a, b| a.mac == b.mac) {
+            tags.admit(membership, hosts, &mut tag_of_list);
+        }
+        tags
+    }
+
+    /// No host tagged yet, with the book of `membership`.
+    pub(super) fn empty(membership: &Membership) -> Tags {
+        Tags {
+            book: Arc::new(TagBook::of(membership)),
+            generation: membership.sets_generation(),
             ..Tags::default()
-        };
-        // Each list of slices (a host's, in the order it joined them) is named once.
-        let mut tag_of_list: HashMap<&[SliceName], Option<u64>> = HashMap::new();
-        let mut shared_of_mac: BTreeMap<MacAddress, Shared> = BTreeMap::new();
-        let hosts: BTreeSet<Host> = hosts.into_iter().collect();
-        for host in &hosts {
+        }
+    }
+
+    /// Whether the book still names `membership`'s sets, so that hosts can be admitted
+    /// and withdrawn one MAC at a time ([`Tags::admit`], [`Tags::withdraw`]).
+    pub(super) fn has_book_of(&self, membership: &Membership) -> bool {
+        self.generation == membership.sets_generation()
+    }
+
+    /// Tags the served hosts `hosts` (one MAC's, each a member of `membership`, none
+    /// tagged yet), and the MAC in transit.
+    pub(super) fn admit<'m>(
+        &mut self,
+        membership: &'m Membership,
+        hosts: &[Host],
+        tag_of_list: &mut TagOfList<'m>,
+    ) {
+        let mut shared: Option<Shared> = None;
+        for host in hosts {
             let list = membership.slices_of(host);
             if list.is_empty() {
                 continue;
             }
             let tag = *(tag_of_list.entry(list))
-                .or_insert_with(|| tags.name(list.iter().cloned().collect()));
-            shared_of_mac
-                .entry(host.mac)
-                .and_modify(|shared| shared.narrow(list))
-                .or_insert(Shared::Alone(list, tag));
+                .or_insert_with(|| self.book.tag(&list.iter().cloned().collect()));
+            match &mut shared {
+                Some(shared) => shared.narrow(list),
+                None => shared = Some(Shared::Alone(list, tag)),
+            }
             if let Some(tag) = tag {
-                tags.of_host.insert(*host, tag);
+                self.use_tag(tag, || list.iter().cloned().collect());
+                self.of_host.insert(*host, tag);
             }
         }
-        for (mac, shared) in shared_of_mac {
-            let tag = match shared {
-                Shared::Alone(_, tag) => tag,
-                // A MAC bound at two ports in slices that share nothing is not admitted
-                // in transit at all: it still reaches the hosts at its own switch.
-                Shared::Several(set) if set.is_empty() => continue,
-                Shared::Several(set) => tags.name(set),
-            };
-            if let Some(tag) = tag {
-                tags.of_mac.insert(mac, tag);
-            }
+        let tag = match shared {
+            None => None,
+            Some(Shared::Alone(list, tag)) => tag.map(|tag| (tag, list.iter().cloned().collect())),
+            // A MAC bound at two ports in slices that share nothing is not admitted
+            // in transit at all: it still reaches the hosts at its own switch.
+            Some(Shared::Several(set)) if set.is_empty() => None,
+            // A set no member is in exactly has no tag: its frames are not admitted in
+            // transit, which fails closed.
+            Some(Shared::Several(set)) => self.book.tag(&set).map(|tag| (tag, set)),
+        };
+        if let (Some((tag, set)), Some(host)) = (tag, hosts.first()) {
+            self.use_tag(tag, || set);
+            self.of_mac.insert(host.mac, tag);
         }
-        tags
     }
 
-    /// The tag of `set`, now in use. A set no member is in exactly (what several
-    /// bindings of one MAC share) has no tag: its frames are not admitted in transit,
-    /// which fails closed.
-    fn name(&mut self, set: SliceSet) -> Option<u64> {
-        let tag = self.book.tag(&set)?;
+    /// One more entry names `tag` (of the set `set`).
+    fn use_tag(&mut self, tag: u64, set: impl FnOnce() -> SliceSet) {
+        *self.uses.entry(tag).or_insert(0) += 1;
         if !self.sets.contains_key(&tag) {
+            let set = set();
+            let with_slice = Arc::make_mut(&mut self.with_slice);
             for slice in &set {
-                self.with_slice
-                    .entry(slice.clone())
-                    .or_default()
-                    .insert(tag);
+                with_slice.entry(slice.clone()).or_default().insert(tag);
             }
-            self.sets.insert(tag, set);
+            Arc::make_mut(&mut self.sets).insert(tag, set);
         }
-        Some(tag)
+    }
+
+    /// Untags every host of `mac` at `ports` and the MAC in transit; gives the ports
+    /// where a host was untagged to `untagged`. A tag no entry names any more stays in
+    /// [`Tags::sets`]: [`Tags::sets_in_use_since`] tells.
+    pub(super) fn withdraw(
+        &mut self,
+        mac: MacAddress,
+        ports: impl IntoIterator<Item = PortId>,
+        mut untagged: impl FnMut(PortId),
+    ) {
+        for port in ports {
+            if let Some(tag) = self.of_host.remove(&Host { port, mac }) {
+                self.release(tag);
+                untagged(port);
+            }
+        }
+        if let Some(tag) = self.of_mac.remove(&mac) {
+            self.release(tag);
+        }
+    }
+
+    fn release(&mut self, tag: u64) {
+        if let Some(uses) = self.uses.get_mut(&tag) {
+            *uses -= 1;
+            if *uses == 0 {
+                self.uses.remove(&tag);
+            }
+        }
+    }
+
+    /// Whether the tags in use are those of `earlier` (this was patched from it): the
+    /// flood entries and what may reach each host are then as they were.
+    pub(super) fn sets_in_use_since(&self, earlier: &Tags) -> bool {
+        Arc::ptr_eq(&self.sets, &earlier.sets)
+            && self.uses.len() == self.sets.len()
+            && Arc::ptr_eq(&self.book, &earlier.book)
     }
 
     /// The tag of a bound host.

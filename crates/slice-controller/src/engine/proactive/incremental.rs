@@ -1,7 +1,8 @@
 //! The engine's pipeline changed step by step against the reference: after every change
 //! of slices or cables, each switch (emulated from the commands it was sent) holds what
 //! [`pipeline::build`] computes from scratch, or while it settles what the rule for a
-//! settling switch makes of what it held, and it was sent exactly the difference.
+//! settling switch makes of what it held, and it was sent exactly the difference; and
+//! what the engine keeps beside the plan follows a change of slices patched into it.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use proptest::prelude::*;
 use slice_core::Change;
 
 use super::super::tests::{config, discovery, mac, p, ports};
+use super::tests::{two_switches_read_back, AnsweringSwitches};
 use super::*;
 
 const PIPELINE: SwitchProfile = SwitchProfile {
@@ -167,4 +169,53 @@ proptest! {
             }
         }
     }
+}
+
+/// Probes relayed between 1:3 and 2:3 for five rounds; how many of them were refused
+/// for arriving at, or coming from, a host's port.
+fn relayed_at_host_ports(engine: &mut Engine, since: Instant) -> u64 {
+    for round in 0..5 {
+        let at = since + Duration::from_millis(100 * round);
+        let (from_1, from_2) = (
+            engine.probe_from(p(1, 3), at),
+            engine.probe_from(p(2, 3), at),
+        );
+        engine.packet_in(2, 3, discovery(from_1), at);
+        engine.packet_in(1, 3, discovery(from_2), at);
+    }
+    (engine.switches().iter())
+        .map(|switch| switch.dropped.lldp_at_host_port)
+        .sum()
+}
+
+#[test]
+fn a_port_bound_or_freed_by_a_change_of_slices_is_judged_so_by_the_link_guard() {
+    let (mut engine, _) = two_switches_read_back();
+    let now = Instant::now();
+    let slice: slice_core::SliceName = "s".parse().unwrap();
+    // h3 leaves 1:3 and a new host is bound at 2:3, in a slice that has members: the
+    // plan is patched for their MACs, and so is where the bound ports are.
+    engine.membership_changed(&Change::MacDeleted {
+        slice: slice.clone(),
+        port: p(1, 3),
+        mac: mac(3),
+    });
+    engine.membership_changed(&Change::MacAdded {
+        slice: slice.clone(),
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    engine.take_commands_answered();
+    assert_eq!(relayed_at_host_ports(&mut engine, now), 10);
+    let links = engine.links();
+    assert_eq!(links.len(), 2, "only the cable: {links:?}");
+    // Now neither end is bound: those probes are judged as any other.
+    engine.membership_changed(&Change::MacDeleted {
+        slice,
+        port: p(2, 3),
+        mac: mac(4),
+    });
+    engine.take_commands_answered();
+    let later = now + Duration::from_secs(1);
+    assert_eq!(relayed_at_host_ports(&mut engine, later), 10);
 }

@@ -26,7 +26,7 @@ const OPENFLOW_1_0: SwitchProfile = SwitchProfile {
 
 /// The commands, from switches that answer every pipeline write at once (the barrier
 /// after it): what most tests here need; the pacing tests take them unanswered.
-trait AnsweringSwitches {
+pub(super) trait AnsweringSwitches {
     fn take_commands_answered(&mut self) -> Vec<(u64, Command)>;
 }
 
@@ -44,7 +44,7 @@ impl AnsweringSwitches for Engine {
 
 /// What the commands add to and delete from each switch's pipeline.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Changes {
+pub(super) struct Changes {
     added: BTreeMap<u64, BTreeSet<Entry>>,
     /// Deletes, as (table, priority, match) of the entries they remove.
     deleted: BTreeMap<u64, Vec<FlowMod>>,
@@ -143,7 +143,7 @@ fn two_switches() -> (Engine, Vec<(u64, Command)>) {
 }
 
 /// [`two_switches`] with both tables read back empty, and what that wrote.
-fn two_switches_read_back() -> (Engine, Changes) {
+pub(super) fn two_switches_read_back() -> (Engine, Changes) {
     let (mut engine, _) = two_switches();
     let now = Instant::now();
     engine.flows_read(1, empty_table(), now);

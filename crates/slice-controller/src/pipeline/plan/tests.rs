@@ -218,3 +218,119 @@ fn one_binding_computes_the_entries_of_its_mac_alone() {
         assert_eq!(floods, dpid == 3, "switch {dpid}: floods computed");
     }
 }
+
+/// Every (slice, host) of `membership`.
+fn bindings_of(membership: &Membership) -> BTreeSet<(SliceName, slice_core::Host)> {
+    (membership.members())
+        .flat_map(|host| (membership.slices_of(host).iter()).map(|slice| (slice.clone(), *host)))
+        .collect()
+}
+
+/// Brings `membership` to `wanted` one MAC at a time, as the engine sees changes: the
+/// MACs touched, each with the ports it was bound at and is not now.
+fn bring_to(
+    membership: &mut Membership,
+    wanted: &Membership,
+) -> BTreeMap<MacAddress, BTreeSet<PortId>> {
+    let (have, want) = (bindings_of(membership), bindings_of(wanted));
+    let mut touched: BTreeMap<MacAddress, BTreeSet<PortId>> = BTreeMap::new();
+    for (slice, host) in have.difference(&want) {
+        membership.remove_mac(slice, host.port, host.mac);
+        touched.entry(host.mac).or_default().insert(host.port);
+    }
+    for (slice, host) in want.difference(&have) {
+        membership.add_slice(slice);
+        membership.add_mac(slice, host.port, host.mac);
+        touched.entry(host.mac).or_default();
+    }
+    touched
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// A plan patched for the MACs a step touched (where the step changed no switch or
+    /// cable and the patch is possible) has every switch's table of the reference, and
+    /// a switch that applies the diff of the part the change can touch gets it too.
+    #[test]
+    fn a_plan_patched_for_the_macs_a_change_touched_is_the_plan_made_anew(
+        steps in proptest::collection::vec(step(), 1..40),
+    ) {
+        let mut world = World::default();
+        world.switches.extend(1..=3);
+        let mut membership = Membership::default();
+        let mut plan = Plan::default();
+        let mut tables: BTreeMap<u64, BTreeSet<Entry>> = BTreeMap::new();
+        for (at, step) in steps.iter().enumerate() {
+            // The first plan is made whole: the default one has no switches.
+            let graph_before = (at > 0).then(|| (world.switches.clone(), world.cables.clone()));
+            world.apply(step);
+            let fabric = world.fabric();
+            let mut touched = bring_to(&mut membership, &world.membership());
+            if let Step::Heard { mac: n, .. } = step {
+                touched.entry(mac(n.to_owned())).or_default();
+            }
+            let same_graph = graph_before == Some((world.switches.clone(), world.cables.clone()));
+            let heard = |m: &MacAddress| fabric.heard_at.get(m).copied();
+            let next = match same_graph.then(|| plan.patched(&membership, &touched, heard)) {
+                Some(Some(next)) => next,
+                _ => Plan::new(&fabric, &membership, &plan),
+            };
+            let reference = build(&fabric, &membership);
+            let change = plan.change_to(&next);
+            for (&dpid, wanted) in &reference {
+                prop_assert_eq!(&next.entries(dpid, &Scope::all()), wanted, "switch {} after {:?}", dpid, step);
+                let held = tables.entry(dpid).or_default();
+                let scope = plan.scope_of(&next, &change, dpid);
+                let before: BTreeSet<Entry> =
+                    held.iter().filter(|entry| scope.covers(&entry.rule)).cloned().collect();
+                apply_diff(held, &before, &next.entries(dpid, &scope));
+                prop_assert_eq!(&*held, wanted, "switch {} after {:?}", dpid, step);
+            }
+            tables.retain(|dpid, _| reference.contains_key(dpid));
+            plan = next;
+        }
+    }
+}
+
+/// A binding in slices some member is in already patches the plan; one in a set of
+/// slices nobody was in (its tag is new) does not, nor does one after the last member of
+/// a set went.
+#[test]
+fn a_plan_is_patched_unless_a_set_of_slices_comes_or_goes() {
+    let mut world = World::default();
+    world.switches.extend(1..=2);
+    world.cables.insert((1, 2));
+    world.bindings.insert((1, 1, 1, 0));
+    world.bindings.insert((2, 1, 2, 1));
+    let mut membership = Membership::default();
+    bring_to(&mut membership, &world.membership());
+    let plan = Plan::new(&world.fabric(), &membership, &Plan::default());
+    let heard = |_: &MacAddress| None;
+
+    world.bindings.insert((2, 2, 3, 0));
+    let touched = bring_to(&mut membership, &world.membership());
+    let patched = plan.patched(&membership, &touched, heard);
+    assert!(patched.is_some(), "red has a member already");
+    let plan = patched.unwrap();
+    let change = Plan::new(&world.fabric(), &membership, &Plan::default());
+    assert_eq!(
+        plan.entries(2, &Scope::all()),
+        change.entries(2, &Scope::all())
+    );
+
+    world.bindings.insert((2, 3, 4, 3));
+    let touched = bring_to(&mut membership, &world.membership());
+    assert!(
+        plan.patched(&membership, &touched, heard).is_none(),
+        "green is new"
+    );
+
+    let plan = Plan::new(&world.fabric(), &membership, &plan);
+    world.bindings.remove(&(2, 3, 4, 3));
+    let touched = bring_to(&mut membership, &world.membership());
+    assert!(
+        plan.patched(&membership, &touched, heard).is_none(),
+        "green is gone"
+    );
+}
