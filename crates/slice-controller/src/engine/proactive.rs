@@ -30,9 +30,9 @@ pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
 /// and never answers is judged by its probes again.
 const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
-/// How many MACs' changes a plan is patched for at most: past it, the MACs' state
-/// is not kept and the plan is made anew, which costs what patching a tenth or so of
-/// the hosts does.
+/// How many MACs' changes a plan is patched for at most: past it the plan is made
+/// anew, so that what the engine keeps of pending changes stays bounded (a slice of a
+/// hundred thousand hosts deleted is one change, and one new plan).
 const MACS_PATCHED_AT_MOST: usize = 4096;
 
 /// What the plan has to catch up with.

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use slice_core::Change;
 
 use super::super::tests::{config, discovery, mac, p, ports};
-use super::tests::{two_switches_read_back, AnsweringSwitches};
+use super::tests::{relayed_at_host_ports, two_switches_read_back, AnsweringSwitches};
 use super::*;
 
 const PIPELINE: SwitchProfile = SwitchProfile {
@@ -171,23 +171,6 @@ proptest! {
     }
 }
 
-/// Probes relayed between 1:3 and 2:3 for five rounds; how many of them were refused
-/// for arriving at, or coming from, a host's port.
-fn relayed_at_host_ports(engine: &mut Engine, since: Instant) -> u64 {
-    for round in 0..5 {
-        let at = since + Duration::from_millis(100 * round);
-        let (from_1, from_2) = (
-            engine.probe_from(p(1, 3), at),
-            engine.probe_from(p(2, 3), at),
-        );
-        engine.packet_in(2, 3, discovery(from_1), at);
-        engine.packet_in(1, 3, discovery(from_2), at);
-    }
-    (engine.switches().iter())
-        .map(|switch| switch.dropped.lldp_at_host_port)
-        .sum()
-}
-
 #[test]
 fn a_port_bound_or_freed_by_a_change_of_slices_is_judged_so_by_the_link_guard() {
     let (mut engine, _) = two_switches_read_back();
@@ -206,7 +189,7 @@ fn a_port_bound_or_freed_by_a_change_of_slices_is_judged_so_by_the_link_guard() 
         mac: mac(4),
     });
     engine.take_commands_answered();
-    assert_eq!(relayed_at_host_ports(&mut engine, now), 10);
+    assert_eq!(relayed_at_host_ports(&mut engine, 3, now), 10);
     let links = engine.links();
     assert_eq!(links.len(), 2, "only the cable: {links:?}");
     // Now neither end is bound: those probes are judged as any other.
@@ -217,5 +200,5 @@ fn a_port_bound_or_freed_by_a_change_of_slices_is_judged_so_by_the_link_guard() 
     });
     engine.take_commands_answered();
     let later = now + Duration::from_secs(1);
-    assert_eq!(relayed_at_host_ports(&mut engine, later), 10);
+    assert_eq!(relayed_at_host_ports(&mut engine, 3, later), 10);
 }

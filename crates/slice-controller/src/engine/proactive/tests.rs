@@ -629,27 +629,31 @@ fn genuine_probes_relayed_between_bound_ports_make_no_link_though_their_hosts_st
     let now = Instant::now();
     // h1 (at 1:1) and h2 (at 2:1) never reach the controller on the pipeline; relaying
     // each other's genuine probes, round after round, must not make them a link.
-    for round in 0..5 {
-        let at = now + Duration::from_millis(100 * round);
-        let (from_1, from_2) = (
-            engine.probe_from(p(1, 1), at),
-            engine.probe_from(p(2, 1), at),
-        );
-        engine.packet_in(2, 1, discovery(from_1), at);
-        engine.packet_in(1, 1, discovery(from_2), at);
-    }
+    let refused = relayed_at_host_ports(&mut engine, 1, now);
     assert_eq!(
         engine.links().len(),
         2,
         "only the cable: {:?}",
         engine.links()
     );
-    let refused: u64 = engine
-        .switches()
-        .iter()
-        .map(|switch| switch.dropped.lldp_at_host_port)
-        .sum();
     assert_eq!(refused, 10);
+}
+
+/// Genuine probes relayed between port `port_no` of switch 1 and of switch 2 for five
+/// rounds; how many probes, in all, were refused for a host's port at either end.
+pub(super) fn relayed_at_host_ports(engine: &mut Engine, port_no: u32, since: Instant) -> u64 {
+    for round in 0..5 {
+        let at = since + Duration::from_millis(100 * round);
+        let (from_1, from_2) = (
+            engine.probe_from(p(1, port_no), at),
+            engine.probe_from(p(2, port_no), at),
+        );
+        engine.packet_in(2, port_no, discovery(from_1), at);
+        engine.packet_in(1, port_no, discovery(from_2), at);
+    }
+    (engine.switches().iter())
+        .map(|switch| switch.dropped.lldp_at_host_port)
+        .sum()
 }
 
 #[test]

@@ -136,6 +136,37 @@ fn apply_diff(held: &mut BTreeSet<Entry>, before: &BTreeSet<Entry>, after: &BTre
     held.extend(change.add);
 }
 
+/// `next`, the plan after `step`, against `reference` (what [`build`] gives every
+/// switch): each switch's whole table, and each switch of `tables` (holding what `plan`
+/// gave it) brought to the reference by the diff of the part the change can touch.
+fn check_step(
+    plan: &Plan,
+    next: &Plan,
+    reference: &BTreeMap<u64, BTreeSet<Entry>>,
+    tables: &mut BTreeMap<u64, BTreeSet<Entry>>,
+    step: &Step,
+) -> Result<(), TestCaseError> {
+    let change = plan.change_to(next);
+    let switches: BTreeSet<u64> = next.switches().collect();
+    prop_assert_eq!(switches, reference.keys().copied().collect());
+    for (&dpid, wanted) in reference {
+        let whole = next.entries(dpid, &Scope::all());
+        prop_assert_eq!(&whole, wanted, "switch {} after {:?}", dpid, step);
+        let held = tables.entry(dpid).or_default();
+        let scope = plan.scope_of(next, &change, dpid);
+        let before: BTreeSet<Entry> = (held.iter())
+            .filter(|entry| scope.covers(&entry.rule))
+            .cloned()
+            .collect();
+        let after = next.entries(dpid, &scope);
+        prop_assert!(after.iter().all(|entry| scope.covers(&entry.rule)));
+        apply_diff(held, &before, &after);
+        prop_assert_eq!(&*held, wanted, "switch {} after {:?}", dpid, step);
+    }
+    tables.retain(|dpid, _| reference.contains_key(dpid));
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -153,22 +184,8 @@ proptest! {
         for step in &steps {
             world.apply(step);
             let (fabric, membership) = (world.fabric(), world.membership());
-            let reference = build(&fabric, &membership);
             let next = Plan::new(&fabric, &membership, &plan);
-            let change = plan.change_to(&next);
-            prop_assert_eq!(next.switches().collect::<BTreeSet<_>>(), reference.keys().copied().collect());
-            for (&dpid, wanted) in &reference {
-                prop_assert_eq!(&next.entries(dpid, &Scope::all()), wanted, "switch {} after {:?}", dpid, step);
-                let held = tables.entry(dpid).or_default();
-                let scope = plan.scope_of(&next, &change, dpid);
-                let before: BTreeSet<Entry> =
-                    held.iter().filter(|entry| scope.covers(&entry.rule)).cloned().collect();
-                let after = next.entries(dpid, &scope);
-                prop_assert!(after.iter().all(|entry| scope.covers(&entry.rule)));
-                apply_diff(held, &before, &after);
-                prop_assert_eq!(&*held, wanted, "switch {} after {:?}", dpid, step);
-            }
-            tables.retain(|dpid, _| reference.contains_key(dpid));
+            check_step(&plan, &next, &build(&fabric, &membership), &mut tables, step)?;
             plan = next;
         }
     }
@@ -276,18 +293,7 @@ proptest! {
                 Some(Some(next)) => next,
                 _ => Plan::new(&fabric, &membership, &plan),
             };
-            let reference = build(&fabric, &membership);
-            let change = plan.change_to(&next);
-            for (&dpid, wanted) in &reference {
-                prop_assert_eq!(&next.entries(dpid, &Scope::all()), wanted, "switch {} after {:?}", dpid, step);
-                let held = tables.entry(dpid).or_default();
-                let scope = plan.scope_of(&next, &change, dpid);
-                let before: BTreeSet<Entry> =
-                    held.iter().filter(|entry| scope.covers(&entry.rule)).cloned().collect();
-                apply_diff(held, &before, &next.entries(dpid, &scope));
-                prop_assert_eq!(&*held, wanted, "switch {} after {:?}", dpid, step);
-            }
-            tables.retain(|dpid, _| reference.contains_key(dpid));
+            check_step(&plan, &next, &build(&fabric, &membership), &mut tables, step)?;
             plan = next;
         }
     }
