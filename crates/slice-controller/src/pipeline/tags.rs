@@ -182,19 +182,25 @@ impl Tags {
                 self.of_host.insert(*host, tag);
             }
         }
-        let tag = match shared {
-            None => None,
-            Some(Shared::Alone(list, tag)) => tag.map(|tag| (tag, list.iter().cloned().collect())),
-            // A MAC bound at two ports in slices that share nothing is not admitted
-            // in transit at all: it still reaches the hosts at its own switch.
-            Some(Shared::Several(set)) if set.is_empty() => None,
-            // A set no member is in exactly has no tag: its frames are not admitted in
-            // transit, which fails closed.
-            Some(Shared::Several(set)) => self.book.tag(&set).map(|tag| (tag, set)),
+        let Some(mac) = hosts.first().map(|host| host.mac) else {
+            return;
         };
-        if let (Some((tag, set)), Some(host)) = (tag, hosts.first()) {
-            self.use_tag(tag, || set);
-            self.of_mac.insert(host.mac, tag);
+        match shared {
+            // Its one host named the set already: the closure never runs.
+            Some(Shared::Alone(list, Some(tag))) => {
+                self.use_tag(tag, || list.iter().cloned().collect());
+                self.of_mac.insert(mac, tag);
+            }
+            // A MAC bound at two ports in slices that share nothing is not admitted in
+            // transit at all (it still reaches the hosts at its own switch), nor is one
+            // whose bindings share a set no member is in exactly, which fails closed.
+            Some(Shared::Several(set)) if !set.is_empty() => {
+                if let Some(tag) = self.book.tag(&set) {
+                    self.use_tag(tag, || set);
+                    self.of_mac.insert(mac, tag);
+                }
+            }
+            Some(Shared::Alone(_, None) | Shared::Several(_)) | None => {}
         }
     }
 
