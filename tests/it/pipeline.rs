@@ -145,7 +145,10 @@ fn bound_hosts_get_the_pipeline_on_every_switch_and_their_traffic_sets_up_nothin
     let s2 = network.switch(2);
     let before = s2.flow_mods().len();
     daemon.add_host("blue", "0x2:1", "00:00:00:00:00:02");
-    assert!(eventually(WAIT, || pipeline_entries(&daemon, 2) == entries_on(2) + 2));
+    // The view counts what was sent; the switch reads it a moment later.
+    assert!(eventually(WAIT, || pipeline_entries(&daemon, 2)
+        == entries_on(2) + 2
+        && pipeline_of(&s2.flow_mods()).len() == entries_on(2) + 2));
     let sent = s2.flow_mods().len() - before;
     // Admission at home, forwarding to it, and the flood entry changed; nothing admits
     // it in transit at its own switch.
@@ -282,4 +285,45 @@ fn a_switch_without_bundles_gets_the_pipeline_one_flow_mod_at_a_time() {
         opened_on_1 >= 1,
         "the switch with bundles is written in bundles"
     );
+}
+
+/// Links found within 100 ms of the last plan they made wait to be planned together; the
+/// daemon's own timer plans them, with nothing else happening: LLDP rounds here are a
+/// minute apart, so after the probes a port coming up sends no event reaches the engine.
+#[test]
+fn links_found_together_are_planned_without_waiting_for_the_next_round_of_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start_with(dir.path(), &["--lldp-interval-ms", "60000"]);
+    daemon.add_host("blue", "0x1:1", "00:00:00:00:00:01");
+    daemon.add_host("blue", "0x3:1", "00:00:00:00:00:03");
+    let mut network = Network::new();
+    network.keeping_tables();
+    let link_ports = [(1, 2), (2, 2), (2, 3), (3, 2)];
+    network.cable(link_ports[0], link_ports[1]);
+    network.cable(link_ports[2], link_ports[3]);
+    for dpid in 1..=3 {
+        network.connect(daemon.openflow, dpid, Version::Of13, 3);
+    }
+    assert!(eventually(WAIT, || (1..=3)
+        .all(|dpid| pipeline_entries(&daemon, dpid).is_u64())));
+    // The cables' ports go down and come up together: each port coming up sends its
+    // probes at once, so the four links are found within milliseconds of each other.
+    for live in [false, true] {
+        for (dpid, port) in link_ports {
+            network.switch(dpid).port_status(port, live);
+        }
+    }
+    let links = || daemon.get_json("/topology/links").as_array().unwrap().len();
+    assert!(eventually(WAIT, || links() == 4), "links: {}", links());
+    for dpid in 1..=3 {
+        let expected = entries_on(dpid);
+        let switch = network.switch(dpid);
+        assert!(
+            eventually(WAIT, || pipeline_of(&switch.flow_mods()).len() == expected
+                && pipeline_entries(&daemon, dpid) == expected),
+            "switch {dpid}: {:#?} ({} in the view)",
+            pipeline_of(&switch.flow_mods()),
+            pipeline_entries(&daemon, dpid)
+        );
+    }
 }

@@ -342,6 +342,18 @@ impl Engine {
         std::mem::take(&mut self.outbox)
     }
 
+    /// When the engine wants [`Engine::handle_timeout`] called, if at all: links found
+    /// within 100 ms of the last plan they made wait until then, to be planned together.
+    /// Every PACKET_IN and tick does the same, so this is for a network quiet meanwhile.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.proactive.links_found_due()
+    }
+
+    /// What is due by `now` ([`Engine::poll_timeout`]) is done at the next sync.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.proactive.plan_links_found(now);
+    }
+
     /// Like [`Engine::take_commands`], but keeps the queue's memory for the next event:
     /// what the server calls once per event.
     pub fn drain_commands(&mut self) -> std::vec::Drain<'_, (u64, Command)> {

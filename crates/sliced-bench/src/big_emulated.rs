@@ -6,8 +6,9 @@
 //! FLOW_MODs its sessions would send), not held, so the bench's own memory stays small and
 //! what the process's resident memory grows by is the engine's. The network is a leaf and
 //! spine fabric: `switches / 25` spines, every other switch a leaf cabled to two of them,
-//! hosts on the leaves round robin, in 8 slices round robin. Every switch connects and LLDP
-//! finds every cable before any host is bound; every table is read back empty; then the
+//! hosts on the leaves round robin, in 8 slices round robin. Every switch connects and is
+//! read back empty, and LLDP finds every cable, probe by probe at the time each is heard,
+//! before any host is bound; then the
 //! hosts are bound in batches (each batch one sync, its FLOW_MODs counted and dropped);
 //! then one more host is bound, and the time from the change to every FLOW_MOD it causes
 //! taken from the engine is the sync cost of one binding.
@@ -214,6 +215,23 @@ fn discover(engine: &mut Engine, cables: &[(PortId, PortId)], now: Instant) {
     }
 }
 
+/// Every cable's LLDP heard both ways for the first time, each probe at the time it is
+/// heard and its commands taken before the next, as a connection task decides; then
+/// what the engine left for later ([`Engine::poll_timeout`]) is waited for and taken.
+fn discover_live(engine: &mut Engine, cables: &[(PortId, PortId)]) {
+    for (a, b) in cables {
+        for (from, at) in [(*a, *b), (*b, *a)] {
+            crate::tables::hear_probe(engine, from, at, Instant::now());
+            flow_mods(engine);
+        }
+    }
+    while let Some(due) = engine.poll_timeout() {
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        engine.handle_timeout(Instant::now());
+        flow_mods(engine);
+    }
+}
+
 fn bind(engine: &mut Engine, names: &[SliceName], fabric: &Fabric, index: usize) {
     let slice = names[index % SLICES].clone();
     let port = fabric.host_port(index);
@@ -269,17 +287,11 @@ pub(crate) fn run_size(size: Size) -> anyhow::Result<Run> {
         let count = UPLINKS + host_ports;
         engine.switch_connected(fabric.leaf(l), OPENFLOW_1_3, ports(count), now);
     }
-    flow_mods(&mut engine);
-    discover(&mut engine, &cables, now);
-    let links = engine.links().len();
-    ensure!(
-        links == 2 * cables.len(),
-        "LLDP found {links} directed links of {}",
-        2 * cables.len()
-    );
     for name in &names {
         engine.membership_changed(&Change::SliceCreated(name.clone()));
     }
+    // Each switch is read back as it connects, long before LLDP has found its cables:
+    // the pipeline is written while they are found, as in a network coming up.
     let empty = || slice_controller::FlowsRead {
         entries: Vec::new(),
         complete: true,
@@ -288,8 +300,16 @@ pub(crate) fn run_size(size: Size) -> anyhow::Result<Run> {
     for switch in engine.switches() {
         engine.flows_read(switch.dpid, empty(), now);
     }
-    let mut fill_flow_mods = flow_mods(&mut engine);
+    flow_mods(&mut engine);
+    discover_live(&mut engine, &cables);
+    let links = engine.links().len();
+    ensure!(
+        links == 2 * cables.len(),
+        "LLDP found {links} directed links of {}",
+        2 * cables.len()
+    );
     let connect_and_discover = started.elapsed();
+    let mut fill_flow_mods = 0;
 
     let started = Instant::now();
     let batch = size.batch.max(1);
@@ -471,9 +491,11 @@ pub(crate) fn section(doc: &mut String, big: &Outcome<Big>, stamp: &Stamp) {
          (freed, not given back). The network is a leaf and spine \
          fabric: one spine per {SWITCHES_PER_SPINE} switches, every other switch a leaf \
          cabled to two spines, hosts on the leaves round robin, in {SLICES} slices round \
-         robin. Every switch connects and LLDP finds every cable before a host is bound \
-         (*connected and discovered*: the engine's time, no handshakes); every table is \
-         read back empty; the hosts are then bound in batches, one sync each (*fill*), \
+         robin. Every switch connects and is read back empty, as a switch is on connecting; \
+         then LLDP finds every cable, one probe at a time, each decided (and the pipeline \
+         synced) as it is heard, before a host is bound (*connected and discovered*: the \
+         engine's time, no handshakes, until its last plan of links found is made); the \
+         hosts are then bound in batches, one sync each (*fill*), \
          while every switch is still settling (it keeps what it holds unless the slices \
          forbid it) as in a network's first seconds. Once the settling is over every \
          cable's LLDP is heard again and one tick ends it, as in a running network; then one \

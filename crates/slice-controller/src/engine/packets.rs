@@ -7,6 +7,7 @@ impl Engine {
     pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
         // Only the master acts on traffic (a slave gets none from a switch that knows
         // its role, but an EQUAL one might).
+        self.handle_timeout(now);
         let counted = &self.metrics.packet_ins;
         if !self.may_write(dpid) {
             counted.ignored.inc();
@@ -244,7 +245,7 @@ impl Engine {
             self.links_removed(&[old], now);
         }
         if new {
-            self.proactive.changed();
+            self.proactive.link_found(now);
             log::info!("link discovered: {from} -> {at}");
             self.notices.push(Notice::LinkUp { src: from, dst: at });
         }

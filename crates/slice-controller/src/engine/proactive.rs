@@ -35,6 +35,16 @@ const BUSY_LIMIT: Duration = Duration::from_secs(30);
 /// hundred thousand hosts deleted is one change, and one new plan).
 const MACS_PATCHED_AT_MOST: usize = 4096;
 
+/// How often links found make the plan anew, at most. Making it anew walks the whole
+/// fabric (milliseconds at 320 switches, under the engine's one lock), and a network
+/// coming up finds thousands of links within seconds, each in a PACKET_IN of its own:
+/// planned one by one, they took a core at k=16 and kept every other decision waiting,
+/// probes among them. A link found after a quiet spell is planned at once; the ones found
+/// within this spacing of that plan wait for the next, together. Only a link found
+/// waits: until its plan it carries nothing, as if its probe had come later. A link
+/// gone, a switch or a port changed, or the slices changed are planned at the next sync.
+pub(crate) const LINKS_FOUND_PLANNED_EVERY: Duration = Duration::from_millis(100);
+
 /// What the plan has to catch up with.
 #[derive(Debug)]
 enum Stale {
@@ -59,6 +69,10 @@ pub(super) struct Proactive {
     dirty: bool,
     /// What the plan has to catch up with at the next sync.
     stale: Stale,
+    /// Links found that the plan waits for, until when ([`LINKS_FOUND_PLANNED_EVERY`]).
+    links_found_due: Option<Instant>,
+    /// When links found last made the plan anew.
+    links_found_planned: Option<Instant>,
     /// What the entries are computed from, as of the last sync.
     plan: Arc<Plan>,
     /// What each switch holds, for the switches read back since they connected: the
@@ -101,6 +115,8 @@ impl Proactive {
             active: wanted,
             dirty: false,
             stale: Stale::All,
+            links_found_due: None,
+            links_found_planned: None,
             plan: Arc::default(),
             held: HashMap::new(),
             bound_at: HashMap::new(),
@@ -123,6 +139,45 @@ impl Proactive {
     pub(super) fn changed(&mut self) {
         self.dirty = true;
         self.stale = Stale::All;
+        // The new plan takes in every link found so far.
+        self.links_found_due = None;
+    }
+
+    /// A link was found at `now`: the plan is made anew at the next sync, unless links
+    /// found made it less than [`LINKS_FOUND_PLANNED_EVERY`] ago; then it waits until
+    /// that spacing has passed ([`Proactive::plan_links_found`]).
+    pub(super) fn link_found(&mut self, now: Instant) {
+        if !matches!(self.stale, Stale::No) {
+            // A plan to be made or patched anyway: made anew, with this link (a patch
+            // would keep the plan's topology).
+            return self.changed();
+        }
+        if self.links_found_due.is_some() {
+            // The plan due takes this link in too.
+            return;
+        }
+        match self.links_found_planned {
+            Some(planned) if now < planned + LINKS_FOUND_PLANNED_EVERY => {
+                self.links_found_due = Some(planned + LINKS_FOUND_PLANNED_EVERY);
+            }
+            _ => {
+                self.changed();
+                self.links_found_planned = Some(now);
+            }
+        }
+    }
+
+    /// When links found wait for a plan, if any do.
+    pub(super) fn links_found_due(&self) -> Option<Instant> {
+        self.links_found_due
+    }
+
+    /// The links found that were due by `now` make the plan anew at the next sync.
+    pub(super) fn plan_links_found(&mut self, now: Instant) {
+        if self.links_found_due.is_some_and(|due| due <= now) {
+            self.changed();
+            self.links_found_planned = Some(now);
+        }
     }
 
     /// The slices of `hosts` changed, or where their MACs were heard (and nothing else
@@ -130,6 +185,13 @@ impl Proactive {
     /// patches the plan for their MACs.
     pub(super) fn hosts_changed(&mut self, hosts: &[Host]) {
         if hosts.is_empty() {
+            return;
+        }
+        if self.links_found_due.is_some() {
+            // A patch keeps the plan's topology, and the engine's has links the plan
+            // waits for: a MAC's ports judged by the one and its entries by the other
+            // would disagree. Made anew instead, with the links.
+            self.changed();
             return;
         }
         self.dirty = true;
@@ -737,5 +799,7 @@ fn settled(
 
 #[cfg(test)]
 mod incremental;
+#[cfg(test)]
+mod links_found;
 #[cfg(test)]
 mod tests;

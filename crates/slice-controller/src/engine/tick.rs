@@ -6,6 +6,7 @@ use super::*;
 impl Engine {
     /// Sends LLDP out of every live port and forgets links that LLDP no longer confirms.
     pub fn tick(&mut self, now: Instant) {
+        self.handle_timeout(now);
         self.topology.start_probe_round();
         let ports: Vec<PortId> = self
             .topology

@@ -61,6 +61,9 @@ pub(super) struct Decider {
     generation_recheck: Option<Arc<tokio::sync::Notify>>,
     stopped: watch::Receiver<bool>,
     verification: Verification,
+    /// When the engine wants its timeout handled ([`Engine::poll_timeout`]), as of the
+    /// last decision: the engine task sleeps until then, whoever decided.
+    wake_at: watch::Sender<Option<Instant>>,
 }
 
 impl Decider {
@@ -103,6 +106,7 @@ impl Decider {
             generation_recheck,
             stopped,
             verification,
+            wake_at: watch::Sender::new(None),
         }
     }
 
@@ -143,6 +147,9 @@ impl Decider {
             publish_roles(&self.engine, to, &mut self.published_roles);
         }
         self.dispatch(caller, own);
+        let due = self.engine.poll_timeout();
+        self.wake_at
+            .send_if_modified(|at| std::mem::replace(at, due) != due);
         // Nobody following is the common case: then the notices only go.
         let following = self.notices.receiver_count() > 0;
         for notice in self.engine.drain_notices() {
@@ -173,6 +180,7 @@ const EVENTS_PER_SETTLE: usize = 1 << 16;
 enum Wake {
     Event(Event),
     Tick,
+    Timeout,
     Leadership(Leadership),
 }
 
@@ -186,13 +194,24 @@ pub(super) async fn run_engine(
     let mut ticker = tokio::time::interval(config.lldp_interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut own = Vec::new();
+    let mut wake_at = decider.lock().wake_at.subscribe();
     loop {
+        let due = *wake_at.borrow_and_update();
+        let timeout = async {
+            match due {
+                Some(due) => tokio::time::sleep_until(due.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         let wake = tokio::select! {
             event = events.recv() => match event {
                 Some(event) => Wake::Event(event),
                 None => return,
             },
             _ = ticker.tick() => Wake::Tick,
+            () = timeout => Wake::Timeout,
+            // A decision in a connection task moved the timeout: sleep again.
+            Ok(()) = wake_at.changed() => continue,
             leadership = leadership_changed(&mut cluster) => Wake::Leadership(leadership),
             _ = stopped.changed() => {
                 decider.lock().stop();
@@ -230,6 +249,7 @@ pub(super) async fn run_engine(
                 engine.tick(Instant::now());
                 verification.tick(engine, Instant::now());
             }
+            Wake::Timeout => decider.engine.handle_timeout(Instant::now()),
             Wake::Leadership(leadership) => {
                 decider.engine.set_leadership(leadership, Instant::now());
             }

@@ -45,12 +45,12 @@ impl AnsweringSwitches for Engine {
 /// What the commands add to and delete from each switch's pipeline.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Changes {
-    added: BTreeMap<u64, BTreeSet<Entry>>,
+    pub(super) added: BTreeMap<u64, BTreeSet<Entry>>,
     /// Deletes, as (table, priority, match) of the entries they remove.
-    deleted: BTreeMap<u64, Vec<FlowMod>>,
+    pub(super) deleted: BTreeMap<u64, Vec<FlowMod>>,
 }
 
-fn changes(commands: &[(u64, Command)]) -> Changes {
+pub(super) fn changes(commands: &[(u64, Command)]) -> Changes {
     let mut changes = Changes::default();
     for (dpid, command) in commands {
         let Command::Pipeline(flow_mods) = command else {
@@ -76,7 +76,7 @@ fn changes(commands: &[(u64, Command)]) -> Changes {
     changes
 }
 
-fn is_deleted(changes: &Changes, dpid: u64, entry: &Entry) -> bool {
+pub(super) fn is_deleted(changes: &Changes, dpid: u64, entry: &Entry) -> bool {
     let delete = entry.delete_flow_mod();
     changes
         .deleted
@@ -116,7 +116,7 @@ fn read_back(entries: &BTreeSet<Entry>) -> FlowsRead {
     }
 }
 
-fn empty_table() -> FlowsRead {
+pub(super) fn empty_table() -> FlowsRead {
     FlowsRead {
         entries: Vec::new(),
         complete: true,
