@@ -104,6 +104,13 @@ pub(crate) struct Figures {
     pub quiet: Option<hog::Quiet>,
     pub sliced: Usage,
     pub vswitchd: Usage,
+    /// FLOW_MODs sliced sent (`sliced_flow_mods_sent_total`) from the controllers given
+    /// to every cable discovered, and from the apply to every table right.
+    pub flow_mods_discovery: Option<u64>,
+    pub flow_mods_apply: Option<u64>,
+    /// CPU time of sliced and of ovs-vswitchd from the controllers given to every cable
+    /// discovered.
+    pub discovery_cpu: (Duration, Duration),
 }
 
 /// A process's peak resident memory and CPU time over the tree's run, and the CPU time
@@ -230,6 +237,7 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
         .timeout(Duration::from_secs(30))
         .build();
 
+    let cpu_at_start = pids.cpu();
     let started = Instant::now();
     lab.vsctl(&controller_commands(&switches, &openflow))?;
     let mut connected = 0;
@@ -272,6 +280,8 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
     })?;
     let discovery = started.elapsed();
     let events_discovered = link_events(&agent, &sliced.base);
+    let flow_mods_discovered = flow_mods_sent(&agent, &sliced.base);
+    let cpu_discovered = pids.cpu();
 
     let bridges: Vec<(u64, String)> = switches
         .iter()
@@ -313,6 +323,7 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
     )?;
 
     let declaration = declaration(&tree);
+    let flow_mods_before = flow_mods_sent(&agent, &sliced.base);
     let cpu_before = pids.cpu();
     let started = Instant::now();
     sliced::post(&agent, &sliced.base, "/slices:apply", &declaration)
@@ -327,6 +338,7 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
         STEP_LIMIT,
     )?;
     let cpu_after = pids.cpu();
+    let flow_mods_applied = flow_mods_sent(&agent, &sliced.base);
 
     // One more MAC on host 0's port, in its slice: every switch's table gains its entries.
     let first = tree.host_ports()[0];
@@ -406,6 +418,14 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
         quiet,
         sliced: usage(pids.sliced, cpu_before.0, cpu_after.0)?,
         vswitchd: usage(pids.vswitchd, cpu_before.1, cpu_after.1)?,
+        flow_mods_discovery: flow_mods_discovered,
+        flow_mods_apply: flow_mods_applied
+            .zip(flow_mods_before)
+            .map(|(after, before)| after.saturating_sub(before)),
+        discovery_cpu: (
+            cpu_discovered.0.saturating_sub(cpu_at_start.0),
+            cpu_discovered.1.saturating_sub(cpu_at_start.1),
+        ),
     };
     // sliced goes first, so that its switches do not see their controller vanish after
     // the lab is gone; the lab's Drop deletes the namespace with every bridge in it.
@@ -457,11 +477,22 @@ fn quiet_window(agent: &ureq::Agent, base: &str, window: Duration) -> anyhow::Re
 
 /// `sliced_links_held_total`: links held out of use for flapping.
 fn links_held(metrics: &str) -> u64 {
+    counter(metrics, "sliced_links_held_total").unwrap_or(0)
+}
+
+/// `sliced_flow_mods_sent_total`: FLOW_MODs sliced sent, each entry of a bundle one.
+fn flow_mods_sent(agent: &ureq::Agent, base: &str) -> Option<u64> {
+    let text = sliced::get_with(agent, base, "/metrics").ok()?;
+    counter(&text, "sliced_flow_mods_sent_total")
+}
+
+/// The value of the unlabelled counter `name` in a Prometheus text exposition.
+fn counter(metrics: &str, name: &str) -> Option<u64> {
     metrics
         .lines()
-        .find_map(|line| line.strip_prefix("sliced_links_held_total "))
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|value| value.trim().parse::<f64>().ok())
-        .map_or(0, |value| value as u64)
+        .map(|value| value as u64)
 }
 
 /// Waits until `done`, asking `every` so often.

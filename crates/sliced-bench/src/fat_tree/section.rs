@@ -127,7 +127,11 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
          - *cable cut*: the patch port pair of one aggregation-to-core cable deleted in one \
            ovs-vsctl transaction, until sliced lists neither direction (read every 20 ms).\n\
          - Memory is VmHWM, CPU is user + system time from `/proc/<pid>/stat`, over the \
-           whole tree's run, and in brackets from the apply to every table right.\n",
+           whole tree's run, and in brackets from the apply to every table right; *in \
+           discovery* is from the controllers given to every cable discovered.\n\
+         - *FLOW_MODs sent*: `sliced_flow_mods_sent_total` (each entry of a bundle counts \
+           one) from the controllers given to every cable discovered, and from the apply to \
+           every table right.\n",
         trees.sliced_from, trees.ovs_version,
     );
     let measured: Vec<&Figures> = trees
@@ -206,6 +210,21 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
             )
         });
     }
+    row("FLOW_MODs sent: discovery, apply", &|f| {
+        let count = |n: Option<u64>| n.map_or_else(|| "n/a".into(), |n| thousands(n as f64));
+        format!(
+            "{}, {}",
+            count(f.flow_mods_discovery),
+            count(f.flow_mods_apply)
+        )
+    });
+    row("CPU in discovery: sliced, ovs-vswitchd", &|f| {
+        format!(
+            "{}, {}",
+            seconds(f.discovery_cpu.0),
+            seconds(f.discovery_cpu.1)
+        )
+    });
     row("a cable cut → link withdrawn", &|f| seconds(f.cut));
     row("sliced: peak RSS", &|f| mib(f.sliced.peak_rss_kib));
     row("ovs-vswitchd: peak RSS", &|f| mib(f.vswitchd.peak_rss_kib));
