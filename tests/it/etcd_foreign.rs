@@ -30,43 +30,36 @@ fn get(daemon: &Daemon, path: &str) -> (u16, Value) {
     status_json(agent().get(&daemon.url(path)).call())
 }
 
-/// The slices REST lists, each with its ports and their MAC addresses.
-fn served(daemon: &Daemon) -> Value {
-    let (status, list) = get(daemon, "/slices");
-    assert_eq!(status, 200, "{list}");
-    let names: Vec<String> = list
-        .as_array()
-        .unwrap()
-        .iter()
+/// The slices REST lists, each with its ports and their MAC addresses; None while a
+/// slice or port listed is gone by the time it is read (a deletion reaching the
+/// instance between the reads), which an instance still catching up may show.
+fn served(daemon: &Daemon) -> Option<Value> {
+    let read = |path: &str| {
+        let (status, body) = get(daemon, path);
+        match status {
+            200 => Some(body),
+            404 => None,
+            _ => panic!("GET {path}: {status} {body}"),
+        }
+    };
+    let names: Vec<String> = (read("/slices")?.as_array().unwrap().iter())
         .map(|slice| slice["name"].as_str().unwrap().to_owned())
         .collect();
-    let slices: Vec<Value> = names
-        .iter()
-        .map(|name| {
-            let (status, ports) = get(daemon, &format!("/slices/{name}/ports"));
-            assert_eq!(status, 200, "{ports}");
-            let ports: Vec<Value> = ports
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|port| {
-                    let port = port["name"].as_str().unwrap();
-                    let path = format!("/slices/{name}/ports/{port}/mac_addresses");
-                    let (status, macs) = get(daemon, &path);
-                    assert_eq!(status, 200, "{macs}");
-                    let macs: Vec<Value> = macs
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|mac| mac.get("name").unwrap_or(mac).clone())
-                        .collect();
-                    json!({"port": port, "macs": macs})
-                })
+    let mut slices = Vec::new();
+    for name in &names {
+        let ports = read(&format!("/slices/{name}/ports"))?;
+        let mut listed = Vec::new();
+        for port in ports.as_array().unwrap() {
+            let port = port["name"].as_str().unwrap();
+            let macs = read(&format!("/slices/{name}/ports/{port}/mac_addresses"))?;
+            let macs: Vec<Value> = (macs.as_array().unwrap().iter())
+                .map(|mac| mac.get("name").unwrap_or(mac).clone())
                 .collect();
-            json!({"name": name, "ports": ports})
-        })
-        .collect();
-    Value::Array(slices)
+            listed.push(json!({"port": port, "macs": macs}));
+        }
+        slices.push(json!({"name": name, "ports": listed}));
+    }
+    Some(Value::Array(slices))
 }
 
 /// What the controller holds, as `GET /metrics` counts it: slices, bound ports, bound MAC
@@ -98,13 +91,13 @@ fn rest_counts(served: &Value) -> [Option<f64>; 3] {
 /// counts `skipped` keys.
 fn agree_on(daemon: &Daemon, expected: &Value, skipped: f64) {
     let agreed = eventually(PROPAGATION, || {
-        served(daemon) == *expected
+        served(daemon).as_ref() == Some(expected)
             && controller_counts(daemon) == rest_counts(expected)
             && metric(daemon, "sliced_etcd_foreign_keys") == Some(skipped)
     });
     assert!(
         agreed,
-        "REST {}, controller {:?}, skipped {:?}; expected {expected} and {skipped} skipped",
+        "REST {:?}, controller {:?}, skipped {:?}; expected {expected} and {skipped} skipped",
         served(daemon),
         controller_counts(daemon),
         metric(daemon, "sliced_etcd_foreign_keys"),
