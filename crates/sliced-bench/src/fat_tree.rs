@@ -299,17 +299,13 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
             .context("a bridge without a counter")?;
         counter.count(FlowKind::Pipeline.cookie(), 0xffff_ff00_0000_0000)
     };
+    // A switch not read back yet (reconnecting, or its read-back timed out under load)
+    // has no count: it is not right yet, which the wait covers up to its limit.
     let views = || -> anyhow::Result<HashMap<u64, usize>> {
-        read_switches(&agent, &sliced.base)?
+        Ok(read_switches(&agent, &sliced.base)?
             .into_iter()
-            .map(|row| {
-                Ok((
-                    row.dpid,
-                    row.pipeline_entries
-                        .context("a switch without pipeline entries: is it on OpenFlow 1.3?")?,
-                ))
-            })
-            .collect()
+            .filter_map(|row| Some((row.dpid, row.pipeline_entries?)))
+            .collect())
     };
     // Before the apply, the links' entries must be in place, or the apply would be
     // timed with the discovery's last writes.
