@@ -86,6 +86,19 @@ fn entries_on(dpid: u64) -> usize {
     }
 }
 
+/// Waits until switch `dpid` of the line holds its whole pipeline, as sliced counts it too.
+fn pipeline_in_place(daemon: &Daemon, network: &Network, dpid: u64) {
+    let expected = entries_on(dpid);
+    let switch = network.switch(dpid);
+    assert!(
+        eventually(WAIT, || pipeline_of(&switch.flow_mods()).len() == expected
+            && pipeline_entries(daemon, dpid) == expected),
+        "switch {dpid}: {:#?} ({} in the view)",
+        pipeline_of(&switch.flow_mods()),
+        pipeline_entries(daemon, dpid)
+    );
+}
+
 fn forwards_to(held: &BTreeSet<Entry>) -> BTreeSet<String> {
     held.iter()
         .filter_map(|entry| match entry.rule {
@@ -101,15 +114,8 @@ fn bound_hosts_get_the_pipeline_on_every_switch_and_their_traffic_sets_up_nothin
     let daemon = daemon(dir.path());
     let network = line(&daemon);
     for dpid in 1..=3 {
-        let expected = entries_on(dpid);
         let switch = network.switch(dpid);
-        assert!(
-            eventually(WAIT, || pipeline_of(&switch.flow_mods()).len() == expected
-                && pipeline_entries(&daemon, dpid) == expected),
-            "switch {dpid}: {:#?} ({} in the view)",
-            pipeline_of(&switch.flow_mods()),
-            pipeline_entries(&daemon, dpid)
-        );
+        pipeline_in_place(&daemon, &network, dpid);
         let held = pipeline_of(&switch.flow_mods());
         assert_eq!(
             forwards_to(&held),
@@ -316,14 +322,6 @@ fn links_found_together_are_planned_without_waiting_for_the_next_round_of_probes
     let links = || daemon.get_json("/topology/links").as_array().unwrap().len();
     assert!(eventually(WAIT, || links() == 4), "links: {}", links());
     for dpid in 1..=3 {
-        let expected = entries_on(dpid);
-        let switch = network.switch(dpid);
-        assert!(
-            eventually(WAIT, || pipeline_of(&switch.flow_mods()).len() == expected
-                && pipeline_entries(&daemon, dpid) == expected),
-            "switch {dpid}: {:#?} ({} in the view)",
-            pipeline_of(&switch.flow_mods()),
-            pipeline_entries(&daemon, dpid)
-        );
+        pipeline_in_place(&daemon, &network, dpid);
     }
 }
