@@ -5,9 +5,11 @@ use super::*;
 
 impl Engine {
     pub fn packet_in(&mut self, dpid: u64, in_port: u32, frame: Frame, now: Instant) {
+        // Links found that waited for their plan may be due: every event with a time
+        // looks, so a busy network needs no timer for it.
+        self.handle_timeout(now);
         // Only the master acts on traffic (a slave gets none from a switch that knows
         // its role, but an EQUAL one might).
-        self.handle_timeout(now);
         let counted = &self.metrics.packet_ins;
         if !self.may_write(dpid) {
             counted.ignored.inc();
