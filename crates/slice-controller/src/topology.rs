@@ -47,6 +47,20 @@ struct Confirmed {
     round: u64,
 }
 
+/// How many probe rounds after a silent link's last confirmation its neighbours must have
+/// been confirmed for its silence to be its own ([`Topology::neighbours_heard_since`]):
+/// two, so that probes of its own round that came in a moment after it, across a tick,
+/// do not count.
+const NEIGHBOURS_LATER_BY: u64 = 2;
+
+/// Whether more than half of `answers` are true; false when there are none.
+fn most(answers: impl Iterator<Item = bool>) -> bool {
+    let (yes, all) = answers.fold((0usize, 0usize), |(yes, all), answer| {
+        (yes + usize::from(answer), all + 1)
+    });
+    yes * 2 > all
+}
+
 /// The network as the controller knows it.
 #[derive(Debug, Default)]
 pub struct Topology {
@@ -213,9 +227,10 @@ impl Topology {
         self.probe_round += 1;
     }
 
-    /// Forgets links not confirmed for their age limit (`max_age` of the source port)
-    /// by `now` that also missed the answers to `missed_rounds` whole rounds of probes;
-    /// returns them.
+    /// Forgets links not confirmed for their age limit by `now` that also missed the
+    /// answers to `missed_rounds` whole rounds of probes; returns them, each with when it
+    /// was last confirmed. `max_age` gives a link's limit from its source port and
+    /// whether its silence is its own ([`Topology::neighbours_heard_since`]).
     ///
     /// Both conditions, because either alone misleads: the clock runs on while this
     /// process stalls (a stall would expire every link at once), and rounds follow the
@@ -224,26 +239,59 @@ impl Topology {
         &mut self,
         now: Instant,
         missed_rounds: u64,
-        max_age: impl Fn(PortId) -> Duration,
-    ) -> Vec<Link> {
+        max_age: impl Fn(PortId, bool) -> Duration,
+    ) -> Vec<(Link, Instant)> {
         // The current round's probes are still under way; the rounds between the one
         // that last confirmed a link and the current one went unanswered.
         let answered_since = self.probe_round.saturating_sub(missed_rounds);
-        let stale: Vec<PortId> = self
+        let stale: Vec<(PortId, Instant)> = self
             .links
             .iter()
-            .filter(|(src, (_, seen))| {
-                now.saturating_duration_since(seen.at) > max_age(**src)
-                    && seen.round < answered_since
+            .filter(|(src, (dst, seen))| {
+                seen.round < answered_since && {
+                    let own = self.neighbours_heard_since(**src, *dst, seen.round);
+                    now.saturating_duration_since(seen.at) > max_age(**src, own)
+                }
             })
-            .map(|(src, _)| *src)
+            .map(|(src, (_, seen))| (*src, seen.at))
             .collect();
         stale
             .into_iter()
-            .filter_map(|src| self.remove_link(src).map(|dst| Link { src, dst }))
+            .filter_map(|(src, seen)| {
+                let dst = self.remove_link(src)?;
+                Some((Link { src, dst }, seen))
+            })
             .collect()
     }
 
+    /// Whether the silence of the link `src` -> `dst` since the probe round `round` is
+    /// its own: most of the other links out of its sending switch, and most of the
+    /// other links into its receiving switch, were confirmed [`NEIGHBOURS_LATER_BY`]
+    /// rounds later or more. Its probes go out in the same writes as the first and come
+    /// in on the same connection as the second, so when those get through and it does
+    /// not, its cable is what is missing. When most of them are silent too, one of the
+    /// switches (or the Open vSwitch under both) is stalled or drowning, and a single
+    /// probe that got through proves nothing: at k=16 one did, right before a 4 s stall
+    /// of Open vSwitch's main loop, and 630 links expired in one tick. A switch with no
+    /// other link has no such evidence: false.
+    pub fn neighbours_heard_since(&self, src: PortId, dst: PortId, round: u64) -> bool {
+        let later = |seen: &Confirmed| seen.round >= round.saturating_add(NEIGHBOURS_LATER_BY);
+        let out_of = |dpid: u64| {
+            self.links
+                .range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
+        };
+        let sent_alongside = out_of(src.dpid)
+            .filter(|(port, _)| **port != src)
+            .map(|(_, (_, seen))| later(seen));
+        // The links into `dst`'s switch are the ones back from its own links' far ends.
+        let received_alongside = out_of(dst.dpid)
+            .filter(|(port, _)| **port != dst)
+            .filter_map(|(port, (far, _))| {
+                let (back_to, seen) = self.links.get(far)?;
+                (back_to == port).then(|| later(seen))
+            });
+        most(sent_alongside) && most(received_alongside)
+    }
     /// A genuine probe from `src` arrived at `dst` too late to confirm a link: if it is
     /// the link LLDP found there, it is confirmed all the same (it never makes one).
     pub fn link_heard_late(&mut self, src: PortId, dst: PortId, now: Instant) {
@@ -257,6 +305,15 @@ impl Topology {
                     round: self.probe_round,
                 };
             }
+        }
+    }
+
+    /// The link out of `src`, if any, is judged as if confirmed at `now`: its silence so
+    /// far is no evidence (one of its switches was busy), and it counts afresh from here.
+    pub fn restart_silence(&mut self, src: PortId, now: Instant) {
+        let round = self.probe_round;
+        if let Some((_, seen)) = self.links.get_mut(&src) {
+            *seen = Confirmed { at: now, round };
         }
     }
 

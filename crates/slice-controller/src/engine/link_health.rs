@@ -60,8 +60,6 @@ struct PortHealth {
     penalty_at: Option<Instant>,
     /// While held: the far end of the link held out.
     held: Option<PortId>,
-    /// The switch its newest probe arrived at.
-    to: Option<u64>,
 }
 
 impl PortHealth {
@@ -84,14 +82,6 @@ impl PortHealth {
 pub(super) struct LinkHealth {
     limits: HealthLimits,
     ports: HashMap<PortId, PortHealth>,
-    /// Per connected switch, when the newest of its probes that came back anywhere was
-    /// sent: the evidence that it sends probes and they arrive, without which a link of
-    /// its that stays silent is not taken for gone (see [`LinkHealth::expiry_limit`]).
-    /// Gone with the switch.
-    returned: HashMap<u64, Instant>,
-    /// Per connected switch, when the newest probe that arrived at it was sent: the
-    /// evidence that its probes reach the controller.
-    arrived: HashMap<u64, Instant>,
 }
 
 impl LinkHealth {
@@ -100,8 +90,6 @@ impl LinkHealth {
         Self {
             limits: HealthLimits { ceiling, ..limits },
             ports: HashMap::new(),
-            returned: HashMap::new(),
-            arrived: HashMap::new(),
         }
     }
 
@@ -121,47 +109,25 @@ impl LinkHealth {
         estimate.clamp(self.limits.floor, self.limits.ceiling)
     }
 
-    /// How long the link out of `from` may go unconfirmed at `now` before it is taken
-    /// for gone. Its age limit, when probes sent within that limit have meanwhile come
-    /// back both from its switch (out of other ports) and to the switch at its far end
-    /// (from other senders): this link's silence is then its own. Otherwise one of the
-    /// two gets nothing through (the switch, or the whole Open vSwitch under it, stalls;
-    /// its probes or its PACKET_INs wait behind other work) and silence is no evidence,
-    /// so the link waits for twice the ceiling: a start-up storm or a loaded machine no
-    /// longer expires links (and so damps them) that were merely never probed in time.
-    pub(super) fn expiry_limit(&self, from: PortId, now: Instant) -> Duration {
-        let limit = self.age_limit(from);
-        let recent = |sent: Option<&Instant>| {
-            sent.is_some_and(|sent| now.saturating_duration_since(*sent) <= limit)
-        };
-        let far = self.ports.get(&from).and_then(|port| port.to);
-        let flowing = recent(self.returned.get(&from.dpid))
-            && far.map_or(true, |to| recent(self.arrived.get(&to)));
-        if flowing {
-            limit
+    /// How long the link out of `from` may go unconfirmed before it is taken for gone:
+    /// its age limit when its silence is its own (`own`: its neighbours were heard since,
+    /// `Topology::neighbours_heard_since`). Otherwise its switches, or the Open vSwitch
+    /// under them, get nothing through (a stall; probes or PACKET_INs waiting behind
+    /// other work) and silence is no evidence, so the link waits for twice the ceiling: a
+    /// start-up storm or a loaded machine no longer expires links (and so damps them)
+    /// that were merely never probed in time.
+    pub(super) fn expiry_limit(&self, from: PortId, own: bool) -> Duration {
+        if own {
+            self.age_limit(from)
         } else {
             self.limits.ceiling * 2
         }
     }
 
-    /// A genuine probe out of `from`, sent at `sent`, arrived at `at` (fresh or stale).
-    pub(super) fn arrived(&mut self, from: PortId, at: PortId, sent: Instant) {
-        let Some(port) = self.ports.get_mut(&from) else {
-            // Not a port of a connected switch (`sample` makes those entries).
-            return;
-        };
-        port.to = Some(at.dpid);
-        let newest = self.arrived.entry(at.dpid).or_insert(sent);
-        *newest = (*newest).max(sent);
-    }
-
     /// The genuine probe `nonce` out of `from`, sent at `sent`, came back `age` after it
     /// left. A probe older than the ceiling counts as the ceiling; one already sampled
-    /// (or older than one sampled) is no new evidence of the round trip, but still shows
-    /// that the switch's probes get through.
-    pub(super) fn sample(&mut self, from: PortId, nonce: u64, sent: Instant, age: Duration) {
-        let newest = self.returned.entry(from.dpid).or_insert(sent);
-        *newest = (*newest).max(sent);
+    /// (or older than one sampled) is no new evidence of the round trip.
+    pub(super) fn sample(&mut self, from: PortId, nonce: u64, age: Duration) {
         let port = self.ports.entry(from).or_default();
         if nonce <= port.last_sampled {
             return;
@@ -255,8 +221,6 @@ impl LinkHealth {
     pub(super) fn switch_gone(&mut self, dpid: u64) -> Vec<Link> {
         let released = self.release_where(|src, dst| src.dpid == dpid || dst.dpid == dpid);
         self.ports.retain(|port, _| port.dpid != dpid);
-        self.returned.remove(&dpid);
-        self.arrived.remove(&dpid);
         released
     }
 
@@ -300,16 +264,11 @@ mod tests {
             "nothing measured yet"
         );
         for nonce in 1..=20 {
-            health.sample(from, nonce, Instant::now(), Duration::from_millis(3));
+            health.sample(from, nonce, Duration::from_millis(3));
         }
         assert_eq!(health.age_limit(from), limits().floor);
         for nonce in 21..=60 {
-            health.sample(
-                from,
-                nonce,
-                Instant::now(),
-                Duration::from_millis(4000 + nonce % 3 * 100),
-            );
+            health.sample(from, nonce, Duration::from_millis(4000 + nonce % 3 * 100));
         }
         let late = health.age_limit(from);
         assert!(
@@ -317,13 +276,13 @@ mod tests {
             "{late:?}"
         );
         for nonce in 61..=80 {
-            health.sample(from, nonce, Instant::now(), Duration::from_secs(60));
+            health.sample(from, nonce, Duration::from_secs(60));
         }
         assert_eq!(health.age_limit(from), limits().ceiling);
         // A probe sampled once is no new evidence when it comes again.
         let before = health.age_limit(from);
-        health.sample(from, 80, Instant::now(), Duration::ZERO);
-        health.sample(from, 70, Instant::now(), Duration::ZERO);
+        health.sample(from, 80, Duration::ZERO);
+        health.sample(from, 70, Duration::ZERO);
         assert_eq!(health.age_limit(from), before);
     }
 
@@ -395,47 +354,5 @@ mod tests {
         health.switch_gone(1);
         health.switch_gone(3);
         assert!(health.ports.is_empty());
-        assert!(health.returned.is_empty() && health.arrived.is_empty());
-    }
-
-    #[test]
-    fn silence_is_evidence_only_while_the_switch_s_other_probes_get_through() {
-        let mut health = LinkHealth::new(limits());
-        let (cut, other) = (p(1, 1), p(1, 2));
-        let start = Instant::now();
-        assert_eq!(
-            health.expiry_limit(cut, start),
-            limits().ceiling * 2,
-            "nothing of the switch came back yet"
-        );
-        // The switch's probes out of another port keep coming back.
-        for second in 1..=10u64 {
-            let sent = start + INTERVAL * u32::try_from(second).unwrap();
-            health.sample(other, second * 1000, sent, Duration::from_millis(3));
-        }
-        let now = start + INTERVAL * 10;
-        assert_eq!(health.expiry_limit(cut, now), limits().floor);
-        // The cut link's far end, switch 2, still hears other senders' probes; once it
-        // hears nothing, the link's silence is no evidence either.
-        health.sample(cut, 1, start, Duration::from_millis(3));
-        health.arrived(cut, p(2, 1), start);
-        health.sample(p(3, 1), 1, now, Duration::from_millis(3));
-        health.arrived(p(3, 1), p(2, 2), now);
-        assert_eq!(health.expiry_limit(cut, now), limits().floor);
-        let far_stalled = now + limits().floor + INTERVAL;
-        for second in 11..=16u64 {
-            let sent = start + INTERVAL * u32::try_from(second).unwrap();
-            health.sample(other, second * 1000, sent, Duration::from_millis(3));
-        }
-        assert_eq!(
-            health.expiry_limit(cut, far_stalled),
-            limits().ceiling * 2,
-            "switch 1 gets through, switch 2 hears nothing"
-        );
-        // Then nothing of it gets through for longer than the link's limit.
-        let stalled = now + limits().floor + INTERVAL;
-        assert_eq!(health.expiry_limit(cut, stalled), limits().ceiling * 2);
-        health.switch_gone(1);
-        assert_eq!(health.expiry_limit(cut, now), limits().ceiling * 2);
     }
 }

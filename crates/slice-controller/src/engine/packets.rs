@@ -179,10 +179,6 @@ impl Engine {
                 Some(Verdict::Genuine) => None,
             }
         };
-        if let (None | Some(DropCause::StaleLldp), Some(_)) = (refused, probe.proof) {
-            // Fresh or late, it got through: evidence for the links of both switches.
-            self.health.arrived(from, at, sent);
-        }
         if refused == Some(DropCause::StaleLldp) {
             // Late, but over this very link: the cable is there and the switches slow.
             // (To play probes back here one must hold its far end, which a relay that

@@ -23,26 +23,33 @@ impl Engine {
         // A switch working through the controller's own writes answers its probes late
         // and all at once afterwards: its links do not go for silence meanwhile, or
         // each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
-        let writing: HashSet<PortId> = (self.topology.links())
+        // Nor right after it answers: what counts is the silence since, so that the
+        // probes it held back, and the next round, have their whole limit to come.
+        let writing: Vec<PortId> = (self.topology.links())
             .filter(|link| {
                 self.proactive.is_writing(link.src.dpid, now)
                     || self.proactive.is_writing(link.dst.dpid, now)
             })
             .map(|link| link.src)
             .collect();
-        let health = &self.health;
-        let expired = self
-            .topology
-            .expire_links(now, self.config.link_missed_probes, |src| {
-                if writing.contains(&src) {
-                    Duration::MAX
-                } else {
-                    health.expiry_limit(src, now)
-                }
-            });
-        for link in &expired {
-            log::info!("link expired: {} -> {}", link.src, link.dst);
+        for src in writing {
+            self.topology.restart_silence(src, now);
         }
+        let health = &self.health;
+        let expired =
+            self.topology
+                .expire_links(now, self.config.link_missed_probes, |src, own| {
+                    health.expiry_limit(src, own)
+                });
+        for (link, confirmed) in &expired {
+            log::info!(
+                "link expired: {} -> {} (unconfirmed for {} ms)",
+                link.src,
+                link.dst,
+                now.saturating_duration_since(*confirmed).as_millis()
+            );
+        }
+        let expired: Vec<Link> = expired.into_iter().map(|(link, _)| link).collect();
         self.links_removed(&expired, now);
         self.links_flapped(&expired, link_health::EXPIRY_PENALTY, now);
         for link in self.health.reusable(now) {
@@ -110,8 +117,7 @@ impl Engine {
         let age = key.age(proof, now);
         let limit = self.health.age_limit(from).max(MIN_PROBE_AGE);
         if self.topology.has_port(from) {
-            let sent = now.checked_sub(age).unwrap_or(now);
-            self.health.sample(from, proof.nonce, sent, age);
+            self.health.sample(from, proof.nonce, age);
         }
         if age > limit {
             Verdict::Stale

@@ -157,7 +157,7 @@ fn links_expire_unless_seen_again() {
         topology.start_probe_round();
     }
     topology.link_seen(p(1, 2), p(2, 2), later);
-    let age = |_| std::time::Duration::from_secs(4);
+    let age = |_, _| std::time::Duration::from_secs(4);
     assert!(
         topology.expire_links(later, 2, age).is_empty(),
         "old by the clock, but only one round missed"
@@ -364,4 +364,56 @@ fn cached_trees_choose_the_paths_a_search_from_scratch_chooses() {
             topology.update_port(failing, Some(down));
         }
     }
+}
+
+/// A silent link's silence is its own only when most of its neighbours (the other links
+/// out of its sender, the other links into its receiver) were confirmed two rounds or
+/// more after it: one neighbour heard among many proves nothing of a stalled switch.
+#[test]
+fn silence_is_a_link_s_own_only_when_most_of_its_neighbours_were_heard_since() {
+    // Switch 1's ports 1 to 4 cabled to switches 2 to 5; switch 2's ports 1 to 4 to
+    // switches 1, 3, 4 and 5 (its ports 11 to 13 on their side).
+    let mut topology = Topology::default();
+    for dpid in 1..=5 {
+        topology.add_switch(dpid, Version::Of13, ports(&[1, 2, 3, 4, 11, 12, 13]));
+    }
+    for far in 2..=5 {
+        cable(&mut topology, p(1, far as u32 - 1), p(far, 1));
+    }
+    for (port, far) in [(2, 3), (3, 4), (4, 5)] {
+        cable(&mut topology, p(2, port), p(far, 10 + port));
+    }
+    let (silent, at) = (p(1, 1), p(2, 1));
+    assert!(
+        !topology.neighbours_heard_since(silent, at, 0),
+        "nothing heard since"
+    );
+    let heard = |topology: &mut Topology, links: &[(PortId, PortId)]| {
+        for _ in 0..NEIGHBOURS_LATER_BY {
+            topology.start_probe_round();
+        }
+        for (src, dst) in links {
+            topology.link_seen(*src, *dst, Instant::now());
+        }
+    };
+    // One link out of switch 1 and one into switch 2 heard again: one of three each.
+    heard(&mut topology, &[(p(1, 2), p(3, 1)), (p(3, 12), p(2, 2))]);
+    assert!(!topology.neighbours_heard_since(silent, at, 0));
+    // Two of three out of switch 1, still one of three into switch 2.
+    heard(&mut topology, &[(p(1, 3), p(4, 1))]);
+    assert!(!topology.neighbours_heard_since(silent, at, 0));
+    heard(&mut topology, &[(p(4, 13), p(2, 3))]);
+    assert!(topology.neighbours_heard_since(silent, at, 0));
+    // Heard, but not two rounds after the silent link's last confirmation.
+    let last = topology.probe_round - 1;
+    assert!(!topology.neighbours_heard_since(silent, at, last));
+    // A switch with no other link has no neighbour to hear.
+    let mut pair = Topology::default();
+    for dpid in 1..=2 {
+        pair.add_switch(dpid, Version::Of13, ports(&[1]));
+    }
+    cable(&mut pair, p(1, 1), p(2, 1));
+    pair.start_probe_round();
+    pair.start_probe_round();
+    assert!(!pair.neighbours_heard_since(p(1, 1), p(2, 1), 0));
 }

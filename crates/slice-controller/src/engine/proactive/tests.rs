@@ -809,7 +809,8 @@ fn a_switch_that_answers_late_is_written_no_faster_than_it_answers() {
 
 /// A switch working through a pipeline write it has not answered is late with its
 /// probes for as long: its links do not go for silence meanwhile (each expiry would
-/// rewrite tables and keep it busier: issue 36's collapse), and do once it has answered.
+/// rewrite tables and keep it busier: issue 36's collapse), nor for the silence before
+/// it answered; they do once they stay silent the whole wait after it.
 #[test]
 fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_answers() {
     let (mut engine, _) = two_switches_read_back();
@@ -820,15 +821,14 @@ fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_
     });
     let written = changes(&engine.take_commands());
     assert!(written.added.contains_key(&2), "{written:?}");
-    let silent_for = config().link_age_ceiling * 4;
-    let start = Instant::now() + silent_for;
-    let ticks = |engine: &mut Engine, from: Instant| {
-        for second in 0..10 {
-            engine.tick(from + Duration::from_secs(second));
+    let start = Instant::now() + config().link_age_ceiling * 4;
+    let tick_each_second = |engine: &mut Engine, seconds: std::ops::Range<u64>| {
+        for second in seconds {
+            engine.tick(start + Duration::from_secs(second));
             engine.take_commands();
         }
     };
-    ticks(&mut engine, start);
+    tick_each_second(&mut engine, 0..10);
     assert_eq!(
         engine.links().len(),
         2,
@@ -838,10 +838,19 @@ fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_
         engine.pipeline_written(dpid);
     }
     engine.take_commands_answered();
-    ticks(&mut engine, start + Duration::from_secs(10));
+    // Silent since the last tick that saw it busy (second 9), with no other link heard
+    // since: the wait is twice the ceiling (`LinkHealth::expiry_limit`).
+    let wait = (config().link_age_ceiling * 2).as_secs();
+    tick_each_second(&mut engine, 10..9 + wait);
+    assert_eq!(
+        engine.links().len(),
+        2,
+        "answered, but silent for less than the wait since"
+    );
+    tick_each_second(&mut engine, 9 + wait..20 + wait);
     assert!(
         engine.links().is_empty(),
-        "answered: silence is evidence again"
+        "silent for the whole wait since it answered: silence is evidence again"
     );
 }
 

@@ -216,6 +216,29 @@ fn a_stall_of_every_probe_expires_nothing_until_twice_the_ceiling() {
     assert_eq!(run.links(), 0);
 }
 
+/// The cable's probes stop a round before everything else does: the witness's come back
+/// once more, then nothing gets through for 6 s (at k=16, Open vSwitch's main loop
+/// stalled for 4 s right after a round, and the probes of that round that came back
+/// were taken as proof that 630 silent links were gone). One round is no evidence: a
+/// link's silence is its own only once its neighbours were heard two rounds later.
+#[test]
+fn a_stall_a_round_after_a_link_went_quiet_expires_nothing() {
+    let mut run = Run::new(config());
+    run.witness = true;
+    run.rounds(5, |_| Some(Duration::from_millis(10)));
+    assert_eq!(run.links(), 2, "the cable is found");
+    run.rounds(1, |_| None);
+    run.witness = false;
+    run.rounds(6, |_| None);
+    run.witness = true;
+    run.rounds(5, |_| Some(Duration::from_millis(10)));
+    assert_eq!(
+        run.expired, 0,
+        "silent while everything stalled: no evidence"
+    );
+    assert_eq!(run.links(), 2);
+}
+
 fn set_port(engine: &mut Engine, port: PortId, live: bool, now: Instant) {
     let state = PortState {
         name: format!("eth{}", port.port_no),
