@@ -40,11 +40,26 @@ pub struct Link {
     pub dst: PortId,
 }
 
-/// When LLDP last confirmed a link: by the clock and by the round of probes.
+/// Since when a link's silence counts, by the clock and by the round of probes: when
+/// LLDP last confirmed it, or later when its silence was restarted
+/// ([`Topology::restart_silence`]).
 #[derive(Debug, Clone, Copy)]
 struct Confirmed {
     at: Instant,
     round: u64,
+    /// The round of the last probe that really came over it: what its neighbours are
+    /// judged by, as a restart hears nothing.
+    heard: u64,
+}
+
+impl Confirmed {
+    fn heard(at: Instant, round: u64) -> Self {
+        Self {
+            at,
+            round,
+            heard: round,
+        }
+    }
 }
 
 /// How many probe rounds after a silent link's last confirmation its neighbours must have
@@ -201,10 +216,7 @@ impl Topology {
         if !self.is_live(src) || !self.is_live(dst) || src == dst {
             return (false, None);
         }
-        let confirmed = Confirmed {
-            at: now,
-            round: self.probe_round,
-        };
+        let confirmed = Confirmed::heard(now, self.probe_round);
         if let Some((known, seen)) = self.links.get_mut(&src) {
             if *known == dst {
                 *seen = confirmed;
@@ -275,7 +287,9 @@ impl Topology {
     /// of Open vSwitch's main loop, and 630 links expired in one tick. A switch with no
     /// other link has no such evidence: false.
     pub fn neighbours_heard_since(&self, src: PortId, dst: PortId, round: u64) -> bool {
-        let later = |seen: &Confirmed| seen.round >= round.saturating_add(NEIGHBOURS_LATER_BY);
+        // Heard, not restarted: the links of a busy switch restart their silence every
+        // tick, which says nothing of whether probes get through.
+        let later = |seen: &Confirmed| seen.heard >= round.saturating_add(NEIGHBOURS_LATER_BY);
         let out_of = |dpid: u64| {
             self.links
                 .range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
@@ -300,20 +314,22 @@ impl Topology {
         }
         if let Some((known, seen)) = self.links.get_mut(&src) {
             if *known == dst {
-                *seen = Confirmed {
-                    at: now,
-                    round: self.probe_round,
-                };
+                *seen = Confirmed::heard(now, self.probe_round);
             }
         }
     }
 
-    /// The link out of `src`, if any, is judged as if confirmed at `now`: its silence so
-    /// far is no evidence (one of its switches was busy), and it counts afresh from here.
+    /// The silence of the link out of `src`, if any, counts afresh from `now`: so far it
+    /// is no evidence (one of its switches was busy). It is not heard for that: to its
+    /// neighbours it is as silent as before ([`Topology::neighbours_heard_since`]).
     pub fn restart_silence(&mut self, src: PortId, now: Instant) {
         let round = self.probe_round;
         if let Some((_, seen)) = self.links.get_mut(&src) {
-            *seen = Confirmed { at: now, round };
+            *seen = Confirmed {
+                at: now,
+                round,
+                heard: seen.heard,
+            };
         }
     }
 
