@@ -124,9 +124,9 @@ impl LinkHealth {
         }
     }
 
-    /// The genuine probe `nonce` out of `from`, sent at `sent`, came back `age` after it
-    /// left. A probe older than the ceiling counts as the ceiling; one already sampled
-    /// (or older than one sampled) is no new evidence of the round trip.
+    /// The genuine probe `nonce` out of `from` came back `age` after it left. A probe
+    /// older than the ceiling counts as the ceiling; one already sampled (or older than
+    /// one sampled) is no new evidence of the round trip.
     pub(super) fn sample(&mut self, from: PortId, nonce: u64, age: Duration) {
         let port = self.ports.entry(from).or_default();
         if nonce <= port.last_sampled {
