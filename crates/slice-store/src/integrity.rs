@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::path::Path;
 use std::sync::Once;
 
+use crate::log_lock::LockedLog;
 use crate::{Error, Key, SCHEMA_VERSION, SLED_LOG_FILE, TREE};
 
 /// The file that says sliced initialised the database in its directory. Written once the
@@ -79,10 +80,10 @@ pub(crate) fn check_before_open(dir: &Path) -> Result<u64, Error> {
             io(&log_path)(err)
         }
     })?;
-    // The same lock sled takes (fs2, an exclusive flock), so a holder shows as Locked.
-    if fs2::FileExt::try_lock_exclusive(&log).is_err() {
+    // The same lock sled takes, so a holder shows as Locked.
+    let Ok(log) = LockedLog::try_lock(log) else {
         return Err(Error::Locked(dir.to_owned()));
-    }
+    };
     let parent = dir
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())

@@ -36,6 +36,7 @@ mod integrity;
 mod job;
 mod journal;
 mod keys;
+mod log_lock;
 mod model;
 mod permissions;
 mod private_file;

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::log_lock::LockedLog;
 use crate::{Error, SLED_LOG_FILE};
 
 /// The file that records the log as the last clean close left it.
@@ -147,18 +148,22 @@ impl Seal {
     }
 
     fn write(&self) -> std::io::Result<()> {
-        let log = std::fs::File::open(self.dir.join(SLED_LOG_FILE))?;
+        let mut log = std::fs::File::open(self.dir.join(SLED_LOG_FILE))?;
         // sled's background tasks hold the log, and its lock, until their last write is
         // done; the lock is ours only once no sled in this process can write.
         let deadline = Instant::now() + RELEASE_WAIT;
-        while fs2::FileExt::try_lock_exclusive(&log).is_err() {
-            if Instant::now() > deadline {
-                return Err(std::io::Error::other(
-                    "sled still holds the log; the next open checks a scratch copy",
-                ));
+        let log = loop {
+            match LockedLog::try_lock(log) {
+                Ok(locked) => break locked,
+                Err(_) if Instant::now() > deadline => {
+                    return Err(std::io::Error::other(
+                        "sled still holds the log; the next open checks a scratch copy",
+                    ));
+                }
+                Err(unlocked) => log = unlocked,
             }
             std::thread::sleep(Duration::from_millis(10));
-        }
+        };
         // The log first, then the record: a record that outlives a power cut must
         // describe a log that outlived it too. sled syncs the log when its last handle
         // goes, but not after a global error, and a record of bytes still in the page
