@@ -46,6 +46,7 @@ mod link_health;
 mod packets;
 mod paths;
 mod proactive;
+mod probe_rounds;
 mod reconcile;
 mod slices;
 mod switches;
@@ -58,6 +59,7 @@ pub use self::drops::Dropped;
 use self::link_guard::{FrameClass, LinkGuard, Permit, Standing, PROBES_OVER_CHATTER};
 use self::link_health::{HealthLimits, LinkHealth};
 use self::proactive::Proactive;
+use self::probe_rounds::ProbeRounds;
 use self::reconcile::AdoptedFlow;
 pub use self::views::{FabricView, HostView, PathView, PortView, SwitchView};
 
@@ -233,6 +235,8 @@ pub struct Engine {
     guard: LinkGuard,
     /// Each link's measured round trip (its age limit) and flaps (whether it is held).
     health: LinkHealth,
+    /// Which switches have worked through the last round of probes.
+    probe_rounds: ProbeRounds,
     /// What was refused or dropped, per connected switch.
     dropped: HashMap<u64, Dropped>,
     /// Connected switches whose table-miss flow passes the switch's PACKET_IN meter.
@@ -305,6 +309,7 @@ impl Engine {
             hosts: HostTable::default(),
             guard: LinkGuard::default(),
             health,
+            probe_rounds: ProbeRounds::default(),
             dropped: HashMap::new(),
             packet_in_meters: HashSet::new(),
             drop_logs: HashMap::new(),

@@ -100,6 +100,10 @@ pub enum Command {
     Flood { out_ports: Vec<u32>, data: Bytes },
     /// Send an LLDP discovery frame out of `port_no`, signed with `proof`.
     Discovery { port_no: u32, proof: ProbeProof },
+    /// The probes of round `round` have gone out: a barrier, whose reply
+    /// ([`SwitchEvent::ProbeRoundAnswered`]) says the switch has worked through them.
+    /// Held with the probes for a master, so that it never overtakes them.
+    ProbeRoundSent { round: u64 },
     /// One switch's change of the proactive pipeline: the 1.3 FLOW_MODs that add and
     /// delete its entries ([`crate::pipeline::Entry::flow_mod`]), in the order they
     /// apply (deletes first). The session writes them as bundles where the switch takes
@@ -215,6 +219,10 @@ pub enum SwitchEvent {
     /// The switch has taken every pipeline change sent so far (the reply to the barrier
     /// after the latest), applied or refused.
     PipelineWritten,
+    /// The switch has worked through every probe of round `round` and the rounds before
+    /// it, and sent every PACKET_IN it held before this (the reply to
+    /// [`Command::ProbeRoundSent`]'s barrier).
+    ProbeRoundAnswered { round: u64 },
 }
 
 /// Why a switch refused a role request.

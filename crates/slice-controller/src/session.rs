@@ -159,6 +159,35 @@ struct Open {
     /// The barrier sent after the latest pipeline write: its reply says the switch has
     /// taken every write before it ([`SwitchEvent::PipelineWritten`]).
     pipeline_barrier: Option<u32>,
+    /// The barriers sent after rounds of probes, by transaction id, oldest first; at most
+    /// [`MAX_PROBE_BARRIERS`] (the oldest forgotten: a later reply answers it too).
+    probe_barriers: std::collections::VecDeque<(u32, u64)>,
+}
+
+/// Probe-round barriers a session follows: eight rounds, eight seconds at the default
+/// interval, of a switch that answers nothing.
+const MAX_PROBE_BARRIERS: usize = 8;
+
+impl Open {
+    /// The barrier `xid` was sent after a round of probes: follows it.
+    fn probe_barrier_sent(&mut self, xid: u32, round: u64) {
+        if self.probe_barriers.len() == MAX_PROBE_BARRIERS {
+            self.probe_barriers.pop_front();
+        }
+        self.probe_barriers.push_back((xid, round));
+    }
+
+    /// The reply to barrier `xid`: the round it followed, if it was a probe round's. The
+    /// switch answers in order, so the barriers before it are answered too.
+    fn probe_barrier_answered(&mut self, xid: u32) -> Option<u64> {
+        let at = self
+            .probe_barriers
+            .iter()
+            .position(|(sent, _)| *sent == xid)?;
+        let (_, round) = *self.probe_barriers.get(at)?;
+        self.probe_barriers.drain(..=at);
+        Some(round)
+    }
 }
 
 /// What a switch of a cluster lets this instance write. A connection starts EQUAL, which

@@ -239,6 +239,11 @@ impl Topology {
         self.probe_round += 1;
     }
 
+    /// The round of probes under way.
+    pub fn probe_round(&self) -> u64 {
+        self.probe_round
+    }
+
     /// Forgets links not confirmed for their age limit by `now` that also missed the
     /// answers to `missed_rounds` whole rounds of probes; returns them, each with when it
     /// was last confirmed. `max_age` gives a link's limit from its source port and

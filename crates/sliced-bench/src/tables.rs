@@ -270,7 +270,10 @@ impl Tally {
                 }
                 Command::FlowDeleteExact(_) => sent.flow_mods += 1,
                 Command::PacketOut { .. } | Command::Flood { .. } => sent.packet_outs += 1,
-                Command::SetRole { .. } | Command::ReadFlows | Command::Discovery { .. } => {}
+                Command::SetRole { .. }
+                | Command::ReadFlows
+                | Command::Discovery { .. }
+                | Command::ProbeRoundSent { .. } => {}
             }
         }
         sent

@@ -28,7 +28,7 @@ pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
 /// The longest a switch that has not answered a pipeline write keeps its links from
 /// going for silence ([`Proactive::is_writing`]): past this, a switch that takes writes
 /// and never answers is judged by its probes again.
-const BUSY_LIMIT: Duration = Duration::from_secs(30);
+pub(super) const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
 /// How many MACs' changes a plan is patched for at most: past it the plan is made
 /// anew, so that what the engine keeps of pending changes stays bounded (a slice of a

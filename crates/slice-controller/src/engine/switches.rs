@@ -115,6 +115,7 @@ impl Engine {
         );
         self.topology.add_switch(dpid, profile.protocol, ports);
         self.proactive.switch_connected(dpid, profile.pipeline);
+        self.probe_rounds.switch_connected(dpid);
         self.settle_pipeline(dpid, now);
         self.open_discovery_window(dpid, now);
         self.update_mode();
@@ -172,6 +173,7 @@ impl Engine {
         self.read_back.remove(&dpid);
         self.read_asked.remove(&dpid);
         self.proactive.switch_gone(dpid);
+        self.probe_rounds.switch_gone(dpid);
         self.update_mode();
         self.delete_paths_where(|path| path.hops.iter().any(|hop| hop.dpid == dpid));
         self.delete_adopted_where(|_, flow| flow.dpid == dpid);

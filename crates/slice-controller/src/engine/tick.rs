@@ -20,19 +20,28 @@ impl Engine {
         for port in ports {
             self.probe(port, now);
         }
-        // A switch working through the controller's own writes answers its probes late
-        // and all at once afterwards: its links do not go for silence meanwhile, or
-        // each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
-        // Nor right after it answers: what counts is the silence since, so that the
-        // probes it held back, and the next round, have their whole limit to come.
-        let writing: Vec<PortId> = (self.topology.links())
-            .filter(|link| {
-                self.proactive.is_writing(link.src.dpid, now)
-                    || self.proactive.is_writing(link.dst.dpid, now)
-            })
+        let round = self.topology.probe_round();
+        let switches: Vec<u64> = self.topology.dpids().collect();
+        for dpid in switches {
+            if self.may_write(dpid) {
+                self.send(dpid, Command::ProbeRoundSent { round });
+                self.probe_rounds.sent(dpid, round, now);
+            }
+        }
+        // A switch working through the controller's own writes, or still on the last
+        // round of probes, answers its probes late and all at once afterwards: its links
+        // do not go for silence meanwhile, or each expiry's rewrite would keep it busy
+        // (the metastable collapse of issue 36). Nor right after it answers: what counts
+        // is the silence since, so that the probes it held back, and the next round,
+        // have their whole limit to come.
+        let slow = |dpid: u64| {
+            self.proactive.is_writing(dpid, now) || self.probe_rounds.is_behind(dpid, round, now)
+        };
+        let waiting: Vec<PortId> = (self.topology.links())
+            .filter(|link| slow(link.src.dpid) || slow(link.dst.dpid))
             .map(|link| link.src)
             .collect();
-        for src in writing {
+        for src in waiting {
             self.topology.restart_silence(src, now);
         }
         let health = &self.health;
@@ -67,6 +76,11 @@ impl Engine {
         self.retry_full_tables(now);
         self.end_settling(now);
         self.pace_pipeline(now);
+    }
+
+    /// `dpid` answered the barrier after the probes of `round` ([`probe_rounds`]).
+    pub fn probe_round_answered(&mut self, dpid: u64, round: u64) {
+        self.probe_rounds.answered(dpid, round);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an

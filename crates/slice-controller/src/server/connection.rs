@@ -592,5 +592,6 @@ fn engine_event(dpid: u64, connection: u64, event: SwitchEvent) -> Option<Event>
         SwitchEvent::BundleRefused { table_full } => Event::BundleRefused { dpid, table_full },
         SwitchEvent::BundlesUnsupported => Event::BundlesUnsupported { dpid },
         SwitchEvent::PipelineWritten => Event::PipelineWritten { dpid },
+        SwitchEvent::ProbeRoundAnswered { round } => Event::ProbeRoundAnswered { dpid, round },
     })
 }

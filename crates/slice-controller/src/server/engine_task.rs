@@ -337,6 +337,7 @@ impl Decider {
                 engine.pipeline_written(dpid);
                 verification.written(engine, dpid, Instant::now());
             }
+            Event::ProbeRoundAnswered { dpid, round } => engine.probe_round_answered(dpid, round),
             Event::PacketInMeter {
                 dpid,
                 connection,
@@ -468,7 +469,9 @@ impl Decider {
                         Command::PacketOut { .. }
                         | Command::Flood { .. }
                         | Command::Discovery { .. } => packet_outs += 1,
-                        Command::SetRole { .. } | Command::ReadFlows => {}
+                        Command::SetRole { .. }
+                        | Command::ReadFlows
+                        | Command::ProbeRoundSent { .. } => {}
                     }
                 }
                 let queued = link.queued_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;

@@ -128,6 +128,11 @@ enum Event {
     PipelineWritten {
         dpid: u64,
     },
+    /// The switch has worked through the probes of `round` and every round before.
+    ProbeRoundAnswered {
+        dpid: u64,
+        round: u64,
+    },
     /// How the switch's table-miss flow came out: through the PACKET_IN meter or not.
     PacketInMeter {
         dpid: u64,

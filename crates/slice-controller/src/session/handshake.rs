@@ -196,6 +196,7 @@ impl SwitchSession {
             flow_read: None,
             bundles: Default::default(),
             pipeline_barrier: None,
+            probe_barriers: Default::default(),
             gate,
         });
         let profile = SwitchProfile {

@@ -90,6 +90,10 @@ impl SwitchSession {
                 open.pipeline_barrier = None;
                 SwitchEvent::PipelineWritten
             }
+            Message::BarrierReply => match open.probe_barrier_answered(header.xid) {
+                Some(round) => SwitchEvent::ProbeRoundAnswered { round },
+                None => return,
+            },
             Message::Error {
                 err_type,
                 code,

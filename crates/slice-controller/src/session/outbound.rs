@@ -106,6 +106,7 @@ impl SwitchSession {
                     self.version
                 );
             }
+            Command::ProbeRoundSent { round } => return self.send_probe_barrier(round),
             Command::Discovery { port_no, proof } => {
                 let Some(dpid) = self.open_mut().map(|open| open.dpid) else {
                     return;
@@ -125,6 +126,15 @@ impl SwitchSession {
             }
         };
         self.send(&message);
+    }
+
+    /// A barrier after a round of probes ([`Command::ProbeRoundSent`]).
+    fn send_probe_barrier(&mut self, round: u64) {
+        self.send(&Message::BarrierRequest);
+        let xid = self.next_xid;
+        if let Some(open) = self.open_mut() {
+            open.probe_barrier_sent(xid, round);
+        }
     }
 
     /// Queues the meter setup's messages and, once decided, logs the outcome and tells

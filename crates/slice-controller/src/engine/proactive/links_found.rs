@@ -109,7 +109,7 @@ fn links_found_within_the_spacing_of_the_last_plan_wait_for_it_and_go_together()
 fn a_tick_plans_the_links_found_that_are_due() {
     let (mut engine, t0) = second_cable_waiting();
     engine.take_commands_answered();
-    engine.tick(t0 + LINKS_FOUND_PLANNED_EVERY);
+    engine.tick_kept_up(t0 + LINKS_FOUND_PLANNED_EVERY);
     let planned = changes(&engine.take_commands_answered());
     assert!(link_port_added(&planned, p(2, 3)) && link_port_added(&planned, p(3, 2)));
 }

@@ -397,11 +397,11 @@ fn a_full_table_is_counted_and_refilled_after_a_wait_that_doubles() {
     let view = &engine.switches()[0];
     assert_eq!(view.dropped.flow_mods_table_full, 3);
     assert_eq!(metrics.flow_mods_table_full.get(), 3);
-    engine.tick(start + Duration::from_secs(1));
+    engine.tick_kept_up(start + Duration::from_secs(1));
     assert!(!engine
         .take_commands_answered()
         .contains(&(1, Command::ReadFlows)));
-    engine.tick(start + FIRST_RETRY);
+    engine.tick_kept_up(start + FIRST_RETRY);
     assert!(engine
         .take_commands_answered()
         .contains(&(1, Command::ReadFlows)));
@@ -477,11 +477,11 @@ fn a_refused_bundle_is_counted_and_refilled_as_a_full_table_is() {
     assert_eq!(views[0].dropped.flow_mods_table_full, 0);
     assert_eq!(views[1].dropped.bundles_refused, 0);
     assert_eq!(views[1].dropped.flow_mods_table_full, 1);
-    engine.tick(start + Duration::from_secs(1));
+    engine.tick_kept_up(start + Duration::from_secs(1));
     assert!(!engine
         .take_commands_answered()
         .contains(&(1, Command::ReadFlows)));
-    engine.tick(start + FIRST_RETRY);
+    engine.tick_kept_up(start + FIRST_RETRY);
     let commands = engine.take_commands_answered();
     assert!(commands.contains(&(1, Command::ReadFlows)));
     assert!(commands.contains(&(2, Command::ReadFlows)));
@@ -505,11 +505,11 @@ fn retried_after_twice_the_wait(
     refuse: impl FnOnce(&mut Engine, Instant),
 ) {
     refuse(engine, again);
-    engine.tick(again + FIRST_RETRY);
+    engine.tick_kept_up(again + FIRST_RETRY);
     assert!(!engine
         .take_commands_answered()
         .contains(&(1, Command::ReadFlows)));
-    engine.tick(again + FIRST_RETRY * 2);
+    engine.tick_kept_up(again + FIRST_RETRY * 2);
     assert!(engine
         .take_commands_answered()
         .contains(&(1, Command::ReadFlows)));
@@ -524,7 +524,7 @@ fn a_switch_without_bundles_is_read_back_at_the_next_tick_and_nothing_is_counted
     engine.bundles_unsupported(1);
     // A switch the engine does not know changes nothing.
     engine.bundles_unsupported(9);
-    engine.tick(now);
+    engine.tick_kept_up(now);
     let reads: Vec<u64> = engine
         .take_commands_answered()
         .into_iter()
@@ -609,7 +609,7 @@ fn while_its_neighbours_are_found_a_switch_keeps_what_it_holds_unless_the_slices
     assert!(left.added.is_empty(), "{left:?}");
 
     // The grace over, switch 2 never came: the table is what the graph says.
-    restarted.tick(now + restarted.link_return_grace());
+    restarted.tick_kept_up(now + restarted.link_return_grace());
     let settled = changes(&restarted.take_commands_answered());
     assert!(is_deleted(
         &settled,
@@ -801,9 +801,9 @@ fn a_switch_that_answers_late_is_written_no_faster_than_it_answers() {
     bind(&mut engine, 7);
     assert!(!changes(&engine.take_commands()).added.contains_key(&2));
     let now = Instant::now();
-    engine.tick(now);
+    engine.tick_kept_up(now);
     assert!(!changes(&engine.take_commands()).added.contains_key(&2));
-    engine.tick(now + PACING_LIMIT);
+    engine.tick_kept_up(now + PACING_LIMIT);
     assert!(changes(&engine.take_commands()).added.contains_key(&2));
 }
 
@@ -824,7 +824,7 @@ fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_
     let start = Instant::now() + config().link_age_ceiling * 4;
     let tick_each_second = |engine: &mut Engine, seconds: std::ops::Range<u64>| {
         for second in seconds {
-            engine.tick(start + Duration::from_secs(second));
+            engine.tick_kept_up(start + Duration::from_secs(second));
             engine.take_commands();
         }
     };

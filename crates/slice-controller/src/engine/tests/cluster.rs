@@ -54,7 +54,7 @@ fn a_standby_asks_to_be_slave_and_writes_nothing() {
     // PACKET_INs are ignored, ticks send no probes, but the switch and its ports are kept.
     assert_eq!(send(&mut engine, p(1, 1), 1, BROADCAST), []);
     assert_eq!(send(&mut engine, p(1, 2), 2, mac(1)), []);
-    engine.tick(now + Duration::from_secs(1));
+    engine.tick_kept_up(now + Duration::from_secs(1));
     engine.port_changed(p(1, 2), None, now);
     assert_eq!(engine.take_commands(), []);
     assert_eq!(engine.hosts(), []);
@@ -188,7 +188,7 @@ fn a_stale_refusal_makes_the_switch_off_limits_until_the_next_election() {
         BTreeMap::from([(1, Role::Equal), (2, Role::Master)])
     );
     assert_eq!(send(&mut engine, p(1, 1), 1, BROADCAST), []);
-    engine.tick(now);
+    engine.tick_kept_up(now);
     let commands = engine.take_commands();
     assert!(commands.iter().all(|(dpid, _)| *dpid == 2), "{commands:?}");
     // A later election won claims it again.
@@ -270,7 +270,7 @@ fn a_switch_that_cannot_give_roles_is_written_nothing_and_a_demoted_master_shows
         engine.switch_roles().0.clone(),
         BTreeMap::from([(1, Role::Equal), (2, Role::Slave)])
     );
-    engine.tick(now);
+    engine.tick_kept_up(now);
     let commands = engine.take_commands();
     assert!(
         commands.iter().all(|(_, command)| !command.writes()),

@@ -223,7 +223,7 @@ fn idle_hosts_age_out_but_bound_ones_stay() {
     engine.packet_in(3, 1, frame(3, BROADCAST), start);
     engine.take_commands();
     let later = start + config().host_idle + Duration::from_secs(1);
-    engine.tick(later);
+    engine.tick_kept_up(later);
     let hosts: Vec<MacAddress> = engine.hosts().iter().map(|host| host.mac).collect();
     assert_eq!(hosts, vec![mac(1), mac(3)], "bound hosts stay");
     assert_eq!(dropped(&engine, 2).hosts_aged_out, 1);
@@ -278,7 +278,7 @@ fn expire_all_links(engine: &mut Engine, from: Instant) -> Instant {
     let mut now = from;
     for _ in 0..9 {
         now += Duration::from_secs(2);
-        engine.tick(now);
+        engine.tick_kept_up(now);
     }
     assert!(engine.links().is_empty());
     engine.take_commands();
@@ -357,7 +357,7 @@ fn remembered_drops_expire_with_their_flows_and_stay_under_the_cap() {
     }
     assert_eq!(engine.remembered_drops(), 50, "capped per switch");
     let after = start + Duration::from_secs(u64::from(engine.config.drop_timeout) + 1);
-    engine.tick(after);
+    engine.tick_kept_up(after);
     assert_eq!(engine.remembered_drops(), 0, "gone with their hard timeout");
 }
 

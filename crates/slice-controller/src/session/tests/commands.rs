@@ -245,3 +245,33 @@ fn commands_get_increasing_transaction_ids() {
     assert_eq!(xids.len(), 2);
     assert_eq!(xids[1], xids[0] + 1);
 }
+
+/// The barrier after a round of probes says the switch has worked through that round,
+/// on either version; a reply answers the rounds before it too, and any other barrier's
+/// reply says nothing of probes.
+#[test]
+fn the_barrier_after_a_round_of_probes_says_when_the_switch_has_worked_through_it() {
+    let now = Instant::now();
+    for (version, mut session) in both_versions(now) {
+        session.queue(Command::ProbeRoundSent { round: 7 });
+        let (seventh, message) = sent(&mut session).pop().unwrap();
+        assert_eq!(message, Message::BarrierRequest, "{version:?}");
+        session.queue(Command::ProbeRoundSent { round: 8 });
+        session.queue(Command::ProbeRoundSent { round: 9 });
+        let (ninth, _) = sent(&mut session).pop().unwrap();
+        session.handle_bytes(&wire(version, seventh.xid, &Message::BarrierReply), now);
+        assert_eq!(
+            events(&mut session),
+            [SwitchEvent::ProbeRoundAnswered { round: 7 }]
+        );
+        session.handle_bytes(&wire(version, ninth.xid, &Message::BarrierReply), now);
+        assert_eq!(
+            events(&mut session),
+            [SwitchEvent::ProbeRoundAnswered { round: 9 }]
+        );
+        for xid in [seventh.xid, ninth.xid, ninth.xid + 100] {
+            session.handle_bytes(&wire(version, xid, &Message::BarrierReply), now);
+            assert_eq!(events(&mut session), [], "{version:?} xid {xid}");
+        }
+    }
+}
