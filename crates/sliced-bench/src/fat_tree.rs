@@ -293,11 +293,25 @@ fn one_tree(binary: &Path, dir: &Path, k: u32, options: &TreeOptions) -> anyhow:
         .collect::<anyhow::Result<_>>()?;
     // The tag and kind bytes of sliced's cookies: the pipeline's entries, whatever else
     // the switch holds (the table-miss flow has a kind of its own).
-    let mut count = |bridge: &str| -> anyhow::Result<usize> {
-        let counter = counters
-            .get_mut(bridge)
-            .context("a bridge without a counter")?;
-        counter.count(FlowKind::Pipeline.cookie(), 0xffff_ff00_0000_0000)
+    let mut count = |bridges: &[&str]| -> anyhow::Result<Vec<usize>> {
+        let (cookie, mask) = (FlowKind::Pipeline.cookie(), 0xffff_ff00_0000_0000);
+        let mut asked = Vec::with_capacity(bridges.len());
+        for bridge in bridges {
+            let counter = counters
+                .get_mut(*bridge)
+                .context("a bridge without a counter")?;
+            asked.push(counter.ask(cookie, mask));
+        }
+        bridges
+            .iter()
+            .zip(asked)
+            .map(|(bridge, asked)| {
+                counters
+                    .get_mut(*bridge)
+                    .context("a bridge without a counter")?
+                    .answer(asked)
+            })
+            .collect()
     };
     // A switch not read back yet (reconnecting, or its read-back timed out under load)
     // has no count: it is not right yet, which the wait covers up to its limit.

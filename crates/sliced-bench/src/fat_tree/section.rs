@@ -118,8 +118,9 @@ pub(crate) fn section(doc: &mut String, trees: &Outcome<FatTrees>, stamp: &Stamp
            holds exactly as many entries with the pipeline's cookie (`ovs-ofctl \
            dump-aggregate`, cookie `0x5c1c04…`) as sliced's `pipeline_entries` for it, and \
            that count is not the one before the apply; the time is when the last bridge was \
-           found right, confirmed by one more round over all of them. ± is how long before \
-           that the same bridge was last seen not right yet: the figure's resolution.\n\
+           found right, confirmed by one more round over all of them (each round asks every \
+           bridge before it reads any answer). ± is how long before that the same bridge was \
+           last seen not right yet: the figure's resolution.\n\
          - *one binding*: a second MAC address on host 0's port (`POST \
            /slices/ft0/ports/…/mac_addresses`), every table right the same way.\n\
          - *links lost*: `sliced_link_events_total{{event=\"down\"}}` from every cable \

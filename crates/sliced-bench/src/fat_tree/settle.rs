@@ -34,13 +34,14 @@ impl TablesRight {
 }
 
 /// Waits until every table of `bridges` (datapath id, bridge name) is right, against
-/// `before` when a change was made; `held` reads sliced's counts, `count` a bridge's.
+/// `before` when a change was made; `held` reads sliced's counts, `count` the counts of
+/// the bridges named, in their order (asked of all before any answer is read).
 pub(crate) fn settle(
     bridges: &[(u64, String)],
     before: Option<&HashMap<u64, usize>>,
     started: Instant,
     held: &dyn Fn() -> anyhow::Result<HashMap<u64, usize>>,
-    count: &mut dyn FnMut(&str) -> anyhow::Result<usize>,
+    count: &mut dyn FnMut(&[&str]) -> anyhow::Result<Vec<usize>>,
     limit: Duration,
 ) -> anyhow::Result<TablesRight> {
     let deadline = Instant::now() + limit;
@@ -52,35 +53,51 @@ pub(crate) fn settle(
     loop {
         let says = held()?;
         let said_at = Instant::now();
+        // The bridges worth reading: not right yet, and with a count sliced gives. A
+        // switch that reconnects is not right until it is listed again: the wait covers
+        // its return (the collapse under load disconnects switches).
+        let mut to_read: Vec<(u64, &str, usize)> = Vec::new();
         for (dpid, bridge) in bridges {
             if right.contains_key(dpid) {
                 continue;
             }
-            // A switch that reconnects is not right until it is listed again: the wait
-            // covers its return (the collapse under load disconnects switches).
-            let Some(&want) = says.get(dpid) else {
-                seen.insert(*dpid, said_at);
-                continue;
-            };
-            let changed = before.map_or(true, |before| before.get(dpid) != Some(&want));
-            let now = if changed { Instant::now() } else { said_at };
-            if changed && count(bridge)? == want {
-                right.insert(*dpid, want);
-                last_right = Instant::now();
-                resolution = last_right.duration_since(*seen.get(dpid).unwrap_or(&started));
-            } else {
-                seen.insert(*dpid, now);
+            match says.get(dpid) {
+                Some(&want) if before.map_or(true, |before| before.get(dpid) != Some(&want)) => {
+                    to_read.push((*dpid, bridge, want))
+                }
+                _ => {
+                    seen.insert(*dpid, said_at);
+                }
+            }
+        }
+        if !to_read.is_empty() {
+            let names: Vec<&str> = to_read.iter().map(|(_, bridge, _)| *bridge).collect();
+            let asked_at = Instant::now();
+            let counts = count(&names)?;
+            let answered_at = Instant::now();
+            for ((dpid, _, want), counted) in to_read.into_iter().zip(counts) {
+                if counted == want {
+                    right.insert(dpid, want);
+                    last_right = answered_at;
+                    resolution = answered_at.duration_since(*seen.get(&dpid).unwrap_or(&started));
+                } else {
+                    seen.insert(dpid, asked_at);
+                }
             }
         }
         if right.len() == bridges.len() {
             // Confirm: nothing moved since each was found right.
             let says = held()?;
-            let mut moved = Vec::new();
-            for (dpid, bridge) in bridges {
-                if says.get(dpid) != right.get(dpid) || Some(&count(bridge)?) != right.get(dpid) {
-                    moved.push(*dpid);
-                }
-            }
+            let names: Vec<&str> = bridges.iter().map(|(_, bridge)| bridge.as_str()).collect();
+            let counts = count(&names)?;
+            let moved: Vec<u64> = bridges
+                .iter()
+                .zip(counts)
+                .filter(|((dpid, _), counted)| {
+                    says.get(dpid) != right.get(dpid) || Some(counted) != right.get(dpid)
+                })
+                .map(|((dpid, _), _)| *dpid)
+                .collect();
             if moved.is_empty() {
                 return Ok(TablesRight {
                     took: last_right.duration_since(started),
@@ -123,7 +140,12 @@ mod tests {
         // count from before, which must not pass for right.
         let before = HashMap::from([(1, 5), (2, 5)]);
         let held = || Ok(HashMap::from([(1, 9), (2, 5)]));
-        let mut count = |bridge: &str| Ok(if bridge == "c0" { 9 } else { 5 });
+        let mut count = |bridges: &[&str]| {
+            Ok(bridges
+                .iter()
+                .map(|bridge| if *bridge == "c0" { 9 } else { 5 })
+                .collect())
+        };
         let result = settle(
             &bridges(),
             Some(&before),
@@ -145,12 +167,21 @@ mod tests {
         let rounds = Cell::new(0);
         // The switch catches up on the third read of bridge c1.
         let held = || Ok(HashMap::from([(1, 9), (2, 7)]));
-        let mut count = |bridge: &str| {
-            if bridge == "c0" {
-                return Ok(9);
-            }
-            rounds.set(rounds.get() + 1);
-            Ok(if rounds.get() >= 3 { 7 } else { 5 })
+        let mut count = |bridges: &[&str]| {
+            Ok(bridges
+                .iter()
+                .map(|bridge| {
+                    if *bridge == "c0" {
+                        return 9;
+                    }
+                    rounds.set(rounds.get() + 1);
+                    if rounds.get() >= 3 {
+                        7
+                    } else {
+                        5
+                    }
+                })
+                .collect())
         };
         let right = settle(
             &bridges(),
