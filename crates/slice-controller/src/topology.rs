@@ -247,7 +247,10 @@ impl Topology {
     /// Forgets links not confirmed for their age limit by `now` that also missed the
     /// answers to `missed_rounds` whole rounds of probes; returns them, each with when it
     /// was last confirmed. `max_age` gives a link's limit from its source port and
-    /// whether its silence is its own ([`Topology::neighbours_heard_since`]).
+    /// whether its silence is its own ([`Topology::neighbours_heard_since`]);
+    /// `worked_past` says whether both switches of a link have worked past the probes of
+    /// a round, so that the missing ones are lost, not waiting: every missed round but
+    /// the last must be.
     ///
     /// Both conditions, because either alone misleads: the clock runs on while this
     /// process stalls (a stall would expire every link at once), and rounds follow the
@@ -257,6 +260,7 @@ impl Topology {
         now: Instant,
         missed_rounds: u64,
         max_age: impl Fn(PortId, bool) -> Duration,
+        worked_past: impl Fn(Link, u64) -> bool,
     ) -> Vec<(Link, Instant)> {
         // The current round's probes are still under way; the rounds between the one
         // that last confirmed a link and the current one went unanswered.
@@ -267,7 +271,15 @@ impl Topology {
             .filter(|(src, (dst, seen))| {
                 seen.round < answered_since && {
                     let own = self.neighbours_heard_since(**src, *dst, seen.round);
+                    let link = Link {
+                        src: **src,
+                        dst: *dst,
+                    };
+                    // The last missed round may still be under way at a receiver that
+                    // answered before the sender sent it; the ones before it are lost.
+                    let lost = seen.round + missed_rounds.saturating_sub(1);
                     now.saturating_duration_since(seen.at) > max_age(**src, own)
+                        && worked_past(link, lost)
                 }
             })
             .map(|(src, (_, seen))| (*src, seen.at))

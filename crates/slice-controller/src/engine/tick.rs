@@ -28,28 +28,29 @@ impl Engine {
                 self.probe_rounds.sent(dpid, round, now);
             }
         }
-        // A switch working through the controller's own writes, or still on the last
-        // round of probes, answers its probes late and all at once afterwards: its links
-        // do not go for silence meanwhile, or each expiry's rewrite would keep it busy
-        // (the metastable collapse of issue 36). Nor right after it answers: what counts
-        // is the silence since, so that the probes it held back, and the next round,
-        // have their whole limit to come.
-        let slow = |dpid: u64| {
-            self.proactive.is_writing(dpid, now) || self.probe_rounds.is_behind(dpid, round, now)
-        };
-        let waiting: Vec<PortId> = (self.topology.links())
-            .filter(|link| slow(link.src.dpid) || slow(link.dst.dpid))
+        // A switch working through the controller's own writes answers its probes late
+        // and all at once afterwards: its links do not go for silence meanwhile, or
+        // each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
+        // Nor right after it answers: what counts is the silence since, so that the
+        // probes it held back, and the next round, have their whole limit to come.
+        let writing: Vec<PortId> = (self.topology.links())
+            .filter(|link| {
+                self.proactive.is_writing(link.src.dpid, now)
+                    || self.proactive.is_writing(link.dst.dpid, now)
+            })
             .map(|link| link.src)
             .collect();
-        for src in waiting {
+        for src in writing {
             self.topology.restart_silence(src, now);
         }
-        let health = &self.health;
-        let expired =
-            self.topology
-                .expire_links(now, self.config.link_missed_probes, |src, own| {
-                    health.expiry_limit(src, own)
-                });
+        // And a probe counts as missing only once both switches have worked past it.
+        let (health, rounds) = (&self.health, &self.probe_rounds);
+        let expired = self.topology.expire_links(
+            now,
+            self.config.link_missed_probes,
+            |src, own| health.expiry_limit(src, own),
+            |link, round| rounds.worked_past(link.src.dpid, link.dst.dpid, round, now),
+        );
         for (link, confirmed) in &expired {
             log::info!(
                 "link expired: {} -> {} (unconfirmed for {} ms)",
@@ -80,7 +81,8 @@ impl Engine {
 
     /// `dpid` answered the barrier after the probes of `round` ([`probe_rounds`]).
     pub fn probe_round_answered(&mut self, dpid: u64, round: u64) {
-        self.probe_rounds.answered(dpid, round);
+        let current = self.topology.probe_round();
+        self.probe_rounds.answered(dpid, round, current);
     }
 
     /// Forgets hosts idle for `host_idle`, except those bound in a slice and those on an

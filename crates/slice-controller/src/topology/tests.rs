@@ -159,11 +159,11 @@ fn links_expire_unless_seen_again() {
     topology.link_seen(p(1, 2), p(2, 2), later);
     let age = |_, _| std::time::Duration::from_secs(4);
     assert!(
-        topology.expire_links(later, 2, age).is_empty(),
+        topology.expire_links(later, 2, age, |_, _| true).is_empty(),
         "old by the clock, but only one round missed"
     );
     topology.start_probe_round();
-    let expired = topology.expire_links(later, 2, age);
+    let expired = topology.expire_links(later, 2, age, |_, _| true);
     assert_eq!(expired.len(), 3);
     assert_eq!(
         topology.links().collect::<Vec<_>>(),

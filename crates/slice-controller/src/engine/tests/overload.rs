@@ -47,6 +47,10 @@ struct Run {
     /// A switch that answers no barrier after a round of probes while set: one still
     /// working through earlier rounds. The others answer each at once.
     behind: Option<u64>,
+    /// How many rounds late switch 2 answers each barrier (0: at once), and the answers
+    /// it owes: when, and which round.
+    late: u64,
+    owed: Vec<(u64, u64)>,
 }
 
 impl Run {
@@ -61,6 +65,8 @@ impl Run {
             expired: 0,
             witness: false,
             behind: None,
+            late: 0,
+            owed: Vec::new(),
         }
     }
 
@@ -81,9 +87,22 @@ impl Run {
                     })
                     .collect();
                 for (dpid, round) in sent {
-                    if self.behind != Some(dpid) {
+                    if self.behind == Some(dpid) {
+                        continue;
+                    }
+                    if dpid == 2 && self.late > 0 {
+                        self.owed.push((self.round + self.late, round));
+                    } else {
                         self.engine.probe_round_answered(dpid, round);
                     }
+                }
+                let current = self.round;
+                let (due, owed): (Vec<_>, Vec<_>) = std::mem::take(&mut self.owed)
+                    .into_iter()
+                    .partition(|(when, _)| *when <= current);
+                self.owed = owed;
+                for (_, round) in due {
+                    self.engine.probe_round_answered(2, round);
                 }
                 if let Some(late) = delay(self.round) {
                     for (from, at) in CABLE {
@@ -278,6 +297,23 @@ fn a_switch_still_on_an_earlier_round_of_probes_keeps_its_silent_links() {
     assert_eq!((run.expired, run.links()), (0, 2));
     run.rounds(6, |_| None);
     assert_eq!(run.links(), 0, "both switches keep up: the cable is gone");
+}
+
+/// A switch that answers every barrier two rounds late, steadily (a loaded Open
+/// vSwitch): its links' probes, as late, keep them; once the cable goes silent, the link
+/// goes when both switches have worked past three rounds of missing probes, however late
+/// they answer.
+#[test]
+fn a_switch_answering_steadily_late_keeps_its_links_and_still_loses_a_silent_one() {
+    let mut run = Run::new(config());
+    run.witness = true;
+    run.late = 2;
+    let late = |_| Some(Duration::from_millis(1_500));
+    run.rounds(20, late);
+    assert_eq!((run.expired, run.links()), (0, 2), "late but answering");
+    run.rounds(30, |_| None);
+    assert_eq!(run.links(), 0, "silent while both worked past its probes");
+    assert!(run.expired >= 1);
 }
 
 fn set_port(engine: &mut Engine, port: PortId, live: bool, now: Instant) {
