@@ -40,25 +40,17 @@ pub struct Link {
     pub dst: PortId,
 }
 
-/// Since when a link's silence counts, by the clock and by the round of probes: when
-/// LLDP last confirmed it, or later when its silence was restarted
-/// ([`Topology::restart_silence`]).
+/// When LLDP last confirmed a link, by the clock and by the round of probes: since when
+/// its silence counts.
 #[derive(Debug, Clone, Copy)]
 struct Confirmed {
     at: Instant,
     round: u64,
-    /// The round of the last probe that really came over it: what its neighbours are
-    /// judged by, as a restart hears nothing.
-    heard: u64,
 }
 
 impl Confirmed {
     fn heard(at: Instant, round: u64) -> Self {
-        Self {
-            at,
-            round,
-            heard: round,
-        }
+        Self { at, round }
     }
 }
 
@@ -304,9 +296,7 @@ impl Topology {
     /// of Open vSwitch's main loop, and 630 links expired in one tick. A switch with no
     /// other link has no such evidence: false.
     pub fn neighbours_heard_since(&self, src: PortId, dst: PortId, round: u64) -> bool {
-        // Heard, not restarted: the links of a busy switch restart their silence every
-        // tick, which says nothing of whether probes get through.
-        let later = |seen: &Confirmed| seen.heard >= round.saturating_add(NEIGHBOURS_LATER_BY);
+        let later = |seen: &Confirmed| seen.round >= round.saturating_add(NEIGHBOURS_LATER_BY);
         let out_of = |dpid: u64| {
             self.links
                 .range(PortId::new(dpid, 0)..=PortId::new(dpid, u32::MAX))
@@ -333,20 +323,6 @@ impl Topology {
             if *known == dst {
                 *seen = Confirmed::heard(now, self.probe_round);
             }
-        }
-    }
-
-    /// The silence of the link out of `src`, if any, counts afresh from `now`: so far it
-    /// is no evidence (one of its switches was busy). It is not heard for that: to its
-    /// neighbours it is as silent as before ([`Topology::neighbours_heard_since`]).
-    pub fn restart_silence(&mut self, src: PortId, now: Instant) {
-        let round = self.probe_round;
-        if let Some((_, seen)) = self.links.get_mut(&src) {
-            *seen = Confirmed {
-                at: now,
-                round,
-                heard: seen.heard,
-            };
         }
     }
 

@@ -25,10 +25,6 @@ const LONGEST_RETRY: Duration = Duration::from_secs(60);
 /// the next: past this the engine writes anyway, so that a switch that answers echoes
 /// but never a barrier cannot keep a slice's removal out of its table.
 pub(crate) const PACING_LIMIT: Duration = Duration::from_secs(5);
-/// The longest a switch that has not answered a pipeline write keeps its links from
-/// going for silence ([`Proactive::is_writing`]): past this, a switch that takes writes
-/// and never answers is judged by its probes again.
-pub(super) const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
 /// How many MACs' changes a plan is patched for at most: past it the plan is made
 /// anew, so that what the engine keeps of pending changes stays bounded (a slice of a
@@ -101,10 +97,6 @@ pub(super) struct Proactive {
     awaiting: HashMap<u64, Option<Instant>>,
     /// Of those, the ones a sync passed over: written as soon as they answer.
     deferred: HashSet<u64>,
-    /// Switches with a pipeline write they have not answered, since when (None until
-    /// the next tick sees it); unlike `awaiting`, kept past [`PACING_LIMIT`] until the
-    /// switch answers.
-    unanswered: HashMap<u64, Option<Instant>>,
 }
 
 impl Proactive {
@@ -126,7 +118,6 @@ impl Proactive {
             settling: HashMap::new(),
             awaiting: HashMap::new(),
             deferred: HashSet::new(),
-            unanswered: HashMap::new(),
         }
     }
 
@@ -219,24 +210,12 @@ impl Proactive {
         self.held.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
-        self.unanswered.remove(&dpid);
         self.changed();
     }
 
     /// Whether the table of `dpid` was read back and judged since it connected.
     pub(super) fn has_judged(&self, dpid: u64) -> bool {
         self.held.contains_key(&dpid)
-    }
-
-    /// Whether `dpid` has a pipeline write it has not answered yet: a switch busy with
-    /// the controller's own writes, whose silence meanwhile is no evidence of anything.
-    /// At most [`BUSY_LIMIT`].
-    pub(super) fn is_writing(&self, dpid: u64, now: Instant) -> bool {
-        match self.unanswered.get(&dpid) {
-            None => false,
-            Some(None) => true,
-            Some(Some(since)) => now.saturating_duration_since(*since) < BUSY_LIMIT,
-        }
     }
 
     pub(super) fn switch_gone(&mut self, dpid: u64) {
@@ -247,7 +226,6 @@ impl Proactive {
         self.settling.remove(&dpid);
         self.awaiting.remove(&dpid);
         self.deferred.remove(&dpid);
-        self.unanswered.remove(&dpid);
         self.changed();
     }
 
@@ -408,7 +386,6 @@ impl Engine {
     /// The switch `dpid` has taken every pipeline change sent to it: what changed for it
     /// meanwhile goes out now, as one.
     pub fn pipeline_written(&mut self, dpid: u64) {
-        self.proactive.unanswered.remove(&dpid);
         self.write_when_due(dpid);
     }
 
@@ -423,9 +400,6 @@ impl Engine {
     /// Switches that have not answered a pipeline write within [`PACING_LIMIT`] are
     /// written again anyway; the others' wait starts at the first tick after the write.
     pub(super) fn pace_pipeline(&mut self, now: Instant) {
-        for since in self.proactive.unanswered.values_mut() {
-            since.get_or_insert(now);
-        }
         let mut overdue = Vec::new();
         for (dpid, since) in &mut self.proactive.awaiting {
             match since {
@@ -602,7 +576,6 @@ impl Engine {
                 .collect();
             self.send(dpid, Command::Pipeline(change));
             self.proactive.awaiting.insert(dpid, None);
-            self.proactive.unanswered.entry(dpid).or_insert(None);
         }
     }
 

@@ -18,9 +18,12 @@
 //! [`SwitchEvent::ProbeRoundAnswered`]: crate::protocol::SwitchEvent::ProbeRoundAnswered
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::proactive::BUSY_LIMIT;
+/// The longest a switch that takes barriers and never answers keeps its links from going
+/// for silence: past this it is judged by time again, so that a switch cannot keep a cut
+/// cable by answering nothing (it can keep one by sending probes over it anyway).
+const BUSY_LIMIT: Duration = Duration::from_secs(30);
 
 /// Barriers and answers followed per switch: rounds are a second apart by default, and
 /// a link goes after three missed.
@@ -129,7 +132,6 @@ impl ProbeRounds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn two_switches() -> ProbeRounds {
         let mut rounds = ProbeRounds::default();

@@ -28,22 +28,10 @@ impl Engine {
                 self.probe_rounds.sent(dpid, round, now);
             }
         }
-        // A switch working through the controller's own writes answers its probes late
-        // and all at once afterwards: its links do not go for silence meanwhile, or
-        // each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
-        // Nor right after it answers: what counts is the silence since, so that the
-        // probes it held back, and the next round, have their whole limit to come.
-        let writing: Vec<PortId> = (self.topology.links())
-            .filter(|link| {
-                self.proactive.is_writing(link.src.dpid, now)
-                    || self.proactive.is_writing(link.dst.dpid, now)
-            })
-            .map(|link| link.src)
-            .collect();
-        for src in writing {
-            self.topology.restart_silence(src, now);
-        }
-        // And a probe counts as missing only once both switches have worked past it.
+        // A probe counts as missing only once both switches have worked past it: a switch
+        // working through the controller's own writes, or through earlier rounds, answers
+        // its probes late and all at once afterwards, and its links do not go meanwhile,
+        // or each expiry's rewrite would keep it busy (the metastable collapse of issue 36).
         let (health, rounds) = (&self.health, &self.probe_rounds);
         let expired = self.topology.expire_links(
             now,
