@@ -262,14 +262,18 @@ impl Engine {
     /// up answers them.
     pub(crate) fn tick_kept_up(&mut self, now: Instant) {
         self.tick(now);
-        let answered: Vec<(u64, u64)> = (self.outbox.iter())
+        for (dpid, round) in self.probe_rounds_sent() {
+            self.probe_round_answered(dpid, round);
+        }
+    }
+
+    /// The barriers after rounds of probes waiting in the outbox: (switch, round).
+    pub(crate) fn probe_rounds_sent(&self) -> Vec<(u64, u64)> {
+        (self.outbox.iter())
             .filter_map(|(dpid, command)| match command {
                 Command::ProbeRoundSent { round } => Some((*dpid, *round)),
                 _ => None,
             })
-            .collect();
-        for (dpid, round) in answered {
-            self.probe_round_answered(dpid, round);
-        }
+            .collect()
     }
 }

@@ -827,13 +827,12 @@ fn the_links_of_a_switch_busy_with_a_pipeline_write_go_for_silence_only_once_it_
     let tick_each_second = |engine: &mut Engine, seconds: std::ops::Range<u64>, busy: bool| {
         for second in seconds {
             engine.tick(start + Duration::from_secs(second));
-            for (dpid, command) in engine.take_commands() {
-                if let Command::ProbeRoundSent { round } = command {
-                    if dpid == 1 || !busy {
-                        engine.probe_round_answered(dpid, round);
-                    }
+            for (dpid, round) in engine.probe_rounds_sent() {
+                if dpid == 1 || !busy {
+                    engine.probe_round_answered(dpid, round);
                 }
             }
+            engine.take_commands();
         }
     };
     tick_each_second(&mut engine, 0..25, true);

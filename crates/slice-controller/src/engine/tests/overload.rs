@@ -80,13 +80,7 @@ impl Run {
             if ticks {
                 self.round += 1;
                 self.engine.tick(self.now);
-                let sent: Vec<(u64, u64)> = (self.engine.outbox.iter())
-                    .filter_map(|(dpid, command)| match command {
-                        Command::ProbeRoundSent { round } => Some((*dpid, *round)),
-                        _ => None,
-                    })
-                    .collect();
-                for (dpid, round) in sent {
+                for (dpid, round) in self.engine.probe_rounds_sent() {
                     if self.behind == Some(dpid) {
                         continue;
                     }
