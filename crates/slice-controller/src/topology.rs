@@ -48,12 +48,6 @@ struct Confirmed {
     round: u64,
 }
 
-impl Confirmed {
-    fn heard(at: Instant, round: u64) -> Self {
-        Self { at, round }
-    }
-}
-
 /// How many probe rounds after a silent link's last confirmation its neighbours must have
 /// been confirmed for its silence to be its own ([`Topology::neighbours_heard_since`]):
 /// two, so that probes of its own round that came in a moment after it, across a tick,
@@ -208,7 +202,10 @@ impl Topology {
         if !self.is_live(src) || !self.is_live(dst) || src == dst {
             return (false, None);
         }
-        let confirmed = Confirmed::heard(now, self.probe_round);
+        let confirmed = Confirmed {
+            at: now,
+            round: self.probe_round,
+        };
         if let Some((known, seen)) = self.links.get_mut(&src) {
             if *known == dst {
                 *seen = confirmed;
@@ -321,7 +318,10 @@ impl Topology {
         }
         if let Some((known, seen)) = self.links.get_mut(&src) {
             if *known == dst {
-                *seen = Confirmed::heard(now, self.probe_round);
+                *seen = Confirmed {
+                    at: now,
+                    round: self.probe_round,
+                };
             }
         }
     }
